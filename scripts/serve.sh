@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up the toolchain if needed, then build the TorchTraceAP site with Trunk and serve it
+# on http://127.0.0.1:8080/ (Trunk rebuilds and reloads the page when index.html or www/ change).
+# Stop with Ctrl-C.
+set -euo pipefail
+
+ADDRESS=127.0.0.1
+PORT=8080
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/setup.sh
+
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+# Trunk 0.21 accepts only true/false here; the check itself would need the network.
+export TRUNK_SKIP_VERSION_CHECK=true
+
+echo "serve: building the site, then serving it at http://$ADDRESS:$PORT/"
+# Trunk 0.21 exits with an error when NO_COLOR is set to anything but true/false, so drop it.
+exec env -u NO_COLOR trunk serve --offline --address "$ADDRESS" --port "$PORT"

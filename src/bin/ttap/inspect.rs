@@ -1,0 +1,184 @@
+//! `ttap inspect FILE...`
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use torchtraceap::ingest::{ingest_reader, IngestError, IngestOptions, Ingested};
+use torchtraceap::summary::Summary;
+
+/// Inputs at least this large get a progress bar on stderr.
+const PROGRESS_THRESHOLD: u64 = 32 << 20;
+pub const CHUNK: usize = 1 << 20;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace files: Kineto JSON (`*.pt.trace.json`), plain or gzip-compressed.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print machine-readable JSON (one object per file, in an array).
+    #[arg(long)]
+    json: bool,
+    /// How many kernels to list by total time.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Read Chrome traces that the PyTorch profiler did not write, instead of refusing them.
+    #[arg(long)]
+    allow_non_pytorch: bool,
+}
+
+/// Reads one file with a progress bar for large inputs.
+pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
+    let file = File::open(path).map_err(|e| IngestError::Read { detail: e.to_string() })?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let bar = if size >= PROGRESS_THRESHOLD {
+        let bar = ProgressBar::new(size);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} {msg}")
+                .expect("valid progress template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let result = ingest_reader(file, options, CHUNK, |p| {
+        bar.set_position(p.input_bytes);
+        bar.set_message(format!("{} events", p.events));
+    });
+    bar.finish_and_clear();
+    result
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let options = IngestOptions { accept_other_chrome_traces: args.allow_non_pytorch };
+    let mut failed = false;
+    let mut json = Vec::new();
+    for path in &args.files {
+        match read_file(path, options) {
+            Ok(ingested) => {
+                let summary = Summary::of(&ingested, args.top);
+                if args.json {
+                    json.push(serde_json::json!({ "file": path, "summary": summary }));
+                } else {
+                    print!("{}", render(path, &summary));
+                }
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("error: {}: {e}", path.display());
+                if args.json {
+                    json.push(serde_json::json!({ "file": path, "error": e.to_string() }));
+                }
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json).expect("summaries serialize"));
+    }
+    if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// The human-readable report for one file.
+pub fn render(path: &Path, s: &Summary) -> String {
+    let mut o = String::new();
+    let f = &s.format;
+    let _ = writeln!(o, "{}", path.display());
+    let _ = writeln!(
+        o,
+        "  format      {} JSON{}, {}, schemaVersion {}, {} of JSON{}",
+        match f.container {
+            torchtraceap::model::Container::Object => "Kineto object",
+            torchtraceap::model::Container::Array => "bare array",
+        },
+        if f.gzip { format!(" (gzip, {})", mib(f.input_bytes)) } else { String::new() },
+        f.era_label,
+        f.schema_version.as_deref().unwrap_or("-"),
+        mib(f.json_bytes),
+        if f.truncated { ", TRUNCATED" } else { "" }
+    );
+    if s.devices.is_empty() {
+        let _ = writeln!(o, "  devices     none listed");
+    }
+    for d in &s.devices {
+        let _ = writeln!(
+            o,
+            "  device {:<4} {}{}{}{}",
+            d.id.map_or("?".into(), |i| i.to_string()),
+            d.name,
+            d.memory_gib.map_or(String::new(), |g| format!(", {g:.0} GiB")),
+            d.compute_capability.as_ref().map_or(String::new(), |c| format!(", sm {c}")),
+            d.sms.map_or(String::new(), |n| format!(", {n} SMs")),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  rank        {}{}{}",
+        s.rank.map_or("-".into(), |r| r.to_string()),
+        s.world_size.map_or(String::new(), |w| format!(" of {w}")),
+        s.backend.as_ref().map_or(String::new(), |b| format!(" ({b})")),
+    );
+    let _ = writeln!(o, "  span        {:.3} ms", s.span_ms);
+    match s.steps.source {
+        torchtraceap::model::StepSource::ProfilerSteps => {
+            let list: Vec<String> =
+                s.steps.durations_ms.iter().map(|(n, d)| format!("#{n} {d:.3} ms")).collect();
+            let _ = writeln!(
+                o,
+                "  steps       {} ProfilerStep ranges, mean {:.3} ms: {}",
+                s.steps.count,
+                s.steps.mean_ms.unwrap_or(0.0),
+                list.join(", ")
+            );
+        }
+        torchtraceap::model::StepSource::WholeTrace => {
+            let _ = writeln!(o, "  steps       no ProfilerStep# ranges: the whole trace is taken as one step");
+        }
+    }
+    let kinds: Vec<String> = s.events_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(o, "  events      {}", kinds.join(", "));
+    let _ = writeln!(
+        o,
+        "  tracks      {} CPU threads, {} GPU streams; {} of {} GPU events linked to their launch",
+        s.cpu_threads, s.gpu_streams, s.linked_gpu_events, s.gpu_events
+    );
+    for g in &s.gpu_busy {
+        let _ = writeln!(
+            o,
+            "  gpu {:<7} busy {:.3} ms = {:.1}% of the span ({} events on {} streams)",
+            g.device.map_or("?".into(), |d| d.to_string()),
+            g.busy_ms,
+            g.busy_pct_of_span,
+            g.events,
+            g.streams
+        );
+    }
+    if !s.top_kernels.is_empty() {
+        let _ = writeln!(o, "  top kernels by total time:");
+        for k in &s.top_kernels {
+            let name: String = if k.name.chars().count() > 90 {
+                k.name.chars().take(89).chain(['…']).collect()
+            } else {
+                k.name.clone()
+            };
+            let _ = writeln!(
+                o,
+                "    {:>9.3} ms {:>5.1}% {:>6}× {:>9.1} µs  {}",
+                k.total_ms, k.pct, k.count, k.mean_us, name
+            );
+        }
+    }
+    for w in &s.warnings {
+        let _ = writeln!(o, "  warning: {w}");
+    }
+    o
+}

@@ -1,0 +1,37 @@
+//! `ttap`: the command-line front end over the `torchtraceap` library.
+
+mod bench;
+mod inspect;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ttap", version, about = "TorchTraceAP: find performance anti-patterns in PyTorch profiler traces")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print what a trace holds: format and era, devices, rank, steps, events per kind, GPU busy
+    /// time per device, top kernels.
+    Inspect(inspect::Args),
+    /// Measure ingest throughput and peak memory on a large trace built from a real one, against
+    /// serde_json skimming the same bytes.
+    Bench(bench::Args),
+    /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
+    #[command(hide = true)]
+    BenchChild(bench::ChildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::BenchChild(args) => bench::child(&args),
+    }
+}

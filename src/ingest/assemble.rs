@@ -1,0 +1,358 @@
+//! The whole-trace pass after the last event: recognise what the input was, sort the events,
+//! build the per-thread call trees, link launches to GPU work, find the steps.
+
+use std::cmp::Reverse;
+
+use super::builder::{Builder, FlowPoint};
+use super::IngestError;
+use crate::model::{
+    Container, Device, EventKind, Events, ForwardBackward, Launch, Step, StepSource, Trace,
+    TraceMeta, Track, Era, NONE,
+};
+
+/// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
+/// trace) and inputs with no timed events.
+pub fn check_format(b: &Builder, accept_other: bool) -> Result<(), IngestError> {
+    let keys = &b.top.keys;
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if b.top.object == Some(true) && !has("traceEvents") {
+        if has("nodes") {
+            let schema = b.top.values.get("schema").and_then(|v| v.as_str()).map(str::to_owned);
+            return Err(IngestError::ExecutionTrace { schema });
+        }
+        return Err(IngestError::NoTraceEvents { keys: keys.clone() });
+    }
+    if has("span_indx") || has("ExtraInfo") {
+        return Err(IngestError::PaddleTrace);
+    }
+    if b.events.is_empty() && b.array_elements > 0 && b.array_elements == b.elements {
+        return Err(IngestError::MemoryTimeline { arrays: b.array_elements });
+    }
+    if b.events.is_empty() {
+        return Err(IngestError::NoEvents {
+            elements: b.elements,
+            metadata: b.metadata_events,
+            skipped: b.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        });
+    }
+    if b.kineto_events == 0 && !accept_other {
+        return Err(IngestError::NotPyTorch {
+            events: b.elements,
+            categories: top_categories(b, 6),
+        });
+    }
+    Ok(())
+}
+
+fn top_categories(b: &Builder, n: usize) -> Vec<(String, u64)> {
+    let mut cats: Vec<(String, u64)> = b
+        .categories
+        .iter()
+        .filter(|(&c, _)| !b.strings.get(c).is_empty())
+        .map(|(&c, &n)| (b.strings.get(c).to_string(), n))
+        .collect();
+    cats.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    cats.truncate(n);
+    cats
+}
+
+fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
+    let sorted: Vec<T> = order.iter().map(|&i| column[i as usize]).collect();
+    *column = sorted;
+}
+
+/// Builds the model from everything the builder collected.
+pub fn assemble(mut b: Builder) -> Trace {
+    let unclosed = b.close_open_events();
+    let n = b.events.len();
+    let mut order: Vec<u32> = (0..n as u32).filter(|i| unclosed.binary_search(i).is_err()).collect();
+    {
+        let e = &b.events;
+        order.sort_unstable_by_key(|&i| {
+            let i = i as usize;
+            (e.track[i], e.start[i], Reverse(e.dur[i]), i)
+        });
+    }
+    let mut events = std::mem::take(&mut b.events);
+    permute(&mut events.start, &order);
+    permute(&mut events.dur, &order);
+    permute(&mut events.name, &order);
+    permute(&mut events.cat, &order);
+    permute(&mut events.kind, &order);
+    permute(&mut events.track, &order);
+    permute(&mut events.detail, &order);
+    drop(order);
+
+    let tracks = track_ranges(&b, &events);
+    nest(&mut events, &tracks);
+    let mut launches = link_by_correlation(&b, &events);
+    let forward_backward = link_flows(&b.flows, &events, &tracks, &mut launches);
+    let (steps, step_source) = find_steps(&b, &events);
+    let meta = meta(&b, &events);
+
+    let mut trace = Trace {
+        meta,
+        strings: std::mem::take(&mut b.strings),
+        events,
+        tracks,
+        kernels: std::mem::take(&mut b.kernels),
+        copies: std::mem::take(&mut b.copies),
+        runtime: std::mem::take(&mut b.runtime),
+        ops: std::mem::take(&mut b.ops),
+        collectives: std::mem::take(&mut b.collectives),
+        memory: std::mem::take(&mut b.memory),
+        launches,
+        forward_backward,
+        steps,
+        step_source,
+    };
+    trace.kernels.shrink_to_fit();
+    trace.copies.shrink_to_fit();
+    trace.runtime.shrink_to_fit();
+    trace.ops.shrink_to_fit();
+    trace.memory.shrink_to_fit();
+    trace
+}
+
+fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
+    let mut tracks: Vec<Track> = b
+        .tracks
+        .iter()
+        .map(|t| Track {
+            pid: t.pid,
+            tid: t.tid,
+            gpu: t.gpu,
+            device: t.device,
+            stream: t.stream,
+            process_name: b.process_names.get(&t.pid).copied(),
+            thread_name: b.thread_names.get(&(t.pid, t.tid)).copied(),
+            events: 0..0,
+        })
+        .collect();
+    let mut i = 0;
+    while i < e.len() {
+        let t = e.track[i];
+        let begin = i;
+        while i < e.len() && e.track[i] == t {
+            i += 1;
+        }
+        tracks[t as usize].events = begin as u32..i as u32;
+    }
+    tracks
+}
+
+/// Fills `parent` and `depth` with each CPU thread's call tree. Ranges that overlap without
+/// nesting (a child that outlives its parent) stay attached to the innermost range that
+/// contains their start.
+fn nest(e: &mut Events, tracks: &[Track]) {
+    e.parent = vec![NONE; e.len()];
+    e.depth = vec![0; e.len()];
+    let mut stack: Vec<u32> = Vec::new();
+    for t in tracks.iter().filter(|t| !t.gpu) {
+        stack.clear();
+        for i in t.events.clone() {
+            let iu = i as usize;
+            if !e.kind[iu].nests_on_cpu() {
+                continue;
+            }
+            let start = e.start[iu];
+            while let Some(&top) = stack.last() {
+                if e.end(top as usize) > start || (e.start[top as usize] == start && e.dur[iu] == 0) {
+                    break;
+                }
+                stack.pop();
+            }
+            if let Some(&top) = stack.last() {
+                e.parent[iu] = top;
+                e.depth[iu] = e.depth[top as usize].saturating_add(1);
+            }
+            stack.push(i);
+        }
+    }
+}
+
+fn correlation(b: &Builder, e: &Events, i: usize) -> Option<u64> {
+    let d = e.detail[i];
+    if d == NONE {
+        return None;
+    }
+    match e.kind[i] {
+        EventKind::GpuKernel | EventKind::Collective => b.kernels[d as usize].correlation,
+        EventKind::Memcpy | EventKind::Memset => b.copies[d as usize].correlation,
+        EventKind::RuntimeCall => b.runtime[d as usize].correlation,
+        _ => None,
+    }
+}
+
+/// Links each runtime call to the GPU work with the same correlation id (several for a graph
+/// launch).
+fn link_by_correlation(b: &Builder, e: &Events) -> Vec<Launch> {
+    let mut gpu: Vec<(u64, u32)> = (0..e.len())
+        .filter(|&i| e.kind[i].is_gpu_work())
+        .filter_map(|i| correlation(b, e, i).map(|c| (c, i as u32)))
+        .collect();
+    gpu.sort_unstable();
+    let mut launches = Vec::new();
+    for i in 0..e.len() {
+        if e.kind[i] != EventKind::RuntimeCall {
+            continue;
+        }
+        let Some(c) = correlation(b, e, i) else { continue };
+        let from = gpu.partition_point(|&(x, _)| x < c);
+        for &(_, g) in gpu[from..].iter().take_while(|&&(x, _)| x == c) {
+            launches.push(Launch { launch: i as u32, gpu: g });
+        }
+    }
+    launches.sort_unstable_by_key(|l| (l.gpu, l.launch));
+    launches
+}
+
+/// The event on `track` that a flow endpoint at `ts` binds to: the innermost event that starts
+/// at or before `ts` and is still running at `ts`.
+fn event_at(e: &Events, track: &Track, ts: i64) -> Option<u32> {
+    let r = track.events.clone();
+    let slice = &e.start[r.start as usize..r.end as usize];
+    let p = slice.partition_point(|&s| s <= ts);
+    if p == 0 {
+        return None;
+    }
+    let mut i = r.start + p as u32 - 1;
+    loop {
+        if e.end(i as usize) >= ts {
+            return Some(i);
+        }
+        i = e.parent[i as usize];
+        if i == NONE {
+            return None;
+        }
+    }
+}
+
+/// Uses flow events where correlation ids are missing (launch flows), and for forward→backward
+/// links (`fwdbwd`).
+fn link_flows(flows: &[FlowPoint], e: &Events, tracks: &[Track], launches: &mut Vec<Launch>) -> Vec<ForwardBackward> {
+    let mut points: Vec<&FlowPoint> = flows.iter().collect();
+    points.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts));
+    let mut linked: Vec<bool> = vec![false; e.len()];
+    for l in launches.iter() {
+        linked[l.gpu as usize] = true;
+    }
+    let mut added = Vec::new();
+    let mut fwdbwd = Vec::new();
+    for group in points.chunk_by(|a, b| a.launch == b.launch && a.id == b.id) {
+        let Some(src) = group.iter().find(|p| p.start) else { continue };
+        let Some(from) = event_at(e, &tracks[src.track as usize], src.ts) else { continue };
+        for dst in group.iter().filter(|p| !p.start) {
+            let Some(to) = event_at(e, &tracks[dst.track as usize], dst.ts) else { continue };
+            if src.launch {
+                if e.kind[to as usize].is_gpu_work() && !linked[to as usize] {
+                    linked[to as usize] = true;
+                    added.push(Launch { launch: from, gpu: to });
+                }
+            } else if from != to {
+                fwdbwd.push(ForwardBackward { forward: from, backward: to });
+            }
+        }
+    }
+    if !added.is_empty() {
+        launches.extend(added);
+        launches.sort_unstable_by_key(|l| (l.gpu, l.launch));
+    }
+    fwdbwd
+}
+
+fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
+    let mut steps: Vec<Step> = (0..e.len())
+        .filter(|&i| e.kind[i] == EventKind::ProfilerStep)
+        .map(|i| Step {
+            number: b
+                .strings
+                .get(e.name[i])
+                .rsplit('#')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(-1),
+            start: e.start[i],
+            end: e.end(i),
+            event: i as u32,
+        })
+        .collect();
+    if steps.is_empty() {
+        let span = span(e);
+        return (
+            span.map(|(start, end)| vec![Step { number: 0, start, end, event: NONE }]).unwrap_or_default(),
+            StepSource::WholeTrace,
+        );
+    }
+    steps.sort_by_key(|s| (s.start, s.number));
+    (steps, StepSource::ProfilerSteps)
+}
+
+fn span(e: &Events) -> Option<(i64, i64)> {
+    let start = e.start.iter().copied().min()?;
+    let end = (0..e.len()).map(|i| e.end(i)).max()?;
+    Some((start, end))
+}
+
+fn meta(b: &Builder, e: &Events) -> TraceMeta {
+    let v = &b.top.values;
+    let int = |key: &str, field: &str| v.get(key).and_then(|d| d.get(field)).and_then(json_int);
+    let era = if b.kineto_events == 0 {
+        Era::NotPyTorch
+    } else if b.capitalised_events > 0 {
+        Era::Torch1_8
+    } else if v.contains_key("baseTimeNanoseconds") || b.concrete_inputs {
+        Era::Torch2_2
+    } else {
+        Era::Torch1_11
+    };
+    TraceMeta {
+        container: if b.top.object == Some(false) { Container::Array } else { Container::Object },
+        era,
+        schema_version: v.get("schemaVersion").map(|s| match s {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }),
+        trace_name: v.get("traceName").and_then(|s| s.as_str()).map(str::to_owned),
+        display_time_unit: v.get("displayTimeUnit").and_then(|s| s.as_str()).map(str::to_owned),
+        base_time_ns: v.get("baseTimeNanoseconds").and_then(json_int),
+        devices: v
+            .get("deviceProperties")
+            .and_then(|d| d.as_array())
+            .map(|list| list.iter().map(device).collect())
+            .unwrap_or_default(),
+        rank: int("distributedInfo", "rank"),
+        world_size: int("distributedInfo", "world_size"),
+        backend: v
+            .get("distributedInfo")
+            .and_then(|d| d.get("backend"))
+            .and_then(|s| s.as_str())
+            .map(str::to_owned),
+        span: span(e),
+    }
+}
+
+fn json_int(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn device(d: &serde_json::Value) -> Device {
+    let int = |k: &str| d.get(k).and_then(json_int);
+    let uint = |k: &str| int(k).and_then(|v| u64::try_from(v).ok());
+    Device {
+        id: int("id"),
+        name: d.get("name").and_then(|s| s.as_str()).map(str::to_owned),
+        total_global_mem: uint("totalGlobalMem"),
+        compute_major: int("computeMajor"),
+        compute_minor: int("computeMinor"),
+        num_sms: int("numSms"),
+        max_threads_per_multiprocessor: int("maxThreadsPerMultiprocessor"),
+        regs_per_multiprocessor: int("regsPerMultiprocessor"),
+        shared_mem_per_multiprocessor: uint("sharedMemPerMultiprocessor"),
+        warp_size: int("warpSize"),
+    }
+}

@@ -1,0 +1,443 @@
+//! Turns the framer's slices into model rows, one event at a time.
+//!
+//! Everything here is per event and append-only; what needs the whole trace (sorting, nesting,
+//! links, steps) happens once at the end, in `assemble`.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use serde_json::value::RawValue;
+
+use super::event::{self, RawArgs, RawEvent};
+use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
+use crate::model::{
+    CollectiveDetail, CopyDetail, CopyDirection, Events, HostMemory, KernelDetail, MemoryDetail,
+    OpDetail, RuntimeDetail, StrId, Strings, NONE,
+};
+
+/// Why an event was skipped; counted per reason in the ingest report.
+pub mod skip {
+    pub const NOT_AN_OBJECT: &str = "element of traceEvents is not a JSON object";
+    pub const MALFORMED: &str = "malformed JSON inside the event";
+    pub const NO_PHASE: &str = "no \"ph\" (phase)";
+    pub const UNSUPPORTED_PHASE: &str = "phase not used by PyTorch traces (async b/e/n, objects, samples)";
+    pub const BAD_TS: &str = "missing or unreadable \"ts\"";
+    pub const BAD_DUR: &str = "missing or unreadable \"dur\" on a complete (X) event";
+    pub const NEGATIVE_DUR: &str = "negative \"dur\"";
+    pub const UNMATCHED_END: &str = "E (end) event without a matching B (begin)";
+    pub const UNMATCHED_BEGIN: &str = "B (begin) event never ended";
+    pub const OVERSIZED: &str = "event larger than 64 MiB";
+}
+
+/// A flow endpoint (`ph` `s`, `t` or `f`), bound to an event once all events are known.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowPoint {
+    pub id: u64,
+    pub track: u32,
+    pub ts: i64,
+    pub launch: bool,
+    pub start: bool,
+}
+
+/// Raw top-level values kept for `assemble`.
+#[derive(Default)]
+pub struct TopLevel {
+    pub object: Option<bool>,
+    pub keys: Vec<String>,
+    pub values: FxHashMap<String, serde_json::Value>,
+}
+
+/// The top-level keys whose values are read.
+pub fn wanted_key(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"schemaVersion"
+            | b"deviceProperties"
+            | b"distributedInfo"
+            | b"baseTimeNanoseconds"
+            | b"displayTimeUnit"
+            | b"traceName"
+            | b"schema"
+    )
+}
+
+#[derive(Clone, Debug)]
+pub struct TrackBuild {
+    pub pid: StrId,
+    pub tid: StrId,
+    pub gpu: bool,
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+}
+
+#[derive(Default)]
+pub struct Builder {
+    pub strings: Strings,
+    pub events: Events,
+    pub tracks: Vec<TrackBuild>,
+    track_ids: FxHashMap<(StrId, StrId), u32>,
+    last_pid: String,
+    last_tid: String,
+    last_track: u32,
+    pub kernels: Vec<KernelDetail>,
+    pub copies: Vec<CopyDetail>,
+    pub runtime: Vec<RuntimeDetail>,
+    pub ops: Vec<OpDetail>,
+    pub collectives: Vec<CollectiveDetail>,
+    pub memory: Vec<MemoryDetail>,
+    pub flows: Vec<FlowPoint>,
+    /// Open `B` events per track.
+    open: FxHashMap<u32, Vec<u32>>,
+    pub process_names: FxHashMap<StrId, StrId>,
+    pub thread_names: FxHashMap<(StrId, StrId), StrId>,
+    pub categories: FxHashMap<StrId, u64>,
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// Elements of the event array, of any type.
+    pub elements: u64,
+    /// Elements that were themselves arrays (memory-timeline exports).
+    pub array_elements: u64,
+    pub metadata_events: u64,
+    /// Events whose category is one Kineto writes.
+    pub kineto_events: u64,
+    /// Events in the capitalised categories of PyTorch 1.8–1.10.
+    pub capitalised_events: u64,
+    pub concrete_inputs: bool,
+    /// Events read after replacing invalid UTF-8.
+    pub repaired_utf8: u64,
+    pub top: TopLevel,
+    no_category: StrId,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        let mut b = Builder::default();
+        b.no_category = b.strings.intern("");
+        b.last_track = NONE;
+        b
+    }
+
+    fn skip(&mut self, reason: &'static str) {
+        *self.skipped.entry(reason).or_default() += 1;
+    }
+
+    pub fn oversized(&mut self) {
+        self.elements += 1;
+        self.skip(skip::OVERSIZED);
+    }
+
+    pub fn top_value(&mut self, key: &[u8], bytes: &[u8]) {
+        if let Ok(v) = serde_json::from_slice(bytes) {
+            self.top.values.insert(String::from_utf8_lossy(key).into_owned(), v);
+        }
+    }
+
+    /// One element of the event array.
+    pub fn element(&mut self, bytes: &[u8]) {
+        self.elements += 1;
+        match bytes.first() {
+            Some(b'{') => {}
+            Some(b'[') => {
+                self.array_elements += 1;
+                self.skip(skip::NOT_AN_OBJECT);
+                return;
+            }
+            _ => {
+                self.skip(skip::NOT_AN_OBJECT);
+                return;
+            }
+        }
+        match serde_json::from_slice::<RawEvent>(bytes) {
+            Ok(ev) => self.event(&ev),
+            Err(_) => match String::from_utf8_lossy(bytes) {
+                // Invalid UTF-8 inside a name: read the event with U+FFFD in its place.
+                std::borrow::Cow::Owned(repaired) => match serde_json::from_str::<RawEvent>(&repaired) {
+                    Ok(ev) => {
+                        self.repaired_utf8 += 1;
+                        self.event(&ev)
+                    }
+                    Err(_) => self.skip(skip::MALFORMED),
+                },
+                std::borrow::Cow::Borrowed(_) => self.skip(skip::MALFORMED),
+            },
+        }
+    }
+
+    fn event(&mut self, ev: &RawEvent<'_>) {
+        let cat_text = ev.cat.map(event::text);
+        let cat_str: &str = cat_text.as_deref().unwrap_or("");
+        let cat = if cat_str.is_empty() { self.no_category } else { self.strings.intern(cat_str) };
+        *self.categories.entry(cat).or_default() += 1;
+        if kind::is_kineto_category(cat_str) {
+            self.kineto_events += 1;
+        }
+        if matches!(cat_str, "Operator" | "Kernel" | "Runtime") {
+            self.capitalised_events += 1;
+        }
+        let Some(ph) = ev.ph.map(event::text) else {
+            return self.skip(skip::NO_PHASE);
+        };
+        match ph.as_ref() {
+            "X" => self.complete(ev, cat, cat_str),
+            "B" => self.begin(ev, cat, cat_str),
+            "E" => self.end(ev),
+            "i" | "I" => self.instant(ev, cat, cat_str),
+            "s" | "t" | "f" => self.flow(ev, cat_str, ph.as_ref() == "s"),
+            "M" => self.metadata(ev),
+            "C" => self.instant(ev, cat, cat_str),
+            _ => self.skip(skip::UNSUPPORTED_PHASE),
+        }
+    }
+
+    fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
+        let pid = ev.pid.map_or("", |r| r.get());
+        let tid = ev.tid.map_or("", |r| r.get());
+        if self.last_track != NONE && pid == self.last_pid && tid == self.last_tid {
+            return self.last_track;
+        }
+        let pid_id = self.strings.intern(&ev.pid.map(event::text).unwrap_or_default());
+        let tid_id = self.strings.intern(&ev.tid.map(event::text).unwrap_or_default());
+        let next = self.tracks.len() as u32;
+        let id = *self.track_ids.entry((pid_id, tid_id)).or_insert(next);
+        if id == next {
+            self.tracks.push(TrackBuild { pid: pid_id, tid: tid_id, gpu: false, device: None, stream: None });
+        }
+        self.last_pid.clear();
+        self.last_pid.push_str(pid);
+        self.last_tid.clear();
+        self.last_tid.push_str(tid);
+        self.last_track = id;
+        id
+    }
+
+    fn name(&mut self, ev: &RawEvent<'_>) -> StrId {
+        match ev.name {
+            Some(raw) => self.strings.intern(&event::text(raw)),
+            None => self.no_category,
+        }
+    }
+
+    fn push(&mut self, start: i64, dur: i64, name: StrId, cat: StrId, kind: EventKind, track: u32, detail: u32) -> u32 {
+        let e = &mut self.events;
+        let index = e.start.len() as u32;
+        e.start.push(start);
+        e.dur.push(dur);
+        e.name.push(name);
+        e.cat.push(cat);
+        e.kind.push(kind);
+        e.track.push(track);
+        e.detail.push(detail);
+        index
+    }
+
+    fn complete(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+        let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
+            return self.skip(skip::BAD_TS);
+        };
+        let Some(dur) = ev.dur.and_then(event::micros_to_ns) else {
+            return self.skip(skip::BAD_DUR);
+        };
+        if dur < 0 {
+            return self.skip(skip::NEGATIVE_DUR);
+        }
+        self.timed(ev, ts, dur, cat, cat_str, false);
+    }
+
+    /// Adds a timed event with its details; returns its index.
+    fn timed(&mut self, ev: &RawEvent<'_>, ts: i64, dur: i64, cat: StrId, cat_str: &str, instant: bool) -> u32 {
+        let name_id = self.name(ev);
+        let track = self.track(ev);
+        let name = self.strings.get(name_id);
+        let kind = classify(cat_str, name, instant);
+        let runtime_class = match kind {
+            EventKind::RuntimeCall => RuntimeClass::of(name),
+            _ => RuntimeClass::Other,
+        };
+        let (direction, host_memory) = match kind {
+            EventKind::Memcpy => classify_memcpy(name),
+            _ => (CopyDirection::Unknown, HostMemory::NotApplicable),
+        };
+        let empty = RawArgs::default();
+        let args = ev.args.as_ref().unwrap_or(&empty);
+        if args.concrete_inputs.is_some() {
+            self.concrete_inputs = true;
+        }
+        let detail = match kind {
+            EventKind::GpuKernel | EventKind::Collective => {
+                let collective = self.collective(args);
+                let k = KernelDetail {
+                    device: args.device.and_then(event::int),
+                    stream: args.stream.and_then(event::int),
+                    correlation: args.correlation.and_then(event::uint),
+                    grid: args.grid.and_then(event::dim3),
+                    block: args.block.and_then(event::dim3),
+                    registers_per_thread: args.registers.and_then(event::uint).map(|v| v as u32),
+                    shared_memory: args.shared_memory.and_then(event::uint),
+                    occupancy_pct: args.occupancy.and_then(event::float),
+                    blocks_per_sm: args.blocks_per_sm.and_then(event::float),
+                    warps_per_sm: args.warps_per_sm.and_then(event::float),
+                    collective,
+                };
+                self.mark_gpu(track, ev, k.device, k.stream);
+                self.kernels.push(k);
+                self.kernels.len() as u32 - 1
+            }
+            EventKind::Memcpy | EventKind::Memset => {
+                let c = CopyDetail {
+                    device: args.device.and_then(event::int),
+                    stream: args.stream.and_then(event::int),
+                    correlation: args.correlation.and_then(event::uint),
+                    bytes: args.bytes.and_then(event::uint),
+                    bandwidth_gbps: args.bandwidth.and_then(event::float),
+                    direction,
+                    host_memory,
+                };
+                self.mark_gpu(track, ev, c.device, c.stream);
+                self.copies.push(c);
+                self.copies.len() as u32 - 1
+            }
+            EventKind::GpuUserAnnotation | EventKind::GpuSync => {
+                self.mark_gpu(track, ev, args.device.and_then(event::int), args.stream.and_then(event::int));
+                NONE
+            }
+            EventKind::RuntimeCall => {
+                self.runtime.push(RuntimeDetail {
+                    class: runtime_class,
+                    correlation: args.correlation.and_then(event::uint),
+                });
+                self.runtime.len() as u32 - 1
+            }
+            EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => {
+                let collective = self.collective(args);
+                let op = OpDetail {
+                    external_id: args.external_id.and_then(event::uint),
+                    sequence_number: args.sequence_number.and_then(event::uint),
+                    input_dims: args.input_dims.map(|r| self.strings.intern(r.get())),
+                    input_types: args.input_types.map(|r| self.strings.intern(r.get())),
+                    collective,
+                };
+                self.ops.push(op);
+                self.ops.len() as u32 - 1
+            }
+            EventKind::Memory => match args.alloc_bytes.and_then(event::int) {
+                Some(bytes) => {
+                    self.memory.push(MemoryDetail {
+                        bytes,
+                        total_allocated: args.total_allocated.and_then(event::int),
+                        total_reserved: args.total_reserved.and_then(event::int),
+                        device_type: args.device_type.and_then(event::int),
+                        device_id: args.device_id.and_then(event::int),
+                    });
+                    self.memory.len() as u32 - 1
+                }
+                None => NONE,
+            },
+            EventKind::PythonFunction | EventKind::Profiler | EventKind::Other => NONE,
+        };
+        self.push(ts, dur, name_id, cat, kind, track, detail)
+    }
+
+    fn collective(&mut self, args: &RawArgs<'_>) -> Option<u32> {
+        let name = args.collective_name?;
+        let c = CollectiveDetail {
+            name: Some(self.strings.intern(&event::text(name))),
+            in_elements: args.in_nelems.and_then(event::uint),
+            out_elements: args.out_nelems.and_then(event::uint),
+            group_size: args.group_size.and_then(event::uint),
+            dtype: args.dtype.map(|r| self.strings.intern(&event::text(r))),
+            process_group: args.process_group.map(|r| self.strings.intern(&event::text(r))),
+        };
+        self.collectives.push(c);
+        Some(self.collectives.len() as u32 - 1)
+    }
+
+    fn mark_gpu(&mut self, track: u32, ev: &RawEvent<'_>, device: Option<i64>, stream: Option<i64>) {
+        let t = &mut self.tracks[track as usize];
+        if !t.gpu {
+            t.gpu = true;
+            t.device = device.or_else(|| ev.pid.and_then(event::int));
+            t.stream = stream.or_else(|| ev.tid.and_then(event::int));
+        }
+    }
+
+    fn begin(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+        let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
+            return self.skip(skip::BAD_TS);
+        };
+        // The duration is unknown until the matching E; -1 marks it open.
+        let index = self.timed(ev, ts, -1, cat, cat_str, false);
+        let track = self.events.track[index as usize];
+        self.open.entry(track).or_default().push(index);
+    }
+
+    fn end(&mut self, ev: &RawEvent<'_>) {
+        let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
+            return self.skip(skip::BAD_TS);
+        };
+        let track = self.track(ev);
+        match self.open.get_mut(&track).and_then(Vec::pop) {
+            Some(index) => {
+                let start = self.events.start[index as usize];
+                self.events.dur[index as usize] = (ts - start).max(0);
+            }
+            None => self.skip(skip::UNMATCHED_END),
+        }
+    }
+
+    fn instant(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+        let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
+            return self.skip(skip::BAD_TS);
+        };
+        self.timed(ev, ts, 0, cat, cat_str, true);
+    }
+
+    fn flow(&mut self, ev: &RawEvent<'_>, cat_str: &str, start: bool) {
+        let launch = kind::is_launch_flow_category(cat_str);
+        if !launch && cat_str != "fwdbwd" {
+            return;
+        }
+        let (Some(ts), Some(id)) = (ev.ts.and_then(event::micros_to_ns), ev.id) else {
+            return self.skip(skip::BAD_TS);
+        };
+        let id = event::uint(id).unwrap_or_else(|| fingerprint(id));
+        let track = self.track(ev);
+        self.flows.push(FlowPoint { id, track, ts, launch, start });
+    }
+
+    fn metadata(&mut self, ev: &RawEvent<'_>) {
+        self.metadata_events += 1;
+        let Some(value) = ev.args.as_ref().and_then(|a| a.name) else {
+            return;
+        };
+        let name = ev.name.map(event::text);
+        let pid = self.strings.intern(&ev.pid.map(event::text).unwrap_or_default());
+        let value = self.strings.intern(&event::text(value));
+        match name.as_deref() {
+            Some("process_name") => {
+                self.process_names.insert(pid, value);
+            }
+            Some("thread_name") => {
+                let tid = self.strings.intern(&ev.tid.map(event::text).unwrap_or_default());
+                self.thread_names.insert((pid, tid), value);
+            }
+            _ => {}
+        }
+    }
+
+    /// Closes the build: events still open (B without E) are dropped and counted.
+    pub fn close_open_events(&mut self) -> Vec<u32> {
+        let mut unclosed: Vec<u32> = self.open.drain().flat_map(|(_, v)| v).collect();
+        unclosed.sort_unstable();
+        for _ in &unclosed {
+            self.skip(skip::UNMATCHED_BEGIN);
+        }
+        unclosed
+    }
+}
+
+/// A stable 64-bit id for a non-numeric flow id.
+fn fingerprint(raw: &RawValue) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    raw.get().hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,572 @@
+//! Splits a JSON trace, arriving in chunks of any size, into the byte ranges of its events.
+//!
+//! The framer knows just enough JSON to find value boundaries (strings, escapes, brackets); it
+//! never builds a tree and never holds more than one event, so memory stays bounded whatever the
+//! input size. Each complete element of the `traceEvents` array (or of a top-level array) is
+//! handed on as one slice, borrowed straight from the chunk when it lies inside it, copied into
+//! a small carry buffer when it straddles two chunks. Top-level keys other than `traceEvents`
+//! are reported by name, and their values are handed on only when the consumer asks for them.
+
+use memchr::{memchr2, memchr3};
+
+/// Largest single event (or captured top-level value) that is kept; larger ones are skipped and
+/// counted, so a corrupted file cannot make memory grow without bound.
+pub const MAX_VALUE_BYTES: usize = 64 << 20;
+/// Longest top-level key kept for matching and messages.
+const MAX_KEY_BYTES: usize = 256;
+
+/// What the framer found, in input order.
+pub enum Frame<'a> {
+    /// The top-level value opened: `true` for an object, `false` for an array.
+    TopLevel { object: bool },
+    /// A key of the top-level object.
+    Key(&'a [u8]),
+    /// The value of a top-level key that the consumer wanted (see [`Framer::push`]).
+    Value { key: &'a [u8], bytes: &'a [u8] },
+    /// One complete element of the event array.
+    Element(&'a [u8]),
+    /// An element (or wanted value) larger than [`MAX_VALUE_BYTES`], skipped.
+    Oversized,
+}
+
+/// Where the input stopped, when it stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Nothing but whitespace.
+    Empty,
+    /// Inside an event, after `complete` whole events of the array.
+    InsideEvent,
+    /// Between events of the array.
+    InsideEventArray,
+    /// Inside the top-level object, outside the event array.
+    InsideTopLevel,
+}
+
+/// A structural error: the input is not JSON (or stops being JSON) at a given byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub offset: u64,
+    pub expected: &'static str,
+    pub found: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Start,
+    ObjExpectKey,
+    ObjKey,
+    ObjExpectColon,
+    ObjExpectValue,
+    ObjAfterValue,
+    ArrExpectElement,
+    ArrAfterElement,
+    InValue,
+    End,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Object,
+    Array,
+    Str,
+    Bare,
+}
+
+/// What the value being scanned is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueRole {
+    /// An element of the event array.
+    Element,
+    /// The value of a top-level key.
+    TopValue,
+}
+
+pub struct Framer {
+    state: State,
+    /// Decoded bytes consumed before the current chunk.
+    offset: u64,
+    /// True when the event array sits inside a top-level object (rather than being the top level).
+    array_in_object: bool,
+    key: Vec<u8>,
+    key_escape: bool,
+    role: ValueRole,
+    shape: Shape,
+    depth: u32,
+    in_string: bool,
+    escape: bool,
+    /// Whether the bytes of the current value are kept.
+    keep: bool,
+    /// Whether the current value's bytes so far are in `carry` (it began in an earlier chunk).
+    carried: bool,
+    oversized: bool,
+    carry: Vec<u8>,
+    trailing: bool,
+}
+
+impl Default for Framer {
+    fn default() -> Self {
+        Framer {
+            state: State::Start,
+            offset: 0,
+            array_in_object: false,
+            key: Vec::new(),
+            key_escape: false,
+            role: ValueRole::Element,
+            shape: Shape::Bare,
+            depth: 0,
+            in_string: false,
+            escape: false,
+            keep: false,
+            carried: false,
+            oversized: false,
+            carry: Vec::new(),
+            trailing: false,
+        }
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl Framer {
+    /// Decoded bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// True once non-whitespace bytes were seen after the top-level value.
+    pub fn has_trailing_data(&self) -> bool {
+        self.trailing
+    }
+
+    /// Feeds one chunk. `want` decides, per top-level key, whether its value is handed on.
+    pub fn push(
+        &mut self,
+        chunk: &[u8],
+        want: &dyn Fn(&[u8]) -> bool,
+        out: &mut dyn FnMut(Frame<'_>),
+    ) -> Result<(), SyntaxError> {
+        let mut i = 0;
+        let len = chunk.len();
+        while i < len {
+            match self.state {
+                State::InValue => {
+                    let begin = i;
+                    match self.scan(chunk, i) {
+                        Some(end) => {
+                            self.finish_value(chunk, begin, end, out);
+                            i = end;
+                        }
+                        None => {
+                            self.keep_partial(&chunk[begin..]);
+                            i = len;
+                        }
+                    }
+                }
+                State::ObjKey if self.key_escape => {
+                    self.key_escape = false;
+                    self.push_key_byte(chunk[i]);
+                    i += 1;
+                }
+                State::ObjKey => match memchr2(b'"', b'\\', &chunk[i..]) {
+                    None => {
+                        self.push_key_bytes(&chunk[i..]);
+                        i = len;
+                    }
+                    Some(j) => {
+                        let p = i + j;
+                        self.push_key_bytes(&chunk[i..p]);
+                        if chunk[p] == b'\\' {
+                            self.push_key_byte(b'\\');
+                            self.key_escape = true;
+                        } else {
+                            out(Frame::Key(&self.key));
+                            self.state = State::ObjExpectColon;
+                        }
+                        i = p + 1;
+                    }
+                },
+                _ => {
+                    let b = chunk[i];
+                    if is_ws(b) {
+                        i += 1;
+                        continue;
+                    }
+                    i = self.structural(chunk, i, want, out)?;
+                }
+            }
+        }
+        self.offset += len as u64;
+        Ok(())
+    }
+
+    /// Handles one non-whitespace byte outside any value; returns the next index.
+    fn structural(
+        &mut self,
+        chunk: &[u8],
+        i: usize,
+        want: &dyn Fn(&[u8]) -> bool,
+        out: &mut dyn FnMut(Frame<'_>),
+    ) -> Result<usize, SyntaxError> {
+        let b = chunk[i];
+        let error = |expected| SyntaxError { offset: self.offset + i as u64, expected, found: b };
+        match self.state {
+            State::Start => match b {
+                // A UTF-8 byte-order mark (EF BB BF) before the JSON.
+                0xEF if self.offset + (i as u64) < 3 => Ok(i + 1),
+                0xBB | 0xBF if self.offset + (i as u64) < 3 => Ok(i + 1),
+                b'{' => {
+                    out(Frame::TopLevel { object: true });
+                    self.state = State::ObjExpectKey;
+                    Ok(i + 1)
+                }
+                b'[' => {
+                    out(Frame::TopLevel { object: false });
+                    self.array_in_object = false;
+                    self.state = State::ArrExpectElement;
+                    Ok(i + 1)
+                }
+                _ => Err(error("'{' or '[' (the start of a JSON trace)")),
+            },
+            State::ObjExpectKey => match b {
+                b'"' => {
+                    self.key.clear();
+                    self.state = State::ObjKey;
+                    Ok(i + 1)
+                }
+                b'}' => {
+                    self.state = State::End;
+                    Ok(i + 1)
+                }
+                b',' => Ok(i + 1),
+                _ => Err(error("a key of the top-level object")),
+            },
+            State::ObjExpectColon => match b {
+                b':' => {
+                    self.state = State::ObjExpectValue;
+                    Ok(i + 1)
+                }
+                _ => Err(error("':' after a key")),
+            },
+            State::ObjExpectValue => {
+                if self.key == b"traceEvents" && b == b'[' {
+                    self.array_in_object = true;
+                    self.state = State::ArrExpectElement;
+                    return Ok(i + 1);
+                }
+                let keep = want(&self.key);
+                self.begin_value(ValueRole::TopValue, b, keep);
+                Ok(self.begin_scan(chunk, i, out))
+            }
+            State::ObjAfterValue => match b {
+                b',' => {
+                    self.state = State::ObjExpectKey;
+                    Ok(i + 1)
+                }
+                b'}' => {
+                    self.state = State::End;
+                    Ok(i + 1)
+                }
+                _ => Err(error("',' or '}' in the top-level object")),
+            },
+            State::ArrExpectElement | State::ArrAfterElement => match b {
+                b',' => {
+                    self.state = State::ArrExpectElement;
+                    Ok(i + 1)
+                }
+                b']' => {
+                    self.state = if self.array_in_object { State::ObjAfterValue } else { State::End };
+                    Ok(i + 1)
+                }
+                _ => {
+                    // A value where a comma was due is taken as the next element: old writers
+                    // sometimes drop commas, and the element itself is checked later.
+                    self.begin_value(ValueRole::Element, b, true);
+                    Ok(self.begin_scan(chunk, i, out))
+                }
+            },
+            State::End => {
+                self.trailing = true;
+                Ok(chunk.len())
+            }
+            State::InValue | State::ObjKey => unreachable!("handled by push"),
+        }
+    }
+
+    fn begin_value(&mut self, role: ValueRole, first: u8, keep: bool) {
+        self.role = role;
+        self.shape = match first {
+            b'{' => Shape::Object,
+            b'[' => Shape::Array,
+            b'"' => Shape::Str,
+            _ => Shape::Bare,
+        };
+        self.depth = 0;
+        self.in_string = false;
+        self.escape = false;
+        self.keep = keep;
+        self.carried = false;
+        self.oversized = false;
+        self.state = State::InValue;
+    }
+
+    /// Scans a value that starts at `chunk[i]`; returns the next index.
+    fn begin_scan(&mut self, chunk: &[u8], i: usize, out: &mut dyn FnMut(Frame<'_>)) -> usize {
+        let from = match self.shape {
+            Shape::Object | Shape::Array => {
+                self.depth = 1;
+                i + 1
+            }
+            Shape::Str => {
+                self.in_string = true;
+                i + 1
+            }
+            Shape::Bare => i,
+        };
+        match self.scan(chunk, from) {
+            Some(end) => {
+                self.finish_value(chunk, i, end, out);
+                end
+            }
+            None => {
+                self.keep_partial(&chunk[i..]);
+                chunk.len()
+            }
+        }
+    }
+
+    /// Advances through the current value; returns the index just past its end if it ends
+    /// inside this chunk.
+    fn scan(&mut self, c: &[u8], mut i: usize) -> Option<usize> {
+        loop {
+            if self.escape {
+                if i >= c.len() {
+                    return None;
+                }
+                self.escape = false;
+                i += 1;
+            }
+            if self.in_string {
+                let p = i + memchr2(b'"', b'\\', c.get(i..)?)?;
+                if c[p] == b'\\' {
+                    self.escape = true;
+                    i = p + 1;
+                    continue;
+                }
+                self.in_string = false;
+                i = p + 1;
+                if self.shape == Shape::Str {
+                    return Some(i);
+                }
+                continue;
+            }
+            let (open, close) = match self.shape {
+                Shape::Object => (b'{', b'}'),
+                Shape::Array => (b'[', b']'),
+                Shape::Bare => {
+                    let rest = c.get(i..)?;
+                    let j = rest.iter().position(|&b| matches!(b, b',' | b']' | b'}') || is_ws(b))?;
+                    return Some(i + j);
+                }
+                Shape::Str => unreachable!("a string value is always inside its string"),
+            };
+            let p = i + memchr3(b'"', open, close, c.get(i..)?)?;
+            i = p + 1;
+            match c[p] {
+                b'"' => self.in_string = true,
+                b if b == open => self.depth += 1,
+                _ => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        return Some(i);
+                    }
+                }
+            }
+        }
+    }
+
+    fn keep_partial(&mut self, bytes: &[u8]) {
+        if !self.keep || self.oversized {
+            return;
+        }
+        if self.carry.len() + bytes.len() > MAX_VALUE_BYTES {
+            self.oversized = true;
+            self.carry = Vec::new();
+            return;
+        }
+        self.carry.extend_from_slice(bytes);
+        self.carried = true;
+    }
+
+    fn finish_value(&mut self, chunk: &[u8], begin: usize, end: usize, out: &mut dyn FnMut(Frame<'_>)) {
+        if self.keep {
+            if !self.oversized && self.carried && self.carry.len() + (end - begin) > MAX_VALUE_BYTES {
+                self.oversized = true;
+            }
+            if self.oversized {
+                out(Frame::Oversized);
+            } else {
+                let bytes = if self.carried {
+                    self.carry.extend_from_slice(&chunk[begin..end]);
+                    &self.carry[..]
+                } else {
+                    &chunk[begin..end]
+                };
+                match self.role {
+                    ValueRole::Element => out(Frame::Element(bytes)),
+                    ValueRole::TopValue => out(Frame::Value { key: &self.key, bytes }),
+                }
+            }
+        }
+        self.carry.clear();
+        if self.carry.capacity() > 1 << 20 {
+            self.carry = Vec::new();
+        }
+        self.carried = false;
+        self.state = match self.role {
+            ValueRole::Element => State::ArrAfterElement,
+            ValueRole::TopValue => State::ObjAfterValue,
+        };
+    }
+
+    fn push_key_bytes(&mut self, bytes: &[u8]) {
+        let room = MAX_KEY_BYTES.saturating_sub(self.key.len());
+        self.key.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn push_key_byte(&mut self, b: u8) {
+        self.push_key_bytes(&[b]);
+    }
+
+    /// Called at the end of input. A bare value at the very end (`[1, 2` cut after `2`) is
+    /// complete only if the input really ends there, so it is not counted as an element.
+    pub fn finish(&self) -> Result<(), Cut> {
+        match self.state {
+            State::End => Ok(()),
+            State::Start => Err(Cut::Empty),
+            State::InValue if self.role == ValueRole::Element => Err(Cut::InsideEvent),
+            State::ArrExpectElement | State::ArrAfterElement => Err(Cut::InsideEventArray),
+            _ => Err(Cut::InsideTopLevel),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    enum Seen {
+        Top(bool),
+        Key(String),
+        Value(String, String),
+        Element(String),
+        Oversized,
+    }
+
+    fn frames(input: &[u8], chunk: usize) -> (Vec<Seen>, Result<(), Cut>) {
+        let mut f = Framer::default();
+        let mut seen = Vec::new();
+        let want = |k: &[u8]| k == b"schemaVersion" || k == b"deviceProperties";
+        for c in input.chunks(chunk.max(1)) {
+            f.push(c, &want, &mut |fr| {
+                seen.push(match fr {
+                    Frame::TopLevel { object } => Seen::Top(object),
+                    Frame::Key(k) => Seen::Key(String::from_utf8_lossy(k).into()),
+                    Frame::Value { key, bytes } => Seen::Value(
+                        String::from_utf8_lossy(key).into(),
+                        String::from_utf8_lossy(bytes).into(),
+                    ),
+                    Frame::Element(b) => Seen::Element(String::from_utf8_lossy(b).into()),
+                    Frame::Oversized => Seen::Oversized,
+                })
+            })
+            .unwrap();
+        }
+        (seen, f.finish())
+    }
+
+    const KINETO: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A100 {x}"}],
+        "traceEvents": [
+          {"ph": "X", "name": "a\"}{[", "args": {"Input Dims": [[1, 2], []]}},
+          {"ph": "i", "name": "b\\"} ,
+          [1, 2], 7, "s"
+        ], "traceName": "t.json", "extra": {"nested": [1, {"x": "}"}]}}"#;
+
+    #[test]
+    fn every_chunk_size_gives_the_same_frames() {
+        let (whole, end) = frames(KINETO.as_bytes(), usize::MAX);
+        assert_eq!(end, Ok(()));
+        assert_eq!(
+            whole,
+            vec![
+                Seen::Top(true),
+                Seen::Key("schemaVersion".into()),
+                Seen::Value("schemaVersion".into(), "1".into()),
+                Seen::Key("deviceProperties".into()),
+                Seen::Value("deviceProperties".into(), r#"[{"id": 0, "name": "A100 {x}"}]"#.into()),
+                Seen::Key("traceEvents".into()),
+                Seen::Element(r#"{"ph": "X", "name": "a\"}{[", "args": {"Input Dims": [[1, 2], []]}}"#.into()),
+                Seen::Element(r#"{"ph": "i", "name": "b\\"}"#.into()),
+                Seen::Element("[1, 2]".into()),
+                Seen::Element("7".into()),
+                Seen::Element(r#""s""#.into()),
+                Seen::Key("traceName".into()),
+                Seen::Key("extra".into()),
+            ]
+        );
+        for size in 1..40 {
+            assert_eq!(frames(KINETO.as_bytes(), size), (whole.clone(), Ok(())), "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn a_bare_array_is_a_list_of_events() {
+        let (seen, end) = frames(b"\xEF\xBB\xBF [ {\"ph\":\"B\"},{\"ph\":\"E\"} ]\n", 3);
+        assert_eq!(end, Ok(()));
+        assert_eq!(
+            seen,
+            vec![Seen::Top(false), Seen::Element("{\"ph\":\"B\"}".into()), Seen::Element("{\"ph\":\"E\"}".into())]
+        );
+    }
+
+    #[test]
+    fn a_cut_input_keeps_the_complete_events_and_says_where_it_stopped() {
+        let text = r#"{"traceEvents": [{"ph": "X"}, {"ph": "X", "name": "cut he"#;
+        let (seen, end) = frames(text.as_bytes(), 5);
+        assert_eq!(end, Err(Cut::InsideEvent));
+        assert_eq!(seen.iter().filter(|s| matches!(s, Seen::Element(_))).count(), 1);
+        assert_eq!(frames(br#"{"traceEvents": [{"ph": "X"},"#, 4).1, Err(Cut::InsideEventArray));
+        assert_eq!(frames(br#"{"schemaVersion": 1"#, 4).1, Err(Cut::InsideTopLevel));
+        assert_eq!(frames(b"  \n", 4).1, Err(Cut::Empty));
+    }
+
+    #[test]
+    fn bytes_that_cannot_start_json_are_a_syntax_error_at_their_offset() {
+        let mut f = Framer::default();
+        let err = f.push(b"  \x00\x05\x16\x07", &|_| false, &mut |_| {}).unwrap_err();
+        assert_eq!(err, SyntaxError { offset: 2, expected: "'{' or '[' (the start of a JSON trace)", found: 0 });
+    }
+
+    #[test]
+    fn oversized_values_are_skipped_not_kept() {
+        let mut f = Framer::default();
+        let mut elements = 0;
+        let mut oversized = 0;
+        let mut count = |fr: Frame<'_>| match fr {
+            Frame::Element(_) => elements += 1,
+            Frame::Oversized => oversized += 1,
+            _ => {}
+        };
+        f.push(b"[{\"name\": \"", &|_| false, &mut count).unwrap();
+        let block = vec![b'x'; 1 << 20];
+        for _ in 0..(MAX_VALUE_BYTES >> 20) + 1 {
+            f.push(&block, &|_| false, &mut count).unwrap();
+        }
+        assert!(f.carry.capacity() <= MAX_VALUE_BYTES);
+        f.push(b"\"}, {\"ph\": \"X\"}]", &|_| false, &mut count).unwrap();
+        assert_eq!((elements, oversized), (1, 1));
+        assert_eq!(f.finish(), Ok(()));
+    }
+}

@@ -1,0 +1,342 @@
+//! Bytes → model: streaming ingestion of a trace that arrives in chunks.
+//!
+//! ```text
+//! chunks ─▶ sniff (gzip by magic bytes) ─▶ [gunzip, streaming] ─▶ framer ─▶ builder ─▶ assemble ─▶ Trace
+//! ```
+//! - `framer` finds each event's bytes without parsing the rest of the document;
+//! - `event` parses one event lazily (raw values, lenient numbers);
+//! - `builder` appends it to the model's columns;
+//! - `assemble` runs once at the end (sort, call trees, launch links, steps).
+//!
+//! Nothing here holds the whole input: memory is the model plus one chunk and one event.
+//! The caller decides where chunks come from (a file natively, `File` slices in the browser).
+
+mod assemble;
+mod builder;
+mod error;
+mod event;
+mod framer;
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+
+use flate2::write::MultiGzDecoder;
+use serde::Serialize;
+
+pub use builder::skip as skip_reasons;
+pub use error::IngestError;
+pub use framer::MAX_VALUE_BYTES;
+
+use crate::model::Trace;
+use builder::Builder;
+use framer::{Cut, Frame, Framer};
+
+/// Choices that change what is accepted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IngestOptions {
+    /// Read Chrome traces that were not written by the PyTorch profiler, instead of refusing them.
+    pub accept_other_chrome_traces: bool,
+}
+
+/// What was read, with everything that did not go as expected.
+#[derive(Clone, Debug, Serialize)]
+pub struct IngestReport {
+    /// gzip recognised by its magic bytes.
+    pub gzip: bool,
+    /// Bytes given to the ingester (compressed size for gzip).
+    pub input_bytes: u64,
+    /// Bytes of JSON after decompression.
+    pub json_bytes: u64,
+    /// Elements of the event array, of any kind.
+    pub elements: u64,
+    /// Events in the model.
+    pub events: u64,
+    pub metadata_events: u64,
+    /// Flow endpoints (`s`/`t`/`f`) read.
+    pub flow_events: u64,
+    /// Elements skipped, per reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// Elements per `cat` as written (`""` for events without one).
+    pub categories: BTreeMap<String, u64>,
+    /// The input stopped before the JSON was complete.
+    pub truncated: bool,
+    /// Sentences for the user: truncation, repairs, skipped events.
+    pub warnings: Vec<String>,
+}
+
+/// A trace and the report of its reading.
+#[derive(Debug)]
+pub struct Ingested {
+    pub trace: Trace,
+    pub report: IngestReport,
+}
+
+/// Progress counters, cheap to read between chunks.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Progress {
+    pub input_bytes: u64,
+    pub json_bytes: u64,
+    pub events: u64,
+}
+
+/// The JSON side: framer and builder, fed with decompressed bytes.
+struct JsonSink {
+    framer: Framer,
+    builder: Builder,
+    error: Option<IngestError>,
+}
+
+impl JsonSink {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
+        let b = &mut self.builder;
+        let result = self.framer.push(bytes, &builder::wanted_key, &mut |frame| match frame {
+            Frame::TopLevel { object } => b.top.object = Some(object),
+            Frame::Key(k) => b.top.keys.push(String::from_utf8_lossy(k).into_owned()),
+            Frame::Value { key, bytes } => b.top_value(key, bytes),
+            Frame::Element(bytes) => b.element(bytes),
+            Frame::Oversized => b.oversized(),
+        });
+        result.map_err(|e| {
+            if e.offset == 0 || self.builder.top.object.is_none() {
+                let head = &bytes[..bytes.len().min(8)];
+                IngestError::NotJson { first_bytes: head.to_vec(), looks_like: error::sniff_binary(head) }
+            } else {
+                IngestError::Syntax { offset: e.offset, expected: e.expected, found: e.found }
+            }
+        })
+    }
+}
+
+impl Write for JsonSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.error.is_some() {
+            return Err(io::Error::other("the JSON stream already failed"));
+        }
+        match self.feed(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(e) => {
+                self.error = Some(e);
+                Err(io::Error::other("the JSON stream failed"))
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Stage {
+    /// Waiting for enough bytes to recognise the compression.
+    Sniffing(Vec<u8>),
+    Plain(Box<JsonSink>),
+    Gzip(Box<MultiGzDecoder<JsonSink>>),
+}
+
+/// A streaming ingester: `feed` it chunks of any size, then `finish`.
+pub struct Ingest {
+    stage: Stage,
+    options: IngestOptions,
+    input_bytes: u64,
+    gzip_error: Option<String>,
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+impl Ingest {
+    pub fn new(options: IngestOptions) -> Ingest {
+        Ingest { stage: Stage::Sniffing(Vec::new()), options, input_bytes: 0, gzip_error: None }
+    }
+
+    fn sink(&self) -> Option<&JsonSink> {
+        match &self.stage {
+            Stage::Sniffing(_) => None,
+            Stage::Plain(s) => Some(s),
+            Stage::Gzip(d) => Some(d.get_ref()),
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        let sink = self.sink();
+        Progress {
+            input_bytes: self.input_bytes,
+            json_bytes: sink.map_or(0, |s| s.framer.offset()),
+            events: sink.map_or(0, |s| s.builder.elements),
+        }
+    }
+
+    /// Feeds the next chunk of the input.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), IngestError> {
+        self.input_bytes += chunk.len() as u64;
+        if let Stage::Sniffing(head) = &mut self.stage {
+            head.extend_from_slice(chunk);
+            if head.len() < GZIP_MAGIC.len() {
+                return Ok(());
+            }
+            let head = std::mem::take(head);
+            let sink = JsonSink { framer: Framer::default(), builder: Builder::new(), error: None };
+            self.stage = if head.starts_with(&GZIP_MAGIC) {
+                Stage::Gzip(Box::new(MultiGzDecoder::new(sink)))
+            } else {
+                Stage::Plain(Box::new(sink))
+            };
+            return self.pass(&head);
+        }
+        self.pass(chunk)
+    }
+
+    fn pass(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
+        match &mut self.stage {
+            Stage::Sniffing(_) => unreachable!("sniffing ends before bytes are passed on"),
+            Stage::Plain(sink) => sink.feed(bytes),
+            Stage::Gzip(decoder) => {
+                if self.gzip_error.is_some() {
+                    return Ok(());
+                }
+                if let Err(e) = decoder.write_all(bytes) {
+                    if let Some(json) = decoder.get_mut().error.take() {
+                        return Err(json);
+                    }
+                    // Corrupt compressed data: keep what was decoded, like a cut file.
+                    self.gzip_error = Some(e.to_string());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the input and builds the model.
+    pub fn finish(mut self) -> Result<Ingested, IngestError> {
+        if let Stage::Sniffing(head) = &mut self.stage {
+            // Fewer than two bytes in all: no gzip, pass them on as they are.
+            let head = std::mem::take(head);
+            self.stage = Stage::Plain(Box::new(JsonSink {
+                framer: Framer::default(),
+                builder: Builder::new(),
+                error: None,
+            }));
+            self.pass(&head)?;
+        }
+        let mut warnings = Vec::new();
+        let gzip = matches!(self.stage, Stage::Gzip(_));
+        let sink = match self.stage {
+            Stage::Sniffing(_) => unreachable!("handled above"),
+            Stage::Plain(sink) => *sink,
+            Stage::Gzip(mut decoder) => {
+                if self.gzip_error.is_none() {
+                    if let Err(e) = decoder.try_finish() {
+                        if let Some(json) = decoder.get_mut().error.take() {
+                            return Err(json);
+                        }
+                        self.gzip_error = Some(e.to_string());
+                    }
+                }
+                let offset = self.input_bytes;
+                if let Some(detail) = &self.gzip_error {
+                    if decoder.get_ref().framer.offset() == 0 {
+                        return Err(IngestError::BadGzip { offset, detail: detail.clone() });
+                    }
+                    warnings.push(format!(
+                        "the gzip stream is incomplete or damaged ({detail}): it ends after {offset} compressed bytes; everything decoded before that point was read."
+                    ));
+                }
+                std::mem::replace(
+                    decoder.get_mut(),
+                    JsonSink { framer: Framer::default(), builder: Builder::new(), error: None },
+                )
+            }
+        };
+        let JsonSink { framer, builder, .. } = sink;
+        let cut = framer.finish();
+        let truncated = cut.is_err();
+        match cut {
+            Ok(()) => {}
+            Err(Cut::Empty) => return Err(IngestError::Empty),
+            Err(_) if builder.elements == 0 && builder.top.keys.iter().all(|k| k != "traceEvents") && builder.top.object == Some(true) => {
+                return Err(IngestError::CutBeforeEvents { offset: framer.offset() })
+            }
+            Err(Cut::InsideEvent | Cut::InsideEventArray | Cut::InsideTopLevel) => warnings.push(format!(
+                "the input ends before the JSON is complete (after {} bytes of JSON, {}): the file was probably cut off while being written. All {} complete events before the cut were read.",
+                framer.offset(),
+                match cut {
+                    Err(Cut::InsideEvent) => "in the middle of an event",
+                    Err(Cut::InsideEventArray) => "between events",
+                    _ => "after the event array",
+                },
+                builder.elements
+            )),
+        }
+        if framer.has_trailing_data() {
+            warnings.push("bytes after the end of the JSON document were ignored.".to_string());
+        }
+        if builder.repaired_utf8 > 0 {
+            warnings.push(format!(
+                "{} events held invalid UTF-8; the bad bytes were replaced by U+FFFD.",
+                builder.repaired_utf8
+            ));
+        }
+        assemble::check_format(&builder, self.options.accept_other_chrome_traces)?;
+        let skipped_total: u64 = builder.skipped.values().sum();
+        if skipped_total > 0 {
+            warnings.push(format!(
+                "{skipped_total} events were skipped: {}.",
+                builder.skipped.iter().map(|(why, n)| format!("{n} × {why}")).collect::<Vec<_>>().join("; ")
+            ));
+        }
+        let categories = builder
+            .categories
+            .iter()
+            .map(|(&c, &n)| (builder.strings.get(c).to_string(), n))
+            .collect();
+        let skipped = builder.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let elements = builder.elements;
+        let metadata_events = builder.metadata_events;
+        let flow_events = builder.flows.len() as u64;
+        let json_bytes = framer.offset();
+        drop(framer);
+        let trace = assemble::assemble(builder);
+        let report = IngestReport {
+            gzip,
+            input_bytes: self.input_bytes,
+            json_bytes,
+            elements,
+            events: trace.events.len() as u64,
+            metadata_events,
+            flow_events,
+            skipped,
+            categories,
+            truncated,
+            warnings,
+        };
+        Ok(Ingested { trace, report })
+    }
+}
+
+/// Reads a whole `Read` source in chunks of `chunk_size`, calling `progress` after each.
+pub fn ingest_reader(
+    mut reader: impl Read,
+    options: IngestOptions,
+    chunk_size: usize,
+    mut progress: impl FnMut(Progress),
+) -> Result<Ingested, IngestError> {
+    let mut ingest = Ingest::new(options);
+    let mut buf = vec![0u8; chunk_size.max(1)];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(IngestError::Read { detail: e.to_string() }),
+        };
+        ingest.feed(&buf[..n])?;
+        progress(ingest.progress());
+    }
+    ingest.finish()
+}
+
+/// Reads a trace held in memory.
+pub fn ingest_bytes(bytes: &[u8], options: IngestOptions) -> Result<Ingested, IngestError> {
+    let mut ingest = Ingest::new(options);
+    ingest.feed(bytes)?;
+    ingest.finish()
+}

@@ -1,0 +1,9 @@
+//! TorchTraceAP: find performance anti-patterns in PyTorch profiler traces.
+//!
+//! One data flow, one way: bytes → [`ingest`] (streaming) → [`model`] (normalized, compact) →
+//! [`summary`] (what a trace holds) → front ends (the `ttap` CLI; the web app).
+//! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
+
+pub mod ingest;
+pub mod model;
+pub mod summary;

@@ -1,0 +1,294 @@
+//! The normalized trace model: what every later stage reads.
+//!
+//! Invariants (established by `ingest`, relied on by everything downstream):
+//! - times are integer nanoseconds on the trace's own clock; durations are `>= 0`;
+//! - events are stored column by column and sorted by `(track, start, longest first)`, so each
+//!   track's events are the contiguous range `Track::events`;
+//! - on CPU tracks, `parent` and `depth` give the call tree of the nesting kinds
+//!   ([`EventKind::nests_on_cpu`]); events that are not nested have `parent == NONE`;
+//! - `detail` indexes the side table of the event's kind (`kernels`, `copies`, `runtime`, `ops`,
+//!   `memory`), or is `NONE`;
+//! - names and categories are interned in `strings`; no event owns a `String`.
+
+pub mod kind;
+pub mod strings;
+
+use serde::Serialize;
+
+pub use kind::{CopyDirection, EventKind, HostMemory, RuntimeClass};
+pub use strings::{StrId, Strings};
+
+/// "No index": used for absent parents, details and links.
+pub const NONE: u32 = u32::MAX;
+
+/// Columnar event storage; every column has one entry per event.
+#[derive(Debug, Default)]
+pub struct Events {
+    pub start: Vec<i64>,
+    pub dur: Vec<i64>,
+    pub name: Vec<StrId>,
+    pub cat: Vec<StrId>,
+    pub kind: Vec<EventKind>,
+    pub track: Vec<u32>,
+    pub detail: Vec<u32>,
+    pub parent: Vec<u32>,
+    pub depth: Vec<u16>,
+}
+
+impl Events {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    pub fn end(&self, i: usize) -> i64 {
+        self.start[i] + self.dur[i]
+    }
+}
+
+/// A CPU thread or a GPU stream: one row group of the timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct Track {
+    /// `pid` as written in the trace (a number or a label such as `Spans`).
+    pub pid: StrId,
+    /// `tid` as written in the trace (a number, or a label such as `stream 7`).
+    pub tid: StrId,
+    /// Whether the track holds GPU-side events.
+    pub gpu: bool,
+    /// GPU device index, for GPU tracks (from the events' `device` argument, else the pid).
+    pub device: Option<i64>,
+    /// CUDA/HIP stream id, for GPU tracks.
+    pub stream: Option<i64>,
+    /// `process_name` metadata of the pid, if any.
+    pub process_name: Option<StrId>,
+    /// `thread_name` metadata of the tid, if any.
+    pub thread_name: Option<StrId>,
+    /// The half-open range of this track's events in [`Events`].
+    pub events: std::ops::Range<u32>,
+}
+
+/// Launch configuration and resource use of one kernel.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KernelDetail {
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+    pub correlation: Option<u64>,
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+    pub registers_per_thread: Option<u32>,
+    pub shared_memory: Option<u64>,
+    /// `est. achieved occupancy %` (2.x) or `theoretical occupancy %` (1.x).
+    pub occupancy_pct: Option<f32>,
+    pub blocks_per_sm: Option<f32>,
+    pub warps_per_sm: Option<f32>,
+    /// Index into [`Trace::collectives`] for collective kernels that carry their arguments.
+    pub collective: Option<u32>,
+}
+
+/// One memcpy or memset on a GPU stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyDetail {
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+    pub correlation: Option<u64>,
+    pub bytes: Option<u64>,
+    pub bandwidth_gbps: Option<f32>,
+    pub direction: CopyDirection,
+    pub host_memory: HostMemory,
+}
+
+/// One CUDA/HIP runtime or driver call.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuntimeDetail {
+    pub class: RuntimeClass,
+    pub correlation: Option<u64>,
+}
+
+/// Arguments kept for CPU ops and annotations.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpDetail {
+    pub external_id: Option<u64>,
+    pub sequence_number: Option<u64>,
+    /// `Input Dims` as written (interned JSON text, e.g. `[[32, 3, 224, 224], [64, 3, 7, 7]]`).
+    pub input_dims: Option<StrId>,
+    /// `Input type` as written (interned JSON text, e.g. `["float", "c10::Half"]`).
+    pub input_types: Option<StrId>,
+    /// Index into [`Trace::collectives`] for `record_param_comms` and c10d ops.
+    pub collective: Option<u32>,
+}
+
+/// A collective's name and sizes, from a `record_param_comms` op or an NCCL kernel.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CollectiveDetail {
+    pub name: Option<StrId>,
+    pub in_elements: Option<u64>,
+    pub out_elements: Option<u64>,
+    pub group_size: Option<u64>,
+    pub dtype: Option<StrId>,
+    pub process_group: Option<StrId>,
+}
+
+/// One caching-allocator event (`[memory]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryDetail {
+    /// Positive for an allocation, negative for a free.
+    pub bytes: i64,
+    pub total_allocated: Option<i64>,
+    pub total_reserved: Option<i64>,
+    /// `Device Type` (0 = CPU, 1 = CUDA in Kineto's numbering).
+    pub device_type: Option<i64>,
+    pub device_id: Option<i64>,
+}
+
+/// A CPU launch (runtime call) and one piece of GPU work it queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Launch {
+    pub launch: u32,
+    pub gpu: u32,
+}
+
+/// A forward op linked to the backward op autograd ran for it (`fwdbwd` flows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ForwardBackward {
+    pub forward: u32,
+    pub backward: u32,
+}
+
+/// One training or inference step.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    /// `N` of `ProfilerStep#N`; `0` for the whole-trace fallback.
+    pub number: i64,
+    pub start: i64,
+    pub end: i64,
+    /// The `ProfilerStep#N` event, or `NONE` for the fallback.
+    pub event: u32,
+}
+
+/// Where the steps came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    /// `ProfilerStep#N` ranges recorded by `torch.profiler.profile(schedule=…)` and `prof.step()`.
+    ProfilerSteps,
+    /// No `ProfilerStep#` range was recorded (inference traces, single forward passes): the whole
+    /// span of the trace's events is treated as one step.
+    WholeTrace,
+}
+
+/// A GPU described in `deviceProperties`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Device {
+    pub id: Option<i64>,
+    pub name: Option<String>,
+    pub total_global_mem: Option<u64>,
+    pub compute_major: Option<i64>,
+    pub compute_minor: Option<i64>,
+    pub num_sms: Option<i64>,
+    pub max_threads_per_multiprocessor: Option<i64>,
+    pub regs_per_multiprocessor: Option<i64>,
+    pub shared_mem_per_multiprocessor: Option<u64>,
+    pub warp_size: Option<i64>,
+}
+
+/// How the JSON was laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Container {
+    /// `{"traceEvents": [...], ...}` as written by Kineto.
+    Object,
+    /// A bare JSON array of events.
+    Array,
+}
+
+/// Which generation of the PyTorch profiler wrote the trace, as far as its content tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// PyTorch 1.8–1.10: capitalised categories (`Operator`, `Kernel`, `Runtime`).
+    Torch1_8,
+    /// PyTorch 1.11–2.1: lower-case categories (`cpu_op`, `kernel`, `cuda_runtime`).
+    Torch1_11,
+    /// PyTorch 2.2 and later: `baseTimeNanoseconds` or `Concrete Inputs` present.
+    Torch2_2,
+    /// A Chrome trace from another tool, read because the caller asked for it.
+    NotPyTorch,
+}
+
+impl Era {
+    pub fn label(self) -> &'static str {
+        match self {
+            Era::Torch1_8 => "PyTorch 1.8-1.10 (capitalised categories)",
+            Era::Torch1_11 => "PyTorch 1.11-2.1",
+            Era::Torch2_2 => "PyTorch 2.2+",
+            Era::NotPyTorch => "not PyTorch (generic Chrome trace)",
+        }
+    }
+}
+
+/// Facts about the whole trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceMeta {
+    pub container: Container,
+    pub era: Era,
+    /// `schemaVersion` as written.
+    pub schema_version: Option<String>,
+    pub trace_name: Option<String>,
+    pub display_time_unit: Option<String>,
+    pub base_time_ns: Option<i64>,
+    pub devices: Vec<Device>,
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    /// Communication backend from `distributedInfo` (`nccl`, `gloo`, …).
+    pub backend: Option<String>,
+    /// Earliest start and latest end over all timed events.
+    pub span: Option<(i64, i64)>,
+}
+
+/// The whole normalized trace.
+#[derive(Debug)]
+pub struct Trace {
+    pub meta: TraceMeta,
+    pub strings: Strings,
+    pub events: Events,
+    pub tracks: Vec<Track>,
+    pub kernels: Vec<KernelDetail>,
+    pub copies: Vec<CopyDetail>,
+    pub runtime: Vec<RuntimeDetail>,
+    pub ops: Vec<OpDetail>,
+    pub collectives: Vec<CollectiveDetail>,
+    pub memory: Vec<MemoryDetail>,
+    /// Launch links, sorted by GPU event.
+    pub launches: Vec<Launch>,
+    pub forward_backward: Vec<ForwardBackward>,
+    pub steps: Vec<Step>,
+    pub step_source: StepSource,
+}
+
+impl Trace {
+    pub fn name_of(&self, event: usize) -> &str {
+        self.strings.get(self.events.name[event])
+    }
+
+    /// Number of events of each kind.
+    pub fn count_by_kind(&self) -> Vec<(EventKind, usize)> {
+        let mut counts = [0usize; EventKind::ALL.len()];
+        for &k in &self.events.kind {
+            counts[k as usize] += 1;
+        }
+        EventKind::ALL
+            .iter()
+            .map(|&k| (k, counts[k as usize]))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
+
+    /// The CPU launch that queued a GPU event, if it is known.
+    pub fn launch_of(&self, gpu_event: u32) -> Option<u32> {
+        let i = self.launches.partition_point(|l| l.gpu < gpu_event);
+        self.launches.get(i).filter(|l| l.gpu == gpu_event).map(|l| l.launch)
+    }
+}

@@ -1,0 +1,65 @@
+//! Interned strings: each distinct name is stored once and referred to by a `StrId`.
+
+use rustc_hash::FxHashMap;
+
+/// Index of an interned string in [`Strings`].
+pub type StrId = u32;
+
+#[derive(Debug, Default)]
+pub struct Strings {
+    ids: FxHashMap<Box<str>, StrId>,
+    list: Vec<Box<str>>,
+}
+
+impl Strings {
+    /// Returns the id of `s`, adding it if it is new.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = StrId::try_from(self.list.len()).expect("fewer than 2^32 distinct strings");
+        self.list.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+
+    /// The id of `s` if it was interned.
+    pub fn find(&self, s: &str) -> Option<StrId> {
+        self.ids.get(s).copied()
+    }
+
+    pub fn get(&self, id: StrId) -> &str {
+        &self.list[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Bytes held by the distinct strings (twice: key and list).
+    pub fn heap_bytes(&self) -> usize {
+        self.list.iter().map(|s| 2 * s.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_text_gets_the_same_id() {
+        let mut s = Strings::default();
+        let a = s.intern("aten::conv2d");
+        let b = s.intern("aten::relu");
+        assert_ne!(a, b);
+        assert_eq!(s.intern("aten::conv2d"), a);
+        assert_eq!(s.get(b), "aten::relu");
+        assert_eq!(s.find("aten::relu"), Some(b));
+        assert_eq!(s.find("aten::mm"), None);
+        assert_eq!(s.len(), 2);
+    }
+}

@@ -1,0 +1,229 @@
+//! What a trace holds, in a few numbers: the `inspect` view shared by the CLI and the web app.
+//! Reads only the model and the ingest report.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::ingest::Ingested;
+use crate::model::{EventKind, StepSource, Trace};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub format: Format,
+    pub devices: Vec<DeviceLine>,
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub backend: Option<String>,
+    /// From the first event's start to the last event's end.
+    pub span_ms: f64,
+    pub steps: Steps,
+    pub events_by_kind: BTreeMap<&'static str, u64>,
+    pub cpu_threads: usize,
+    pub gpu_streams: usize,
+    /// GPU work linked to the CPU call that launched it, out of all GPU work.
+    pub linked_gpu_events: u64,
+    pub gpu_events: u64,
+    pub gpu_busy: Vec<GpuBusy>,
+    pub top_kernels: Vec<KernelTime>,
+    pub skipped: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Format {
+    pub container: crate::model::Container,
+    pub era: crate::model::Era,
+    pub era_label: &'static str,
+    pub schema_version: Option<String>,
+    pub gzip: bool,
+    pub input_bytes: u64,
+    pub json_bytes: u64,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceLine {
+    pub id: Option<i64>,
+    pub name: String,
+    pub memory_gib: Option<f64>,
+    pub compute_capability: Option<String>,
+    pub sms: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Steps {
+    pub source: StepSource,
+    pub count: usize,
+    pub durations_ms: Vec<(i64, f64)>,
+    pub mean_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuBusy {
+    pub device: Option<i64>,
+    pub streams: usize,
+    pub events: u64,
+    /// Union of kernel, memcpy and memset time on all the device's streams.
+    pub busy_ms: f64,
+    /// `busy_ms` over the trace span.
+    pub busy_pct_of_span: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelTime {
+    pub name: String,
+    pub count: u64,
+    pub total_ms: f64,
+    pub mean_us: f64,
+    /// Share of all kernel time.
+    pub pct: f64,
+}
+
+const NS_PER_MS: f64 = 1e6;
+
+/// Union length of `[start, end)` intervals.
+fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
+    iv.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in iv {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+impl Summary {
+    pub fn of(ingested: &Ingested, top: usize) -> Summary {
+        let t: &Trace = &ingested.trace;
+        let r = &ingested.report;
+        let e = &t.events;
+        let span_ns = t.meta.span.map_or(0, |(s, end)| end - s);
+
+        let mut events_by_kind = BTreeMap::new();
+        for (k, n) in t.count_by_kind() {
+            events_by_kind.insert(k.label(), n as u64);
+        }
+
+        let mut per_device: BTreeMap<Option<i64>, (usize, u64, Vec<(i64, i64)>)> = BTreeMap::new();
+        for track in t.tracks.iter().filter(|tr| tr.gpu) {
+            let entry = per_device.entry(track.device).or_default();
+            entry.0 += 1;
+            for i in track.events.clone() {
+                let i = i as usize;
+                if e.kind[i].is_gpu_work() {
+                    entry.1 += 1;
+                    entry.2.push((e.start[i], e.end(i)));
+                }
+            }
+        }
+        let gpu_busy = per_device
+            .into_iter()
+            .map(|(device, (streams, events, iv))| {
+                let busy = union_ns(iv);
+                GpuBusy {
+                    device,
+                    streams,
+                    events,
+                    busy_ms: busy as f64 / NS_PER_MS,
+                    busy_pct_of_span: if span_ns > 0 { 100.0 * busy as f64 / span_ns as f64 } else { 0.0 },
+                }
+            })
+            .collect();
+
+        let mut kernels: FxHashMap<u32, (u64, i64)> = FxHashMap::default();
+        let mut kernel_total = 0i64;
+        let mut gpu_events = 0u64;
+        for i in 0..e.len() {
+            let k = e.kind[i];
+            if k.is_gpu_work() {
+                gpu_events += 1;
+            }
+            if matches!(k, EventKind::GpuKernel | EventKind::Collective) {
+                let entry = kernels.entry(e.name[i]).or_default();
+                entry.0 += 1;
+                entry.1 += e.dur[i];
+                kernel_total += e.dur[i];
+            }
+        }
+        let mut top_kernels: Vec<KernelTime> = kernels
+            .into_iter()
+            .map(|(name, (count, total))| KernelTime {
+                name: t.strings.get(name).to_string(),
+                count,
+                total_ms: total as f64 / NS_PER_MS,
+                mean_us: total as f64 / count as f64 / 1e3,
+                pct: if kernel_total > 0 { 100.0 * total as f64 / kernel_total as f64 } else { 0.0 },
+            })
+            .collect();
+        top_kernels.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then_with(|| a.name.cmp(&b.name)));
+        top_kernels.truncate(top);
+
+        let durations_ms: Vec<(i64, f64)> =
+            t.steps.iter().map(|s| (s.number, (s.end - s.start) as f64 / NS_PER_MS)).collect();
+        let mean_ms = (!durations_ms.is_empty())
+            .then(|| durations_ms.iter().map(|d| d.1).sum::<f64>() / durations_ms.len() as f64);
+
+        let mut linked: Vec<u32> = t.launches.iter().map(|l| l.gpu).collect();
+        linked.dedup();
+
+        Summary {
+            format: Format {
+                container: t.meta.container,
+                era: t.meta.era,
+                era_label: t.meta.era.label(),
+                schema_version: t.meta.schema_version.clone(),
+                gzip: r.gzip,
+                input_bytes: r.input_bytes,
+                json_bytes: r.json_bytes,
+                truncated: r.truncated,
+            },
+            devices: t
+                .meta
+                .devices
+                .iter()
+                .map(|d| DeviceLine {
+                    id: d.id,
+                    name: d.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "(unnamed)".into()),
+                    memory_gib: d.total_global_mem.map(|b| b as f64 / (1u64 << 30) as f64),
+                    compute_capability: d.compute_major.zip(d.compute_minor).map(|(a, b)| format!("{a}.{b}")),
+                    sms: d.num_sms,
+                })
+                .collect(),
+            rank: t.meta.rank,
+            world_size: t.meta.world_size,
+            backend: t.meta.backend.clone(),
+            span_ms: span_ns as f64 / NS_PER_MS,
+            steps: Steps { source: t.step_source, count: t.steps.len(), durations_ms, mean_ms },
+            events_by_kind,
+            cpu_threads: t.tracks.iter().filter(|tr| !tr.gpu).count(),
+            gpu_streams: t.tracks.iter().filter(|tr| tr.gpu).count(),
+            linked_gpu_events: linked.len() as u64,
+            gpu_events,
+            gpu_busy,
+            top_kernels,
+            skipped: r.skipped.clone(),
+            warnings: r.warnings.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_ns;
+
+    #[test]
+    fn busy_time_is_the_union_of_overlapping_intervals() {
+        assert_eq!(union_ns(vec![(0, 10), (5, 15), (20, 30), (30, 31)]), 26);
+        assert_eq!(union_ns(vec![(5, 5)]), 0);
+        assert_eq!(union_ns(vec![]), 0);
+    }
+}

@@ -69,6 +69,8 @@ pub struct GpuBusy {
     pub busy_ms: f64,
     /// `busy_ms` over the trace span.
     pub busy_pct_of_span: f64,
+    /// `busy_ms` over the device's active window (first GPU work start to last end).
+    pub busy_pct_of_active: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -82,6 +84,14 @@ pub struct KernelTime {
 }
 
 const NS_PER_MS: f64 = 1e6;
+
+fn pct(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
 
 /// Union length of `[start, end)` intervals.
 fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
@@ -128,13 +138,15 @@ impl Summary {
         let gpu_busy = per_device
             .into_iter()
             .map(|(device, (streams, events, iv))| {
+                let active = iv.iter().map(|v| v.1).max().unwrap_or(0) - iv.iter().map(|v| v.0).min().unwrap_or(0);
                 let busy = union_ns(iv);
                 GpuBusy {
                     device,
                     streams,
                     events,
                     busy_ms: busy as f64 / NS_PER_MS,
-                    busy_pct_of_span: if span_ns > 0 { 100.0 * busy as f64 / span_ns as f64 } else { 0.0 },
+                    busy_pct_of_span: pct(busy, span_ns),
+                    busy_pct_of_active: pct(busy, active),
                 }
             })
             .collect();

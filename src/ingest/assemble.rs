@@ -12,7 +12,7 @@ use crate::model::{
 
 /// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
 /// trace) and inputs with no timed events.
-pub fn check_format(b: &Builder, accept_other: bool) -> Result<(), IngestError> {
+pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<(), IngestError> {
     let keys = &b.top.keys;
     let has = |k: &str| keys.iter().any(|x| x == k);
     if b.top.object == Some(true) && !has("traceEvents") {
@@ -28,17 +28,17 @@ pub fn check_format(b: &Builder, accept_other: bool) -> Result<(), IngestError> 
     if b.events.is_empty() && b.array_elements > 0 && b.array_elements == b.elements {
         return Err(IngestError::MemoryTimeline { arrays: b.array_elements });
     }
-    if b.events.is_empty() {
+    if b.kineto_events == 0 && b.elements > b.metadata_events && !accept_other {
+        return Err(IngestError::NotPyTorch {
+            events: b.elements,
+            categories: top_categories(b, 6),
+        });
+    }
+    if b.events.len() == unclosed {
         return Err(IngestError::NoEvents {
             elements: b.elements,
             metadata: b.metadata_events,
             skipped: b.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        });
-    }
-    if b.kineto_events == 0 && !accept_other {
-        return Err(IngestError::NotPyTorch {
-            events: b.elements,
-            categories: top_categories(b, 6),
         });
     }
     Ok(())
@@ -62,8 +62,8 @@ fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
 }
 
 /// Builds the model from everything the builder collected.
-pub fn assemble(mut b: Builder) -> Trace {
-    let unclosed = b.close_open_events();
+/// `unclosed` lists the `B` events that never ended, which are left out.
+pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
     let n = b.events.len();
     let mut order: Vec<u32> = (0..n as u32).filter(|i| unclosed.binary_search(i).is_err()).collect();
     {

@@ -246,7 +246,7 @@ impl Ingest {
                 )
             }
         };
-        let JsonSink { framer, builder, .. } = sink;
+        let JsonSink { framer, mut builder, .. } = sink;
         let cut = framer.finish();
         let truncated = cut.is_err();
         match cut {
@@ -275,7 +275,8 @@ impl Ingest {
                 builder.repaired_utf8
             ));
         }
-        assemble::check_format(&builder, self.options.accept_other_chrome_traces)?;
+        let unclosed = builder.close_open_events();
+        assemble::check_format(&builder, unclosed.len(), self.options.accept_other_chrome_traces)?;
         let skipped_total: u64 = builder.skipped.values().sum();
         if skipped_total > 0 {
             warnings.push(format!(
@@ -294,7 +295,7 @@ impl Ingest {
         let flow_events = builder.flows.len() as u64;
         let json_bytes = framer.offset();
         drop(framer);
-        let trace = assemble::assemble(builder);
+        let trace = assemble::assemble(builder, &unclosed);
         let report = IngestReport {
             gzip,
             input_bytes: self.input_bytes,

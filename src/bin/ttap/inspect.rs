@@ -146,17 +146,18 @@ pub fn render(path: &Path, s: &Summary) -> String {
     }
     let kinds: Vec<String> = s.events_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(o, "  events      {}", kinds.join(", "));
-    let _ = writeln!(
-        o,
-        "  tracks      {} CPU threads, {} GPU streams; {} of {} GPU events linked to their launch",
-        s.cpu_threads, s.gpu_streams, s.linked_gpu_events, s.gpu_events
-    );
+    let _ = write!(o, "  tracks      {} CPU threads, {} GPU streams", s.cpu_threads, s.gpu_streams);
+    if s.gpu_events > 0 {
+        let _ = write!(o, "; {} of {} GPU events linked to their launch", s.linked_gpu_events, s.gpu_events);
+    }
+    let _ = writeln!(o);
     for g in &s.gpu_busy {
         let _ = writeln!(
             o,
-            "  gpu {:<7} busy {:.3} ms = {:.1}% of the span ({} events on {} streams)",
+            "  gpu {:<7} busy {:.3} ms = {:.1}% of its active window, {:.1}% of the span ({} events on {} streams)",
             g.device.map_or("?".into(), |d| d.to_string()),
             g.busy_ms,
+            g.busy_pct_of_active,
             g.busy_pct_of_span,
             g.events,
             g.streams

@@ -1,0 +1,389 @@
+//! Every input case the trace engine must handle, on small traces written here: the formats and
+//! eras it reads, and the bad inputs it must refuse or survive.
+
+use std::io::Write;
+
+use torchtraceap::ingest::{ingest_bytes, skip_reasons, Ingest, IngestError, IngestOptions, Ingested};
+use torchtraceap::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StepSource, NONE};
+
+fn read(text: &str) -> Ingested {
+    ingest_bytes(text.as_bytes(), IngestOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn read_err(bytes: &[u8]) -> IngestError {
+    ingest_bytes(bytes, IngestOptions::default()).expect_err("input must be refused")
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// A small 2.x-era training step: a step, ops, a launch, its kernel, a memcpy, a memory event.
+const MODERN: &str = r#"{
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920,
+                        "computeMajor": 8, "computeMinor": 0, "numSms": 108}],
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 10, "tid": 10, "ts": 1000.0, "dur": 900.0},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 10, "tid": 10, "ts": 1010.5, "dur": 100.25,
+     "args": {"External id": 5, "Input Dims": [[32, 3, 224, 224], [64, 3, 7, 7]], "Input type": ["float", "float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1020.0, "dur": 5.0,
+     "args": {"correlation": 77, "External id": 5}},
+    {"ph": "X", "cat": "kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": 7, "ts": 1030.0, "dur": 50.0,
+     "args": {"correlation": 77, "device": 0, "stream": 7, "grid": [128, 1, 1], "block": [256, 1, 1],
+              "registers per thread": 64, "shared memory": 4096, "est. achieved occupancy %": 50}},
+    {"ph": "X", "cat": "kernel", "name": "zero_time_kernel", "pid": 0, "tid": 7, "ts": 1090.0, "dur": 0,
+     "args": {"correlation": 78, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 1100, "dur": 20,
+     "args": {"correlation": 79, "device": 0, "stream": 7, "bytes": 1048576, "memory bandwidth (GB/s)": 52.4}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 10, "tid": 10, "ts": 1200, "dur": 30,
+     "args": {"correlation": 80}},
+    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 10, "tid": 10, "ts": 1015, "s": "t",
+     "args": {"Bytes": 2048, "Total Allocated": 4096, "Total Reserved": 2097152, "Device Type": 1, "Device Id": 0, "Addr": 94000000}},
+    {"ph": "s", "cat": "ac2g", "id": 77, "pid": 10, "tid": 10, "ts": 1020.0, "name": "ac2g"},
+    {"ph": "f", "cat": "ac2g", "id": 77, "pid": 0, "tid": 7, "ts": 1030.0, "bp": "e", "name": "ac2g"},
+    {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+    {"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "args": {"name": "python main thread"}}
+  ],
+  "traceName": "rank3.pt.trace.json",
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1700000000000000000
+}"#;
+
+#[test]
+fn a_modern_kineto_trace_becomes_the_model() {
+    let Ingested { trace: t, report } = read(MODERN);
+    assert_eq!(report.elements, 12);
+    assert_eq!(report.metadata_events, 2);
+    assert_eq!(report.flow_events, 2);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(t.events.len(), 8);
+    assert_eq!(t.meta.rank, Some(3));
+    assert_eq!(t.meta.world_size, Some(8));
+    assert_eq!(t.meta.backend.as_deref(), Some("nccl"));
+    assert_eq!(t.meta.base_time_ns, Some(1_700_000_000_000_000_000));
+    assert_eq!(t.meta.devices[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    assert_eq!(t.meta.devices[0].num_sms, Some(108));
+    assert_eq!(t.meta.era, torchtraceap::model::Era::Torch2_2);
+
+    let find = |name: &str| (0..t.events.len()).find(|&i| t.name_of(i) == name).unwrap();
+    let conv = find("aten::conv2d");
+    assert_eq!(t.events.start[conv], 1_010_500);
+    assert_eq!(t.events.dur[conv], 100_250);
+    let op = &t.ops[t.events.detail[conv] as usize];
+    assert_eq!(t.strings.get(op.input_dims.unwrap()), "[[32, 3, 224, 224], [64, 3, 7, 7]]");
+    assert_eq!(op.external_id, Some(5));
+
+    // The call tree: step > conv2d > launch; the sync is a child of the step.
+    let step = find("ProfilerStep#7");
+    let launch = find("cudaLaunchKernel");
+    let sync = find("cudaStreamSynchronize");
+    assert_eq!(t.events.parent[conv], step as u32);
+    assert_eq!(t.events.parent[launch], conv as u32);
+    assert_eq!(t.events.depth[launch], 2);
+    assert_eq!(t.events.parent[sync], step as u32);
+    assert_eq!(t.runtime[t.events.detail[sync] as usize].class, RuntimeClass::Synchronize);
+
+    // Launch → kernel by correlation id, with the kernel's launch configuration.
+    let kernel = find("implicit_convolve_sgemm");
+    assert_eq!(t.launch_of(kernel as u32), Some(launch as u32));
+    let k = &t.kernels[t.events.detail[kernel] as usize];
+    assert_eq!((k.grid, k.block, k.registers_per_thread), (Some([128, 1, 1]), Some([256, 1, 1]), Some(64)));
+    assert_eq!(k.occupancy_pct, Some(50.0));
+
+    let zero = find("zero_time_kernel");
+    assert_eq!((t.events.kind[zero], t.events.dur[zero]), (EventKind::GpuKernel, 0));
+
+    let copy = find("Memcpy HtoD (Pageable -> Device)");
+    let c = &t.copies[t.events.detail[copy] as usize];
+    assert_eq!((c.direction, c.host_memory, c.bytes), (CopyDirection::HostToDevice, HostMemory::Pageable, Some(1 << 20)));
+
+    let mem = find("[memory]");
+    assert_eq!(t.events.kind[mem], EventKind::Memory);
+    let m = &t.memory[t.events.detail[mem] as usize];
+    assert_eq!((m.bytes, m.total_allocated, m.device_id), (2048, Some(4096), Some(0)));
+
+    // Tracks: the GPU stream and the CPU thread, with their metadata names.
+    let gpu = t.tracks.iter().find(|tr| tr.gpu).unwrap();
+    assert_eq!((gpu.device, gpu.stream), (Some(0), Some(7)));
+    assert_eq!(gpu.process_name.map(|s| t.strings.get(s)), Some("GPU 0"));
+    let cpu = t.tracks.iter().find(|tr| !tr.gpu).unwrap();
+    assert_eq!(cpu.thread_name.map(|s| t.strings.get(s)), Some("python main thread"));
+
+    assert_eq!(t.step_source, StepSource::ProfilerSteps);
+    assert_eq!((t.steps[0].number, t.steps[0].start, t.steps[0].end), (7, 1_000_000, 1_900_000));
+}
+
+#[test]
+fn gzip_is_recognised_by_its_bytes_and_gives_the_same_model() {
+    let plain = read(MODERN);
+    let packed = ingest_bytes(&gzip(MODERN.as_bytes()), IngestOptions::default()).unwrap();
+    assert!(packed.report.gzip && !plain.report.gzip);
+    assert_eq!(packed.trace.events.start, plain.trace.events.start);
+    assert_eq!(packed.trace.events.kind, plain.trace.events.kind);
+    assert_eq!(packed.report.categories, plain.report.categories);
+    assert_eq!(packed.report.json_bytes, MODERN.len() as u64);
+}
+
+#[test]
+fn chunk_boundaries_anywhere_give_the_same_model() {
+    let whole = read(MODERN);
+    let gz = gzip(MODERN.as_bytes());
+    for size in [1, 2, 3, 7, 64, 333] {
+        for input in [MODERN.as_bytes(), &gz[..]] {
+            let mut ingest = Ingest::new(IngestOptions::default());
+            for chunk in input.chunks(size) {
+                ingest.feed(chunk).unwrap();
+            }
+            let got = ingest.finish().unwrap();
+            assert_eq!(got.trace.events.start, whole.trace.events.start, "chunk size {size}");
+            assert_eq!(got.trace.events.parent, whole.trace.events.parent, "chunk size {size}");
+            assert_eq!(got.trace.launches, whole.trace.launches, "chunk size {size}");
+        }
+    }
+}
+
+/// PyTorch 1.8–1.10: capitalised categories, `async` flows, string tids, no correlation args.
+const OLD: &str = r#"{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "Operator", "name": "ProfilerStep#2", "pid": 5, "tid": "5", "ts": 100, "dur": 500},
+  {"ph": "X", "cat": "Operator", "name": "aten::addmm", "pid": 5, "tid": "5", "ts": 110, "dur": 50},
+  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": "5", "ts": 120, "dur": 10},
+  {"ph": "X", "cat": "Kernel", "name": "volta_sgemm_128x32_nt", "pid": 0, "tid": "stream 7", "ts": 140, "dur": 30},
+  {"ph": "X", "cat": "Memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": "stream 7", "ts": 200, "dur": 5},
+  {"ph": "X", "cat": "Memset", "name": "Memset (Device)", "pid": 0, "tid": "stream 7", "ts": 210, "dur": 1},
+  {"ph": "s", "cat": "async", "id": 9, "pid": 5, "tid": "5", "ts": 120, "name": "launch"},
+  {"ph": "f", "cat": "async", "id": 9, "pid": 0, "tid": "stream 7", "ts": 140, "bp": "e", "name": "launch"}
+]}"#;
+
+#[test]
+fn the_capitalised_era_reads_the_same_kinds_and_links_launches_by_flow() {
+    let Ingested { trace: t, .. } = read(OLD);
+    assert_eq!(t.meta.era, torchtraceap::model::Era::Torch1_8);
+    let kinds: Vec<EventKind> = t.count_by_kind().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        kinds,
+        vec![EventKind::CpuOp, EventKind::ProfilerStep, EventKind::GpuKernel, EventKind::Memcpy, EventKind::Memset, EventKind::RuntimeCall]
+    );
+    let kernel = (0..t.events.len()).find(|&i| t.events.kind[i] == EventKind::GpuKernel).unwrap();
+    let launch = t.launch_of(kernel as u32).expect("linked by the async flow");
+    assert_eq!(t.name_of(launch as usize), "cudaLaunchKernel");
+    let gpu = t.tracks.iter().find(|tr| tr.gpu).unwrap();
+    assert_eq!(t.strings.get(gpu.tid), "stream 7");
+}
+
+#[test]
+fn rocm_runtime_calls_and_rccl_kernels_are_classified() {
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 3}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "hipMalloc", "pid": 1, "tid": 1, "ts": 4, "dur": 2},
+      {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "pid": 2, "tid": 0, "ts": 5, "dur": 9,
+       "args": {"correlation": 3, "device": 2, "stream": 0, "Collective name": "allreduce", "In msg nelems": 1024, "Group size": 8, "dtype": "Float"}}
+    ]}"#;
+    let t = read(text).trace;
+    let classes: Vec<RuntimeClass> = t.runtime.iter().map(|r| r.class).collect();
+    assert!(classes.contains(&RuntimeClass::Launch) && classes.contains(&RuntimeClass::Malloc));
+    let k = (0..t.events.len()).find(|&i| t.events.kind[i] == EventKind::Collective).unwrap();
+    let detail = &t.kernels[t.events.detail[k] as usize];
+    let c = &t.collectives[detail.collective.unwrap() as usize];
+    assert_eq!((c.in_elements, c.group_size), (Some(1024), Some(8)));
+    assert_eq!(t.strings.get(c.name.unwrap()), "allreduce");
+    assert!(t.launch_of(k as u32).is_some());
+}
+
+#[test]
+fn a_bare_array_with_begin_end_pairs_attr_string_numbers_and_huge_tids() {
+    let text = r#"[
+      {"attr": {"Power": "3620872431"}, "name": "outer", "ph": "B", "pid": 0, "tid": 15514734831341844875, "ts": "2097962447511.067", "cat": "cpu_op"},
+      {"name": "inner", "ph": "B", "pid": 0, "tid": 15514734831341844875, "ts": 2097962447600, "cat": "cpu_op"},
+      {"name": "inner", "ph": "E", "pid": 0, "tid": 15514734831341844875, "ts": 2097962447700.5},
+      {"name": "outer", "ph": "E", "pid": 0, "tid": 15514734831341844875, "ts": 2097962448599.869},
+      {"name": "dangling", "ph": "E", "pid": 0, "tid": 1, "ts": 1},
+      {"name": "never ends", "ph": "B", "pid": 0, "tid": 2, "ts": 1, "cat": "cpu_op"}
+    ]"#;
+    let Ingested { trace: t, report } = read(text);
+    assert_eq!(t.meta.container, torchtraceap::model::Container::Array);
+    assert_eq!(t.events.len(), 2);
+    let outer = (0..2).find(|&i| t.name_of(i) == "outer").unwrap();
+    let inner = 1 - outer;
+    assert_eq!(t.events.start[outer], 2_097_962_447_511_067);
+    assert_eq!(t.events.dur[outer], 1_088_802);
+    assert_eq!(t.events.parent[inner], outer as u32);
+    assert_eq!(t.strings.get(t.tracks[t.events.track[0] as usize].tid), "15514734831341844875");
+    assert_eq!(report.skipped.get(skip_reasons::UNMATCHED_END), Some(&1), "{:?}", report.skipped);
+    assert_eq!(report.skipped.get(skip_reasons::UNMATCHED_BEGIN), Some(&1));
+}
+
+#[test]
+fn integers_beyond_64_bits_in_arguments_are_read() {
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+       "args": {"Comms Id": 10159970886766084423, "Huge": 123456789012345678901234567890, "External id": 99999999999999999999999}},
+      {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7, "ts": 2, "dur": 3}
+    ]}"#;
+    let t = read(text).trace;
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.ops[0].external_id, Some(u64::MAX));
+}
+
+#[test]
+fn events_out_of_time_order_are_sorted_and_nested() {
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "child", "pid": 1, "tid": 1, "ts": 20, "dur": 10},
+      {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 50, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "parent", "pid": 1, "tid": 1, "ts": 10, "dur": 100},
+      {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 40, "dur": 5}
+    ]}"#;
+    let t = read(text).trace;
+    let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
+    let cpu_first = names[0] == "parent";
+    let order: Vec<&str> = if cpu_first { names.clone() } else { names[2..].iter().chain(&names[..2]).copied().collect() };
+    assert_eq!(order, vec!["parent", "child", "k1", "k2"]);
+    let child = names.iter().position(|&n| n == "child").unwrap();
+    let parent = names.iter().position(|&n| n == "parent").unwrap();
+    assert_eq!(t.events.parent[child], parent as u32);
+    assert_eq!(t.events.parent[parent], NONE);
+}
+
+#[test]
+fn malformed_single_events_are_skipped_and_counted_by_reason() {
+    let text = "{\"traceEvents\": [
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"ok\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"no ts\", \"pid\": 1, \"tid\": 1, \"dur\": 1},
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"no dur\", \"pid\": 1, \"tid\": 1, \"ts\": 1},
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"negative\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": -5},
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"absurd\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 7.6e18},
+      {\"cat\": \"cpu_op\", \"name\": \"no phase\", \"ts\": 1},
+      {\"ph\": \"X\", \"name\": \"bad json\" \"ts\": 1},
+      42,
+      {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf\u{e9} \u{4e2d}\u{6587} \u{1f600}\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1}
+    ]}";
+    let Ingested { trace: t, report } = read(text);
+    assert_eq!(t.events.len(), 2);
+    assert!(t.strings.find("caf\u{e9} \u{4e2d}\u{6587} \u{1f600}").is_some());
+    let s = &report.skipped;
+    assert_eq!(s.get(skip_reasons::BAD_TS), Some(&1));
+    assert_eq!(s.get(skip_reasons::BAD_DUR), Some(&2));
+    assert_eq!(s.get(skip_reasons::NEGATIVE_DUR), Some(&1));
+    assert_eq!(s.get(skip_reasons::NO_PHASE), Some(&1));
+    assert_eq!(s.get(skip_reasons::MALFORMED), Some(&1));
+    assert_eq!(s.get(skip_reasons::NOT_AN_OBJECT), Some(&1));
+    assert!(report.warnings.iter().any(|w| w.contains("7 events were skipped")), "{:?}", report.warnings);
+}
+
+#[test]
+fn invalid_utf8_in_a_name_is_replaced_not_fatal() {
+    let mut bytes = br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "bad "#.to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe]);
+    bytes.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}"#);
+    let got = ingest_bytes(&bytes, IngestOptions::default()).unwrap();
+    assert_eq!(got.trace.name_of(0), "bad \u{fffd}\u{fffd}");
+    assert!(got.report.warnings.iter().any(|w| w.contains("invalid UTF-8")));
+}
+
+#[test]
+fn a_trace_cut_anywhere_keeps_every_complete_event_and_warns() {
+    let full = read(MODERN);
+    let bytes = MODERN.as_bytes();
+    let start = MODERN.find("\"traceEvents\"").unwrap();
+    // Where each element of the event array ends (its closing brace, followed by ',' or ']').
+    let ends: Vec<usize> = (start..bytes.len())
+        .filter(|&p| bytes[p] == b'}' && MODERN[p + 1..].trim_start().starts_with([',', ']']))
+        .map(|p| p + 1)
+        .collect();
+    assert_eq!(ends.len() as u64, full.report.elements);
+    for cut in start..bytes.len() - 1 {
+        let got = match ingest_bytes(&bytes[..cut], IngestOptions::default()) {
+            Ok(g) => g,
+            // A cut before the first timed event leaves nothing to show.
+            Err(IngestError::NoEvents { .. } | IngestError::CutBeforeEvents { .. }) => continue,
+            Err(e) => panic!("cut at {cut}: {e}"),
+        };
+        assert!(got.report.truncated, "cut at {cut}");
+        assert!(got.report.warnings.iter().any(|w| w.contains("cut off")), "cut at {cut}: {:?}", got.report.warnings);
+        let complete = ends.iter().filter(|&&e| e <= cut).count() as u64;
+        assert_eq!(got.report.elements, complete, "cut at {cut}");
+    }
+}
+
+#[test]
+fn a_gzip_stream_cut_anywhere_keeps_what_was_decoded_and_warns() {
+    let text: String = {
+        let events: Vec<String> = (0..2000)
+            .map(|i| format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::op{}", "pid": 1, "tid": 1, "ts": {}, "dur": 1}}"#, i % 17, i * 2))
+            .collect();
+        format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))
+    };
+    let gz = gzip(text.as_bytes());
+    let mut previous = 0;
+    for cut in (20..gz.len()).step_by(97) {
+        let got = match ingest_bytes(&gz[..cut], IngestOptions::default()) {
+            Ok(g) => g,
+            Err(IngestError::NoEvents { .. } | IngestError::CutBeforeEvents { .. } | IngestError::BadGzip { .. }) => continue,
+            Err(e) => panic!("cut at {cut}: {e}"),
+        };
+        assert!(got.report.truncated);
+        assert!(got.report.warnings.iter().any(|w| w.contains("gzip stream is incomplete")), "{:?}", got.report.warnings);
+        assert!(got.trace.events.len() >= previous, "more input never gives fewer events");
+        previous = got.trace.events.len();
+    }
+    assert!(previous > 1500, "late cuts keep most events ({previous})");
+}
+
+#[test]
+fn non_json_input_is_named() {
+    let e = read_err(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X");
+    assert!(e.to_string().contains("AppleDouble"), "{e}");
+    let e = read_err(b"PK\x03\x04rest of a zip");
+    assert!(e.to_string().contains("zip archive"), "{e}");
+    let e = read_err(b"hello world");
+    assert!(matches!(e, IngestError::NotJson { .. }), "{e}");
+    assert!(e.to_string().contains("cannot start a JSON document"));
+    assert_eq!(read_err(b""), IngestError::Empty);
+    assert_eq!(read_err(b" \n\t "), IngestError::Empty);
+}
+
+#[test]
+fn json_that_is_no_trace_gets_its_own_message() {
+    let e = read_err(br#"{"name": "resnet", "layers": [1, 2, 3]}"#);
+    assert_eq!(e, IngestError::NoTraceEvents { keys: vec!["name".into(), "layers".into()] });
+    assert!(e.to_string().contains("without \"traceEvents\""));
+    let e = read_err(br#"{"schema": "1.0.1", "pid": 7, "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|thread]"}]}"#);
+    assert!(matches!(e, IngestError::ExecutionTrace { .. }), "{e}");
+    assert!(e.to_string().contains("execution trace") && e.to_string().contains("1.0.1"));
+    let e = read_err(b"[[-1, 1, 37888, 7], [-1, 1, 512, 7]]");
+    assert!(matches!(e, IngestError::MemoryTimeline { arrays: 2 }), "{e}");
+    let e = read_err(br#"{"traceEvents": []}"#);
+    assert!(matches!(e, IngestError::NoEvents { .. }), "{e}");
+    let e = read_err(br#"{"traceEvents": [] "x": 1}"#);
+    assert!(matches!(e, IngestError::Syntax { offset: 19, .. }), "{e}");
+}
+
+#[test]
+fn chrome_traces_from_other_tools_are_refused_unless_asked_for() {
+    let tf = br#"{"traceEvents": [{"cat": "PERF", "pid": 1, "tid": 1, "ts": 826, "ph": "B", "name": "A"},
+                                 {"cat": "PERF", "pid": 1, "tid": 1, "ts": 829, "ph": "E", "name": "A"}]}"#;
+    let e = read_err(tf);
+    assert!(matches!(e, IngestError::NotPyTorch { events: 2, .. }), "{e}");
+    assert!(e.to_string().contains("PERF (2)"));
+    let accepted = ingest_bytes(tf, IngestOptions { accept_other_chrome_traces: true }).unwrap();
+    assert_eq!(accepted.trace.events.len(), 1);
+    assert_eq!(accepted.trace.meta.era, torchtraceap::model::Era::NotPyTorch);
+
+    let paddle = br#"{"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_indx": "0",
+      "traceEvents": [{"name": "Conv2d", "cat": "Operator", "ph": "X", "pid": 1, "tid": 1, "ts": 1, "dur": 2}], "ExtraInfo": {}}"#;
+    assert_eq!(read_err(paddle), IngestError::PaddleTrace);
+}
+
+#[test]
+fn a_trace_without_profiler_steps_is_one_step_over_its_span() {
+    let t = read(r#"{"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 30, "dur": 5}
+    ]}"#)
+    .trace;
+    assert_eq!(t.step_source, StepSource::WholeTrace);
+    assert_eq!((t.steps.len(), t.steps[0].start, t.steps[0].end), (1, 10_000, 35_000));
+}

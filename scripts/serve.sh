@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up the toolchain if needed, then build the TorchTraceAP site with Trunk and serve it
-# on http://127.0.0.1:8080/ (Trunk rebuilds and reloads the page when index.html or www/ change).
+# on http://127.0.0.1:8080/ (Trunk rebuilds and reloads the page when a file outside target/ changes).
 # Stop with Ctrl-C.
 set -euo pipefail
 
@@ -14,6 +14,9 @@ bash scripts/setup.sh
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # Trunk 0.21 accepts only true/false here; the check itself would need the network.
 export TRUNK_SKIP_VERSION_CHECK=true
+
+# Trunk.toml tells Trunk's watcher to ignore target/, and Trunk refuses ignore paths that do not exist.
+mkdir -p target
 
 echo "serve: building the site, then serving it at http://$ADDRESS:$PORT/"
 # Trunk 0.21 exits with an error when NO_COLOR is set to anything but true/false, so drop it.

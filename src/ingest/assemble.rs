@@ -28,7 +28,7 @@ pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<
     if b.events.is_empty() && b.array_elements > 0 && b.array_elements == b.elements {
         return Err(IngestError::MemoryTimeline { arrays: b.array_elements });
     }
-    if b.kineto_events == 0 && b.elements > b.metadata_events && !accept_other {
+    if b.kineto_events() == 0 && b.elements > b.metadata_events && !accept_other {
         return Err(IngestError::NotPyTorch {
             events: b.elements,
             categories: top_categories(b, 6),
@@ -48,8 +48,8 @@ fn top_categories(b: &Builder, n: usize) -> Vec<(String, u64)> {
     let mut cats: Vec<(String, u64)> = b
         .categories
         .iter()
-        .filter(|(&c, _)| !b.strings.get(c).is_empty())
-        .map(|(&c, &n)| (b.strings.get(c).to_string(), n))
+        .filter(|c| !b.strings.get(c.id).is_empty())
+        .map(|c| (b.strings.get(c.id).to_string(), c.count))
         .collect();
     cats.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     cats.truncate(n);
@@ -297,9 +297,9 @@ fn span(e: &Events) -> Option<(i64, i64)> {
 fn meta(b: &Builder, e: &Events) -> TraceMeta {
     let v = &b.top.values;
     let int = |key: &str, field: &str| v.get(key).and_then(|d| d.get(field)).and_then(json_int);
-    let era = if b.kineto_events == 0 {
+    let era = if b.kineto_events() == 0 {
         Era::NotPyTorch
-    } else if b.capitalised_events > 0 {
+    } else if b.capitalised_events() > 0 {
         Era::Torch1_8
     } else if v.contains_key("baseTimeNanoseconds") || b.concrete_inputs {
         Era::Torch2_2

@@ -6,9 +6,8 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde_json::value::RawValue;
 
-use super::event::{self, RawArgs, RawEvent};
+use super::event::{self, parse_event, Raw, RawEvent};
 use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
 use crate::model::{
     CollectiveDetail, CopyDetail, CopyDirection, Events, HostMemory, KernelDetail, MemoryDetail,
@@ -61,6 +60,28 @@ pub fn wanted_key(key: &[u8]) -> bool {
     )
 }
 
+/// What an event's category and name say about it, cached per name.
+#[derive(Clone, Copy)]
+struct Classified {
+    kind: EventKind,
+    runtime: RuntimeClass,
+    direction: CopyDirection,
+    host_memory: HostMemory,
+}
+
+/// A category as written, with its count and what it tells about the trace.
+pub struct Category {
+    raw: Vec<u8>,
+    pub id: StrId,
+    pub count: u64,
+    /// One Kineto writes.
+    pub kineto: bool,
+    /// One of the capitalised categories of PyTorch 1.8–1.10.
+    pub capitalised: bool,
+    launch_flow: bool,
+    fwdbwd: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct TrackBuild {
     pub pid: StrId,
@@ -76,8 +97,8 @@ pub struct Builder {
     pub events: Events,
     pub tracks: Vec<TrackBuild>,
     track_ids: FxHashMap<(StrId, StrId), u32>,
-    last_pid: String,
-    last_tid: String,
+    last_pid: Vec<u8>,
+    last_tid: Vec<u8>,
     last_track: u32,
     pub kernels: Vec<KernelDetail>,
     pub copies: Vec<CopyDetail>,
@@ -90,22 +111,22 @@ pub struct Builder {
     open: FxHashMap<u32, Vec<u32>>,
     pub process_names: FxHashMap<StrId, StrId>,
     pub thread_names: FxHashMap<(StrId, StrId), StrId>,
-    pub categories: FxHashMap<StrId, u64>,
+    /// Every category seen, in order of appearance (few: a linear search is fastest).
+    pub categories: Vec<Category>,
+    last_category: usize,
     pub skipped: BTreeMap<&'static str, u64>,
     /// Elements of the event array, of any type.
     pub elements: u64,
     /// Elements that were themselves arrays (memory-timeline exports).
     pub array_elements: u64,
     pub metadata_events: u64,
-    /// Events whose category is one Kineto writes.
-    pub kineto_events: u64,
-    /// Events in the capitalised categories of PyTorch 1.8–1.10.
-    pub capitalised_events: u64,
     pub concrete_inputs: bool,
     /// Events read after replacing invalid UTF-8.
     pub repaired_utf8: u64,
     pub top: TopLevel,
     no_category: StrId,
+    /// Indexed by name id: the category and phase kind last seen with it, and what they gave.
+    classified: Vec<Option<(StrId, bool, Classified)>>,
 }
 
 impl Builder {
@@ -146,51 +167,80 @@ impl Builder {
                 return;
             }
         }
-        match serde_json::from_slice::<RawEvent>(bytes) {
-            Ok(ev) => self.event(&ev),
-            Err(_) => match String::from_utf8_lossy(bytes) {
-                // Invalid UTF-8 inside a name: read the event with U+FFFD in its place.
-                std::borrow::Cow::Owned(repaired) => match serde_json::from_str::<RawEvent>(&repaired) {
-                    Ok(ev) => {
-                        self.repaired_utf8 += 1;
-                        self.event(&ev)
-                    }
-                    Err(_) => self.skip(skip::MALFORMED),
-                },
-                std::borrow::Cow::Borrowed(_) => self.skip(skip::MALFORMED),
-            },
+        match parse_event(bytes) {
+            Ok((ev, _)) => self.event(&ev),
+            Err(_) => self.skip(skip::MALFORMED),
         }
     }
 
+    /// An element read in place from the chunk; `None` when it does not end inside `rest` (or
+    /// is malformed), so that the framer delimits it.
+    pub fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+        let (ev, n) = parse_event(rest).ok()?;
+        self.elements += 1;
+        self.event(&ev);
+        Some(n)
+    }
+
+    /// Events whose category is one Kineto writes.
+    pub fn kineto_events(&self) -> u64 {
+        self.categories.iter().filter(|c| c.kineto).map(|c| c.count).sum()
+    }
+
+    /// Events in the capitalised categories of PyTorch 1.8–1.10.
+    pub fn capitalised_events(&self) -> u64 {
+        self.categories.iter().filter(|c| c.capitalised).map(|c| c.count).sum()
+    }
+
+    fn category(&mut self, raw: Option<Raw<'_>>) -> usize {
+        let bytes = raw.map_or(&b""[..], |r| r.0);
+        if self.categories.get(self.last_category).is_some_and(|c| c.raw == bytes) {
+            return self.last_category;
+        }
+        let slot = match self.categories.iter().position(|c| c.raw == bytes) {
+            Some(slot) => slot,
+            None => {
+                let text = raw.map(event::text).unwrap_or_default();
+                let id = if text.is_empty() { self.no_category } else { self.strings.intern(&text) };
+                self.categories.push(Category {
+                    raw: bytes.to_vec(),
+                    id,
+                    count: 0,
+                    kineto: kind::is_kineto_category(&text),
+                    capitalised: matches!(text.as_ref(), "Operator" | "Kernel" | "Runtime"),
+                    launch_flow: kind::is_launch_flow_category(&text),
+                    fwdbwd: text == "fwdbwd",
+                });
+                self.categories.len() - 1
+            }
+        };
+        self.last_category = slot;
+        slot
+    }
+
     fn event(&mut self, ev: &RawEvent<'_>) {
-        let cat_text = ev.cat.map(event::text);
-        let cat_str: &str = cat_text.as_deref().unwrap_or("");
-        let cat = if cat_str.is_empty() { self.no_category } else { self.strings.intern(cat_str) };
-        *self.categories.entry(cat).or_default() += 1;
-        if kind::is_kineto_category(cat_str) {
-            self.kineto_events += 1;
-        }
-        if matches!(cat_str, "Operator" | "Kernel" | "Runtime") {
-            self.capitalised_events += 1;
-        }
-        let Some(ph) = ev.ph.map(event::text) else {
+        let slot = self.category(ev.cat);
+        let c = &mut self.categories[slot];
+        c.count += 1;
+        let (cat, launch_flow, fwdbwd) = (c.id, c.launch_flow, c.fwdbwd);
+        let Some(ph) = ev.ph else {
             return self.skip(skip::NO_PHASE);
         };
-        match ph.as_ref() {
-            "X" => self.complete(ev, cat, cat_str),
-            "B" => self.begin(ev, cat, cat_str),
-            "E" => self.end(ev),
-            "i" | "I" => self.instant(ev, cat, cat_str),
-            "s" | "t" | "f" => self.flow(ev, cat_str, ph.as_ref() == "s"),
-            "M" => self.metadata(ev),
-            "C" => self.instant(ev, cat, cat_str),
+        match ph.0 {
+            b"\"X\"" => self.complete(ev, cat),
+            b"\"B\"" => self.begin(ev, cat),
+            b"\"E\"" => self.end(ev),
+            b"\"i\"" | b"\"I\"" | b"\"C\"" => self.instant(ev, cat),
+            b"\"s\"" | b"\"t\"" | b"\"f\"" if launch_flow || fwdbwd => self.flow(ev, launch_flow, ph.0 == b"\"s\""),
+            b"\"s\"" | b"\"t\"" | b"\"f\"" => {}
+            b"\"M\"" => self.metadata(ev),
             _ => self.skip(skip::UNSUPPORTED_PHASE),
         }
     }
 
     fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
-        let pid = ev.pid.map_or("", |r| r.get());
-        let tid = ev.tid.map_or("", |r| r.get());
+        let pid = ev.pid.map_or(&b""[..], |r| r.0);
+        let tid = ev.tid.map_or(&b""[..], |r| r.0);
         if self.last_track != NONE && pid == self.last_pid && tid == self.last_tid {
             return self.last_track;
         }
@@ -202,16 +252,22 @@ impl Builder {
             self.tracks.push(TrackBuild { pid: pid_id, tid: tid_id, gpu: false, device: None, stream: None });
         }
         self.last_pid.clear();
-        self.last_pid.push_str(pid);
+        self.last_pid.extend_from_slice(pid);
         self.last_tid.clear();
-        self.last_tid.push_str(tid);
+        self.last_tid.extend_from_slice(tid);
         self.last_track = id;
         id
     }
 
     fn name(&mut self, ev: &RawEvent<'_>) -> StrId {
         match ev.name {
-            Some(raw) => self.strings.intern(&event::text(raw)),
+            Some(raw) => {
+                let name = event::text(raw);
+                if matches!(name, std::borrow::Cow::Owned(_)) && std::str::from_utf8(raw.0).is_err() {
+                    self.repaired_utf8 += 1;
+                }
+                self.strings.intern(&name)
+            }
             None => self.no_category,
         }
     }
@@ -229,7 +285,7 @@ impl Builder {
         index
     }
 
-    fn complete(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+    fn complete(&mut self, ev: &RawEvent<'_>, cat: StrId) {
         let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
             return self.skip(skip::BAD_TS);
         };
@@ -239,26 +295,17 @@ impl Builder {
         if dur < 0 {
             return self.skip(skip::NEGATIVE_DUR);
         }
-        self.timed(ev, ts, dur, cat, cat_str, false);
+        self.timed(ev, ts, dur, cat, false);
     }
 
     /// Adds a timed event with its details; returns its index.
-    fn timed(&mut self, ev: &RawEvent<'_>, ts: i64, dur: i64, cat: StrId, cat_str: &str, instant: bool) -> u32 {
+    fn timed(&mut self, ev: &RawEvent<'_>, ts: i64, dur: i64, cat: StrId, instant: bool) -> u32 {
         let name_id = self.name(ev);
         let track = self.track(ev);
-        let name = self.strings.get(name_id);
-        let kind = classify(cat_str, name, instant);
-        let runtime_class = match kind {
-            EventKind::RuntimeCall => RuntimeClass::of(name),
-            _ => RuntimeClass::Other,
-        };
-        let (direction, host_memory) = match kind {
-            EventKind::Memcpy => classify_memcpy(name),
-            _ => (CopyDirection::Unknown, HostMemory::NotApplicable),
-        };
-        let empty = RawArgs::default();
-        let args = ev.args.as_ref().unwrap_or(&empty);
-        if args.concrete_inputs.is_some() {
+        let Classified { kind, runtime: runtime_class, direction, host_memory } =
+            self.classify(cat, name_id, instant);
+        let args = &ev.args;
+        if args.concrete_inputs {
             self.concrete_inputs = true;
         }
         let detail = match kind {
@@ -311,8 +358,8 @@ impl Builder {
                 let op = OpDetail {
                     external_id: args.external_id.and_then(event::uint),
                     sequence_number: args.sequence_number.and_then(event::uint),
-                    input_dims: args.input_dims.map(|r| self.strings.intern(r.get())),
-                    input_types: args.input_types.map(|r| self.strings.intern(r.get())),
+                    input_dims: args.input_dims.map(|r| self.strings.intern(&event::raw_text(r))),
+                    input_types: args.input_types.map(|r| self.strings.intern(&event::raw_text(r))),
                     collective,
                 };
                 self.ops.push(op);
@@ -336,7 +383,32 @@ impl Builder {
         self.push(ts, dur, name_id, cat, kind, track, detail)
     }
 
-    fn collective(&mut self, args: &RawArgs<'_>) -> Option<u32> {
+    fn classify(&mut self, cat: StrId, name_id: StrId, instant: bool) -> Classified {
+        let i = name_id as usize;
+        if let Some(Some((c, inst, known))) = self.classified.get(i) {
+            if *c == cat && *inst == instant {
+                return *known;
+            }
+        }
+        let name = self.strings.get(name_id);
+        let kind = classify(self.strings.get(cat), name, instant);
+        let runtime = match kind {
+            EventKind::RuntimeCall => RuntimeClass::of(name),
+            _ => RuntimeClass::Other,
+        };
+        let (direction, host_memory) = match kind {
+            EventKind::Memcpy => classify_memcpy(name),
+            _ => (CopyDirection::Unknown, HostMemory::NotApplicable),
+        };
+        let known = Classified { kind, runtime, direction, host_memory };
+        if self.classified.len() <= i {
+            self.classified.resize(i + 1, None);
+        }
+        self.classified[i] = Some((cat, instant, known));
+        known
+    }
+
+    fn collective(&mut self, args: &event::RawArgs<'_>) -> Option<u32> {
         let name = args.collective_name?;
         let c = CollectiveDetail {
             name: Some(self.strings.intern(&event::text(name))),
@@ -359,12 +431,12 @@ impl Builder {
         }
     }
 
-    fn begin(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+    fn begin(&mut self, ev: &RawEvent<'_>, cat: StrId) {
         let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
             return self.skip(skip::BAD_TS);
         };
         // The duration is unknown until the matching E; -1 marks it open.
-        let index = self.timed(ev, ts, -1, cat, cat_str, false);
+        let index = self.timed(ev, ts, -1, cat, false);
         let track = self.events.track[index as usize];
         self.open.entry(track).or_default().push(index);
     }
@@ -383,18 +455,15 @@ impl Builder {
         }
     }
 
-    fn instant(&mut self, ev: &RawEvent<'_>, cat: StrId, cat_str: &str) {
+    fn instant(&mut self, ev: &RawEvent<'_>, cat: StrId) {
         let Some(ts) = ev.ts.and_then(event::micros_to_ns) else {
             return self.skip(skip::BAD_TS);
         };
-        self.timed(ev, ts, 0, cat, cat_str, true);
+        self.timed(ev, ts, 0, cat, true);
     }
 
-    fn flow(&mut self, ev: &RawEvent<'_>, cat_str: &str, start: bool) {
-        let launch = kind::is_launch_flow_category(cat_str);
-        if !launch && cat_str != "fwdbwd" {
-            return;
-        }
+    /// A flow endpoint of a launch (`ac2g`, …) or forward→backward (`fwdbwd`) flow.
+    fn flow(&mut self, ev: &RawEvent<'_>, launch: bool, start: bool) {
         let (Some(ts), Some(id)) = (ev.ts.and_then(event::micros_to_ns), ev.id) else {
             return self.skip(skip::BAD_TS);
         };
@@ -405,7 +474,7 @@ impl Builder {
 
     fn metadata(&mut self, ev: &RawEvent<'_>) {
         self.metadata_events += 1;
-        let Some(value) = ev.args.as_ref().and_then(|a| a.name) else {
+        let Some(value) = ev.args.name else {
             return;
         };
         let name = ev.name.map(event::text);
@@ -435,9 +504,9 @@ impl Builder {
 }
 
 /// A stable 64-bit id for a non-numeric flow id.
-fn fingerprint(raw: &RawValue) -> u64 {
+fn fingerprint(raw: Raw<'_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
-    raw.get().hash(&mut h);
+    raw.0.hash(&mut h);
     h.finish()
 }

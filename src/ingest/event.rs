@@ -1,156 +1,359 @@
-//! One event as written in the JSON, borrowed from the input bytes, and the lenient readers
-//! for its values.
+//! One event as written in the JSON, read in a single pass straight from the input bytes.
 //!
-//! Values are kept as raw JSON text (`&RawValue`) and read on demand, because traces write the
-//! same field in many ways: numbers as strings (`"ts": "2097962447511.067"`), integers beyond
-//! 64 bits, fractional microseconds with nanosecond digits, `attr` instead of `args`.
+//! This is the hot loop of ingestion, so it is a small hand-written reader rather than serde:
+//! it looks only at the keys the model uses and skips every other value without decoding it,
+//! and it keeps each value as its raw text (`Raw`), to be read on demand by the lenient
+//! readers below. Traces write the same field in many ways: numbers as strings
+//! (`"ts": "2097962447511.067"`), integers beyond 64 bits, fractional microseconds with
+//! nanosecond digits, `attr` instead of `args`.
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use std::borrow::Cow;
 
-/// The fields of an event that the model uses; all others are skipped while parsing.
-#[derive(Deserialize)]
+use memchr::memchr2;
+
+/// The raw JSON text of one value (strings keep their quotes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raw<'a>(pub &'a [u8]);
+
+/// The fields of an event that the model uses.
+#[derive(Default)]
 pub struct RawEvent<'a> {
-    #[serde(borrow)]
-    pub ph: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub cat: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub ts: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub dur: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub pid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub tid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub id: Option<&'a RawValue>,
-    #[serde(borrow, alias = "attr")]
-    pub args: Option<RawArgs<'a>>,
+    pub ph: Option<Raw<'a>>,
+    pub name: Option<Raw<'a>>,
+    pub cat: Option<Raw<'a>>,
+    pub ts: Option<Raw<'a>>,
+    pub dur: Option<Raw<'a>>,
+    pub pid: Option<Raw<'a>>,
+    pub tid: Option<Raw<'a>>,
+    pub id: Option<Raw<'a>>,
+    pub args: RawArgs<'a>,
 }
 
 /// The arguments the analyses need, under every spelling the eras use.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub struct RawArgs<'a> {
-    // Metadata (`ph: M`) events.
-    #[serde(borrow)]
-    pub name: Option<&'a RawValue>,
-    // GPU activities and runtime calls.
-    #[serde(borrow)]
-    pub correlation: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub device: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub stream: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub grid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub block: Option<&'a RawValue>,
-    #[serde(borrow, rename = "registers per thread")]
-    pub registers: Option<&'a RawValue>,
-    #[serde(borrow, rename = "shared memory")]
-    pub shared_memory: Option<&'a RawValue>,
-    #[serde(borrow, rename = "est. achieved occupancy %", alias = "theoretical occupancy %")]
-    pub occupancy: Option<&'a RawValue>,
-    #[serde(borrow, rename = "blocks per SM")]
-    pub blocks_per_sm: Option<&'a RawValue>,
-    #[serde(borrow, rename = "warps per SM")]
-    pub warps_per_sm: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub bytes: Option<&'a RawValue>,
-    #[serde(borrow, rename = "memory bandwidth (GB/s)")]
-    pub bandwidth: Option<&'a RawValue>,
-    // CPU ops.
-    #[serde(borrow, rename = "External id", alias = "external id")]
-    pub external_id: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Sequence number")]
-    pub sequence_number: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Input Dims", alias = "Input dims")]
-    pub input_dims: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Input type")]
-    pub input_types: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Concrete Inputs")]
-    pub concrete_inputs: Option<&'a RawValue>,
-    // Collectives (record_param_comms and NCCL kernels).
-    #[serde(borrow, rename = "Collective name")]
-    pub collective_name: Option<&'a RawValue>,
-    #[serde(borrow, rename = "In msg nelems")]
-    pub in_nelems: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Out msg nelems")]
-    pub out_nelems: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Group size")]
-    pub group_size: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub dtype: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Process Group Name")]
-    pub process_group: Option<&'a RawValue>,
-    // Allocator ([memory]) events.
-    #[serde(borrow, rename = "Bytes")]
-    pub alloc_bytes: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Total Allocated")]
-    pub total_allocated: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Total Reserved")]
-    pub total_reserved: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Device Type")]
-    pub device_type: Option<&'a RawValue>,
-    #[serde(borrow, rename = "Device Id")]
-    pub device_id: Option<&'a RawValue>,
+    /// `name` of metadata (`ph: M`) events.
+    pub name: Option<Raw<'a>>,
+    pub correlation: Option<Raw<'a>>,
+    pub device: Option<Raw<'a>>,
+    pub stream: Option<Raw<'a>>,
+    pub grid: Option<Raw<'a>>,
+    pub block: Option<Raw<'a>>,
+    pub registers: Option<Raw<'a>>,
+    pub shared_memory: Option<Raw<'a>>,
+    pub occupancy: Option<Raw<'a>>,
+    pub blocks_per_sm: Option<Raw<'a>>,
+    pub warps_per_sm: Option<Raw<'a>>,
+    pub bytes: Option<Raw<'a>>,
+    pub bandwidth: Option<Raw<'a>>,
+    pub external_id: Option<Raw<'a>>,
+    pub sequence_number: Option<Raw<'a>>,
+    pub input_dims: Option<Raw<'a>>,
+    pub input_types: Option<Raw<'a>>,
+    pub concrete_inputs: bool,
+    pub collective_name: Option<Raw<'a>>,
+    pub in_nelems: Option<Raw<'a>>,
+    pub out_nelems: Option<Raw<'a>>,
+    pub group_size: Option<Raw<'a>>,
+    pub dtype: Option<Raw<'a>>,
+    pub process_group: Option<Raw<'a>>,
+    pub alloc_bytes: Option<Raw<'a>>,
+    pub total_allocated: Option<Raw<'a>>,
+    pub total_reserved: Option<Raw<'a>>,
+    pub device_type: Option<Raw<'a>>,
+    pub device_id: Option<Raw<'a>>,
 }
 
-/// The text of a JSON string value, or the raw text of any other value (a number used as a
-/// name, say). Borrowed unless the string holds escapes.
-pub fn text(raw: &RawValue) -> std::borrow::Cow<'_, str> {
-    let s = raw.get();
-    match s.as_bytes().first() {
-        Some(b'"') => {
-            let inner = &s[1..s.len() - 1];
-            if inner.contains('\\') {
-                serde_json::from_str::<String>(s)
-                    .map(std::borrow::Cow::Owned)
-                    .unwrap_or(std::borrow::Cow::Borrowed(inner))
-            } else {
-                std::borrow::Cow::Borrowed(inner)
+impl<'a> RawArgs<'a> {
+    fn set(&mut self, key: &[u8], v: Raw<'a>) {
+        let slot = match key {
+            b"name" => &mut self.name,
+            b"correlation" => &mut self.correlation,
+            b"device" => &mut self.device,
+            b"stream" => &mut self.stream,
+            b"grid" => &mut self.grid,
+            b"block" => &mut self.block,
+            b"registers per thread" => &mut self.registers,
+            b"shared memory" => &mut self.shared_memory,
+            b"est. achieved occupancy %" | b"theoretical occupancy %" => &mut self.occupancy,
+            b"blocks per SM" => &mut self.blocks_per_sm,
+            b"warps per SM" => &mut self.warps_per_sm,
+            b"bytes" => &mut self.bytes,
+            b"memory bandwidth (GB/s)" => &mut self.bandwidth,
+            b"External id" | b"external id" => &mut self.external_id,
+            b"Sequence number" => &mut self.sequence_number,
+            b"Input Dims" | b"Input dims" => &mut self.input_dims,
+            b"Input type" => &mut self.input_types,
+            b"Collective name" => &mut self.collective_name,
+            b"In msg nelems" => &mut self.in_nelems,
+            b"Out msg nelems" => &mut self.out_nelems,
+            b"Group size" => &mut self.group_size,
+            b"dtype" => &mut self.dtype,
+            b"Process Group Name" => &mut self.process_group,
+            b"Bytes" => &mut self.alloc_bytes,
+            b"Total Allocated" => &mut self.total_allocated,
+            b"Total Reserved" => &mut self.total_reserved,
+            b"Device Type" => &mut self.device_type,
+            b"Device Id" => &mut self.device_id,
+            b"Concrete Inputs" => {
+                self.concrete_inputs = true;
+                return;
             }
-        }
-        _ => std::borrow::Cow::Borrowed(s),
+            _ => return,
+        };
+        *slot = Some(v);
     }
 }
 
-/// The digits of a number, whether written bare or inside a string.
-fn number_text(raw: &RawValue) -> &str {
-    let s = raw.get();
-    s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s).trim()
+/// Why an event could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The bytes end before the event does.
+    Incomplete,
+    /// The bytes are not a JSON object.
+    Malformed,
+}
+
+/// The first `"` or `\\` at or after `from`. Eight bytes at a time (most strings in a trace
+/// are short keys and names, where a vectorised search does not pay for its set-up), then
+/// memchr for long strings.
+fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has = |w: u64, c: u8| {
+        let x = w ^ (ONES * u64::from(c));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    let mut i = from;
+    let words_end = b.len().min(from + 64);
+    while i + 8 <= words_end {
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        let m = has(w, b'"') | has(w, b'\\');
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr2(b'"', b'\\', b.get(i..)?).map(|j| i + j)
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The next non-whitespace byte, not consumed.
+    fn peek(&mut self) -> Result<u8, Stop> {
+        loop {
+            let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
+            if !is_ws(c) {
+                return Ok(c);
+            }
+            self.i += 1;
+        }
+    }
+
+    fn expect(&mut self, c: u8) -> Result<(), Stop> {
+        if self.peek()? == c {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(Stop::Malformed)
+        }
+    }
+
+    /// A string starting at the cursor (`"`), quotes included.
+    fn string(&mut self) -> Result<&'a [u8], Stop> {
+        let start = self.i;
+        let mut i = self.i + 1;
+        loop {
+            let p = find_quote_or_backslash(self.b, i).ok_or(Stop::Incomplete)?;
+            if self.b[p] == b'\\' {
+                i = p + 2;
+                continue;
+            }
+            self.i = p + 1;
+            return Ok(&self.b[start..self.i]);
+        }
+    }
+
+    /// Any value: its raw text.
+    fn value(&mut self) -> Result<Raw<'a>, Stop> {
+        let first = self.peek()?;
+        let start = self.i;
+        match first {
+            b'"' => self.string().map(Raw),
+            b'{' | b'[' => {
+                self.nested()?;
+                Ok(Raw(&self.b[start..self.i]))
+            }
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => loop {
+                let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
+                if matches!(c, b',' | b'}' | b']') || is_ws(c) {
+                    return Ok(Raw(&self.b[start..self.i]));
+                }
+                self.i += 1;
+            },
+            _ => Err(Stop::Malformed),
+        }
+    }
+
+    /// Skips an object or array starting at the cursor, keeping count of nesting.
+    fn nested(&mut self) -> Result<(), Stop> {
+        let mut depth = 0u32;
+        loop {
+            let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
+            match c {
+                b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+    }
+
+    /// Reads `{"key": value, …}`, calling `field` for each member; `field` reads the value.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Result<(), Stop>) -> Result<(), Stop> {
+        self.expect(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return Err(Stop::Malformed);
+            }
+            let key = self.string()?;
+            self.expect(b':')?;
+            field(self, &key[1..key.len() - 1])?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Malformed),
+            }
+        }
+    }
+}
+
+/// Reads the event object at the start of `bytes`; returns it and the bytes it spans.
+pub fn parse_event(bytes: &[u8]) -> Result<(RawEvent<'_>, usize), Stop> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    let mut ev = RawEvent::default();
+    c.object(|c, key| {
+        let slot = match key {
+            b"ph" => &mut ev.ph,
+            b"name" => &mut ev.name,
+            b"cat" => &mut ev.cat,
+            b"ts" => &mut ev.ts,
+            b"dur" => &mut ev.dur,
+            b"pid" => &mut ev.pid,
+            b"tid" => &mut ev.tid,
+            b"id" => &mut ev.id,
+            b"args" | b"attr" if c.peek()? == b'{' => {
+                return c.object(|c, key| {
+                    let v = c.value()?;
+                    ev.args.set(key, v);
+                    Ok(())
+                });
+            }
+            _ => {
+                c.value()?;
+                return Ok(());
+            }
+        };
+        *slot = Some(c.value()?);
+        Ok(())
+    })?;
+    Ok((ev, c.i))
+}
+
+/// The text of a JSON string value, or the raw text of any other value (a number used as a
+/// name, say). Borrowed unless the string holds escapes or invalid UTF-8 (replaced by U+FFFD).
+pub fn text(raw: Raw<'_>) -> Cow<'_, str> {
+    let s = raw.0;
+    if s.len() >= 2 && s[0] == b'"' {
+        let inner = &s[1..s.len() - 1];
+        if memchr::memchr(b'\\', inner).is_some() {
+            if let Ok(unescaped) = serde_json::from_slice::<String>(s) {
+                return Cow::Owned(unescaped);
+            }
+        }
+        return utf8(inner);
+    }
+    utf8(s)
+}
+
+/// Borrowed when valid UTF-8 (the usual case, checked on the fast path), else repaired.
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// The bytes of a number, whether written bare or inside a string.
+fn number_bytes(raw: Raw<'_>) -> &[u8] {
+    let s = raw.0;
+    s.strip_prefix(b"\"").and_then(|s| s.strip_suffix(b"\"")).unwrap_or(s).trim_ascii()
+}
+
+fn number_text(raw: Raw<'_>) -> &str {
+    std::str::from_utf8(number_bytes(raw)).unwrap_or("")
 }
 
 /// Reads a time in microseconds (`"ts"`, `"dur"`) as integer nanoseconds, exactly for decimal
 /// input (no rounding through `f64` for the usual `1234567.891` form).
-pub fn micros_to_ns(raw: &RawValue) -> Option<i64> {
-    decimal_micros_to_ns(number_text(raw))
+pub fn micros_to_ns(raw: Raw<'_>) -> Option<i64> {
+    decimal_micros_to_ns(number_bytes(raw))
 }
 
+/// Times beyond this (about 146 years in nanoseconds) are treated as corrupt.
+pub const MAX_TIME_NS: i64 = 1 << 62;
+
 /// Exact decimal parsing of `[-]digits[.digits]`; anything else (exponents) goes through `f64`.
-pub fn decimal_micros_to_ns(s: &str) -> Option<i64> {
-    let (neg, body) = match s.strip_prefix('-') {
+pub fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
+    let (neg, body) = match s.strip_prefix(b"-") {
         Some(rest) => (true, rest),
         None => (false, s),
     };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    let dot = body.iter().position(|&b| b == b'.');
+    let (int, frac) = match dot {
+        Some(d) => (&body[..d], &body[d + 1..]),
+        None => (body, &b""[..]),
+    };
     let plain = !int.is_empty()
-        && int.bytes().all(|b| b.is_ascii_digit())
-        && frac.bytes().all(|b| b.is_ascii_digit());
+        && int.len() <= 18
+        && int.iter().all(u8::is_ascii_digit)
+        && frac.iter().all(u8::is_ascii_digit);
     if !plain {
-        let v: f64 = s.parse().ok()?;
+        let v: f64 = std::str::from_utf8(s).ok()?.parse().ok()?;
         let ns = (v * 1000.0).round();
         return (ns.is_finite() && ns.abs() < MAX_TIME_NS as f64).then_some(ns as i64);
     }
     let mut ns: i64 = 0;
-    for b in int.bytes() {
-        ns = ns.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
+    for &b in int {
+        ns = ns * 10 + i64::from(b - b'0');
     }
     ns = ns.checked_mul(1000)?;
-    let fb = frac.as_bytes();
+    let fb = frac;
     let mut sub: i64 = 0;
     for k in 0..3 {
         sub = sub * 10 + fb.get(k).map_or(0, |&b| i64::from(b - b'0'));
@@ -159,21 +362,22 @@ pub fn decimal_micros_to_ns(s: &str) -> Option<i64> {
     if fb.get(3).is_some_and(|&b| b >= b'5') {
         sub += 1;
     }
-    ns = ns.checked_add(sub)?;
+    ns += sub;
     (ns < MAX_TIME_NS).then_some(if neg { -ns } else { ns })
 }
 
-/// Times beyond this (about 146 years in nanoseconds) are treated as corrupt.
-pub const MAX_TIME_NS: i64 = 1 << 62;
-
 /// Reads an unsigned integer, written as a number or a string; fractions are truncated, values
 /// beyond 64 bits saturate (they are ids, compared only for equality within one trace).
-pub fn uint(raw: &RawValue) -> Option<u64> {
+pub fn uint(raw: Raw<'_>) -> Option<u64> {
+    let b = number_bytes(raw);
+    if !b.is_empty() && b.len() <= 19 && b.iter().all(u8::is_ascii_digit) {
+        return Some(b.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')));
+    }
     let s = number_text(raw);
     if let Ok(v) = s.parse::<u64>() {
         return Some(v);
     }
-    if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return Some(u64::MAX);
     }
     let v: f64 = s.parse().ok()?;
@@ -181,7 +385,7 @@ pub fn uint(raw: &RawValue) -> Option<u64> {
 }
 
 /// Reads a signed integer, written as a number or a string.
-pub fn int(raw: &RawValue) -> Option<i64> {
+pub fn int(raw: Raw<'_>) -> Option<i64> {
     let s = number_text(raw);
     if let Ok(v) = s.parse::<i64>() {
         return Some(v);
@@ -191,63 +395,93 @@ pub fn int(raw: &RawValue) -> Option<i64> {
 }
 
 /// Reads a float, written as a number or a string.
-pub fn float(raw: &RawValue) -> Option<f32> {
+pub fn float(raw: Raw<'_>) -> Option<f32> {
     number_text(raw).parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v as f32)
 }
 
 /// Reads `[x, y, z]` launch dimensions.
-pub fn dim3(raw: &RawValue) -> Option<[u32; 3]> {
-    let v: Vec<u64> = serde_json::from_str(raw.get()).ok()?;
+pub fn dim3(raw: Raw<'_>) -> Option<[u32; 3]> {
+    let v: Vec<u64> = serde_json::from_slice(raw.0).ok()?;
     match v.as_slice() {
         [x, y, z] => Some([(*x).try_into().ok()?, (*y).try_into().ok()?, (*z).try_into().ok()?]),
         _ => None,
     }
 }
 
+/// The raw text as a string (for interning JSON fragments such as `Input Dims`).
+pub fn raw_text(raw: Raw<'_>) -> Cow<'_, str> {
+    utf8(raw.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_string()).unwrap()
+    fn raw(s: &str) -> Raw<'_> {
+        Raw(s.as_bytes())
+    }
+
+    #[test]
+    fn an_event_is_read_with_only_the_fields_that_matter() {
+        let input = br#"{ "ph" : "X", "cat": "kernel", "name": "k\"1", "pid": 0, "tid": "stream 7",
+            "ts": 12.5, "dur": 3, "unknown": {"deep": [1, {"x": "]}"}]},
+            "args": {"grid": [1, 2, 3], "correlation": 9, "Concrete Inputs": ["", "1"], "other": null}} trailing"#;
+        let (ev, end) = parse_event(input).unwrap();
+        assert_eq!(&input[end..], b" trailing");
+        assert_eq!(ev.ph, Some(raw("\"X\"")));
+        assert_eq!(text(ev.name.unwrap()), "k\"1");
+        assert_eq!(text(ev.tid.unwrap()), "stream 7");
+        assert_eq!(micros_to_ns(ev.ts.unwrap()), Some(12_500));
+        assert_eq!(dim3(ev.args.grid.unwrap()), Some([1, 2, 3]));
+        assert_eq!(uint(ev.args.correlation.unwrap()), Some(9));
+        assert!(ev.args.concrete_inputs);
+        let (ev, _) = parse_event(br#"{"name": "B/E", "attr": {"Bytes": "12"}}"#).unwrap();
+        assert_eq!(int(ev.args.alloc_bytes.unwrap()), Some(12));
+    }
+
+    #[test]
+    fn a_cut_event_is_incomplete_and_a_broken_one_malformed() {
+        let input = br#"{"ph": "X", "name": "a\"b", "args": {"x": [1, 2]}, "ts": 1.5}"#;
+        for cut in 0..input.len() {
+            assert_eq!(parse_event(&input[..cut]).err(), Some(Stop::Incomplete), "cut at {cut}");
+        }
+        assert!(parse_event(input).is_ok());
+        for bad in [&br#"{"ph" "X"}"#[..], br#"{"ph": "X" "ts": 1}"#, br#"{ph: 1}"#, br#"{"a": @}"#, b"[1]"] {
+            assert_eq!(parse_event(bad).err(), Some(Stop::Malformed), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
     fn fractional_microseconds_become_exact_nanoseconds() {
-        assert_eq!(micros_to_ns(&raw("5387313686629.708")), Some(5_387_313_686_629_708));
-        assert_eq!(micros_to_ns(&raw("12")), Some(12_000));
-        assert_eq!(micros_to_ns(&raw("0.01")), Some(10));
-        assert_eq!(micros_to_ns(&raw("1.0005")), Some(1_001));
-        assert_eq!(micros_to_ns(&raw("-3.5")), Some(-3_500));
-        assert_eq!(micros_to_ns(&raw("1.5e3")), Some(1_500_000));
+        assert_eq!(micros_to_ns(raw("5387313686629.708")), Some(5_387_313_686_629_708));
+        assert_eq!(micros_to_ns(raw("12")), Some(12_000));
+        assert_eq!(micros_to_ns(raw("0.01")), Some(10));
+        assert_eq!(micros_to_ns(raw("1.0005")), Some(1_001));
+        assert_eq!(micros_to_ns(raw("-3.5")), Some(-3_500));
+        assert_eq!(micros_to_ns(raw("1.5e3")), Some(1_500_000));
     }
 
     #[test]
     fn numbers_written_as_strings_are_read() {
-        assert_eq!(micros_to_ns(&raw("\"2097962447511.067\"")), Some(2_097_962_447_511_067));
-        assert_eq!(uint(&raw("\"3620872431\"")), Some(3_620_872_431));
-        assert_eq!(int(&raw("\"-7\"")), Some(-7));
-        assert_eq!(float(&raw("\"0.5\"")), Some(0.5));
+        assert_eq!(micros_to_ns(raw("\"2097962447511.067\"")), Some(2_097_962_447_511_067));
+        assert_eq!(uint(raw("\"3620872431\"")), Some(3_620_872_431));
+        assert_eq!(int(raw("\"-7\"")), Some(-7));
+        assert_eq!(float(raw("\"0.5\"")), Some(0.5));
     }
 
     #[test]
     fn integers_beyond_64_bits_do_not_fail() {
-        assert_eq!(uint(&raw("10159970886766084423")), Some(10_159_970_886_766_084_423));
-        assert_eq!(uint(&raw("340282366920938463463374607431768211456")), Some(u64::MAX));
-        assert_eq!(micros_to_ns(&raw("99999999999999999999999999")), None);
-        assert_eq!(micros_to_ns(&raw("7.6e18")), None);
+        assert_eq!(uint(raw("10159970886766084423")), Some(10_159_970_886_766_084_423));
+        assert_eq!(uint(raw("340282366920938463463374607431768211456")), Some(u64::MAX));
+        assert_eq!(micros_to_ns(raw("99999999999999999999999999")), None);
+        assert_eq!(micros_to_ns(raw("7.6e18")), None);
     }
 
     #[test]
     fn text_unescapes_only_when_needed() {
-        assert!(matches!(text(&raw("\"aten::mm\"")), std::borrow::Cow::Borrowed("aten::mm")));
-        assert_eq!(text(&raw(r#""a\"b\u00e9""#)), "a\"bé");
-        assert_eq!(text(&raw("42")), "42");
-    }
-
-    #[test]
-    fn launch_dimensions_are_read() {
-        assert_eq!(dim3(&raw("[128, 1, 1]")), Some([128, 1, 1]));
-        assert_eq!(dim3(&raw("[1, 2]")), None);
+        assert!(matches!(text(raw("\"aten::mm\"")), Cow::Borrowed("aten::mm")));
+        assert_eq!(text(raw(r#""a\"b\u00e9""#)), "a\"bé");
+        assert_eq!(text(raw("42")), "42");
+        assert_eq!(text(Raw(b"\"a\xffb\"")), "a\u{fffd}b");
     }
 }

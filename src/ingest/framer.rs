@@ -29,6 +29,17 @@ pub enum Frame<'a> {
     Oversized,
 }
 
+/// Receives what the framer finds.
+pub trait Consumer {
+    /// Whether the value of this top-level key is wanted (as a [`Frame::Value`]).
+    fn wants_value(&self, key: &[u8]) -> bool;
+    fn frame(&mut self, frame: Frame<'_>);
+    /// Offered each element that starts inside the current chunk (`rest` runs from its first
+    /// byte to the end of the chunk): returns the element's length if it was read in place.
+    /// Otherwise the framer finds its end itself and hands it on as a [`Frame::Element`].
+    fn element_in_place(&mut self, rest: &[u8]) -> Option<usize>;
+}
+
 /// Where the input stopped, when it stopped early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cut {
@@ -140,13 +151,8 @@ impl Framer {
         self.trailing
     }
 
-    /// Feeds one chunk. `want` decides, per top-level key, whether its value is handed on.
-    pub fn push(
-        &mut self,
-        chunk: &[u8],
-        want: &dyn Fn(&[u8]) -> bool,
-        out: &mut dyn FnMut(Frame<'_>),
-    ) -> Result<(), SyntaxError> {
+    /// Feeds one chunk.
+    pub fn push(&mut self, chunk: &[u8], out: &mut dyn Consumer) -> Result<(), SyntaxError> {
         let mut i = 0;
         let len = chunk.len();
         while i < len {
@@ -181,7 +187,7 @@ impl Framer {
                             self.push_key_byte(b'\\');
                             self.key_escape = true;
                         } else {
-                            out(Frame::Key(&self.key));
+                            out.frame(Frame::Key(&self.key));
                             self.state = State::ObjExpectColon;
                         }
                         i = p + 1;
@@ -193,7 +199,7 @@ impl Framer {
                         i += 1;
                         continue;
                     }
-                    i = self.structural(chunk, i, want, out)?;
+                    i = self.structural(chunk, i, out)?;
                 }
             }
         }
@@ -202,13 +208,7 @@ impl Framer {
     }
 
     /// Handles one non-whitespace byte outside any value; returns the next index.
-    fn structural(
-        &mut self,
-        chunk: &[u8],
-        i: usize,
-        want: &dyn Fn(&[u8]) -> bool,
-        out: &mut dyn FnMut(Frame<'_>),
-    ) -> Result<usize, SyntaxError> {
+    fn structural(&mut self, chunk: &[u8], i: usize, out: &mut dyn Consumer) -> Result<usize, SyntaxError> {
         let b = chunk[i];
         let error = |expected| SyntaxError { offset: self.offset + i as u64, expected, found: b };
         match self.state {
@@ -217,12 +217,12 @@ impl Framer {
                 0xEF if self.offset + (i as u64) < 3 => Ok(i + 1),
                 0xBB | 0xBF if self.offset + (i as u64) < 3 => Ok(i + 1),
                 b'{' => {
-                    out(Frame::TopLevel { object: true });
+                    out.frame(Frame::TopLevel { object: true });
                     self.state = State::ObjExpectKey;
                     Ok(i + 1)
                 }
                 b'[' => {
-                    out(Frame::TopLevel { object: false });
+                    out.frame(Frame::TopLevel { object: false });
                     self.array_in_object = false;
                     self.state = State::ArrExpectElement;
                     Ok(i + 1)
@@ -255,7 +255,7 @@ impl Framer {
                     self.state = State::ArrExpectElement;
                     return Ok(i + 1);
                 }
-                let keep = want(&self.key);
+                let keep = out.wants_value(&self.key);
                 self.begin_value(ValueRole::TopValue, b, keep);
                 Ok(self.begin_scan(chunk, i, out))
             }
@@ -280,6 +280,12 @@ impl Framer {
                     Ok(i + 1)
                 }
                 _ => {
+                    if b == b'{' {
+                        if let Some(n) = out.element_in_place(&chunk[i..]) {
+                            self.state = State::ArrAfterElement;
+                            return Ok(i + n);
+                        }
+                    }
                     // A value where a comma was due is taken as the next element: old writers
                     // sometimes drop commas, and the element itself is checked later.
                     self.begin_value(ValueRole::Element, b, true);
@@ -312,7 +318,7 @@ impl Framer {
     }
 
     /// Scans a value that starts at `chunk[i]`; returns the next index.
-    fn begin_scan(&mut self, chunk: &[u8], i: usize, out: &mut dyn FnMut(Frame<'_>)) -> usize {
+    fn begin_scan(&mut self, chunk: &[u8], i: usize, out: &mut dyn Consumer) -> usize {
         let from = match self.shape {
             Shape::Object | Shape::Array => {
                 self.depth = 1;
@@ -399,13 +405,13 @@ impl Framer {
         self.carried = true;
     }
 
-    fn finish_value(&mut self, chunk: &[u8], begin: usize, end: usize, out: &mut dyn FnMut(Frame<'_>)) {
+    fn finish_value(&mut self, chunk: &[u8], begin: usize, end: usize, out: &mut dyn Consumer) {
         if self.keep {
             if !self.oversized && self.carried && self.carry.len() + (end - begin) > MAX_VALUE_BYTES {
                 self.oversized = true;
             }
             if self.oversized {
-                out(Frame::Oversized);
+                out.frame(Frame::Oversized);
             } else {
                 let bytes = if self.carried {
                     self.carry.extend_from_slice(&chunk[begin..end]);
@@ -414,8 +420,8 @@ impl Framer {
                     &chunk[begin..end]
                 };
                 match self.role {
-                    ValueRole::Element => out(Frame::Element(bytes)),
-                    ValueRole::TopValue => out(Frame::Value { key: &self.key, bytes }),
+                    ValueRole::Element => out.frame(Frame::Element(bytes)),
+                    ValueRole::TopValue => out.frame(Frame::Value { key: &self.key, bytes }),
                 }
             }
         }
@@ -465,26 +471,48 @@ mod tests {
         Oversized,
     }
 
-    fn frames(input: &[u8], chunk: usize) -> (Vec<Seen>, Result<(), Cut>) {
-        let mut f = Framer::default();
-        let mut seen = Vec::new();
-        let want = |k: &[u8]| k == b"schemaVersion" || k == b"deviceProperties";
-        for c in input.chunks(chunk.max(1)) {
-            f.push(c, &want, &mut |fr| {
-                seen.push(match fr {
-                    Frame::TopLevel { object } => Seen::Top(object),
-                    Frame::Key(k) => Seen::Key(String::from_utf8_lossy(k).into()),
-                    Frame::Value { key, bytes } => Seen::Value(
-                        String::from_utf8_lossy(key).into(),
-                        String::from_utf8_lossy(bytes).into(),
-                    ),
-                    Frame::Element(b) => Seen::Element(String::from_utf8_lossy(b).into()),
-                    Frame::Oversized => Seen::Oversized,
-                })
-            })
-            .unwrap();
+    /// Records frames; reads elements in place (with the event reader) when `in_place`.
+    struct Recorder {
+        seen: Vec<Seen>,
+        in_place: bool,
+    }
+
+    impl Consumer for Recorder {
+        fn wants_value(&self, k: &[u8]) -> bool {
+            k == b"schemaVersion" || k == b"deviceProperties"
         }
-        (seen, f.finish())
+        fn frame(&mut self, fr: Frame<'_>) {
+            self.seen.push(match fr {
+                Frame::TopLevel { object } => Seen::Top(object),
+                Frame::Key(k) => Seen::Key(String::from_utf8_lossy(k).into()),
+                Frame::Value { key, bytes } => {
+                    Seen::Value(String::from_utf8_lossy(key).into(), String::from_utf8_lossy(bytes).into())
+                }
+                Frame::Element(b) => Seen::Element(String::from_utf8_lossy(b).into()),
+                Frame::Oversized => Seen::Oversized,
+            })
+        }
+        fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+            if !self.in_place {
+                return None;
+            }
+            let (_, n) = crate::ingest::event::parse_event(rest).ok()?;
+            self.seen.push(Seen::Element(String::from_utf8_lossy(&rest[..n]).into()));
+            Some(n)
+        }
+    }
+
+    fn frames_with(input: &[u8], chunk: usize, in_place: bool) -> (Vec<Seen>, Result<(), Cut>) {
+        let mut f = Framer::default();
+        let mut r = Recorder { seen: Vec::new(), in_place };
+        for c in input.chunks(chunk.max(1)) {
+            f.push(c, &mut r).unwrap();
+        }
+        (r.seen, f.finish())
+    }
+
+    fn frames(input: &[u8], chunk: usize) -> (Vec<Seen>, Result<(), Cut>) {
+        frames_with(input, chunk, false)
     }
 
     const KINETO: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A100 {x}"}],
@@ -517,7 +545,10 @@ mod tests {
             ]
         );
         for size in 1..40 {
-            assert_eq!(frames(KINETO.as_bytes(), size), (whole.clone(), Ok(())), "chunk size {size}");
+            for in_place in [false, true] {
+                let got = frames_with(KINETO.as_bytes(), size, in_place);
+                assert_eq!(got, (whole.clone(), Ok(())), "chunk size {size}, in place {in_place}");
+            }
         }
     }
 
@@ -545,28 +576,23 @@ mod tests {
     #[test]
     fn bytes_that_cannot_start_json_are_a_syntax_error_at_their_offset() {
         let mut f = Framer::default();
-        let err = f.push(b"  \x00\x05\x16\x07", &|_| false, &mut |_| {}).unwrap_err();
+        let mut r = Recorder { seen: Vec::new(), in_place: false };
+        let err = f.push(b"  \x00\x05\x16\x07", &mut r).unwrap_err();
         assert_eq!(err, SyntaxError { offset: 2, expected: "'{' or '[' (the start of a JSON trace)", found: 0 });
     }
 
     #[test]
     fn oversized_values_are_skipped_not_kept() {
         let mut f = Framer::default();
-        let mut elements = 0;
-        let mut oversized = 0;
-        let mut count = |fr: Frame<'_>| match fr {
-            Frame::Element(_) => elements += 1,
-            Frame::Oversized => oversized += 1,
-            _ => {}
-        };
-        f.push(b"[{\"name\": \"", &|_| false, &mut count).unwrap();
+        let mut r = Recorder { seen: Vec::new(), in_place: true };
+        f.push(b"[{\"name\": \"", &mut r).unwrap();
         let block = vec![b'x'; 1 << 20];
         for _ in 0..(MAX_VALUE_BYTES >> 20) + 1 {
-            f.push(&block, &|_| false, &mut count).unwrap();
+            f.push(&block, &mut r).unwrap();
         }
         assert!(f.carry.capacity() <= MAX_VALUE_BYTES);
-        f.push(b"\"}, {\"ph\": \"X\"}]", &|_| false, &mut count).unwrap();
-        assert_eq!((elements, oversized), (1, 1));
+        f.push(b"\"}, {\"ph\": \"X\"}]", &mut r).unwrap();
+        assert_eq!(r.seen, vec![Seen::Top(false), Seen::Oversized, Seen::Element("{\"ph\": \"X\"}".into())]);
         assert_eq!(f.finish(), Ok(()));
     }
 }

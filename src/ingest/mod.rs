@@ -86,17 +86,29 @@ struct JsonSink {
     error: Option<IngestError>,
 }
 
+impl framer::Consumer for Builder {
+    fn wants_value(&self, key: &[u8]) -> bool {
+        builder::wanted_key(key)
+    }
+
+    fn frame(&mut self, frame: Frame<'_>) {
+        match frame {
+            Frame::TopLevel { object } => self.top.object = Some(object),
+            Frame::Key(k) => self.top.keys.push(String::from_utf8_lossy(k).into_owned()),
+            Frame::Value { key, bytes } => self.top_value(key, bytes),
+            Frame::Element(bytes) => self.element(bytes),
+            Frame::Oversized => self.oversized(),
+        }
+    }
+
+    fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+        Builder::element_in_place(self, rest)
+    }
+}
+
 impl JsonSink {
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
-        let b = &mut self.builder;
-        let result = self.framer.push(bytes, &builder::wanted_key, &mut |frame| match frame {
-            Frame::TopLevel { object } => b.top.object = Some(object),
-            Frame::Key(k) => b.top.keys.push(String::from_utf8_lossy(k).into_owned()),
-            Frame::Value { key, bytes } => b.top_value(key, bytes),
-            Frame::Element(bytes) => b.element(bytes),
-            Frame::Oversized => b.oversized(),
-        });
-        result.map_err(|e| {
+        self.framer.push(bytes, &mut self.builder).map_err(|e| {
             if e.offset == 0 || self.builder.top.object.is_none() {
                 let head = &bytes[..bytes.len().min(8)];
                 IngestError::NotJson { first_bytes: head.to_vec(), looks_like: error::sniff_binary(head) }
@@ -284,11 +296,10 @@ impl Ingest {
                 builder.skipped.iter().map(|(why, n)| format!("{n} × {why}")).collect::<Vec<_>>().join("; ")
             ));
         }
-        let categories = builder
-            .categories
-            .iter()
-            .map(|(&c, &n)| (builder.strings.get(c).to_string(), n))
-            .collect();
+        let mut categories: BTreeMap<String, u64> = BTreeMap::new();
+        for c in &builder.categories {
+            *categories.entry(builder.strings.get(c.id).to_string()).or_default() += c.count;
+        }
         let skipped = builder.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let elements = builder.elements;
         let metadata_events = builder.metadata_events;

@@ -43,9 +43,19 @@ pub struct Args {
 #[derive(clap::Args)]
 pub struct ChildArgs {
     file: PathBuf,
+    #[arg(long, value_enum, default_value_t = Mode::Ingest)]
+    mode: Mode,
+}
+
+/// What a child process measures.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Ingest the file into the model.
+    Ingest,
+    /// Read the file into memory, then skim it with serde_json into `IgnoredAny` (timed alone).
+    Skim,
     /// Only decompress the gzip file (the cost floor for gzip input).
-    #[arg(long)]
-    decompress_only: bool,
+    Decompress,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -71,7 +81,17 @@ fn peak_rss() -> u64 {
 
 pub fn child(args: &ChildArgs) -> ExitCode {
     let t0 = Instant::now();
-    let result = if args.decompress_only {
+    let result = if args.mode == Mode::Skim {
+        let bytes = std::fs::read(&args.file).expect("bench file exists");
+        let t0 = Instant::now();
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).expect("bench file is JSON");
+        ChildResult {
+            seconds: t0.elapsed().as_secs_f64(),
+            json_bytes: bytes.len() as u64,
+            events: 0,
+            peak_rss_bytes: peak_rss(),
+        }
+    } else if args.mode == Mode::Decompress {
         let mut decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
             File::open(&args.file).expect("bench file exists"),
         ));
@@ -103,24 +123,28 @@ pub fn child(args: &ChildArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run_child(file: &Path, decompress_only: bool) -> Result<ChildResult> {
+fn run_child(file: &Path, mode: Mode) -> Result<ChildResult> {
     let exe = std::env::current_exe().context("finding the ttap executable")?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("bench-child").arg(file);
-    if decompress_only {
-        cmd.arg("--decompress-only");
-    }
-    let out = cmd.output().context("running the ingest child process")?;
+    let mode = match mode {
+        Mode::Ingest => "ingest",
+        Mode::Skim => "skim",
+        Mode::Decompress => "decompress",
+    };
+    let out = Command::new(exe)
+        .arg("bench-child")
+        .arg(file)
+        .args(["--mode", mode])
+        .output().context("running the ingest child process")?;
     if !out.status.success() {
         bail!("the ingest child failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     serde_json::from_slice(&out.stdout).context("reading the child's result")
 }
 
-fn best_of(runs: u32, file: &Path, decompress_only: bool) -> Result<ChildResult> {
+fn best_of(runs: u32, file: &Path, mode: Mode) -> Result<ChildResult> {
     let mut best: Option<ChildResult> = None;
     for _ in 0..runs.max(1) {
-        let r = run_child(file, decompress_only)?;
+        let r = run_child(file, mode)?;
         best = Some(match best {
             Some(b) if b.seconds <= r.seconds => ChildResult { peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes), ..b },
             Some(b) => ChildResult { peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes), ..r },
@@ -151,7 +175,7 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
     }
     let mut doc: Value = serde_json::from_slice(&bytes).context("the benchmark source is not JSON")?;
     drop(bytes);
-    let Some(Value::Array(events)) = doc.get_mut("traceEvents").map(Value::take) else {
+    let Some(Value::Array(events)) = doc.as_object_mut().and_then(|o| o.remove("traceEvents")) else {
         bail!("the benchmark source has no traceEvents array");
     };
     let (mut lo, mut hi, mut max_id) = (f64::MAX, f64::MIN, 0f64);
@@ -242,20 +266,11 @@ fn measure(args: &Args) -> Result<Report> {
     let json_bytes = std::fs::metadata(&plain)?.len();
     let gzip_bytes = std::fs::metadata(&gz)?.len();
 
-    eprintln!("skimming with serde_json (IgnoredAny) …");
-    let bytes = std::fs::read(&plain)?;
-    let mut skim_s = f64::MAX;
-    for _ in 0..args.runs.max(1) {
-        let t0 = Instant::now();
-        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).context("skimming the benchmark trace")?;
-        skim_s = skim_s.min(t0.elapsed().as_secs_f64());
-    }
-    drop(bytes);
-
-    eprintln!("ingesting (plain, gzip, decompress only) in child processes …");
-    let plain_run = best_of(args.runs, &plain, false)?;
-    let gz_run = best_of(args.runs, &gz, false)?;
-    let decompress = best_of(args.runs, &gz, true)?;
+    eprintln!("measuring in child processes: serde_json skim, ingest (plain, gzip), decompression …");
+    let skim_s = best_of(args.runs, &plain, Mode::Skim)?.seconds;
+    let plain_run = best_of(args.runs, &plain, Mode::Ingest)?;
+    let gz_run = best_of(args.runs, &gz, Mode::Ingest)?;
+    let decompress = best_of(args.runs, &gz, Mode::Decompress)?;
     let mb = json_bytes as f64 / 1e6;
     Ok(Report {
         source: args.source.clone(),

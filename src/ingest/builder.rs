@@ -167,8 +167,9 @@ impl Builder {
                 return;
             }
         }
-        match parse_event(bytes) {
-            Ok((ev, _)) => self.event(&ev),
+        let mut ev = RawEvent::default();
+        match parse_event(bytes, &mut ev) {
+            Ok(_) => self.event(&ev),
             Err(_) => self.skip(skip::MALFORMED),
         }
     }
@@ -176,7 +177,8 @@ impl Builder {
     /// An element read in place from the chunk; `None` when it does not end inside `rest` (or
     /// is malformed), so that the framer delimits it.
     pub fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
-        let (ev, n) = parse_event(rest).ok()?;
+        let mut ev = RawEvent::default();
+        let n = parse_event(rest, &mut ev).ok()?;
         self.elements += 1;
         self.event(&ev);
         Some(n)

@@ -117,6 +117,7 @@ pub enum Stop {
 /// The first `"` or `\\` at or after `from`. Eight bytes at a time (most strings in a trace
 /// are short keys and names, where a vectorised search does not pay for its set-up), then
 /// memchr for long strings.
+#[inline(always)]
 fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -137,8 +138,22 @@ fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
     memchr2(b'"', b'\\', b.get(i..)?).map(|j| i + j)
 }
 
+/// Bytes that end a number or literal: `,` `}` `]` and whitespace.
+static ENDS_SCALAR: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b',' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b']' as usize] = true;
+    t[b' ' as usize] = true;
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t
+};
+
+#[inline(always)]
 fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+    b <= b' ' && matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 struct Cursor<'a> {
@@ -148,6 +163,7 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// The next non-whitespace byte, not consumed.
+    #[inline(always)]
     fn peek(&mut self) -> Result<u8, Stop> {
         loop {
             let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
@@ -158,6 +174,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    #[inline(always)]
     fn expect(&mut self, c: u8) -> Result<(), Stop> {
         if self.peek()? == c {
             self.i += 1;
@@ -168,6 +185,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string starting at the cursor (`"`), quotes included.
+    #[inline(always)]
     fn string(&mut self) -> Result<&'a [u8], Stop> {
         let start = self.i;
         let mut i = self.i + 1;
@@ -183,6 +201,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Any value: its raw text.
+    #[inline(always)]
     fn value(&mut self) -> Result<Raw<'a>, Stop> {
         let first = self.peek()?;
         let start = self.i;
@@ -192,13 +211,11 @@ impl<'a> Cursor<'a> {
                 self.nested()?;
                 Ok(Raw(&self.b[start..self.i]))
             }
-            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => loop {
-                let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
-                if matches!(c, b',' | b'}' | b']') || is_ws(c) {
-                    return Ok(Raw(&self.b[start..self.i]));
-                }
-                self.i += 1;
-            },
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let len = self.b[start..].iter().position(|&c| ENDS_SCALAR[c as usize]).ok_or(Stop::Incomplete)?;
+                self.i = start + len;
+                Ok(Raw(&self.b[start..self.i]))
+            }
             _ => Err(Stop::Malformed),
         }
     }
@@ -253,10 +270,10 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Reads the event object at the start of `bytes`; returns it and the bytes it spans.
-pub fn parse_event(bytes: &[u8]) -> Result<(RawEvent<'_>, usize), Stop> {
+/// Reads the event object at the start of `bytes` into `ev` (which must start empty); returns
+/// the number of bytes it spans.
+pub fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, Stop> {
     let mut c = Cursor { b: bytes, i: 0 };
-    let mut ev = RawEvent::default();
     c.object(|c, key| {
         let slot = match key {
             b"ph" => &mut ev.ph,
@@ -282,7 +299,7 @@ pub fn parse_event(bytes: &[u8]) -> Result<(RawEvent<'_>, usize), Stop> {
         *slot = Some(c.value()?);
         Ok(())
     })?;
-    Ok((ev, c.i))
+    Ok(c.i)
 }
 
 /// The text of a JSON string value, or the raw text of any other value (a number used as a
@@ -330,40 +347,49 @@ pub const MAX_TIME_NS: i64 = 1 << 62;
 
 /// Exact decimal parsing of `[-]digits[.digits]`; anything else (exponents) goes through `f64`.
 pub fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
-    let (neg, body) = match s.strip_prefix(b"-") {
-        Some(rest) => (true, rest),
-        None => (false, s),
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
     };
-    let dot = body.iter().position(|&b| b == b'.');
-    let (int, frac) = match dot {
-        Some(d) => (&body[..d], &body[d + 1..]),
-        None => (body, &b""[..]),
-    };
-    let plain = !int.is_empty()
-        && int.len() <= 18
-        && int.iter().all(u8::is_ascii_digit)
-        && frac.iter().all(u8::is_ascii_digit);
-    if !plain {
-        let v: f64 = std::str::from_utf8(s).ok()?.parse().ok()?;
-        let ns = (v * 1000.0).round();
-        return (ns.is_finite() && ns.abs() < MAX_TIME_NS as f64).then_some(ns as i64);
+    let mut int: i64 = 0;
+    let mut int_digits = 0;
+    let mut frac: i64 = 0;
+    let mut frac_digits = 0;
+    let mut round_up = false;
+    let mut seen_dot = false;
+    for &b in digits {
+        match b {
+            b'0'..=b'9' if !seen_dot => {
+                int = int.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
+                int_digits += 1;
+            }
+            b'0'..=b'9' => {
+                if frac_digits < 3 {
+                    frac = frac * 10 + i64::from(b - b'0');
+                } else if frac_digits == 3 {
+                    // Round half up on the fourth fractional digit (sub-nanosecond).
+                    round_up = b >= b'5';
+                }
+                frac_digits += 1;
+            }
+            b'.' if !seen_dot => seen_dot = true,
+            _ => return float_micros_to_ns(s),
+        }
     }
-    let mut ns: i64 = 0;
-    for &b in int {
-        ns = ns * 10 + i64::from(b - b'0');
+    if int_digits == 0 || int_digits > 18 {
+        return float_micros_to_ns(s);
     }
-    ns = ns.checked_mul(1000)?;
-    let fb = frac;
-    let mut sub: i64 = 0;
-    for k in 0..3 {
-        sub = sub * 10 + fb.get(k).map_or(0, |&b| i64::from(b - b'0'));
+    for _ in frac_digits..3 {
+        frac *= 10;
     }
-    // Round half up on the fourth fractional digit (sub-nanosecond).
-    if fb.get(3).is_some_and(|&b| b >= b'5') {
-        sub += 1;
-    }
-    ns += sub;
+    let ns = int.checked_mul(1000)? + frac + i64::from(round_up);
     (ns < MAX_TIME_NS).then_some(if neg { -ns } else { ns })
+}
+
+fn float_micros_to_ns(s: &[u8]) -> Option<i64> {
+    let v: f64 = std::str::from_utf8(s).ok()?.parse().ok()?;
+    let ns = (v * 1000.0).round();
+    (ns.is_finite() && ns.abs() < MAX_TIME_NS as f64).then_some(ns as i64)
 }
 
 /// Reads an unsigned integer, written as a number or a string; fractions are truncated, values
@@ -426,7 +452,8 @@ mod tests {
         let input = br#"{ "ph" : "X", "cat": "kernel", "name": "k\"1", "pid": 0, "tid": "stream 7",
             "ts": 12.5, "dur": 3, "unknown": {"deep": [1, {"x": "]}"}]},
             "args": {"grid": [1, 2, 3], "correlation": 9, "Concrete Inputs": ["", "1"], "other": null}} trailing"#;
-        let (ev, end) = parse_event(input).unwrap();
+        let mut ev = RawEvent::default();
+        let end = parse_event(input, &mut ev).unwrap();
         assert_eq!(&input[end..], b" trailing");
         assert_eq!(ev.ph, Some(raw("\"X\"")));
         assert_eq!(text(ev.name.unwrap()), "k\"1");
@@ -435,7 +462,8 @@ mod tests {
         assert_eq!(dim3(ev.args.grid.unwrap()), Some([1, 2, 3]));
         assert_eq!(uint(ev.args.correlation.unwrap()), Some(9));
         assert!(ev.args.concrete_inputs);
-        let (ev, _) = parse_event(br#"{"name": "B/E", "attr": {"Bytes": "12"}}"#).unwrap();
+        let mut ev = RawEvent::default();
+        parse_event(br#"{"name": "B/E", "attr": {"Bytes": "12"}}"#, &mut ev).unwrap();
         assert_eq!(int(ev.args.alloc_bytes.unwrap()), Some(12));
     }
 
@@ -443,11 +471,12 @@ mod tests {
     fn a_cut_event_is_incomplete_and_a_broken_one_malformed() {
         let input = br#"{"ph": "X", "name": "a\"b", "args": {"x": [1, 2]}, "ts": 1.5}"#;
         for cut in 0..input.len() {
-            assert_eq!(parse_event(&input[..cut]).err(), Some(Stop::Incomplete), "cut at {cut}");
+            assert_eq!(parse_event(&input[..cut], &mut RawEvent::default()).err(), Some(Stop::Incomplete), "cut at {cut}");
         }
-        assert!(parse_event(input).is_ok());
+        assert!(parse_event(input, &mut RawEvent::default()).is_ok());
         for bad in [&br#"{"ph" "X"}"#[..], br#"{"ph": "X" "ts": 1}"#, br#"{ph: 1}"#, br#"{"a": @}"#, b"[1]"] {
-            assert_eq!(parse_event(bad).err(), Some(Stop::Malformed), "{}", String::from_utf8_lossy(bad));
+            let got = parse_event(bad, &mut RawEvent::default()).err();
+            assert_eq!(got, Some(Stop::Malformed), "{}", String::from_utf8_lossy(bad));
         }
     }
 
@@ -459,6 +488,10 @@ mod tests {
         assert_eq!(micros_to_ns(raw("1.0005")), Some(1_001));
         assert_eq!(micros_to_ns(raw("-3.5")), Some(-3_500));
         assert_eq!(micros_to_ns(raw("1.5e3")), Some(1_500_000));
+        assert_eq!(micros_to_ns(raw("1.2.3")), None);
+        assert_eq!(micros_to_ns(raw("")), None);
+        assert_eq!(micros_to_ns(raw("-")), None);
+        assert_eq!(micros_to_ns(raw("\" 42 \"")), Some(42_000));
     }
 
     #[test]

@@ -496,7 +496,8 @@ mod tests {
             if !self.in_place {
                 return None;
             }
-            let (_, n) = crate::ingest::event::parse_event(rest).ok()?;
+            let mut ev = crate::ingest::event::RawEvent::default();
+            let n = crate::ingest::event::parse_event(rest, &mut ev).ok()?;
             self.seen.push(Seen::Element(String::from_utf8_lossy(&rest[..n]).into()));
             Some(n)
         }

@@ -123,32 +123,49 @@ impl Summary {
             events_by_kind.insert(k.label(), n as u64);
         }
 
-        let mut per_device: BTreeMap<Option<i64>, (usize, u64, Vec<(i64, i64)>)> = BTreeMap::new();
+        /// The GPU work of one device.
+        #[derive(Default)]
+        struct DeviceWork {
+            streams: usize,
+            events: u64,
+            intervals: Vec<(i64, i64)>,
+        }
+        let mut per_device: BTreeMap<Option<i64>, DeviceWork> = BTreeMap::new();
         for track in t.tracks.iter().filter(|tr| tr.gpu) {
             let entry = per_device.entry(track.device).or_default();
-            entry.0 += 1;
+            entry.streams += 1;
             for i in track.events.clone() {
                 let i = i as usize;
                 if e.kind[i].is_gpu_work() {
-                    entry.1 += 1;
-                    entry.2.push((e.start[i], e.end(i)));
+                    entry.events += 1;
+                    entry.intervals.push((e.start[i], e.end(i)));
                 }
             }
         }
         let gpu_busy = per_device
             .into_iter()
-            .map(|(device, (streams, events, iv))| {
-                let active = iv.iter().map(|v| v.1).max().unwrap_or(0) - iv.iter().map(|v| v.0).min().unwrap_or(0);
-                let busy = union_ns(iv);
-                GpuBusy {
+            .map(
+                |(
                     device,
-                    streams,
-                    events,
-                    busy_ms: busy as f64 / NS_PER_MS,
-                    busy_pct_of_span: pct(busy, span_ns),
-                    busy_pct_of_active: pct(busy, active),
-                }
-            })
+                    DeviceWork {
+                        streams,
+                        events,
+                        intervals: iv,
+                    },
+                )| {
+                    let active = iv.iter().map(|v| v.1).max().unwrap_or(0)
+                        - iv.iter().map(|v| v.0).min().unwrap_or(0);
+                    let busy = union_ns(iv);
+                    GpuBusy {
+                        device,
+                        streams,
+                        events,
+                        busy_ms: busy as f64 / NS_PER_MS,
+                        busy_pct_of_span: pct(busy, span_ns),
+                        busy_pct_of_active: pct(busy, active),
+                    }
+                },
+            )
             .collect();
 
         let mut kernels: FxHashMap<u32, (u64, i64)> = FxHashMap::default();
@@ -173,14 +190,25 @@ impl Summary {
                 count,
                 total_ms: total as f64 / NS_PER_MS,
                 mean_us: total as f64 / count as f64 / 1e3,
-                pct: if kernel_total > 0 { 100.0 * total as f64 / kernel_total as f64 } else { 0.0 },
+                pct: if kernel_total > 0 {
+                    100.0 * total as f64 / kernel_total as f64
+                } else {
+                    0.0
+                },
             })
             .collect();
-        top_kernels.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then_with(|| a.name.cmp(&b.name)));
+        top_kernels.sort_by(|a, b| {
+            b.total_ms
+                .total_cmp(&a.total_ms)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         top_kernels.truncate(top);
 
-        let durations_ms: Vec<(i64, f64)> =
-            t.steps.iter().map(|s| (s.number, (s.end - s.start) as f64 / NS_PER_MS)).collect();
+        let durations_ms: Vec<(i64, f64)> = t
+            .steps
+            .iter()
+            .map(|s| (s.number, (s.end - s.start) as f64 / NS_PER_MS))
+            .collect();
         let mean_ms = (!durations_ms.is_empty())
             .then(|| durations_ms.iter().map(|d| d.1).sum::<f64>() / durations_ms.len() as f64);
 
@@ -204,9 +232,16 @@ impl Summary {
                 .iter()
                 .map(|d| DeviceLine {
                     id: d.id,
-                    name: d.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "(unnamed)".into()),
+                    name: d
+                        .name
+                        .clone()
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or_else(|| "(unnamed)".into()),
                     memory_gib: d.total_global_mem.map(|b| b as f64 / (1u64 << 30) as f64),
-                    compute_capability: d.compute_major.zip(d.compute_minor).map(|(a, b)| format!("{a}.{b}")),
+                    compute_capability: d
+                        .compute_major
+                        .zip(d.compute_minor)
+                        .map(|(a, b)| format!("{a}.{b}")),
                     sms: d.num_sms,
                 })
                 .collect(),
@@ -214,7 +249,12 @@ impl Summary {
             world_size: t.meta.world_size,
             backend: t.meta.backend.clone(),
             span_ms: span_ns as f64 / NS_PER_MS,
-            steps: Steps { source: t.step_source, count: t.steps.len(), durations_ms, mean_ms },
+            steps: Steps {
+                source: t.step_source,
+                count: t.steps.len(),
+                durations_ms,
+                mean_ms,
+            },
             events_by_kind,
             cpu_threads: t.tracks.iter().filter(|tr| !tr.gpu).count(),
             gpu_streams: t.tracks.iter().filter(|tr| tr.gpu).count(),

@@ -3,7 +3,9 @@
 
 use std::io::Write;
 
-use torchtraceap::ingest::{ingest_bytes, skip_reasons, Ingest, IngestError, IngestOptions, Ingested};
+use torchtraceap::ingest::{
+    ingest_bytes, skip_reasons, Ingest, IngestError, IngestOptions, Ingested,
+};
 use torchtraceap::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StepSource, NONE};
 
 fn read(text: &str) -> Ingested {
@@ -65,7 +67,10 @@ fn a_modern_kineto_trace_becomes_the_model() {
     assert_eq!(t.meta.world_size, Some(8));
     assert_eq!(t.meta.backend.as_deref(), Some("nccl"));
     assert_eq!(t.meta.base_time_ns, Some(1_700_000_000_000_000_000));
-    assert_eq!(t.meta.devices[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    assert_eq!(
+        t.meta.devices[0].name.as_deref(),
+        Some("NVIDIA A100-SXM4-80GB")
+    );
     assert_eq!(t.meta.devices[0].num_sms, Some(108));
     assert_eq!(t.meta.era, torchtraceap::model::Era::Torch2_2);
 
@@ -74,7 +79,10 @@ fn a_modern_kineto_trace_becomes_the_model() {
     assert_eq!(t.events.start[conv], 1_010_500);
     assert_eq!(t.events.dur[conv], 100_250);
     let op = &t.ops[t.events.detail[conv] as usize];
-    assert_eq!(t.strings.get(op.input_dims.unwrap()), "[[32, 3, 224, 224], [64, 3, 7, 7]]");
+    assert_eq!(
+        t.strings.get(op.input_dims.unwrap()),
+        "[[32, 3, 224, 224], [64, 3, 7, 7]]"
+    );
     assert_eq!(op.external_id, Some(5));
 
     // The call tree: step > conv2d > launch; the sync is a child of the step.
@@ -85,36 +93,61 @@ fn a_modern_kineto_trace_becomes_the_model() {
     assert_eq!(t.events.parent[launch], conv as u32);
     assert_eq!(t.events.depth[launch], 2);
     assert_eq!(t.events.parent[sync], step as u32);
-    assert_eq!(t.runtime[t.events.detail[sync] as usize].class, RuntimeClass::Synchronize);
+    assert_eq!(
+        t.runtime[t.events.detail[sync] as usize].class,
+        RuntimeClass::Synchronize
+    );
 
     // Launch → kernel by correlation id, with the kernel's launch configuration.
     let kernel = find("implicit_convolve_sgemm");
     assert_eq!(t.launch_of(kernel as u32), Some(launch as u32));
     let k = &t.kernels[t.events.detail[kernel] as usize];
-    assert_eq!((k.grid, k.block, k.registers_per_thread), (Some([128, 1, 1]), Some([256, 1, 1]), Some(64)));
+    assert_eq!(
+        (k.grid, k.block, k.registers_per_thread),
+        (Some([128, 1, 1]), Some([256, 1, 1]), Some(64))
+    );
     assert_eq!(k.occupancy_pct, Some(50.0));
 
     let zero = find("zero_time_kernel");
-    assert_eq!((t.events.kind[zero], t.events.dur[zero]), (EventKind::GpuKernel, 0));
+    assert_eq!(
+        (t.events.kind[zero], t.events.dur[zero]),
+        (EventKind::GpuKernel, 0)
+    );
 
     let copy = find("Memcpy HtoD (Pageable -> Device)");
     let c = &t.copies[t.events.detail[copy] as usize];
-    assert_eq!((c.direction, c.host_memory, c.bytes), (CopyDirection::HostToDevice, HostMemory::Pageable, Some(1 << 20)));
+    assert_eq!(
+        (c.direction, c.host_memory, c.bytes),
+        (
+            CopyDirection::HostToDevice,
+            HostMemory::Pageable,
+            Some(1 << 20)
+        )
+    );
 
     let mem = find("[memory]");
     assert_eq!(t.events.kind[mem], EventKind::Memory);
     let m = &t.memory[t.events.detail[mem] as usize];
-    assert_eq!((m.bytes, m.total_allocated, m.device_id), (2048, Some(4096), Some(0)));
+    assert_eq!(
+        (m.bytes, m.total_allocated, m.device_id),
+        (2048, Some(4096), Some(0))
+    );
 
     // Tracks: the GPU stream and the CPU thread, with their metadata names.
     let gpu = t.tracks.iter().find(|tr| tr.gpu).unwrap();
     assert_eq!((gpu.device, gpu.stream), (Some(0), Some(7)));
     assert_eq!(gpu.process_name.map(|s| t.strings.get(s)), Some("GPU 0"));
     let cpu = t.tracks.iter().find(|tr| !tr.gpu).unwrap();
-    assert_eq!(cpu.thread_name.map(|s| t.strings.get(s)), Some("python main thread"));
+    assert_eq!(
+        cpu.thread_name.map(|s| t.strings.get(s)),
+        Some("python main thread")
+    );
 
     assert_eq!(t.step_source, StepSource::ProfilerSteps);
-    assert_eq!((t.steps[0].number, t.steps[0].start, t.steps[0].end), (7, 1_000_000, 1_900_000));
+    assert_eq!(
+        (t.steps[0].number, t.steps[0].start, t.steps[0].end),
+        (7, 1_000_000, 1_900_000)
+    );
 }
 
 #[test]
@@ -139,9 +172,18 @@ fn chunk_boundaries_anywhere_give_the_same_model() {
                 ingest.feed(chunk).unwrap();
             }
             let got = ingest.finish().unwrap();
-            assert_eq!(got.trace.events.start, whole.trace.events.start, "chunk size {size}");
-            assert_eq!(got.trace.events.parent, whole.trace.events.parent, "chunk size {size}");
-            assert_eq!(got.trace.launches, whole.trace.launches, "chunk size {size}");
+            assert_eq!(
+                got.trace.events.start, whole.trace.events.start,
+                "chunk size {size}"
+            );
+            assert_eq!(
+                got.trace.events.parent, whole.trace.events.parent,
+                "chunk size {size}"
+            );
+            assert_eq!(
+                got.trace.launches, whole.trace.launches,
+                "chunk size {size}"
+            );
         }
     }
 }
@@ -165,10 +207,21 @@ fn the_capitalised_era_reads_the_same_kinds_and_links_launches_by_flow() {
     let kinds: Vec<EventKind> = t.count_by_kind().into_iter().map(|(k, _)| k).collect();
     assert_eq!(
         kinds,
-        vec![EventKind::CpuOp, EventKind::ProfilerStep, EventKind::GpuKernel, EventKind::Memcpy, EventKind::Memset, EventKind::RuntimeCall]
+        vec![
+            EventKind::CpuOp,
+            EventKind::ProfilerStep,
+            EventKind::GpuKernel,
+            EventKind::Memcpy,
+            EventKind::Memset,
+            EventKind::RuntimeCall
+        ]
     );
-    let kernel = (0..t.events.len()).find(|&i| t.events.kind[i] == EventKind::GpuKernel).unwrap();
-    let launch = t.launch_of(kernel as u32).expect("linked by the async flow");
+    let kernel = (0..t.events.len())
+        .find(|&i| t.events.kind[i] == EventKind::GpuKernel)
+        .unwrap();
+    let launch = t
+        .launch_of(kernel as u32)
+        .expect("linked by the async flow");
     assert_eq!(t.name_of(launch as usize), "cudaLaunchKernel");
     let gpu = t.tracks.iter().find(|tr| tr.gpu).unwrap();
     assert_eq!(t.strings.get(gpu.tid), "stream 7");
@@ -185,7 +238,9 @@ fn rocm_runtime_calls_and_rccl_kernels_are_classified() {
     let t = read(text).trace;
     let classes: Vec<RuntimeClass> = t.runtime.iter().map(|r| r.class).collect();
     assert!(classes.contains(&RuntimeClass::Launch) && classes.contains(&RuntimeClass::Malloc));
-    let k = (0..t.events.len()).find(|&i| t.events.kind[i] == EventKind::Collective).unwrap();
+    let k = (0..t.events.len())
+        .find(|&i| t.events.kind[i] == EventKind::Collective)
+        .unwrap();
     let detail = &t.kernels[t.events.detail[k] as usize];
     let c = &t.collectives[detail.collective.unwrap() as usize];
     assert_eq!((c.in_elements, c.group_size), (Some(1024), Some(8)));
@@ -211,8 +266,16 @@ fn a_bare_array_with_begin_end_pairs_attr_string_numbers_and_huge_tids() {
     assert_eq!(t.events.start[outer], 2_097_962_447_511_067);
     assert_eq!(t.events.dur[outer], 1_088_802);
     assert_eq!(t.events.parent[inner], outer as u32);
-    assert_eq!(t.strings.get(t.tracks[t.events.track[0] as usize].tid), "15514734831341844875");
-    assert_eq!(report.skipped.get(skip_reasons::UNMATCHED_END), Some(&1), "{:?}", report.skipped);
+    assert_eq!(
+        t.strings.get(t.tracks[t.events.track[0] as usize].tid),
+        "15514734831341844875"
+    );
+    assert_eq!(
+        report.skipped.get(skip_reasons::UNMATCHED_END),
+        Some(&1),
+        "{:?}",
+        report.skipped
+    );
     assert_eq!(report.skipped.get(skip_reasons::UNMATCHED_BEGIN), Some(&1));
 }
 
@@ -239,7 +302,11 @@ fn events_out_of_time_order_are_sorted_and_nested() {
     let t = read(text).trace;
     let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
     let cpu_first = names[0] == "parent";
-    let order: Vec<&str> = if cpu_first { names.clone() } else { names[2..].iter().chain(&names[..2]).copied().collect() };
+    let order: Vec<&str> = if cpu_first {
+        names.clone()
+    } else {
+        names[2..].iter().chain(&names[..2]).copied().collect()
+    };
     assert_eq!(order, vec!["parent", "child", "k1", "k2"]);
     let child = names.iter().position(|&n| n == "child").unwrap();
     let parent = names.iter().position(|&n| n == "parent").unwrap();
@@ -262,7 +329,10 @@ fn malformed_single_events_are_skipped_and_counted_by_reason() {
     ]}";
     let Ingested { trace: t, report } = read(text);
     assert_eq!(t.events.len(), 2);
-    assert!(t.strings.find("caf\u{e9} \u{4e2d}\u{6587} \u{1f600}").is_some());
+    assert!(t
+        .strings
+        .find("caf\u{e9} \u{4e2d}\u{6587} \u{1f600}")
+        .is_some());
     let s = &report.skipped;
     assert_eq!(s.get(skip_reasons::BAD_TS), Some(&1));
     assert_eq!(s.get(skip_reasons::BAD_DUR), Some(&2));
@@ -270,7 +340,14 @@ fn malformed_single_events_are_skipped_and_counted_by_reason() {
     assert_eq!(s.get(skip_reasons::NO_PHASE), Some(&1));
     assert_eq!(s.get(skip_reasons::MALFORMED), Some(&1));
     assert_eq!(s.get(skip_reasons::NOT_AN_OBJECT), Some(&1));
-    assert!(report.warnings.iter().any(|w| w.contains("7 events were skipped")), "{:?}", report.warnings);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("7 events were skipped")),
+        "{:?}",
+        report.warnings
+    );
 }
 
 #[test]
@@ -280,7 +357,11 @@ fn invalid_utf8_in_a_name_is_replaced_not_fatal() {
     bytes.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}"#);
     let got = ingest_bytes(&bytes, IngestOptions::default()).unwrap();
     assert_eq!(got.trace.name_of(0), "bad \u{fffd}\u{fffd}");
-    assert!(got.report.warnings.iter().any(|w| w.contains("invalid UTF-8")));
+    assert!(got
+        .report
+        .warnings
+        .iter()
+        .any(|w| w.contains("invalid UTF-8")));
 }
 
 #[test]
@@ -302,7 +383,11 @@ fn a_trace_cut_anywhere_keeps_every_complete_event_and_warns() {
             Err(e) => panic!("cut at {cut}: {e}"),
         };
         assert!(got.report.truncated, "cut at {cut}");
-        assert!(got.report.warnings.iter().any(|w| w.contains("cut off")), "cut at {cut}: {:?}", got.report.warnings);
+        assert!(
+            got.report.warnings.iter().any(|w| w.contains("cut off")),
+            "cut at {cut}: {:?}",
+            got.report.warnings
+        );
         let complete = ends.iter().filter(|&&e| e <= cut).count() as u64;
         assert_eq!(got.report.elements, complete, "cut at {cut}");
     }
@@ -321,12 +406,26 @@ fn a_gzip_stream_cut_anywhere_keeps_what_was_decoded_and_warns() {
     for cut in (20..gz.len()).step_by(97) {
         let got = match ingest_bytes(&gz[..cut], IngestOptions::default()) {
             Ok(g) => g,
-            Err(IngestError::NoEvents { .. } | IngestError::CutBeforeEvents { .. } | IngestError::BadGzip { .. }) => continue,
+            Err(
+                IngestError::NoEvents { .. }
+                | IngestError::CutBeforeEvents { .. }
+                | IngestError::BadGzip { .. },
+            ) => continue,
             Err(e) => panic!("cut at {cut}: {e}"),
         };
         assert!(got.report.truncated);
-        assert!(got.report.warnings.iter().any(|w| w.contains("gzip stream is incomplete")), "{:?}", got.report.warnings);
-        assert!(got.trace.events.len() >= previous, "more input never gives fewer events");
+        assert!(
+            got.report
+                .warnings
+                .iter()
+                .any(|w| w.contains("gzip stream is incomplete")),
+            "{:?}",
+            got.report.warnings
+        );
+        assert!(
+            got.trace.events.len() >= previous,
+            "more input never gives fewer events"
+        );
         previous = got.trace.events.len();
     }
     assert!(previous > 1500, "late cuts keep most events ({previous})");
@@ -348,13 +447,21 @@ fn non_json_input_is_named() {
 #[test]
 fn json_that_is_no_trace_gets_its_own_message() {
     let e = read_err(br#"{"name": "resnet", "layers": [1, 2, 3]}"#);
-    assert_eq!(e, IngestError::NoTraceEvents { keys: vec!["name".into(), "layers".into()] });
+    assert_eq!(
+        e,
+        IngestError::NoTraceEvents {
+            keys: vec!["name".into(), "layers".into()]
+        }
+    );
     assert!(e.to_string().contains("without \"traceEvents\""));
     let e = read_err(br#"{"schema": "1.0.1", "pid": 7, "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|thread]"}]}"#);
     assert!(matches!(e, IngestError::ExecutionTrace { .. }), "{e}");
     assert!(e.to_string().contains("execution trace") && e.to_string().contains("1.0.1"));
     let e = read_err(b"[[-1, 1, 37888, 7], [-1, 1, 512, 7]]");
-    assert!(matches!(e, IngestError::MemoryTimeline { arrays: 2 }), "{e}");
+    assert!(
+        matches!(e, IngestError::MemoryTimeline { arrays: 2 }),
+        "{e}"
+    );
     let e = read_err(br#"{"traceEvents": []}"#);
     assert!(matches!(e, IngestError::NoEvents { .. }), "{e}");
     let e = read_err(br#"{"traceEvents": [] "x": 1}"#);
@@ -366,11 +473,23 @@ fn chrome_traces_from_other_tools_are_refused_unless_asked_for() {
     let tf = br#"{"traceEvents": [{"cat": "PERF", "pid": 1, "tid": 1, "ts": 826, "ph": "B", "name": "A"},
                                  {"cat": "PERF", "pid": 1, "tid": 1, "ts": 829, "ph": "E", "name": "A"}]}"#;
     let e = read_err(tf);
-    assert!(matches!(e, IngestError::NotPyTorch { events: 2, .. }), "{e}");
+    assert!(
+        matches!(e, IngestError::NotPyTorch { events: 2, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("PERF (2)"));
-    let accepted = ingest_bytes(tf, IngestOptions { accept_other_chrome_traces: true }).unwrap();
+    let accepted = ingest_bytes(
+        tf,
+        IngestOptions {
+            accept_other_chrome_traces: true,
+        },
+    )
+    .unwrap();
     assert_eq!(accepted.trace.events.len(), 1);
-    assert_eq!(accepted.trace.meta.era, torchtraceap::model::Era::NotPyTorch);
+    assert_eq!(
+        accepted.trace.meta.era,
+        torchtraceap::model::Era::NotPyTorch
+    );
 
     let paddle = br#"{"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "span_indx": "0",
       "traceEvents": [{"name": "Conv2d", "cat": "Operator", "ph": "X", "pid": 1, "tid": 1, "ts": 1, "dur": 2}], "ExtraInfo": {}}"#;
@@ -379,11 +498,16 @@ fn chrome_traces_from_other_tools_are_refused_unless_asked_for() {
 
 #[test]
 fn a_trace_without_profiler_steps_is_one_step_over_its_span() {
-    let t = read(r#"{"traceEvents": [
+    let t = read(
+        r#"{"traceEvents": [
       {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
       {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 30, "dur": 5}
-    ]}"#)
+    ]}"#,
+    )
     .trace;
     assert_eq!(t.step_source, StepSource::WholeTrace);
-    assert_eq!((t.steps.len(), t.steps[0].start, t.steps[0].end), (1, 10_000, 35_000));
+    assert_eq!(
+        (t.steps.len(), t.steps[0].start, t.steps[0].end),
+        (1, 10_000, 35_000)
+    );
 }

@@ -34,19 +34,42 @@ fn trace_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Tells whether an error is the expected one.
+type Check = fn(&IngestError) -> bool;
+
 /// Files that are not PyTorch profiler traces, and what must be said about each.
-fn expected_refusal(name: &str) -> Option<(&'static str, fn(&IngestError) -> bool)> {
-    let table: [(&str, &str, fn(&IngestError) -> bool); 10] = [
-        ("._huvideo", "not JSON (AppleDouble)", |e| e.to_string().contains("AppleDouble")),
-        ("Aphelack", "not PyTorch", |e| matches!(e, IngestError::NotPyTorch { .. })),
-        ("allreduce_tp4", "not PyTorch", |e| matches!(e, IngestError::NotPyTorch { .. })),
-        ("meta_events_only", "no timed events", |e| matches!(e, IngestError::NoEvents { metadata: 4, .. })),
-        ("vit_trace.json", "not PyTorch", |e| matches!(e, IngestError::NotPyTorch { .. })),
-        ("chrome_trace.json", "not PyTorch", |e| matches!(e, IngestError::NotPyTorch { .. })),
-        ("simple_add_et", "execution trace", |e| matches!(e, IngestError::ExecutionTrace { .. })),
-        ("memory_timeline.raw", "memory timeline", |e| matches!(e, IngestError::MemoryTimeline { .. })),
-        ("tf_trace_viewer", "not PyTorch", |e| matches!(e, IngestError::NotPyTorch { .. })),
-        ("aisec-dell-server_", "PaddlePaddle", |e| matches!(e, IngestError::PaddleTrace)),
+fn expected_refusal(name: &str) -> Option<(&'static str, Check)> {
+    let table: [(&str, &str, Check); 10] = [
+        ("._huvideo", "not JSON (AppleDouble)", |e| {
+            e.to_string().contains("AppleDouble")
+        }),
+        ("Aphelack", "not PyTorch", |e| {
+            matches!(e, IngestError::NotPyTorch { .. })
+        }),
+        ("allreduce_tp4", "not PyTorch", |e| {
+            matches!(e, IngestError::NotPyTorch { .. })
+        }),
+        ("meta_events_only", "no timed events", |e| {
+            matches!(e, IngestError::NoEvents { metadata: 4, .. })
+        }),
+        ("vit_trace.json", "not PyTorch", |e| {
+            matches!(e, IngestError::NotPyTorch { .. })
+        }),
+        ("chrome_trace.json", "not PyTorch", |e| {
+            matches!(e, IngestError::NotPyTorch { .. })
+        }),
+        ("simple_add_et", "execution trace", |e| {
+            matches!(e, IngestError::ExecutionTrace { .. })
+        }),
+        ("memory_timeline.raw", "memory timeline", |e| {
+            matches!(e, IngestError::MemoryTimeline { .. })
+        }),
+        ("tf_trace_viewer", "not PyTorch", |e| {
+            matches!(e, IngestError::NotPyTorch { .. })
+        }),
+        ("aisec-dell-server_", "PaddlePaddle", |e| {
+            matches!(e, IngestError::PaddleTrace)
+        }),
     ];
     table
         .iter()
@@ -58,13 +81,25 @@ fn expected_refusal(name: &str) -> Option<(&'static str, fn(&IngestError) -> boo
 
 fn oracle(files: &[PathBuf]) -> BTreeMap<String, Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/count_events.py");
-    let out = Command::new("python3").arg(script).args(files).output().expect("python3 runs the oracle");
-    assert!(out.status.success(), "oracle failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("python3")
+        .arg(script)
+        .args(files)
+        .output()
+        .expect("python3 runs the oracle");
+    assert!(
+        out.status.success(),
+        "oracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
 }
 
 fn kinds(t: &Trace, ks: &[EventKind]) -> u64 {
-    t.count_by_kind().iter().filter(|(k, _)| ks.contains(k)).map(|&(_, n)| n as u64).sum()
+    t.count_by_kind()
+        .iter()
+        .filter(|(k, _)| ks.contains(k))
+        .map(|&(_, n)| n as u64)
+        .sum()
 }
 
 /// Compares one ingested trace with the oracle's counts; returns the differences.
@@ -76,26 +111,76 @@ fn compare(got: &Ingested, want: &Value) -> Vec<String> {
             diffs.push(format!("{what}: ours {ours}, oracle {theirs}"));
         }
     }
-    check(&mut diffs, "elements", got.report.elements, want["elements"].as_u64().unwrap());
+    check(
+        &mut diffs,
+        "elements",
+        got.report.elements,
+        want["elements"].as_u64().unwrap(),
+    );
     let cats: BTreeMap<String, u64> = serde_json::from_value(want["categories"].clone()).unwrap();
     if cats != got.report.categories {
-        diffs.push(format!("categories: ours {:?}, oracle {:?}", got.report.categories, cats));
+        diffs.push(format!(
+            "categories: ours {:?}, oracle {:?}",
+            got.report.categories, cats
+        ));
     }
     let g = &want["groups"];
     let group = |k: &str| g.get(k).and_then(Value::as_u64).unwrap_or(0);
-    check(&mut diffs, "kernels", kinds(t, &[EventKind::GpuKernel, EventKind::Collective]), group("kernels"));
-    check(&mut diffs, "memcpy", kinds(t, &[EventKind::Memcpy]), group("memcpy"));
-    check(&mut diffs, "memset", kinds(t, &[EventKind::Memset]), group("memset"));
-    check(&mut diffs, "runtime calls", kinds(t, &[EventKind::RuntimeCall]), group("runtime"));
-    check(&mut diffs, "python functions", kinds(t, &[EventKind::PythonFunction]), group("python"));
+    check(
+        &mut diffs,
+        "kernels",
+        kinds(t, &[EventKind::GpuKernel, EventKind::Collective]),
+        group("kernels"),
+    );
+    check(
+        &mut diffs,
+        "memcpy",
+        kinds(t, &[EventKind::Memcpy]),
+        group("memcpy"),
+    );
+    check(
+        &mut diffs,
+        "memset",
+        kinds(t, &[EventKind::Memset]),
+        group("memset"),
+    );
+    check(
+        &mut diffs,
+        "runtime calls",
+        kinds(t, &[EventKind::RuntimeCall]),
+        group("runtime"),
+    );
+    check(
+        &mut diffs,
+        "python functions",
+        kinds(t, &[EventKind::PythonFunction]),
+        group("python"),
+    );
     check(
         &mut diffs,
         "ops, annotations and steps",
-        kinds(t, &[EventKind::CpuOp, EventKind::UserAnnotation, EventKind::ProfilerStep]),
+        kinds(
+            t,
+            &[
+                EventKind::CpuOp,
+                EventKind::UserAnnotation,
+                EventKind::ProfilerStep,
+            ],
+        ),
         group("ops_and_steps"),
     );
-    check(&mut diffs, "memory events", kinds(t, &[EventKind::Memory]), group("memory"));
-    check(&mut diffs, "devices", t.meta.devices.len() as u64, want["devices"].as_u64().unwrap());
+    check(
+        &mut diffs,
+        "memory events",
+        kinds(t, &[EventKind::Memory]),
+        group("memory"),
+    );
+    check(
+        &mut diffs,
+        "devices",
+        t.meta.devices.len() as u64,
+        want["devices"].as_u64().unwrap(),
+    );
     let steps = want["steps"].as_u64().unwrap();
     if steps > 0 {
         check(&mut diffs, "steps", t.steps.len() as u64, steps);
@@ -109,10 +194,16 @@ fn compare(got: &Ingested, want: &Value) -> Vec<String> {
     linked.dedup();
     let by_corr = want["linked_by_correlation"].as_u64().unwrap();
     if (linked.len() as u64) < by_corr {
-        diffs.push(format!("launch links: ours {}, at least {by_corr} by correlation id", linked.len()));
+        diffs.push(format!(
+            "launch links: ours {}, at least {by_corr} by correlation id",
+            linked.len()
+        ));
     }
     if got.report.truncated || !got.report.skipped.is_empty() {
-        diffs.push(format!("unexpected truncation or skips: {:?}", got.report.skipped));
+        diffs.push(format!(
+            "unexpected truncation or skips: {:?}",
+            got.report.skipped
+        ));
     }
     diffs
 }
@@ -129,14 +220,25 @@ fn every_shared_trace_is_read_as_the_oracle_counts_it_or_refused_with_its_messag
         return;
     };
     let files = trace_files(&dir);
-    assert!(files.len() > 50, "expected the shared trace set, found {} files", files.len());
+    assert!(
+        files.len() > 50,
+        "expected the shared trace set, found {} files",
+        files.len()
+    );
     let oracle = oracle(&files);
     let mut failures = Vec::new();
     let mut read_ok = 0;
     for path in &files {
-        let name = path.strip_prefix(&dir).unwrap().to_string_lossy().to_string();
+        let name = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         let want = &oracle[&path.to_string_lossy().to_string()];
-        match (read(path, IngestOptions::default()), expected_refusal(&name)) {
+        match (
+            read(path, IngestOptions::default()),
+            expected_refusal(&name),
+        ) {
             (Ok(got), None) => {
                 read_ok += 1;
                 let diffs = compare(&got, want);
@@ -149,12 +251,23 @@ fn every_shared_trace_is_read_as_the_oracle_counts_it_or_refused_with_its_messag
                     failures.push(format!("{name}: expected '{what}', got: {e}"));
                 }
             }
-            (Ok(_), Some((what, _))) => failures.push(format!("{name}: read, but expected '{what}'")),
+            (Ok(_), Some((what, _))) => {
+                failures.push(format!("{name}: read, but expected '{what}'"))
+            }
             (Err(e), None) => failures.push(format!("{name}: refused: {e}")),
         }
     }
-    eprintln!("{read_ok} shared Kineto traces read and checked against the oracle, {} files in all", files.len());
-    assert!(failures.is_empty(), "{} of {} files differ:\n{}", failures.len(), files.len(), failures.join("\n"));
+    eprintln!(
+        "{read_ok} shared Kineto traces read and checked against the oracle, {} files in all",
+        files.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} files differ:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -164,11 +277,21 @@ fn a_non_pytorch_chrome_trace_is_read_when_asked_for() {
         return;
     };
     let path = dir.join("IBM__aiu-trace-analyzer/tests__test_data__allreduce_tp4.json");
-    let got = read(&path, IngestOptions { accept_other_chrome_traces: true }).unwrap();
+    let got = read(
+        &path,
+        IngestOptions {
+            accept_other_chrome_traces: true,
+        },
+    )
+    .unwrap();
     let want = &oracle(std::slice::from_ref(&path))[&path.to_string_lossy().to_string()];
     // 56 B/E events pair into 28 slices on 16 threads, one with a tid above 2^63.
     assert_eq!(got.report.elements, want["elements"].as_u64().unwrap());
     assert_eq!(got.trace.events.len() * 2, got.report.elements as usize);
-    assert!(got.trace.tracks.iter().any(|t| got.trace.strings.get(t.tid) == "15514734831341844875"));
+    assert!(got
+        .trace
+        .tracks
+        .iter()
+        .any(|t| got.trace.strings.get(t.tid) == "15514734831341844875"));
     assert!(got.report.skipped.is_empty(), "{:?}", got.report.skipped);
 }

@@ -6,8 +6,8 @@ use std::cmp::Reverse;
 use super::builder::{Builder, FlowPoint};
 use super::IngestError;
 use crate::model::{
-    Container, Device, EventKind, Events, ForwardBackward, Launch, Step, StepSource, Trace,
-    TraceMeta, Track, Era, NONE,
+    Container, Device, Era, EventKind, Events, ForwardBackward, Launch, Step, StepSource, Trace,
+    TraceMeta, Track, NONE,
 };
 
 /// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
@@ -17,7 +17,12 @@ pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<
     let has = |k: &str| keys.iter().any(|x| x == k);
     if b.top.object == Some(true) && !has("traceEvents") {
         if has("nodes") {
-            let schema = b.top.values.get("schema").and_then(|v| v.as_str()).map(str::to_owned);
+            let schema = b
+                .top
+                .values
+                .get("schema")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
             return Err(IngestError::ExecutionTrace { schema });
         }
         return Err(IngestError::NoTraceEvents { keys: keys.clone() });
@@ -26,7 +31,9 @@ pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<
         return Err(IngestError::PaddleTrace);
     }
     if b.events.is_empty() && b.array_elements > 0 && b.array_elements == b.elements {
-        return Err(IngestError::MemoryTimeline { arrays: b.array_elements });
+        return Err(IngestError::MemoryTimeline {
+            arrays: b.array_elements,
+        });
     }
     if b.kineto_events() == 0 && b.elements > b.metadata_events && !accept_other {
         return Err(IngestError::NotPyTorch {
@@ -179,7 +186,8 @@ fn nest(e: &mut Events, tracks: &[Track]) {
             }
             let start = e.start[iu];
             while let Some(&top) = stack.last() {
-                if e.end(top as usize) > start || (e.start[top as usize] == start && e.dur[iu] == 0) {
+                if e.end(top as usize) > start || (e.start[top as usize] == start && e.dur[iu] == 0)
+                {
                     break;
                 }
                 stack.pop();
@@ -219,10 +227,15 @@ fn link_by_correlation(b: &Builder, e: &Events) -> Vec<Launch> {
         if e.kind[i] != EventKind::RuntimeCall {
             continue;
         }
-        let Some(c) = correlation(b, e, i) else { continue };
+        let Some(c) = correlation(b, e, i) else {
+            continue;
+        };
         let from = gpu.partition_point(|&(x, _)| x < c);
         for &(_, g) in gpu[from..].iter().take_while(|&&(x, _)| x == c) {
-            launches.push(Launch { launch: i as u32, gpu: g });
+            launches.push(Launch {
+                launch: i as u32,
+                gpu: g,
+            });
         }
     }
     launches.sort_unstable_by_key(|l| (l.gpu, l.launch));
@@ -252,7 +265,12 @@ fn event_at(e: &Events, track: &Track, ts: i64) -> Option<u32> {
 
 /// Uses flow events where correlation ids are missing (launch flows), and for forward→backward
 /// links (`fwdbwd`).
-fn link_flows(flows: &[FlowPoint], e: &Events, tracks: &[Track], launches: &mut Vec<Launch>) -> Vec<ForwardBackward> {
+fn link_flows(
+    flows: &[FlowPoint],
+    e: &Events,
+    tracks: &[Track],
+    launches: &mut Vec<Launch>,
+) -> Vec<ForwardBackward> {
     let mut points: Vec<&FlowPoint> = flows.iter().collect();
     points.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts));
     let mut linked: Vec<bool> = vec![false; e.len()];
@@ -262,17 +280,29 @@ fn link_flows(flows: &[FlowPoint], e: &Events, tracks: &[Track], launches: &mut 
     let mut added = Vec::new();
     let mut fwdbwd = Vec::new();
     for group in points.chunk_by(|a, b| a.launch == b.launch && a.id == b.id) {
-        let Some(src) = group.iter().find(|p| p.start) else { continue };
-        let Some(from) = event_at(e, &tracks[src.track as usize], src.ts) else { continue };
+        let Some(src) = group.iter().find(|p| p.start) else {
+            continue;
+        };
+        let Some(from) = event_at(e, &tracks[src.track as usize], src.ts) else {
+            continue;
+        };
         for dst in group.iter().filter(|p| !p.start) {
-            let Some(to) = event_at(e, &tracks[dst.track as usize], dst.ts) else { continue };
+            let Some(to) = event_at(e, &tracks[dst.track as usize], dst.ts) else {
+                continue;
+            };
             if src.launch {
                 if e.kind[to as usize].is_gpu_work() && !linked[to as usize] {
                     linked[to as usize] = true;
-                    added.push(Launch { launch: from, gpu: to });
+                    added.push(Launch {
+                        launch: from,
+                        gpu: to,
+                    });
                 }
             } else if from != to {
-                fwdbwd.push(ForwardBackward { forward: from, backward: to });
+                fwdbwd.push(ForwardBackward {
+                    forward: from,
+                    backward: to,
+                });
             }
         }
     }
@@ -302,7 +332,15 @@ fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
     if steps.is_empty() {
         let span = span(e);
         return (
-            span.map(|(start, end)| vec![Step { number: 0, start, end, event: NONE }]).unwrap_or_default(),
+            span.map(|(start, end)| {
+                vec![Step {
+                    number: 0,
+                    start,
+                    end,
+                    event: NONE,
+                }]
+            })
+            .unwrap_or_default(),
             StepSource::WholeTrace,
         );
     }
@@ -329,14 +367,24 @@ fn meta(b: &Builder, e: &Events) -> TraceMeta {
         Era::Torch1_11
     };
     TraceMeta {
-        container: if b.top.object == Some(false) { Container::Array } else { Container::Object },
+        container: if b.top.object == Some(false) {
+            Container::Array
+        } else {
+            Container::Object
+        },
         era,
         schema_version: v.get("schemaVersion").map(|s| match s {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         }),
-        trace_name: v.get("traceName").and_then(|s| s.as_str()).map(str::to_owned),
-        display_time_unit: v.get("displayTimeUnit").and_then(|s| s.as_str()).map(str::to_owned),
+        trace_name: v
+            .get("traceName")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned),
+        display_time_unit: v
+            .get("displayTimeUnit")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned),
         base_time_ns: v.get("baseTimeNanoseconds").and_then(json_int),
         devices: v
             .get("deviceProperties")

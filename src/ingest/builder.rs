@@ -19,7 +19,8 @@ pub mod skip {
     pub const NOT_AN_OBJECT: &str = "element of traceEvents is not a JSON object";
     pub const MALFORMED: &str = "malformed JSON inside the event";
     pub const NO_PHASE: &str = "no \"ph\" (phase)";
-    pub const UNSUPPORTED_PHASE: &str = "phase not used by PyTorch traces (async b/e/n, objects, samples)";
+    pub const UNSUPPORTED_PHASE: &str =
+        "phase not used by PyTorch traces (async b/e/n, objects, samples)";
     pub const BAD_TS: &str = "missing or unreadable \"ts\"";
     pub const BAD_DUR: &str = "missing or unreadable \"dur\" on a complete (X) event";
     pub const NEGATIVE_DUR: &str = "negative \"dur\"";
@@ -58,6 +59,17 @@ pub fn wanted_key(key: &[u8]) -> bool {
             | b"traceName"
             | b"schema"
     )
+}
+
+/// One event's entry in each column.
+struct Row {
+    start: i64,
+    dur: i64,
+    name: StrId,
+    cat: StrId,
+    kind: EventKind,
+    track: u32,
+    detail: u32,
 }
 
 /// What an event's category and name say about it, cached per name.
@@ -125,6 +137,8 @@ pub struct Builder {
     pub repaired_utf8: u64,
     pub top: TopLevel,
     no_category: StrId,
+    /// Recently seen names, by [`name_slot`].
+    name_cache: Vec<StrId>,
     /// Indexed by name id: the category and phase kind last seen with it, and what they gave.
     classified: Vec<Option<(StrId, bool, Classified)>>,
 }
@@ -134,6 +148,7 @@ impl Builder {
         let mut b = Builder::default();
         b.no_category = b.strings.intern("");
         b.last_track = NONE;
+        b.name_cache = vec![NONE; NAME_CACHE_SLOTS];
         b
     }
 
@@ -148,7 +163,9 @@ impl Builder {
 
     pub fn top_value(&mut self, key: &[u8], bytes: &[u8]) {
         if let Ok(v) = serde_json::from_slice(bytes) {
-            self.top.values.insert(String::from_utf8_lossy(key).into_owned(), v);
+            self.top
+                .values
+                .insert(String::from_utf8_lossy(key).into_owned(), v);
         }
     }
 
@@ -186,24 +203,40 @@ impl Builder {
 
     /// Events whose category is one Kineto writes.
     pub fn kineto_events(&self) -> u64 {
-        self.categories.iter().filter(|c| c.kineto).map(|c| c.count).sum()
+        self.categories
+            .iter()
+            .filter(|c| c.kineto)
+            .map(|c| c.count)
+            .sum()
     }
 
     /// Events in the capitalised categories of PyTorch 1.8–1.10.
     pub fn capitalised_events(&self) -> u64 {
-        self.categories.iter().filter(|c| c.capitalised).map(|c| c.count).sum()
+        self.categories
+            .iter()
+            .filter(|c| c.capitalised)
+            .map(|c| c.count)
+            .sum()
     }
 
     fn category(&mut self, raw: Option<Raw<'_>>) -> usize {
         let bytes = raw.map_or(&b""[..], |r| r.0);
-        if self.categories.get(self.last_category).is_some_and(|c| c.raw == bytes) {
+        if self
+            .categories
+            .get(self.last_category)
+            .is_some_and(|c| c.raw == bytes)
+        {
             return self.last_category;
         }
         let slot = match self.categories.iter().position(|c| c.raw == bytes) {
             Some(slot) => slot,
             None => {
                 let text = raw.map(event::text).unwrap_or_default();
-                let id = if text.is_empty() { self.no_category } else { self.strings.intern(&text) };
+                let id = if text.is_empty() {
+                    self.no_category
+                } else {
+                    self.strings.intern(&text)
+                };
                 self.categories.push(Category {
                     raw: bytes.to_vec(),
                     id,
@@ -233,7 +266,9 @@ impl Builder {
             b"\"B\"" => self.begin(ev, cat),
             b"\"E\"" => self.end(ev),
             b"\"i\"" | b"\"I\"" | b"\"C\"" => self.instant(ev, cat),
-            b"\"s\"" | b"\"t\"" | b"\"f\"" if launch_flow || fwdbwd => self.flow(ev, launch_flow, ph.0 == b"\"s\""),
+            b"\"s\"" | b"\"t\"" | b"\"f\"" if launch_flow || fwdbwd => {
+                self.flow(ev, launch_flow, ph.0 == b"\"s\"")
+            }
             b"\"s\"" | b"\"t\"" | b"\"f\"" => {}
             b"\"M\"" => self.metadata(ev),
             _ => self.skip(skip::UNSUPPORTED_PHASE),
@@ -246,12 +281,22 @@ impl Builder {
         if self.last_track != NONE && pid == self.last_pid && tid == self.last_tid {
             return self.last_track;
         }
-        let pid_id = self.strings.intern(&ev.pid.map(event::text).unwrap_or_default());
-        let tid_id = self.strings.intern(&ev.tid.map(event::text).unwrap_or_default());
+        let pid_id = self
+            .strings
+            .intern(&ev.pid.map(event::text).unwrap_or_default());
+        let tid_id = self
+            .strings
+            .intern(&ev.tid.map(event::text).unwrap_or_default());
         let next = self.tracks.len() as u32;
         let id = *self.track_ids.entry((pid_id, tid_id)).or_insert(next);
         if id == next {
-            self.tracks.push(TrackBuild { pid: pid_id, tid: tid_id, gpu: false, device: None, stream: None });
+            self.tracks.push(TrackBuild {
+                pid: pid_id,
+                tid: tid_id,
+                gpu: false,
+                device: None,
+                stream: None,
+            });
         }
         self.last_pid.clear();
         self.last_pid.extend_from_slice(pid);
@@ -264,26 +309,37 @@ impl Builder {
     fn name(&mut self, ev: &RawEvent<'_>) -> StrId {
         match ev.name {
             Some(raw) => {
+                // Most names repeat: a small direct-mapped cache, checked by comparing bytes,
+                // skips UTF-8 validation and the hash map for them.
+                let content = raw.0.get(1..raw.0.len().saturating_sub(1)).unwrap_or(&[]);
+                let slot = name_slot(content);
+                let cached = self.name_cache[slot];
+                if cached != NONE && self.strings.get(cached).as_bytes() == content {
+                    return cached;
+                }
                 let name = event::text(raw);
-                if matches!(name, std::borrow::Cow::Owned(_)) && std::str::from_utf8(raw.0).is_err() {
+                if matches!(name, std::borrow::Cow::Owned(_)) && std::str::from_utf8(raw.0).is_err()
+                {
                     self.repaired_utf8 += 1;
                 }
-                self.strings.intern(&name)
+                let id = self.strings.intern(&name);
+                self.name_cache[slot] = id;
+                id
             }
             None => self.no_category,
         }
     }
 
-    fn push(&mut self, start: i64, dur: i64, name: StrId, cat: StrId, kind: EventKind, track: u32, detail: u32) -> u32 {
+    fn push(&mut self, row: Row) -> u32 {
         let e = &mut self.events;
         let index = e.start.len() as u32;
-        e.start.push(start);
-        e.dur.push(dur);
-        e.name.push(name);
-        e.cat.push(cat);
-        e.kind.push(kind);
-        e.track.push(track);
-        e.detail.push(detail);
+        e.start.push(row.start);
+        e.dur.push(row.dur);
+        e.name.push(row.name);
+        e.cat.push(row.cat);
+        e.kind.push(row.kind);
+        e.track.push(row.track);
+        e.detail.push(row.detail);
         index
     }
 
@@ -304,8 +360,12 @@ impl Builder {
     fn timed(&mut self, ev: &RawEvent<'_>, ts: i64, dur: i64, cat: StrId, instant: bool) -> u32 {
         let name_id = self.name(ev);
         let track = self.track(ev);
-        let Classified { kind, runtime: runtime_class, direction, host_memory } =
-            self.classify(cat, name_id, instant);
+        let Classified {
+            kind,
+            runtime: runtime_class,
+            direction,
+            host_memory,
+        } = self.classify(cat, name_id, instant);
         let args = &ev.args;
         if args.concrete_inputs {
             self.concrete_inputs = true;
@@ -345,7 +405,12 @@ impl Builder {
                 self.copies.len() as u32 - 1
             }
             EventKind::GpuUserAnnotation | EventKind::GpuSync => {
-                self.mark_gpu(track, ev, args.device.and_then(event::int), args.stream.and_then(event::int));
+                self.mark_gpu(
+                    track,
+                    ev,
+                    args.device.and_then(event::int),
+                    args.stream.and_then(event::int),
+                );
                 NONE
             }
             EventKind::RuntimeCall => {
@@ -360,8 +425,12 @@ impl Builder {
                 let op = OpDetail {
                     external_id: args.external_id.and_then(event::uint),
                     sequence_number: args.sequence_number.and_then(event::uint),
-                    input_dims: args.input_dims.map(|r| self.strings.intern(&event::raw_text(r))),
-                    input_types: args.input_types.map(|r| self.strings.intern(&event::raw_text(r))),
+                    input_dims: args
+                        .input_dims
+                        .map(|r| self.strings.intern(&event::raw_text(r))),
+                    input_types: args
+                        .input_types
+                        .map(|r| self.strings.intern(&event::raw_text(r))),
                     collective,
                 };
                 self.ops.push(op);
@@ -382,7 +451,15 @@ impl Builder {
             },
             EventKind::PythonFunction | EventKind::Profiler | EventKind::Other => NONE,
         };
-        self.push(ts, dur, name_id, cat, kind, track, detail)
+        self.push(Row {
+            start: ts,
+            dur,
+            name: name_id,
+            cat,
+            kind,
+            track,
+            detail,
+        })
     }
 
     fn classify(&mut self, cat: StrId, name_id: StrId, instant: bool) -> Classified {
@@ -402,7 +479,12 @@ impl Builder {
             EventKind::Memcpy => classify_memcpy(name),
             _ => (CopyDirection::Unknown, HostMemory::NotApplicable),
         };
-        let known = Classified { kind, runtime, direction, host_memory };
+        let known = Classified {
+            kind,
+            runtime,
+            direction,
+            host_memory,
+        };
         if self.classified.len() <= i {
             self.classified.resize(i + 1, None);
         }
@@ -418,13 +500,21 @@ impl Builder {
             out_elements: args.out_nelems.and_then(event::uint),
             group_size: args.group_size.and_then(event::uint),
             dtype: args.dtype.map(|r| self.strings.intern(&event::text(r))),
-            process_group: args.process_group.map(|r| self.strings.intern(&event::text(r))),
+            process_group: args
+                .process_group
+                .map(|r| self.strings.intern(&event::text(r))),
         };
         self.collectives.push(c);
         Some(self.collectives.len() as u32 - 1)
     }
 
-    fn mark_gpu(&mut self, track: u32, ev: &RawEvent<'_>, device: Option<i64>, stream: Option<i64>) {
+    fn mark_gpu(
+        &mut self,
+        track: u32,
+        ev: &RawEvent<'_>,
+        device: Option<i64>,
+        stream: Option<i64>,
+    ) {
         let t = &mut self.tracks[track as usize];
         if !t.gpu {
             t.gpu = true;
@@ -471,7 +561,13 @@ impl Builder {
         };
         let id = event::uint(id).unwrap_or_else(|| fingerprint(id));
         let track = self.track(ev);
-        self.flows.push(FlowPoint { id, track, ts, launch, start });
+        self.flows.push(FlowPoint {
+            id,
+            track,
+            ts,
+            launch,
+            start,
+        });
     }
 
     fn metadata(&mut self, ev: &RawEvent<'_>) {
@@ -480,14 +576,18 @@ impl Builder {
             return;
         };
         let name = ev.name.map(event::text);
-        let pid = self.strings.intern(&ev.pid.map(event::text).unwrap_or_default());
+        let pid = self
+            .strings
+            .intern(&ev.pid.map(event::text).unwrap_or_default());
         let value = self.strings.intern(&event::text(value));
         match name.as_deref() {
             Some("process_name") => {
                 self.process_names.insert(pid, value);
             }
             Some("thread_name") => {
-                let tid = self.strings.intern(&ev.tid.map(event::text).unwrap_or_default());
+                let tid = self
+                    .strings
+                    .intern(&ev.tid.map(event::text).unwrap_or_default());
                 self.thread_names.insert((pid, tid), value);
             }
             _ => {}
@@ -503,6 +603,18 @@ impl Builder {
         }
         unclosed
     }
+}
+
+const NAME_CACHE_SLOTS: usize = 4096;
+
+/// A cheap hash of a name's length and its first and last eight bytes.
+fn name_slot(name: &[u8]) -> usize {
+    let word = |b: &[u8]| b.iter().fold(0u64, |h, &c| (h << 8) | u64::from(c));
+    let n = name.len();
+    let head = word(&name[..n.min(8)]);
+    let tail = word(&name[n.saturating_sub(8)..]);
+    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 52) as usize & (NAME_CACHE_SLOTS - 1)
 }
 
 /// A stable 64-bit id for a non-numeric flow id.

@@ -4,7 +4,8 @@
 use std::fmt;
 
 /// What a PyTorch profiler trace is, said once for every message.
-const EXPECTED: &str = "TorchTraceAP reads PyTorch profiler traces: the Chrome-trace JSON written by \
+const EXPECTED: &str =
+    "TorchTraceAP reads PyTorch profiler traces: the Chrome-trace JSON written by \
 torch.profiler (prof.export_chrome_trace(\"trace.json\") or tensorboard_trace_handler, files named \
 *.pt.trace.json or *.pt.trace.json.gz)";
 
@@ -15,9 +16,16 @@ pub enum IngestError {
     /// Nothing but whitespace.
     Empty,
     /// The first bytes are not JSON.
-    NotJson { first_bytes: Vec<u8>, looks_like: Option<&'static str> },
+    NotJson {
+        first_bytes: Vec<u8>,
+        looks_like: Option<&'static str>,
+    },
     /// JSON that breaks off into something else at `offset`.
-    Syntax { offset: u64, expected: &'static str, found: u8 },
+    Syntax {
+        offset: u64,
+        expected: &'static str,
+        found: u8,
+    },
     /// The input stops before any event could be read.
     CutBeforeEvents { offset: u64 },
     /// A JSON object without `traceEvents`.
@@ -29,15 +37,26 @@ pub enum IngestError {
     /// A trace written by PaddlePaddle's profiler.
     PaddleTrace,
     /// A Chrome trace from some other tool.
-    NotPyTorch { events: u64, categories: Vec<(String, u64)> },
+    NotPyTorch {
+        events: u64,
+        categories: Vec<(String, u64)>,
+    },
     /// A trace with no timed events.
-    NoEvents { elements: u64, metadata: u64, skipped: Vec<(String, u64)> },
+    NoEvents {
+        elements: u64,
+        metadata: u64,
+        skipped: Vec<(String, u64)>,
+    },
     /// gzip data that is not a valid gzip stream.
     BadGzip { offset: u64, detail: String },
 }
 
 fn printable(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn describe_byte(b: u8) -> String {
@@ -135,5 +154,8 @@ pub fn sniff_binary(first: &[u8]) -> Option<&'static str> {
         (b"SQLite format 3", "an SQLite database (an Nsight Systems export?)"),
         (b"<", "HTML or XML"),
     ];
-    MAGICS.iter().find(|(magic, _)| first.starts_with(magic)).map(|&(_, what)| what)
+    MAGICS
+        .iter()
+        .find(|(magic, _)| first.starts_with(magic))
+        .map(|&(_, what)| what)
 }

@@ -212,7 +212,10 @@ impl<'a> Cursor<'a> {
                 Ok(Raw(&self.b[start..self.i]))
             }
             b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
-                let len = self.b[start..].iter().position(|&c| ENDS_SCALAR[c as usize]).ok_or(Stop::Incomplete)?;
+                let len = self.b[start..]
+                    .iter()
+                    .position(|&c| ENDS_SCALAR[c as usize])
+                    .ok_or(Stop::Incomplete)?;
                 self.i = start + len;
                 Ok(Raw(&self.b[start..self.i]))
             }
@@ -245,7 +248,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads `{"key": value, …}`, calling `field` for each member; `field` reads the value.
-    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Result<(), Stop>) -> Result<(), Stop> {
+    fn object(
+        &mut self,
+        mut field: impl FnMut(&mut Self, &'a [u8]) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
         self.expect(b'{')?;
         if self.peek()? == b'}' {
             self.i += 1;
@@ -329,7 +335,10 @@ fn utf8(bytes: &[u8]) -> Cow<'_, str> {
 /// The bytes of a number, whether written bare or inside a string.
 fn number_bytes(raw: Raw<'_>) -> &[u8] {
     let s = raw.0;
-    s.strip_prefix(b"\"").and_then(|s| s.strip_suffix(b"\"")).unwrap_or(s).trim_ascii()
+    s.strip_prefix(b"\"")
+        .and_then(|s| s.strip_suffix(b"\""))
+        .unwrap_or(s)
+        .trim_ascii()
 }
 
 fn number_text(raw: Raw<'_>) -> &str {
@@ -407,7 +416,7 @@ pub fn uint(raw: Raw<'_>) -> Option<u64> {
         return Some(u64::MAX);
     }
     let v: f64 = s.parse().ok()?;
-    (v >= 0.0 && v.is_finite()).then(|| v as u64)
+    (v >= 0.0 && v.is_finite()).then_some(v as u64)
 }
 
 /// Reads a signed integer, written as a number or a string.
@@ -417,19 +426,27 @@ pub fn int(raw: Raw<'_>) -> Option<i64> {
         return Some(v);
     }
     let v: f64 = s.parse().ok()?;
-    v.is_finite().then(|| v as i64)
+    v.is_finite().then_some(v as i64)
 }
 
 /// Reads a float, written as a number or a string.
 pub fn float(raw: Raw<'_>) -> Option<f32> {
-    number_text(raw).parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v as f32)
+    number_text(raw)
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v as f32)
 }
 
 /// Reads `[x, y, z]` launch dimensions.
 pub fn dim3(raw: Raw<'_>) -> Option<[u32; 3]> {
     let v: Vec<u64> = serde_json::from_slice(raw.0).ok()?;
     match v.as_slice() {
-        [x, y, z] => Some([(*x).try_into().ok()?, (*y).try_into().ok()?, (*z).try_into().ok()?]),
+        [x, y, z] => Some([
+            (*x).try_into().ok()?,
+            (*y).try_into().ok()?,
+            (*z).try_into().ok()?,
+        ]),
         _ => None,
     }
 }
@@ -471,18 +488,36 @@ mod tests {
     fn a_cut_event_is_incomplete_and_a_broken_one_malformed() {
         let input = br#"{"ph": "X", "name": "a\"b", "args": {"x": [1, 2]}, "ts": 1.5}"#;
         for cut in 0..input.len() {
-            assert_eq!(parse_event(&input[..cut], &mut RawEvent::default()).err(), Some(Stop::Incomplete), "cut at {cut}");
+            assert_eq!(
+                parse_event(&input[..cut], &mut RawEvent::default()).err(),
+                Some(Stop::Incomplete),
+                "cut at {cut}"
+            );
         }
         assert!(parse_event(input, &mut RawEvent::default()).is_ok());
-        for bad in [&br#"{"ph" "X"}"#[..], br#"{"ph": "X" "ts": 1}"#, br#"{ph: 1}"#, br#"{"a": @}"#, b"[1]"] {
+        for bad in [
+            &br#"{"ph" "X"}"#[..],
+            br#"{"ph": "X" "ts": 1}"#,
+            br#"{ph: 1}"#,
+            br#"{"a": @}"#,
+            b"[1]",
+        ] {
             let got = parse_event(bad, &mut RawEvent::default()).err();
-            assert_eq!(got, Some(Stop::Malformed), "{}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                got,
+                Some(Stop::Malformed),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
     #[test]
     fn fractional_microseconds_become_exact_nanoseconds() {
-        assert_eq!(micros_to_ns(raw("5387313686629.708")), Some(5_387_313_686_629_708));
+        assert_eq!(
+            micros_to_ns(raw("5387313686629.708")),
+            Some(5_387_313_686_629_708)
+        );
         assert_eq!(micros_to_ns(raw("12")), Some(12_000));
         assert_eq!(micros_to_ns(raw("0.01")), Some(10));
         assert_eq!(micros_to_ns(raw("1.0005")), Some(1_001));
@@ -496,7 +531,10 @@ mod tests {
 
     #[test]
     fn numbers_written_as_strings_are_read() {
-        assert_eq!(micros_to_ns(raw("\"2097962447511.067\"")), Some(2_097_962_447_511_067));
+        assert_eq!(
+            micros_to_ns(raw("\"2097962447511.067\"")),
+            Some(2_097_962_447_511_067)
+        );
         assert_eq!(uint(raw("\"3620872431\"")), Some(3_620_872_431));
         assert_eq!(int(raw("\"-7\"")), Some(-7));
         assert_eq!(float(raw("\"0.5\"")), Some(0.5));
@@ -504,15 +542,24 @@ mod tests {
 
     #[test]
     fn integers_beyond_64_bits_do_not_fail() {
-        assert_eq!(uint(raw("10159970886766084423")), Some(10_159_970_886_766_084_423));
-        assert_eq!(uint(raw("340282366920938463463374607431768211456")), Some(u64::MAX));
+        assert_eq!(
+            uint(raw("10159970886766084423")),
+            Some(10_159_970_886_766_084_423)
+        );
+        assert_eq!(
+            uint(raw("340282366920938463463374607431768211456")),
+            Some(u64::MAX)
+        );
         assert_eq!(micros_to_ns(raw("99999999999999999999999999")), None);
         assert_eq!(micros_to_ns(raw("7.6e18")), None);
     }
 
     #[test]
     fn text_unescapes_only_when_needed() {
-        assert!(matches!(text(raw("\"aten::mm\"")), Cow::Borrowed("aten::mm")));
+        assert!(matches!(
+            text(raw("\"aten::mm\"")),
+            Cow::Borrowed("aten::mm")
+        ));
         assert_eq!(text(raw(r#""a\"b\u00e9""#)), "a\"bé");
         assert_eq!(text(raw("42")), "42");
         assert_eq!(text(Raw(b"\"a\xffb\"")), "a\u{fffd}b");

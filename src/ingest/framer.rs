@@ -208,9 +208,18 @@ impl Framer {
     }
 
     /// Handles one non-whitespace byte outside any value; returns the next index.
-    fn structural(&mut self, chunk: &[u8], i: usize, out: &mut dyn Consumer) -> Result<usize, SyntaxError> {
+    fn structural(
+        &mut self,
+        chunk: &[u8],
+        i: usize,
+        out: &mut dyn Consumer,
+    ) -> Result<usize, SyntaxError> {
         let b = chunk[i];
-        let error = |expected| SyntaxError { offset: self.offset + i as u64, expected, found: b };
+        let error = |expected| SyntaxError {
+            offset: self.offset + i as u64,
+            expected,
+            found: b,
+        };
         match self.state {
             State::Start => match b {
                 // A UTF-8 byte-order mark (EF BB BF) before the JSON.
@@ -276,7 +285,11 @@ impl Framer {
                     Ok(i + 1)
                 }
                 b']' => {
-                    self.state = if self.array_in_object { State::ObjAfterValue } else { State::End };
+                    self.state = if self.array_in_object {
+                        State::ObjAfterValue
+                    } else {
+                        State::End
+                    };
                     Ok(i + 1)
                 }
                 _ => {
@@ -372,7 +385,9 @@ impl Framer {
                 Shape::Array => (b'[', b']'),
                 Shape::Bare => {
                     let rest = c.get(i..)?;
-                    let j = rest.iter().position(|&b| matches!(b, b',' | b']' | b'}') || is_ws(b))?;
+                    let j = rest
+                        .iter()
+                        .position(|&b| matches!(b, b',' | b']' | b'}') || is_ws(b))?;
                     return Some(i + j);
                 }
                 Shape::Str => unreachable!("a string value is always inside its string"),
@@ -407,7 +422,8 @@ impl Framer {
 
     fn finish_value(&mut self, chunk: &[u8], begin: usize, end: usize, out: &mut dyn Consumer) {
         if self.keep {
-            if !self.oversized && self.carried && self.carry.len() + (end - begin) > MAX_VALUE_BYTES {
+            if !self.oversized && self.carried && self.carry.len() + (end - begin) > MAX_VALUE_BYTES
+            {
                 self.oversized = true;
             }
             if self.oversized {
@@ -421,7 +437,10 @@ impl Framer {
                 };
                 match self.role {
                     ValueRole::Element => out.frame(Frame::Element(bytes)),
-                    ValueRole::TopValue => out.frame(Frame::Value { key: &self.key, bytes }),
+                    ValueRole::TopValue => out.frame(Frame::Value {
+                        key: &self.key,
+                        bytes,
+                    }),
                 }
             }
         }
@@ -485,9 +504,10 @@ mod tests {
             self.seen.push(match fr {
                 Frame::TopLevel { object } => Seen::Top(object),
                 Frame::Key(k) => Seen::Key(String::from_utf8_lossy(k).into()),
-                Frame::Value { key, bytes } => {
-                    Seen::Value(String::from_utf8_lossy(key).into(), String::from_utf8_lossy(bytes).into())
-                }
+                Frame::Value { key, bytes } => Seen::Value(
+                    String::from_utf8_lossy(key).into(),
+                    String::from_utf8_lossy(bytes).into(),
+                ),
                 Frame::Element(b) => Seen::Element(String::from_utf8_lossy(b).into()),
                 Frame::Oversized => Seen::Oversized,
             })
@@ -498,14 +518,18 @@ mod tests {
             }
             let mut ev = crate::ingest::event::RawEvent::default();
             let n = crate::ingest::event::parse_event(rest, &mut ev).ok()?;
-            self.seen.push(Seen::Element(String::from_utf8_lossy(&rest[..n]).into()));
+            self.seen
+                .push(Seen::Element(String::from_utf8_lossy(&rest[..n]).into()));
             Some(n)
         }
     }
 
     fn frames_with(input: &[u8], chunk: usize, in_place: bool) -> (Vec<Seen>, Result<(), Cut>) {
         let mut f = Framer::default();
-        let mut r = Recorder { seen: Vec::new(), in_place };
+        let mut r = Recorder {
+            seen: Vec::new(),
+            in_place,
+        };
         for c in input.chunks(chunk.max(1)) {
             f.push(c, &mut r).unwrap();
         }
@@ -534,9 +558,14 @@ mod tests {
                 Seen::Key("schemaVersion".into()),
                 Seen::Value("schemaVersion".into(), "1".into()),
                 Seen::Key("deviceProperties".into()),
-                Seen::Value("deviceProperties".into(), r#"[{"id": 0, "name": "A100 {x}"}]"#.into()),
+                Seen::Value(
+                    "deviceProperties".into(),
+                    r#"[{"id": 0, "name": "A100 {x}"}]"#.into()
+                ),
                 Seen::Key("traceEvents".into()),
-                Seen::Element(r#"{"ph": "X", "name": "a\"}{[", "args": {"Input Dims": [[1, 2], []]}}"#.into()),
+                Seen::Element(
+                    r#"{"ph": "X", "name": "a\"}{[", "args": {"Input Dims": [[1, 2], []]}}"#.into()
+                ),
                 Seen::Element(r#"{"ph": "i", "name": "b\\"}"#.into()),
                 Seen::Element("[1, 2]".into()),
                 Seen::Element("7".into()),
@@ -548,7 +577,11 @@ mod tests {
         for size in 1..40 {
             for in_place in [false, true] {
                 let got = frames_with(KINETO.as_bytes(), size, in_place);
-                assert_eq!(got, (whole.clone(), Ok(())), "chunk size {size}, in place {in_place}");
+                assert_eq!(
+                    got,
+                    (whole.clone(), Ok(())),
+                    "chunk size {size}, in place {in_place}"
+                );
             }
         }
     }
@@ -559,7 +592,11 @@ mod tests {
         assert_eq!(end, Ok(()));
         assert_eq!(
             seen,
-            vec![Seen::Top(false), Seen::Element("{\"ph\":\"B\"}".into()), Seen::Element("{\"ph\":\"E\"}".into())]
+            vec![
+                Seen::Top(false),
+                Seen::Element("{\"ph\":\"B\"}".into()),
+                Seen::Element("{\"ph\":\"E\"}".into())
+            ]
         );
     }
 
@@ -568,24 +605,48 @@ mod tests {
         let text = r#"{"traceEvents": [{"ph": "X"}, {"ph": "X", "name": "cut he"#;
         let (seen, end) = frames(text.as_bytes(), 5);
         assert_eq!(end, Err(Cut::InsideEvent));
-        assert_eq!(seen.iter().filter(|s| matches!(s, Seen::Element(_))).count(), 1);
-        assert_eq!(frames(br#"{"traceEvents": [{"ph": "X"},"#, 4).1, Err(Cut::InsideEventArray));
-        assert_eq!(frames(br#"{"schemaVersion": 1"#, 4).1, Err(Cut::InsideTopLevel));
+        assert_eq!(
+            seen.iter()
+                .filter(|s| matches!(s, Seen::Element(_)))
+                .count(),
+            1
+        );
+        assert_eq!(
+            frames(br#"{"traceEvents": [{"ph": "X"},"#, 4).1,
+            Err(Cut::InsideEventArray)
+        );
+        assert_eq!(
+            frames(br#"{"schemaVersion": 1"#, 4).1,
+            Err(Cut::InsideTopLevel)
+        );
         assert_eq!(frames(b"  \n", 4).1, Err(Cut::Empty));
     }
 
     #[test]
     fn bytes_that_cannot_start_json_are_a_syntax_error_at_their_offset() {
         let mut f = Framer::default();
-        let mut r = Recorder { seen: Vec::new(), in_place: false };
+        let mut r = Recorder {
+            seen: Vec::new(),
+            in_place: false,
+        };
         let err = f.push(b"  \x00\x05\x16\x07", &mut r).unwrap_err();
-        assert_eq!(err, SyntaxError { offset: 2, expected: "'{' or '[' (the start of a JSON trace)", found: 0 });
+        assert_eq!(
+            err,
+            SyntaxError {
+                offset: 2,
+                expected: "'{' or '[' (the start of a JSON trace)",
+                found: 0
+            }
+        );
     }
 
     #[test]
     fn oversized_values_are_skipped_not_kept() {
         let mut f = Framer::default();
-        let mut r = Recorder { seen: Vec::new(), in_place: true };
+        let mut r = Recorder {
+            seen: Vec::new(),
+            in_place: true,
+        };
         f.push(b"[{\"name\": \"", &mut r).unwrap();
         let block = vec![b'x'; 1 << 20];
         for _ in 0..(MAX_VALUE_BYTES >> 20) + 1 {
@@ -593,7 +654,14 @@ mod tests {
         }
         assert!(f.carry.capacity() <= MAX_VALUE_BYTES);
         f.push(b"\"}, {\"ph\": \"X\"}]", &mut r).unwrap();
-        assert_eq!(r.seen, vec![Seen::Top(false), Seen::Oversized, Seen::Element("{\"ph\": \"X\"}".into())]);
+        assert_eq!(
+            r.seen,
+            vec![
+                Seen::Top(false),
+                Seen::Oversized,
+                Seen::Element("{\"ph\": \"X\"}".into())
+            ]
+        );
         assert_eq!(f.finish(), Ok(()));
     }
 }

@@ -18,7 +18,7 @@ mod event;
 mod framer;
 
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 
 use flate2::write::MultiGzDecoder;
 use serde::Serialize;
@@ -107,13 +107,28 @@ impl framer::Consumer for Builder {
 }
 
 impl JsonSink {
+    fn new() -> JsonSink {
+        JsonSink {
+            framer: Framer::default(),
+            builder: Builder::new(),
+            error: None,
+        }
+    }
+
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
         self.framer.push(bytes, &mut self.builder).map_err(|e| {
             if e.offset == 0 || self.builder.top.object.is_none() {
                 let head = &bytes[..bytes.len().min(8)];
-                IngestError::NotJson { first_bytes: head.to_vec(), looks_like: error::sniff_binary(head) }
+                IngestError::NotJson {
+                    first_bytes: head.to_vec(),
+                    looks_like: error::sniff_binary(head),
+                }
             } else {
-                IngestError::Syntax { offset: e.offset, expected: e.expected, found: e.found }
+                IngestError::Syntax {
+                    offset: e.offset,
+                    expected: e.expected,
+                    found: e.found,
+                }
             }
         })
     }
@@ -142,7 +157,9 @@ enum Stage {
     /// Waiting for enough bytes to recognise the compression.
     Sniffing(Vec<u8>),
     Plain(Box<JsonSink>),
-    Gzip(Box<MultiGzDecoder<JsonSink>>),
+    /// Decompressed bytes are gathered into chunks of [`GZIP_CHUNK`] before framing, so that few
+    /// events straddle two chunks.
+    Gzip(Box<MultiGzDecoder<BufWriter<JsonSink>>>),
 }
 
 /// A streaming ingester: `feed` it chunks of any size, then `finish`.
@@ -154,17 +171,23 @@ pub struct Ingest {
 }
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const GZIP_CHUNK: usize = 1 << 20;
 
 impl Ingest {
     pub fn new(options: IngestOptions) -> Ingest {
-        Ingest { stage: Stage::Sniffing(Vec::new()), options, input_bytes: 0, gzip_error: None }
+        Ingest {
+            stage: Stage::Sniffing(Vec::new()),
+            options,
+            input_bytes: 0,
+            gzip_error: None,
+        }
     }
 
     fn sink(&self) -> Option<&JsonSink> {
         match &self.stage {
             Stage::Sniffing(_) => None,
             Stage::Plain(s) => Some(s),
-            Stage::Gzip(d) => Some(d.get_ref()),
+            Stage::Gzip(d) => Some(d.get_ref().get_ref()),
         }
     }
 
@@ -186,11 +209,13 @@ impl Ingest {
                 return Ok(());
             }
             let head = std::mem::take(head);
-            let sink = JsonSink { framer: Framer::default(), builder: Builder::new(), error: None };
             self.stage = if head.starts_with(&GZIP_MAGIC) {
-                Stage::Gzip(Box::new(MultiGzDecoder::new(sink)))
+                Stage::Gzip(Box::new(MultiGzDecoder::new(BufWriter::with_capacity(
+                    GZIP_CHUNK,
+                    JsonSink::new(),
+                ))))
             } else {
-                Stage::Plain(Box::new(sink))
+                Stage::Plain(Box::new(JsonSink::new()))
             };
             return self.pass(&head);
         }
@@ -206,7 +231,7 @@ impl Ingest {
                     return Ok(());
                 }
                 if let Err(e) = decoder.write_all(bytes) {
-                    if let Some(json) = decoder.get_mut().error.take() {
+                    if let Some(json) = decoder.get_mut().get_mut().error.take() {
                         return Err(json);
                     }
                     // Corrupt compressed data: keep what was decoded, like a cut file.
@@ -222,11 +247,7 @@ impl Ingest {
         if let Stage::Sniffing(head) = &mut self.stage {
             // Fewer than two bytes in all: no gzip, pass them on as they are.
             let head = std::mem::take(head);
-            self.stage = Stage::Plain(Box::new(JsonSink {
-                framer: Framer::default(),
-                builder: Builder::new(),
-                error: None,
-            }));
+            self.stage = Stage::Plain(Box::new(JsonSink::new()));
             self.pass(&head)?;
         }
         let mut warnings = Vec::new();
@@ -237,28 +258,37 @@ impl Ingest {
             Stage::Gzip(mut decoder) => {
                 if self.gzip_error.is_none() {
                     if let Err(e) = decoder.try_finish() {
-                        if let Some(json) = decoder.get_mut().error.take() {
-                            return Err(json);
-                        }
                         self.gzip_error = Some(e.to_string());
                     }
                 }
+                // Whatever was decoded, even before damage, still goes through.
+                let buffered = decoder.get_mut().flush();
+                if let Some(json) = decoder.get_mut().get_mut().error.take() {
+                    return Err(json);
+                }
+                buffered.map_err(|e| IngestError::Read {
+                    detail: e.to_string(),
+                })?;
                 let offset = self.input_bytes;
                 if let Some(detail) = &self.gzip_error {
-                    if decoder.get_ref().framer.offset() == 0 {
-                        return Err(IngestError::BadGzip { offset, detail: detail.clone() });
+                    if decoder.get_ref().get_ref().framer.offset() == 0 {
+                        return Err(IngestError::BadGzip {
+                            offset,
+                            detail: detail.clone(),
+                        });
                     }
                     warnings.push(format!(
                         "the gzip stream is incomplete or damaged ({detail}): it ends after {offset} compressed bytes; everything decoded before that point was read."
                     ));
                 }
-                std::mem::replace(
-                    decoder.get_mut(),
-                    JsonSink { framer: Framer::default(), builder: Builder::new(), error: None },
-                )
+                std::mem::replace(decoder.get_mut().get_mut(), JsonSink::new())
             }
         };
-        let JsonSink { framer, mut builder, .. } = sink;
+        let JsonSink {
+            framer,
+            mut builder,
+            ..
+        } = sink;
         let cut = framer.finish();
         let truncated = cut.is_err();
         match cut {
@@ -288,19 +318,34 @@ impl Ingest {
             ));
         }
         let unclosed = builder.close_open_events();
-        assemble::check_format(&builder, unclosed.len(), self.options.accept_other_chrome_traces)?;
+        assemble::check_format(
+            &builder,
+            unclosed.len(),
+            self.options.accept_other_chrome_traces,
+        )?;
         let skipped_total: u64 = builder.skipped.values().sum();
         if skipped_total > 0 {
             warnings.push(format!(
                 "{skipped_total} events were skipped: {}.",
-                builder.skipped.iter().map(|(why, n)| format!("{n} × {why}")).collect::<Vec<_>>().join("; ")
+                builder
+                    .skipped
+                    .iter()
+                    .map(|(why, n)| format!("{n} × {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
         }
         let mut categories: BTreeMap<String, u64> = BTreeMap::new();
         for c in &builder.categories {
-            *categories.entry(builder.strings.get(c.id).to_string()).or_default() += c.count;
+            *categories
+                .entry(builder.strings.get(c.id).to_string())
+                .or_default() += c.count;
         }
-        let skipped = builder.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let skipped = builder
+            .skipped
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         let elements = builder.elements;
         let metadata_events = builder.metadata_events;
         let flow_events = builder.flows.len() as u64;
@@ -338,7 +383,11 @@ pub fn ingest_reader(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(IngestError::Read { detail: e.to_string() }),
+            Err(e) => {
+                return Err(IngestError::Read {
+                    detail: e.to_string(),
+                })
+            }
         };
         ingest.feed(&buf[..n])?;
         progress(ingest.progress());

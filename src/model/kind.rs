@@ -140,7 +140,9 @@ impl RuntimeClass {
             || api.starts_with("ExtMallocWithFlags")
         {
             RuntimeClass::Malloc
-        } else if api.starts_with("Free") || api.starts_with("MemFree") || api.starts_with("HostFree")
+        } else if api.starts_with("Free")
+            || api.starts_with("MemFree")
+            || api.starts_with("HostFree")
         {
             RuntimeClass::Free
         } else if api.starts_with("Memcpy") {
@@ -346,24 +348,55 @@ mod tests {
             classify_memcpy("Memcpy DtoD (Device -> Device)"),
             (CopyDirection::DeviceToDevice, HostMemory::NotApplicable)
         );
-        assert_eq!(classify_memcpy("Memcpy HtoD"), (CopyDirection::HostToDevice, HostMemory::NotApplicable));
+        assert_eq!(
+            classify_memcpy("Memcpy HtoD"),
+            (CopyDirection::HostToDevice, HostMemory::NotApplicable)
+        );
     }
 
     #[test]
     fn categories_of_old_and_new_eras_map_to_the_same_kinds() {
-        assert_eq!(classify("Operator", "aten::conv2d", false), EventKind::CpuOp);
-        assert_eq!(classify("cpu_op", "aten::conv2d", false), EventKind::CpuOp);
-        assert_eq!(classify("Operator", "ProfilerStep#3", false), EventKind::ProfilerStep);
-        assert_eq!(classify("user_annotation", "ProfilerStep#3", false), EventKind::ProfilerStep);
-        assert_eq!(classify("Kernel", "volta_sgemm_128x64_nn", false), EventKind::GpuKernel);
         assert_eq!(
-            classify("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", false),
+            classify("Operator", "aten::conv2d", false),
+            EventKind::CpuOp
+        );
+        assert_eq!(classify("cpu_op", "aten::conv2d", false), EventKind::CpuOp);
+        assert_eq!(
+            classify("Operator", "ProfilerStep#3", false),
+            EventKind::ProfilerStep
+        );
+        assert_eq!(
+            classify("user_annotation", "ProfilerStep#3", false),
+            EventKind::ProfilerStep
+        );
+        assert_eq!(
+            classify("Kernel", "volta_sgemm_128x64_nn", false),
+            EventKind::GpuKernel
+        );
+        assert_eq!(
+            classify(
+                "kernel",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                false
+            ),
             EventKind::Collective
         );
-        assert_eq!(classify("Runtime", "cudaLaunchKernel", false), EventKind::RuntimeCall);
-        assert_eq!(classify("cuda_driver", "cuLaunchKernel", false), EventKind::RuntimeCall);
-        assert_eq!(classify("Memcpy", "Memcpy HtoD (Pageable -> Device)", false), EventKind::Memcpy);
-        assert_eq!(classify("cpu_instant_event", "[memory]", true), EventKind::Memory);
+        assert_eq!(
+            classify("Runtime", "cudaLaunchKernel", false),
+            EventKind::RuntimeCall
+        );
+        assert_eq!(
+            classify("cuda_driver", "cuLaunchKernel", false),
+            EventKind::RuntimeCall
+        );
+        assert_eq!(
+            classify("Memcpy", "Memcpy HtoD (Pageable -> Device)", false),
+            EventKind::Memcpy
+        );
+        assert_eq!(
+            classify("cpu_instant_event", "[memory]", true),
+            EventKind::Memory
+        );
         assert_eq!(classify("forward", "Conv2d", false), EventKind::Other);
     }
 }

@@ -289,6 +289,9 @@ impl Trace {
     /// The CPU launch that queued a GPU event, if it is known.
     pub fn launch_of(&self, gpu_event: u32) -> Option<u32> {
         let i = self.launches.partition_point(|l| l.gpu < gpu_event);
-        self.launches.get(i).filter(|l| l.gpu == gpu_event).map(|l| l.launch)
+        self.launches
+            .get(i)
+            .filter(|l| l.gpu == gpu_event)
+            .map(|l| l.launch)
     }
 }

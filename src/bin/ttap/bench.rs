@@ -104,7 +104,12 @@ pub fn child(args: &ChildArgs) -> ExitCode {
             }
             total += n as u64;
         }
-        ChildResult { seconds: t0.elapsed().as_secs_f64(), json_bytes: total, events: 0, peak_rss_bytes: peak_rss() }
+        ChildResult {
+            seconds: t0.elapsed().as_secs_f64(),
+            json_bytes: total,
+            events: 0,
+            peak_rss_bytes: peak_rss(),
+        }
     } else {
         match read_file(&args.file, IngestOptions::default()) {
             Ok(ingested) => ChildResult {
@@ -119,7 +124,10 @@ pub fn child(args: &ChildArgs) -> ExitCode {
             }
         }
     };
-    println!("{}", serde_json::to_string(&result).expect("result serializes"));
+    println!(
+        "{}",
+        serde_json::to_string(&result).expect("result serializes")
+    );
     ExitCode::SUCCESS
 }
 
@@ -134,9 +142,13 @@ fn run_child(file: &Path, mode: Mode) -> Result<ChildResult> {
         .arg("bench-child")
         .arg(file)
         .args(["--mode", mode])
-        .output().context("running the ingest child process")?;
+        .output()
+        .context("running the ingest child process")?;
     if !out.status.success() {
-        bail!("the ingest child failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "the ingest child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     serde_json::from_slice(&out.stdout).context("reading the child's result")
 }
@@ -146,8 +158,14 @@ fn best_of(runs: u32, file: &Path, mode: Mode) -> Result<ChildResult> {
     for _ in 0..runs.max(1) {
         let r = run_child(file, mode)?;
         best = Some(match best {
-            Some(b) if b.seconds <= r.seconds => ChildResult { peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes), ..b },
-            Some(b) => ChildResult { peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes), ..r },
+            Some(b) if b.seconds <= r.seconds => ChildResult {
+                peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes),
+                ..b
+            },
+            Some(b) => ChildResult {
+                peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes),
+                ..r
+            },
             None => r,
         });
     }
@@ -157,7 +175,11 @@ fn best_of(runs: u32, file: &Path, mode: Mode) -> Result<ChildResult> {
 fn shift(v: &mut Value, key: &str, by: f64) {
     if let Some(x) = v.get_mut(key) {
         if let Some(n) = x.as_f64() {
-            *x = if x.is_f64() { Value::from(n + by) } else { Value::from((n + by) as i64) };
+            *x = if x.is_f64() {
+                Value::from(n + by)
+            } else {
+                Value::from((n + by) as i64)
+            };
         }
     }
 }
@@ -166,16 +188,23 @@ fn shift(v: &mut Value, key: &str, by: f64) {
 fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
     let mut bytes = Vec::new();
     File::open(source)
-        .with_context(|| format!("opening the benchmark source {} (give another with --source)", source.display()))?
+        .with_context(|| {
+            format!(
+                "opening the benchmark source {} (give another with --source)",
+                source.display()
+            )
+        })?
         .read_to_end(&mut bytes)?;
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut plain = Vec::new();
         flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut plain)?;
         bytes = plain;
     }
-    let mut doc: Value = serde_json::from_slice(&bytes).context("the benchmark source is not JSON")?;
+    let mut doc: Value =
+        serde_json::from_slice(&bytes).context("the benchmark source is not JSON")?;
     drop(bytes);
-    let Some(Value::Array(events)) = doc.as_object_mut().and_then(|o| o.remove("traceEvents")) else {
+    let Some(Value::Array(events)) = doc.as_object_mut().and_then(|o| o.remove("traceEvents"))
+    else {
         bail!("the benchmark source has no traceEvents array");
     };
     let (mut lo, mut hi, mut max_id) = (f64::MAX, f64::MIN, 0f64);
@@ -184,7 +213,11 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
             lo = lo.min(ts);
             hi = hi.max(ts + e.get("dur").and_then(Value::as_f64).unwrap_or(0.0));
         }
-        for id in [e.get("id"), e.pointer("/args/correlation"), e.pointer("/args/External id")] {
+        for id in [
+            e.get("id"),
+            e.pointer("/args/correlation"),
+            e.pointer("/args/External id"),
+        ] {
             max_id = max_id.max(id.and_then(Value::as_f64).unwrap_or(0.0));
         }
     }
@@ -193,7 +226,11 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
     let mut w = BufWriter::with_capacity(1 << 20, File::create(out)?);
     let header = serde_json::to_string(&doc)?;
     w.write_all(&header.as_bytes()[..header.len() - 1])?;
-    w.write_all(if header.len() > 2 { b", \"traceEvents\": [\n" } else { b"\"traceEvents\": [\n" })?;
+    w.write_all(if header.len() > 2 {
+        b", \"traceEvents\": [\n"
+    } else {
+        b"\"traceEvents\": [\n"
+    })?;
     let mut written = header.len() as u64;
     let mut first = true;
     let mut rep = 0f64;
@@ -226,7 +263,10 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
 
 fn gzip(plain: &Path, out: &Path) -> Result<()> {
     let mut input = File::open(plain)?;
-    let mut enc = flate2::write::GzEncoder::new(BufWriter::new(File::create(out)?), flate2::Compression::fast());
+    let mut enc = flate2::write::GzEncoder::new(
+        BufWriter::new(File::create(out)?),
+        flate2::Compression::fast(),
+    );
     std::io::copy(&mut input, &mut enc)?;
     enc.finish()?.flush()?;
     Ok(())
@@ -250,12 +290,20 @@ struct Report {
 }
 
 fn measure(args: &Args) -> Result<Report> {
-    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("creating {}", args.dir.display()))?;
     let size = args.size_mib << 20;
     let plain = args.dir.join(format!("bench-{}MiB.json", args.size_mib));
     let gz = args.dir.join(format!("bench-{}MiB.json.gz", args.size_mib));
-    if std::fs::metadata(&plain).map(|m| m.len() < size).unwrap_or(true) {
-        eprintln!("generating {} from {} …", plain.display(), args.source.display());
+    if std::fs::metadata(&plain)
+        .map(|m| m.len() < size)
+        .unwrap_or(true)
+    {
+        eprintln!(
+            "generating {} from {} …",
+            plain.display(),
+            args.source.display()
+        );
         generate(&args.source, &plain, size)?;
         let _ = std::fs::remove_file(&gz);
     }
@@ -266,7 +314,9 @@ fn measure(args: &Args) -> Result<Report> {
     let json_bytes = std::fs::metadata(&plain)?.len();
     let gzip_bytes = std::fs::metadata(&gz)?.len();
 
-    eprintln!("measuring in child processes: serde_json skim, ingest (plain, gzip), decompression …");
+    eprintln!(
+        "measuring in child processes: serde_json skim, ingest (plain, gzip), decompression …"
+    );
     let skim_s = best_of(args.runs, &plain, Mode::Skim)?.seconds;
     let plain_run = best_of(args.runs, &plain, Mode::Ingest)?;
     let gz_run = best_of(args.runs, &gz, Mode::Ingest)?;
@@ -281,7 +331,8 @@ fn measure(args: &Args) -> Result<Report> {
         skim_mb_per_s: mb / skim_s,
         ingest_over_skim: skim_s / plain_run.seconds,
         peak_rss_bytes: plain_run.peak_rss_bytes.max(gz_run.peak_rss_bytes),
-        peak_over_size: plain_run.peak_rss_bytes.max(gz_run.peak_rss_bytes) as f64 / json_bytes as f64,
+        peak_over_size: plain_run.peak_rss_bytes.max(gz_run.peak_rss_bytes) as f64
+            / json_bytes as f64,
         gzip_ingest_s: gz_run.seconds,
         plain_ingest_s: plain_run.seconds,
         decompress_s: decompress.seconds,
@@ -293,15 +344,40 @@ pub fn run(args: &Args) -> ExitCode {
     match measure(args) {
         Ok(r) => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r).expect("report serializes")
+                );
             } else {
-                println!("trace              {:.1} MB of JSON ({:.1} MB gzip), {} events, from {}", r.json_bytes as f64 / 1e6, r.gzip_bytes as f64 / 1e6, r.events, r.source.display());
-                println!("ingest             {:.1} MB/s ({:.2} s)", r.ingest_mb_per_s, r.plain_ingest_s);
+                println!(
+                    "trace              {:.1} MB of JSON ({:.1} MB gzip), {} events, from {}",
+                    r.json_bytes as f64 / 1e6,
+                    r.gzip_bytes as f64 / 1e6,
+                    r.events,
+                    r.source.display()
+                );
+                println!(
+                    "ingest             {:.1} MB/s ({:.2} s)",
+                    r.ingest_mb_per_s, r.plain_ingest_s
+                );
                 println!("serde_json skim    {:.1} MB/s", r.skim_mb_per_s);
-                println!("ingest / skim      {:.2}  (target >= 0.5)", r.ingest_over_skim);
-                println!("peak memory        {:.1} MB = {:.3} x the JSON size  (target <= 0.35)", r.peak_rss_bytes as f64 / 1e6, r.peak_over_size);
-                println!("gzip input         {:.2} s; plain {:.2} s; decompression alone {:.2} s", r.gzip_ingest_s, r.plain_ingest_s, r.decompress_s);
-                println!("gzip extra / decompression  {:.2}  (target <= 1.0)", r.gzip_extra_over_decompress);
+                println!(
+                    "ingest / skim      {:.2}  (target >= 0.5)",
+                    r.ingest_over_skim
+                );
+                println!(
+                    "peak memory        {:.1} MB = {:.3} x the JSON size  (target <= 0.35)",
+                    r.peak_rss_bytes as f64 / 1e6,
+                    r.peak_over_size
+                );
+                println!(
+                    "gzip input         {:.2} s; plain {:.2} s; decompression alone {:.2} s",
+                    r.gzip_ingest_s, r.plain_ingest_s, r.decompress_s
+                );
+                println!(
+                    "gzip extra / decompression  {:.2}  (target <= 1.0)",
+                    r.gzip_extra_over_decompress
+                );
             }
             ExitCode::SUCCESS
         }

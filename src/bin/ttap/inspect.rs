@@ -31,13 +31,17 @@ pub struct Args {
 
 /// Reads one file with a progress bar for large inputs.
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
-    let file = File::open(path).map_err(|e| IngestError::Read { detail: e.to_string() })?;
+    let file = File::open(path).map_err(|e| IngestError::Read {
+        detail: e.to_string(),
+    })?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = if size >= PROGRESS_THRESHOLD {
         let bar = ProgressBar::new(size);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} {msg}")
-                .expect("valid progress template"),
+            ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} {msg}",
+            )
+            .expect("valid progress template"),
         );
         bar
     } else {
@@ -52,7 +56,9 @@ pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, Ingest
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    let options = IngestOptions { accept_other_chrome_traces: args.allow_non_pytorch };
+    let options = IngestOptions {
+        accept_other_chrome_traces: args.allow_non_pytorch,
+    };
     let mut failed = false;
     let mut json = Vec::new();
     for path in &args.files {
@@ -75,7 +81,10 @@ pub fn run(args: &Args) -> ExitCode {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json).expect("summaries serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).expect("summaries serialize")
+        );
     }
     if failed {
         ExitCode::from(2)
@@ -100,7 +109,11 @@ pub fn render(path: &Path, s: &Summary) -> String {
             torchtraceap::model::Container::Object => "Kineto object",
             torchtraceap::model::Container::Array => "bare array",
         },
-        if f.gzip { format!(" (gzip, {})", mib(f.input_bytes)) } else { String::new() },
+        if f.gzip {
+            format!(" (gzip, {})", mib(f.input_bytes))
+        } else {
+            String::new()
+        },
         f.era_label,
         f.schema_version.as_deref().unwrap_or("-"),
         mib(f.json_bytes),
@@ -115,8 +128,11 @@ pub fn render(path: &Path, s: &Summary) -> String {
             "  device {:<4} {}{}{}{}",
             d.id.map_or("?".into(), |i| i.to_string()),
             d.name,
-            d.memory_gib.map_or(String::new(), |g| format!(", {g:.0} GiB")),
-            d.compute_capability.as_ref().map_or(String::new(), |c| format!(", sm {c}")),
+            d.memory_gib
+                .map_or(String::new(), |g| format!(", {g:.0} GiB")),
+            d.compute_capability
+                .as_ref()
+                .map_or(String::new(), |c| format!(", sm {c}")),
             d.sms.map_or(String::new(), |n| format!(", {n} SMs")),
         );
     }
@@ -125,13 +141,19 @@ pub fn render(path: &Path, s: &Summary) -> String {
         "  rank        {}{}{}",
         s.rank.map_or("-".into(), |r| r.to_string()),
         s.world_size.map_or(String::new(), |w| format!(" of {w}")),
-        s.backend.as_ref().map_or(String::new(), |b| format!(" ({b})")),
+        s.backend
+            .as_ref()
+            .map_or(String::new(), |b| format!(" ({b})")),
     );
     let _ = writeln!(o, "  span        {:.3} ms", s.span_ms);
     match s.steps.source {
         torchtraceap::model::StepSource::ProfilerSteps => {
-            let list: Vec<String> =
-                s.steps.durations_ms.iter().map(|(n, d)| format!("#{n} {d:.3} ms")).collect();
+            let list: Vec<String> = s
+                .steps
+                .durations_ms
+                .iter()
+                .map(|(n, d)| format!("#{n} {d:.3} ms"))
+                .collect();
             let _ = writeln!(
                 o,
                 "  steps       {} ProfilerStep ranges, mean {:.3} ms: {}",
@@ -141,14 +163,29 @@ pub fn render(path: &Path, s: &Summary) -> String {
             );
         }
         torchtraceap::model::StepSource::WholeTrace => {
-            let _ = writeln!(o, "  steps       no ProfilerStep# ranges: the whole trace is taken as one step");
+            let _ = writeln!(
+                o,
+                "  steps       no ProfilerStep# ranges: the whole trace is taken as one step"
+            );
         }
     }
-    let kinds: Vec<String> = s.events_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let kinds: Vec<String> = s
+        .events_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     let _ = writeln!(o, "  events      {}", kinds.join(", "));
-    let _ = write!(o, "  tracks      {} CPU threads, {} GPU streams", s.cpu_threads, s.gpu_streams);
+    let _ = write!(
+        o,
+        "  tracks      {} CPU threads, {} GPU streams",
+        s.cpu_threads, s.gpu_streams
+    );
     if s.gpu_events > 0 {
-        let _ = write!(o, "; {} of {} GPU events linked to their launch", s.linked_gpu_events, s.gpu_events);
+        let _ = write!(
+            o,
+            "; {} of {} GPU events linked to their launch",
+            s.linked_gpu_events, s.gpu_events
+        );
     }
     let _ = writeln!(o);
     for g in &s.gpu_busy {

@@ -8,7 +8,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "ttap", version, about = "TorchTraceAP: find performance anti-patterns in PyTorch profiler traces")]
+#[command(
+    name = "ttap",
+    version,
+    about = "TorchTraceAP: find performance anti-patterns in PyTorch profiler traces"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -323,8 +323,8 @@ fn malformed_single_events_are_skipped_and_counted_by_reason() {
       {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"negative\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": -5},
       {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"absurd\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 7.6e18},
       {\"cat\": \"cpu_op\", \"name\": \"no phase\", \"ts\": 1},
-      {\"ph\": \"X\", \"name\": \"bad json\" \"ts\": 1},
       42,
+      {\"ph\": \"X\", \"name\": \"bad json\" \"ts\": 1},
       {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf\u{e9} \u{4e2d}\u{6587} \u{1f600}\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1}
     ]}";
     let Ingested { trace: t, report } = read(text);
@@ -348,6 +348,21 @@ fn malformed_single_events_are_skipped_and_counted_by_reason() {
         "{:?}",
         report.warnings
     );
+}
+
+#[test]
+fn an_unescaped_quote_breaks_one_event_not_the_rest() {
+    // Old Kineto versions wrote some names without escaping their quotes.
+    let text = r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "torch.nn.Module: "my" block", "pid": 1, "tid": 1, "ts": 2, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 3, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::sub", "pid": 1, "tid": 1, "ts": 4, "dur": 1}
+]}"#;
+    let Ingested { trace: t, report } = read(text);
+    let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
+    assert_eq!(names, vec!["aten::add", "aten::mul", "aten::sub"]);
+    assert_eq!(report.skipped.get(skip_reasons::MALFORMED), Some(&1));
 }
 
 #[test]

@@ -191,14 +191,13 @@ impl Builder {
         }
     }
 
-    /// An element read in place from the chunk; `None` when it does not end inside `rest` (or
-    /// is malformed), so that the framer delimits it.
-    pub fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+    /// An element read in place from the chunk, if it ends inside `rest` and is well formed.
+    pub fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stop> {
         let mut ev = RawEvent::default();
-        let n = parse_event(rest, &mut ev).ok()?;
+        let n = parse_event(rest, &mut ev)?;
         self.elements += 1;
         self.event(&ev);
-        Some(n)
+        Ok(n)
     }
 
     /// Events whose category is one Kineto writes.

@@ -7,7 +7,9 @@
 //! a small carry buffer when it straddles two chunks. Top-level keys other than `traceEvents`
 //! are reported by name, and their values are handed on only when the consumer asks for them.
 
-use memchr::{memchr2, memchr3};
+use memchr::{memchr, memchr2, memchr3};
+
+use super::event::Stop;
 
 /// Largest single event (or captured top-level value) that is kept; larger ones are skipped and
 /// counted, so a corrupted file cannot make memory grow without bound.
@@ -34,10 +36,13 @@ pub trait Consumer {
     /// Whether the value of this top-level key is wanted (as a [`Frame::Value`]).
     fn wants_value(&self, key: &[u8]) -> bool;
     fn frame(&mut self, frame: Frame<'_>);
-    /// Offered each element that starts inside the current chunk (`rest` runs from its first
-    /// byte to the end of the chunk): returns the element's length if it was read in place.
-    /// Otherwise the framer finds its end itself and hands it on as a [`Frame::Element`].
-    fn element_in_place(&mut self, rest: &[u8]) -> Option<usize>;
+    /// Offered each object element that starts inside the current chunk (`rest` runs from its
+    /// first byte to the end of the chunk): returns the element's length if it was read in
+    /// place. Otherwise the framer finds the element's end itself and hands it on as a
+    /// [`Frame::Element`]: by counting brackets when it runs past the chunk, and, when it is
+    /// malformed, by resynchronising on the next line that starts an object (one broken event,
+    /// such as an unescaped quote in a name, must not swallow the rest of the trace).
+    fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, Stop>;
 }
 
 /// Where the input stopped, when it stopped early.
@@ -133,6 +138,19 @@ impl Default for Framer {
             carry: Vec::new(),
             trailing: false,
         }
+    }
+}
+
+/// The position of the next newline at or after `from` that is followed (after whitespace) by
+/// `{`, the start of the next event in line-per-event or pretty-printed traces.
+fn next_line_object(chunk: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let nl = from + memchr(b'\n', chunk.get(from..)?)?;
+        let next = chunk[nl..].iter().position(|&b| !is_ws(b))?;
+        if chunk[nl + next] == b'{' {
+            return Some(nl);
+        }
+        from = nl + 1;
     }
 }
 
@@ -294,9 +312,19 @@ impl Framer {
                 }
                 _ => {
                     if b == b'{' {
-                        if let Some(n) = out.element_in_place(&chunk[i..]) {
-                            self.state = State::ArrAfterElement;
-                            return Ok(i + n);
+                        match out.element_in_place(&chunk[i..]) {
+                            Ok(n) => {
+                                self.state = State::ArrAfterElement;
+                                return Ok(i + n);
+                            }
+                            Err(Stop::Malformed) => {
+                                if let Some(end) = next_line_object(chunk, i + 1) {
+                                    out.frame(Frame::Element(&chunk[i..end]));
+                                    self.state = State::ArrAfterElement;
+                                    return Ok(end);
+                                }
+                            }
+                            Err(Stop::Incomplete) => {}
                         }
                     }
                     // A value where a comma was due is taken as the next element: old writers
@@ -341,7 +369,9 @@ impl Framer {
                 self.in_string = true;
                 i + 1
             }
-            Shape::Bare => i,
+            // The first byte belongs to the value even if it is a stray delimiter such as
+            // `}`: a value is never empty, so the framer always moves on.
+            Shape::Bare => i + 1,
         };
         match self.scan(chunk, from) {
             Some(end) => {
@@ -512,15 +542,15 @@ mod tests {
                 Frame::Oversized => Seen::Oversized,
             })
         }
-        fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+        fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, Stop> {
             if !self.in_place {
-                return None;
+                return Err(Stop::Incomplete);
             }
             let mut ev = crate::ingest::event::RawEvent::default();
-            let n = crate::ingest::event::parse_event(rest, &mut ev).ok()?;
+            let n = crate::ingest::event::parse_event(rest, &mut ev)?;
             self.seen
                 .push(Seen::Element(String::from_utf8_lossy(&rest[..n]).into()));
-            Some(n)
+            Ok(n)
         }
     }
 
@@ -584,6 +614,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn stray_delimiters_are_elements_of_their_own_and_never_stall_the_framer() {
+        let (seen, end) = frames(b"[{\"a\": 1}, }, :, {\"b\": 2} }]", 2);
+        assert_eq!(end, Ok(()));
+        let elements: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| matches!(s, Seen::Element(_)))
+            .collect();
+        assert_eq!(elements.len(), 5, "{seen:?}");
+    }
+
+    #[test]
+    fn a_malformed_event_is_cut_at_the_next_line_so_the_rest_survives() {
+        let text = b"[\n{\"name\": \"un\"escaped\", \"ph\": \"X\"},\n  {\"ph\": \"X\"},\n{\"ph\": \"i\"}\n]";
+        let (seen, end) = frames_with(text, usize::MAX, true);
+        assert_eq!(end, Ok(()));
+        assert_eq!(
+            seen,
+            vec![
+                Seen::Top(false),
+                Seen::Element("{\"name\": \"un\"escaped\", \"ph\": \"X\"},".into()),
+                Seen::Element("{\"ph\": \"X\"}".into()),
+                Seen::Element("{\"ph\": \"i\"}".into()),
+            ]
+        );
     }
 
     #[test]

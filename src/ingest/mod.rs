@@ -101,7 +101,7 @@ impl framer::Consumer for Builder {
         }
     }
 
-    fn element_in_place(&mut self, rest: &[u8]) -> Option<usize> {
+    fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stop> {
         Builder::element_in_place(self, rest)
     }
 }

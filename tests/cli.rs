@@ -1,0 +1,145 @@
+//! The `ttap` binary: what it prints and how it exits, on traces written here and on bad input.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ttap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ttap"))
+        .args(args)
+        .output()
+        .expect("ttap runs")
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ttap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+    path
+}
+
+/// A small two-step training trace with one GPU stream.
+fn two_steps() -> String {
+    let mut events = Vec::new();
+    for step in 0..2 {
+        let t0 = 1_000 + step * 10_000;
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": {t0}, "dur": 9000}}"#
+        ));
+        for k in 0..3 {
+            let ts = t0 + 100 + k * 1000;
+            let corr = step * 10 + k;
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 10, "args": {{"correlation": {corr}}}}}"#
+            ));
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f16f16", "pid": 0, "tid": 7, "ts": {}, "dur": 500, "args": {{"correlation": {corr}, "device": 0, "stream": 7}}}}"#,
+                ts + 20
+            ));
+        }
+    }
+    format!(
+        r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, "computeMinor": 0, "numSms": 108}}],
+            "distributedInfo": {{"backend": "nccl", "rank": 0, "world_size": 2}}, "traceEvents": [{}]}}"#,
+        events.join(",\n")
+    )
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn inspect_prints_what_the_trace_holds() {
+    let path = temp_file("two_steps.pt.trace.json", two_steps().as_bytes());
+    let out = ttap(&["inspect", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for expected in [
+        "NVIDIA A100-SXM4-80GB, 80 GiB, sm 8.0, 108 SMs",
+        "rank        0 of 2 (nccl)",
+        "2 ProfilerStep ranges, mean 9.000 ms: #0 9.000 ms, #1 9.000 ms",
+        "gpu_kernel 6",
+        "6 of 6 GPU events linked to their launch",
+        "busy 3.000 ms",
+        "sm80_xmma_gemm_f16f16",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn inspect_json_is_machine_readable_and_covers_every_file() {
+    let plain = temp_file("a.json", two_steps().as_bytes());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(two_steps().as_bytes()).unwrap();
+    let packed = temp_file("b.json.gz", &gz.finish().unwrap());
+    let out = ttap(&[
+        "inspect",
+        "--json",
+        plain.to_str().unwrap(),
+        packed.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = v.as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for f in files {
+        let s = &f["summary"];
+        assert_eq!(s["steps"]["count"], 2);
+        assert_eq!(s["events_by_kind"]["gpu_kernel"], 6);
+        assert_eq!(s["gpu_busy"][0]["busy_ms"], 3.0);
+    }
+    assert_eq!(files[1]["summary"]["format"]["gzip"], true);
+}
+
+#[test]
+fn unusable_input_exits_2_with_a_message_naming_the_file() {
+    let bad = temp_file(
+        "resource_fork.json",
+        b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        ",
+    );
+    let good = temp_file("good.json", two_steps().as_bytes());
+    let out = ttap(&["inspect", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("resource_fork.json") && err.contains("AppleDouble"),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).contains("good.json"),
+        "the good file is still reported"
+    );
+
+    let missing = Path::new("/nonexistent/trace.json");
+    let out = ttap(&["inspect", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("could not read the input"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_truncated_trace_is_shown_with_a_warning() {
+    let text = two_steps();
+    let cut = &text.as_bytes()[..text.len() * 2 / 3];
+    let path = temp_file("cut.json", cut);
+    let out = ttap(&["inspect", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("TRUNCATED") && text.contains("cut off"),
+        "{text}"
+    );
+}

@@ -1,0 +1,166 @@
+//! No input may panic, hang or grow memory without bound: mutated traces (flipped, inserted,
+//! deleted and truncated bytes, plain and gzip, fed in chunks of random sizes), and every input
+//! the fuzzer ever crashed on (`fuzz/regressions/`).
+
+use std::io::Write;
+use std::path::Path;
+
+use torchtraceap::ingest::{Ingest, IngestOptions, Ingested};
+use torchtraceap::model::NONE;
+
+/// A deterministic xorshift generator: the same mutations on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Checks the model's invariants on whatever was read.
+fn check(got: &Ingested) {
+    let t = &got.trace;
+    let n = t.events.len();
+    assert_eq!(got.report.events, n as u64);
+    for i in 0..n {
+        assert!(t.events.dur[i] >= 0);
+        let p = t.events.parent[i];
+        assert!(p == NONE || (p as usize) < n);
+    }
+    for track in &t.tracks {
+        assert!(track.events.start <= track.events.end && track.events.end as usize <= n);
+    }
+    for l in &t.launches {
+        assert!((l.launch as usize) < n && (l.gpu as usize) < n);
+    }
+}
+
+fn ingest_in_chunks(bytes: &[u8], rng: &mut Rng, accept_other: bool) {
+    let mut ingest = Ingest::new(IngestOptions {
+        accept_other_chrome_traces: accept_other,
+    });
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let most = if rng.below(4) == 0 { 8 } else { 4096 };
+        let n = 1 + rng.below(most);
+        let (chunk, tail) = rest.split_at(n.min(rest.len()));
+        if ingest.feed(chunk).is_err() {
+            return;
+        }
+        rest = tail;
+    }
+    if let Ok(got) = ingest.finish() {
+        check(&got);
+    }
+}
+
+fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut b = seed.to_vec();
+    for _ in 0..1 + rng.below(8) {
+        if b.is_empty() {
+            break;
+        }
+        let at = rng.below(b.len());
+        match rng.below(6) {
+            0 => b[at] = rng.next() as u8,
+            1 => {
+                let c = b"{}[]\",:\\0123456789.-e"[rng.below(21)];
+                b.insert(at, c);
+            }
+            2 => {
+                b.remove(at);
+            }
+            3 => b.truncate(at),
+            4 => {
+                let len = rng.below(64).min(b.len() - at);
+                let piece = b[at..at + len].to_vec();
+                let to = rng.below(b.len());
+                b.splice(to..to, piece);
+            }
+            _ => {
+                let c = b"{}[]\",:"[rng.below(7)];
+                b[at] = c;
+            }
+        }
+    }
+    b
+}
+
+const SEED: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}],
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 10.5, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 11, "dur": 20, "args": {"Input Dims": [[2, 3], [3, 4]], "External id": 4}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 8}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 9, "args": {"correlation": 8, "grid": [1, 2, 3], "device": 0, "stream": 7}},
+  {"ph": "B", "cat": "cpu_op", "name": "open", "pid": 1, "tid": "2", "ts": "30"},
+  {"ph": "E", "pid": 1, "tid": "2", "ts": "31.25"},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 15, "args": {"Bytes": 64, "Total Allocated": 64}},
+  {"ph": "s", "cat": "ac2g", "id": 8, "pid": 1, "tid": 1, "ts": 12},
+  {"ph": "f", "cat": "ac2g", "id": 8, "pid": 0, "tid": 7, "ts": 20, "bp": "e"},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}
+ ]}"#;
+
+#[test]
+fn mutated_traces_never_panic() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for round in 0..4000 {
+        let input = mutate(SEED.as_bytes(), &mut rng);
+        ingest_in_chunks(&input, &mut rng, round % 2 == 0);
+    }
+}
+
+#[test]
+fn mutated_gzip_streams_never_panic() {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(SEED.as_bytes()).unwrap();
+    let packed = gz.finish().unwrap();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    for _ in 0..2000 {
+        let input = mutate(&packed, &mut rng);
+        ingest_in_chunks(&input, &mut rng, false);
+    }
+}
+
+#[test]
+fn deep_nesting_and_huge_values_stay_bounded() {
+    let mut rng = Rng(7);
+    let deep = format!(
+        r#"{{"traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "args": {{"x": {}{}}}}}]}}"#,
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    ingest_in_chunks(deep.as_bytes(), &mut rng, false);
+    let unclosed = format!(r#"{{"traceEvents": [{{"name": "{}"#, "[{".repeat(100_000));
+    ingest_in_chunks(unclosed.as_bytes(), &mut rng, false);
+}
+
+#[test]
+fn fuzzer_regressions_do_not_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("no fuzz/regressions folder: nothing to replay");
+        return;
+    };
+    let mut rng = Rng(1);
+    for entry in entries.flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        for accept_other in [false, true] {
+            let mut ingest = Ingest::new(IngestOptions {
+                accept_other_chrome_traces: accept_other,
+            });
+            if ingest.feed(&bytes).is_ok() {
+                if let Ok(got) = ingest.finish() {
+                    check(&got);
+                }
+            }
+            ingest_in_chunks(&bytes, &mut rng, accept_other);
+        }
+    }
+}

@@ -4,11 +4,8 @@
 //! `kernel` and `Kernel`, `cudaLaunchKernel` and `hipLaunchKernel`, …); this module is the one
 //! place that maps those spellings onto the model's kinds.
 
-use serde::Serialize;
-
 /// The kind of one event in the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum EventKind {
     /// An ATen or other operator on a CPU thread (`cpu_op`, `Operator`).
@@ -106,8 +103,7 @@ impl EventKind {
 }
 
 /// What a CUDA/HIP runtime or driver call does, as far as the analyses care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuntimeClass {
     Launch,
     Synchronize,
@@ -156,8 +152,7 @@ impl RuntimeClass {
 }
 
 /// Direction of a memory copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CopyDirection {
     HostToDevice,
     DeviceToHost,
@@ -168,8 +163,7 @@ pub enum CopyDirection {
 }
 
 /// Host memory kind on the host side of a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HostMemory {
     Pinned,
     Pageable,

@@ -50,7 +50,7 @@ impl Events {
 }
 
 /// A CPU thread or a GPU stream: one row group of the timeline.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Track {
     /// `pid` as written in the trace (a number or a label such as `Spans`).
     pub pid: StrId,
@@ -71,7 +71,7 @@ pub struct Track {
 }
 
 /// Launch configuration and resource use of one kernel.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct KernelDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -89,7 +89,7 @@ pub struct KernelDetail {
 }
 
 /// One memcpy or memset on a GPU stream.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct CopyDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -101,14 +101,14 @@ pub struct CopyDetail {
 }
 
 /// One CUDA/HIP runtime or driver call.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RuntimeDetail {
     pub class: RuntimeClass,
     pub correlation: Option<u64>,
 }
 
 /// Arguments kept for CPU ops and annotations.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct OpDetail {
     pub external_id: Option<u64>,
     pub sequence_number: Option<u64>,
@@ -121,7 +121,7 @@ pub struct OpDetail {
 }
 
 /// A collective's name and sizes, from a `record_param_comms` op or an NCCL kernel.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct CollectiveDetail {
     pub name: Option<StrId>,
     pub in_elements: Option<u64>,
@@ -132,7 +132,7 @@ pub struct CollectiveDetail {
 }
 
 /// One caching-allocator event (`[memory]`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct MemoryDetail {
     /// Positive for an allocation, negative for a free.
     pub bytes: i64,
@@ -144,21 +144,21 @@ pub struct MemoryDetail {
 }
 
 /// A CPU launch (runtime call) and one piece of GPU work it queued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Launch {
     pub launch: u32,
     pub gpu: u32,
 }
 
 /// A forward op linked to the backward op autograd ran for it (`fwdbwd` flows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ForwardBackward {
     pub forward: u32,
     pub backward: u32,
 }
 
 /// One training or inference step.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Step {
     /// `N` of `ProfilerStep#N`; `0` for the whole-trace fallback.
     pub number: i64,
@@ -180,7 +180,7 @@ pub enum StepSource {
 }
 
 /// A GPU described in `deviceProperties`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Device {
     pub id: Option<i64>,
     pub name: Option<String>,
@@ -230,7 +230,7 @@ impl Era {
 }
 
 /// Facts about the whole trace.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct TraceMeta {
     pub container: Container,
     pub era: Era,

@@ -28,10 +28,15 @@ else
 fi
 
 step "cargo test"
-cargo test --locked
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --locked 2>&1 | tee "$log"
 
 step "the core builds for the browser (wasm32-unknown-unknown)"
 cargo build --locked --lib --target wasm32-unknown-unknown
 
+passed=$(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -o '[0-9]* failed' "$log" | awk '{s+=$1} END {print s+0}')
 echo
 echo "all test layers passed"
+echo "tests: $passed passed, $failed failed"

@@ -138,6 +138,17 @@ fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
     memchr2(b'"', b'\\', b.get(i..)?).map(|j| i + j)
 }
 
+/// Whether all eight bytes of `w` are ASCII digits.
+#[inline(always)]
+fn all_digits(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // A byte is a digit when it is >= '0' and adding 0x46 ('0' + 0x46 = 0x76; '9' + 0x46 =
+    // 0x7F) does not carry into its high bit.
+    let low = w.wrapping_sub(ONES * u64::from(b'0'));
+    let high = w.wrapping_add(ONES * 0x46);
+    (low | high | w) & (ONES * 0x80) == 0
+}
+
 /// Bytes that end a number or literal: `,` `}` `]` and whitespace.
 static ENDS_SCALAR: [bool; 256] = {
     let mut t = [false; 256];
@@ -212,11 +223,19 @@ impl<'a> Cursor<'a> {
                 Ok(Raw(&self.b[start..self.i]))
             }
             b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
-                let len = self.b[start..]
+                let mut i = start + 1;
+                // Timestamps and ids are long runs of digits: skip them eight at a time.
+                while let Some(word) = self.b.get(i..i + 8) {
+                    if !all_digits(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
+                        break;
+                    }
+                    i += 8;
+                }
+                let len = self.b[i..]
                     .iter()
                     .position(|&c| ENDS_SCALAR[c as usize])
                     .ok_or(Stop::Incomplete)?;
-                self.i = start + len;
+                self.i = i + len;
                 Ok(Raw(&self.b[start..self.i]))
             }
             _ => Err(Stop::Malformed),
@@ -510,6 +529,28 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn eight_digit_words_are_recognised() {
+        let word = |s: &[u8; 8]| u64::from_le_bytes(*s);
+        assert!(all_digits(word(b"01234567")));
+        assert!(all_digits(word(b"99999999")));
+        for bad in [
+            b"0123456.",
+            b"/1234567",
+            b":1234567",
+            b"1234567,",
+            b"1234\x80567",
+            b"12345 67",
+        ] {
+            assert!(!all_digits(word(bad)), "{}", String::from_utf8_lossy(bad));
+        }
+        let input = br#"{"ts": 1661203462611636, "dur": 12345678901234567890, "x": -12.5e3}"#;
+        let mut ev = RawEvent::default();
+        parse_event(input, &mut ev).unwrap();
+        assert_eq!(ev.ts, Some(raw("1661203462611636")));
+        assert_eq!(ev.dur, Some(raw("12345678901234567890")));
     }
 
     #[test]

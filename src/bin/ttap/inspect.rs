@@ -12,6 +12,8 @@ use torchtraceap::summary::Summary;
 /// Inputs at least this large get a progress bar on stderr.
 const PROGRESS_THRESHOLD: u64 = 32 << 20;
 pub const CHUNK: usize = 1 << 20;
+/// Steps listed one by one in the text report; the rest are summed up.
+const STEPS_LISTED: usize = 12;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -148,12 +150,16 @@ pub fn render(path: &Path, s: &Summary) -> String {
     let _ = writeln!(o, "  span        {:.3} ms", s.span_ms);
     match s.steps.source {
         torchtraceap::model::StepSource::ProfilerSteps => {
-            let list: Vec<String> = s
+            let mut list: Vec<String> = s
                 .steps
                 .durations_ms
                 .iter()
+                .take(STEPS_LISTED)
                 .map(|(n, d)| format!("#{n} {d:.3} ms"))
                 .collect();
+            if s.steps.count > STEPS_LISTED {
+                list.push(format!("… ({} more)", s.steps.count - STEPS_LISTED));
+            }
             let _ = writeln!(
                 o,
                 "  steps       {} ProfilerStep ranges, mean {:.3} ms: {}",

@@ -142,6 +142,25 @@ fn deep_nesting_and_huge_values_stay_bounded() {
 }
 
 #[test]
+fn many_malformed_events_in_one_chunk_cost_linear_time() {
+    // 100 000 broken events on one line, with line breaks after it that start no object: each
+    // one's resynchronisation search must not rescan the rest of the chunk.
+    let mut text = String::from("{\"traceEvents\": [");
+    for _ in 0..100_000 {
+        text.push_str("{\"ph\" \"X\"}, ");
+    }
+    text.push_str(
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"ok\", \"ts\": 1, \"dur\": 1}\n]\n}\n",
+    );
+    // Quadratic work (tens of gigabytes scanned) would stall this test; linear work takes
+    // milliseconds.
+    let got =
+        torchtraceap::ingest::ingest_bytes(text.as_bytes(), IngestOptions::default()).unwrap();
+    assert_eq!(got.trace.events.len(), 1);
+    assert_eq!(got.report.skipped.values().sum::<u64>(), 100_000);
+}
+
+#[test]
 fn fuzzer_regressions_do_not_panic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
     let Ok(entries) = std::fs::read_dir(&dir) else {

@@ -117,6 +117,9 @@ pub struct Framer {
     oversized: bool,
     carry: Vec<u8>,
     trailing: bool,
+    /// The last resynchronisation search in this chunk: where it started and what it found.
+    /// Later searches reuse it, so many malformed events in one chunk cost one scan of it.
+    last_resync: Option<(usize, Option<usize>)>,
 }
 
 impl Default for Framer {
@@ -137,6 +140,7 @@ impl Default for Framer {
             oversized: false,
             carry: Vec::new(),
             trailing: false,
+            last_resync: None,
         }
     }
 }
@@ -171,6 +175,7 @@ impl Framer {
 
     /// Feeds one chunk.
     pub fn push(&mut self, chunk: &[u8], out: &mut dyn Consumer) -> Result<(), SyntaxError> {
+        self.last_resync = None;
         let mut i = 0;
         let len = chunk.len();
         while i < len {
@@ -318,7 +323,7 @@ impl Framer {
                                 return Ok(i + n);
                             }
                             Err(Stop::Malformed) => {
-                                if let Some(end) = next_line_object(chunk, i + 1) {
+                                if let Some(end) = self.next_line_object(chunk, i + 1) {
                                     out.frame(Frame::Element(&chunk[i..end]));
                                     self.state = State::ArrAfterElement;
                                     return Ok(end);
@@ -339,6 +344,20 @@ impl Framer {
             }
             State::InValue | State::ObjKey => unreachable!("handled by push"),
         }
+    }
+
+    /// [`next_line_object`], reusing the previous search of this chunk when it covers `from`.
+    fn next_line_object(&mut self, chunk: &[u8], from: usize) -> Option<usize> {
+        if let Some((searched_from, found)) = self.last_resync {
+            match found {
+                Some(end) if from >= searched_from && from <= end => return Some(end),
+                None if from >= searched_from => return None,
+                _ => {}
+            }
+        }
+        let found = next_line_object(chunk, from);
+        self.last_resync = Some((from, found));
+        found
     }
 
     fn begin_value(&mut self, role: ValueRole, first: u8, keep: bool) {

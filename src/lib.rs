@@ -4,6 +4,10 @@
 //! [`summary`] (what a trace holds) → front ends (the `ttap` CLI; the web app).
 //! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
 
+pub mod detect;
 pub mod ingest;
+pub mod metrics;
 pub mod model;
+pub mod report;
 pub mod summary;
+pub mod window;

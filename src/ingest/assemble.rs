@@ -330,7 +330,20 @@ fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
         })
         .collect();
     if steps.is_empty() {
-        let span = span(e);
+        // No steps recorded: one step over the GPU's active span (first launch or GPU work to
+        // the last GPU work), so that set-up before the first kernel does not count; the whole
+        // span on CPU-only traces.
+        let gpu = (0..e.len()).filter(|&i| e.kind[i].is_gpu_work());
+        let first_launch = launches_start(b, e);
+        let active = gpu.fold(None, |acc: Option<(i64, i64)>, i| {
+            Some(acc.map_or((e.start[i], e.end(i)), |(s, end)| {
+                (s.min(e.start[i]), end.max(e.end(i)))
+            }))
+        });
+        let span = match active {
+            Some((s, end)) => Some((first_launch.map_or(s, |l| l.min(s)), end)),
+            None => span(e),
+        };
         return (
             span.map(|(start, end)| {
                 vec![Step {
@@ -346,6 +359,18 @@ fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
     }
     steps.sort_by_key(|s| (s.start, s.number));
     (steps, StepSource::ProfilerSteps)
+}
+
+/// The start of the first kernel-launch runtime call.
+fn launches_start(b: &Builder, e: &Events) -> Option<i64> {
+    (0..e.len())
+        .filter(|&i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.detail[i] != NONE
+                && b.runtime[e.detail[i] as usize].class == crate::model::RuntimeClass::Launch
+        })
+        .map(|i| e.start[i])
+        .min()
 }
 
 fn span(e: &Events) -> Option<(i64, i64)> {

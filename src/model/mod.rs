@@ -174,8 +174,10 @@ pub struct Step {
 pub enum StepSource {
     /// `ProfilerStep#N` ranges recorded by `torch.profiler.profile(schedule=…)` and `prof.step()`.
     ProfilerSteps,
-    /// No `ProfilerStep#` range was recorded (inference traces, single forward passes): the whole
-    /// span of the trace's events is treated as one step.
+    /// No `ProfilerStep#` range was recorded (inference traces, single forward passes): one step
+    /// over the GPU's active span (from the first kernel launch or GPU work to the end of the last
+    /// GPU work), so that set-up before the first kernel does not count; over the whole span of
+    /// the trace's events when there is no GPU work.
     WholeTrace,
 }
 

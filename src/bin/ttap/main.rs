@@ -1,5 +1,6 @@
 //! `ttap`: the command-line front end over the `torchtraceap` library.
 
+mod analyze;
 mod bench;
 mod inspect;
 
@@ -23,6 +24,10 @@ enum Command {
     /// Print what a trace holds: format and era, devices, rank, steps, events per kind, GPU busy
     /// time per device, top kernels.
     Inspect(inspect::Args),
+    /// Find performance anti-patterns: a report ranked by time recoverable per step, with
+    /// evidence and fixes (Markdown or JSON). Exit code 1 with --fail-on when a finding is at
+    /// least that severe.
+    Analyze(analyze::Args),
     /// Measure ingest throughput and peak memory on a large trace built from a real one, against
     /// serde_json skimming the same bytes.
     Bench(bench::Args),
@@ -35,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Inspect(args) => inspect::run(&args),
+        Command::Analyze(args) => analyze::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }

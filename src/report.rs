@@ -1,0 +1,284 @@
+//! The analysis report: a versioned JSON document and its Markdown rendering.
+//!
+//! This is the serialization boundary of the analysis: the model, windows, metrics and findings
+//! carry no serde derives; the report copies what a reader needs into its own types.
+//!
+//! Format history: version 1 (first release): `trace`, `findings`, `steps`, `windows`.
+
+use serde::Serialize;
+
+use crate::detect::{Analysis, Finding};
+use crate::metrics::measure;
+
+/// The report format's name and version; readers check both.
+pub const FORMAT: &str = "torchtraceap.report";
+pub const VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub format: &'static str,
+    pub version: u32,
+    /// `torchtraceap@<version>` that wrote it.
+    pub exporter: String,
+    pub trace: TraceFacts,
+    /// Ranked by estimated time recoverable per step.
+    pub findings: Vec<FindingEntry>,
+    pub steps: Vec<StepEntry>,
+    pub windows: Vec<WindowEntry>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceFacts {
+    pub era: &'static str,
+    pub devices: Vec<String>,
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    /// `profiler_steps` or `whole_trace` (no `ProfilerStep#` ranges: one step over the trace).
+    pub step_source: &'static str,
+    pub steady_steps: usize,
+    pub warmup_steps: Vec<i64>,
+    pub mean_step_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FindingEntry {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub summary: String,
+    pub severity: &'static str,
+    pub impact_ms_per_step: f64,
+    pub impact_pct_of_step: f64,
+    pub impact_method: &'static str,
+    pub confidence: f32,
+    pub evidence: Vec<EvidenceEntry>,
+    pub fix: String,
+    pub fix_snippet: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EvidenceEntry {
+    pub what: String,
+    pub steps: Vec<i64>,
+    pub events: Vec<String>,
+    pub count: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StepEntry {
+    pub number: i64,
+    pub warmup: bool,
+    pub duration_ms: f64,
+    pub gpu_busy_pct: Option<f64>,
+    pub idle_host_wait_ms: Option<f64>,
+    pub idle_kernel_wait_ms: Option<f64>,
+    pub idle_other_ms: Option<f64>,
+    pub kernels: u64,
+    pub short_kernels: u64,
+    pub launch_calls: u64,
+    pub sync_calls: u64,
+    pub item_calls: u64,
+    pub dataloader_ms: f64,
+    pub communication_ms: Option<f64>,
+    pub communication_exposed_ms: Option<f64>,
+    pub device_mallocs: u64,
+    pub device_frees: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowEntry {
+    pub step: i64,
+    pub phase: &'static str,
+    pub label: Option<String>,
+    /// Milliseconds from the trace's first event.
+    pub start_ms: f64,
+    pub duration_ms: f64,
+    pub gpu_busy_pct: Option<f64>,
+}
+
+const MS: f64 = 1e6;
+
+fn pct(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+impl Report {
+    pub fn new(a: &Analysis<'_>, findings: &[Finding]) -> Report {
+        let t = a.trace;
+        let origin = t.meta.span.map_or(0, |s| s.0);
+        let steps = a
+            .steps
+            .steps
+            .iter()
+            .zip(&a.step_metrics)
+            .map(|(s, m)| {
+                let d = m.main_device();
+                StepEntry {
+                    number: s.number,
+                    warmup: s.warmup,
+                    duration_ms: s.dur() as f64 / MS,
+                    gpu_busy_pct: d.map(|d| pct(d.busy, m.dur())),
+                    idle_host_wait_ms: d.map(|d| d.idle_host_wait as f64 / MS),
+                    idle_kernel_wait_ms: d.map(|d| d.idle_kernel_wait as f64 / MS),
+                    idle_other_ms: d.map(|d| d.idle_other as f64 / MS),
+                    kernels: m.kernels,
+                    short_kernels: m.short_kernels,
+                    launch_calls: m.launch_calls,
+                    sync_calls: m.sync_calls,
+                    item_calls: m.item_calls,
+                    dataloader_ms: m.dataloader_ns as f64 / MS,
+                    communication_ms: d.map(|d| d.communication as f64 / MS),
+                    communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / MS),
+                    device_mallocs: m.mallocs,
+                    device_frees: m.frees,
+                }
+            })
+            .collect();
+        let windows = a
+            .steps
+            .windows()
+            .map(|w| {
+                let m = measure(t, w.start, w.end);
+                WindowEntry {
+                    step: a.steps.steps[w.step].number,
+                    phase: w.phase.label(),
+                    label: w.label.clone(),
+                    start_ms: (w.start - origin) as f64 / MS,
+                    duration_ms: (w.end - w.start) as f64 / MS,
+                    gpu_busy_pct: m.main_device().map(|d| pct(d.busy, m.dur())),
+                }
+            })
+            .collect();
+        Report {
+            format: FORMAT,
+            version: VERSION,
+            exporter: format!("torchtraceap@{}", env!("CARGO_PKG_VERSION")),
+            trace: TraceFacts {
+                era: t.meta.era.label(),
+                devices: t
+                    .meta
+                    .devices
+                    .iter()
+                    .filter_map(|d| d.name.clone())
+                    .filter(|n| !n.is_empty())
+                    .collect(),
+                rank: t.meta.rank,
+                world_size: t.meta.world_size,
+                step_source: match a.steps.source {
+                    crate::model::StepSource::ProfilerSteps => "profiler_steps",
+                    crate::model::StepSource::WholeTrace => "whole_trace",
+                },
+                steady_steps: a.steady.len(),
+                warmup_steps: a
+                    .steps
+                    .steps
+                    .iter()
+                    .filter(|s| s.warmup)
+                    .map(|s| s.number)
+                    .collect(),
+                mean_step_ms: a.step_ns() / MS,
+            },
+            findings: findings
+                .iter()
+                .map(|f| FindingEntry {
+                    id: f.id,
+                    title: f.title,
+                    summary: f.summary.clone(),
+                    severity: f.severity.label(),
+                    impact_ms_per_step: f.impact.ms_per_step,
+                    impact_pct_of_step: f.impact.pct_of_step,
+                    impact_method: f.impact.method,
+                    confidence: f.confidence,
+                    evidence: f
+                        .evidence
+                        .iter()
+                        .map(|e| EvidenceEntry {
+                            what: e.what.clone(),
+                            steps: e.steps.clone(),
+                            events: e.events.clone(),
+                            count: e.count,
+                        })
+                        .collect(),
+                    fix: f.fix.summary.to_string(),
+                    fix_snippet: f.fix.snippet.to_string(),
+                })
+                .collect(),
+            steps,
+            windows,
+        }
+    }
+
+    /// A Markdown rendering to paste into a ticket.
+    pub fn to_markdown(&self, title: &str) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let t = &self.trace;
+        let _ = writeln!(o, "# TorchTraceAP report: {title}\n");
+        let _ = writeln!(
+            o,
+            "{} · {} · rank {} of {} · {} steady-state steps, mean {:.3} ms{}\n",
+            t.era,
+            if t.devices.is_empty() {
+                "no GPU listed".to_string()
+            } else {
+                t.devices[0].clone()
+            },
+            t.rank.map_or("-".into(), |r| r.to_string()),
+            t.world_size.map_or("-".into(), |w| w.to_string()),
+            t.steady_steps,
+            t.mean_step_ms,
+            if t.warmup_steps.is_empty() {
+                String::new()
+            } else {
+                format!(" (warm-up steps left out: {:?})", t.warmup_steps)
+            }
+        );
+        if self.findings.is_empty() {
+            let _ = writeln!(o, "No anti-pattern found.");
+        } else {
+            let _ = writeln!(o, "| # | finding | severity | time recoverable per step | confidence |\n|---|---|---|---|---|");
+            for (k, f) in self.findings.iter().enumerate() {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {:.2} ms ({:.1}%) | {:.0}% |",
+                    k + 1,
+                    f.title,
+                    f.severity,
+                    f.impact_ms_per_step,
+                    f.impact_pct_of_step,
+                    100.0 * f.confidence
+                );
+            }
+            for (k, f) in self.findings.iter().enumerate() {
+                let _ = writeln!(
+                    o,
+                    "\n## {}. {} (`{}`)\n\n{}.\n",
+                    k + 1,
+                    f.title,
+                    f.id,
+                    f.summary
+                );
+                for e in &f.evidence {
+                    let _ = write!(o, "- Evidence: {}", e.what);
+                    if let Some(n) = e.count {
+                        let _ = write!(o, " ({n})");
+                    }
+                    if !e.events.is_empty() {
+                        let _ = write!(o, ": `{}`", e.events.join("`, `"));
+                    }
+                    let _ = writeln!(o);
+                }
+                let _ = writeln!(
+                    o,
+                    "- Estimated impact: {:.2} ms per step ({:.1}%); {}.",
+                    f.impact_ms_per_step, f.impact_pct_of_step, f.impact_method
+                );
+                let _ = writeln!(o, "- Fix: {}\n\n```python\n{}\n```", f.fix, f.fix_snippet);
+            }
+        }
+        o
+    }
+}

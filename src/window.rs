@@ -1,0 +1,297 @@
+//! Steps split into windows aligned to their structure: data loading, forward, backward,
+//! optimizer, communication; fixed-length slices where a step shows no such structure.
+//!
+//! Reads only the model. A window is a time range of one step; the CPU work in it is the events
+//! of the CPU tracks in that range, and its GPU work is what those CPU events launched.
+
+use crate::model::{EventKind, RuntimeClass, StepSource, Trace, NONE};
+
+/// What part of a training or inference step a window holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    DataLoading,
+    Forward,
+    Backward,
+    Optimizer,
+    Communication,
+    /// A fixed-length slice of a step without recognisable structure.
+    Slice,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::DataLoading => "data loading",
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+            Phase::Communication => "communication",
+            Phase::Slice => "slice",
+        }
+    }
+}
+
+/// A time range of one step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    /// Index into [`Steps::steps`].
+    pub step: usize,
+    pub phase: Phase,
+    pub start: i64,
+    pub end: i64,
+    /// The first top-level range that opened the window (e.g. `## forward ##`), if any.
+    pub label: Option<String>,
+}
+
+/// One step with its windows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepWindows {
+    pub number: i64,
+    pub start: i64,
+    pub end: i64,
+    /// Warm-up steps are reported apart and kept out of steady-state statistics.
+    pub warmup: bool,
+    pub windows: Vec<Window>,
+}
+
+impl StepWindows {
+    pub fn dur(&self) -> i64 {
+        self.end - self.start
+    }
+}
+
+/// All steps of a trace, split into windows.
+#[derive(Clone, Debug)]
+pub struct Steps {
+    pub source: StepSource,
+    pub steps: Vec<StepWindows>,
+}
+
+impl Steps {
+    /// Indices of the steady-state steps (all steps when every one is warm-up).
+    pub fn steady(&self) -> Vec<usize> {
+        let steady: Vec<usize> = (0..self.steps.len())
+            .filter(|&i| !self.steps[i].warmup)
+            .collect();
+        if steady.is_empty() {
+            (0..self.steps.len()).collect()
+        } else {
+            steady
+        }
+    }
+
+    pub fn windows(&self) -> impl Iterator<Item = &Window> {
+        self.steps.iter().flat_map(|s| s.windows.iter())
+    }
+}
+
+/// A first step longer than this many times the median of the others is warm-up.
+pub const WARMUP_SLOWDOWN: f64 = 1.25;
+/// A first step with more than this many times the median device allocations of the others is
+/// warm-up (the caching allocator filling up).
+pub const WARMUP_ALLOCATIONS: f64 = 2.0;
+/// Steps without structure are cut into slices of about this length…
+pub const SLICE_NS: i64 = 10_000_000;
+/// …but into no more than this many.
+pub const MAX_SLICES: i64 = 64;
+
+/// The phase a top-level CPU range announces by its name, if any.
+pub fn phase_of(name: &str) -> Option<Phase> {
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("dataloader") || lower.contains("__next__") {
+        Some(Phase::DataLoading)
+    } else if lower.contains("optimizer") || lower.contains("zero_grad") {
+        Some(Phase::Optimizer)
+    } else if lower.contains("backward") || lower.starts_with("autograd::engine") {
+        Some(Phase::Backward)
+    } else if lower.contains("nccl:")
+        || lower.starts_with("c10d::")
+        || lower.contains("record_param_comms")
+        || lower.contains("allreduce")
+        || lower.contains("all_reduce")
+    {
+        Some(Phase::Communication)
+    } else if lower.contains("forward") || lower.starts_with("nn.module") {
+        Some(Phase::Forward)
+    } else {
+        None
+    }
+}
+
+/// Splits every step of the trace into windows.
+pub fn split(t: &Trace) -> Steps {
+    let e = &t.events;
+    let mut malloc_times: Vec<i64> = (0..e.len())
+        .filter(|&i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.detail[i] != NONE
+                && t.runtime[e.detail[i] as usize].class == RuntimeClass::Malloc
+        })
+        .map(|i| e.start[i])
+        .collect();
+    malloc_times.sort_unstable();
+    let mallocs: Vec<usize> = t
+        .steps
+        .iter()
+        .map(|s| {
+            malloc_times.partition_point(|&x| x < s.end)
+                - malloc_times.partition_point(|&x| x < s.start)
+        })
+        .collect();
+    let durations: Vec<i64> = t.steps.iter().map(|s| s.end - s.start).collect();
+    let steps = t
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let warmup = k == 0 && t.steps.len() >= 2 && is_warmup(&durations, &mallocs);
+            let structured = structure(t, k, s.event);
+            let windows = if structured.len() >= 2 {
+                structured
+            } else {
+                slices(k, s.start, s.end)
+            };
+            StepWindows {
+                number: s.number,
+                start: s.start,
+                end: s.end,
+                warmup,
+                windows,
+            }
+        })
+        .collect();
+    Steps {
+        source: t.step_source,
+        steps,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn is_warmup(durations: &[i64], mallocs: &[usize]) -> bool {
+    let rest_dur = median(durations[1..].iter().map(|&d| d as f64).collect());
+    let rest_malloc = median(mallocs[1..].iter().map(|&m| m as f64).collect());
+    durations[0] as f64 > WARMUP_SLOWDOWN * rest_dur
+        || mallocs[0] as f64 > WARMUP_ALLOCATIONS * rest_malloc.max(1.0)
+}
+
+/// Windows from the direct children of the `ProfilerStep#` range (on its thread), and the
+/// backward thread's activity in the gaps between them.
+fn structure(t: &Trace, step: usize, step_event: u32) -> Vec<Window> {
+    if step_event == NONE {
+        return Vec::new();
+    }
+    let e = &t.events;
+    let (start, end) = (e.start[step_event as usize], e.end(step_event as usize));
+    let track = &t.tracks[e.track[step_event as usize] as usize];
+    let mut segments: Vec<(i64, Option<Phase>, Option<String>)> = Vec::new();
+    for i in track.events.clone() {
+        if e.parent[i as usize] == step_event {
+            let name = t.name_of(i as usize);
+            segments.push((e.start[i as usize], phase_of(name), Some(name.to_string())));
+        }
+    }
+    // Backward runs on autograd's own thread: its top-level ranges fill the main thread's gaps.
+    for other in t
+        .tracks
+        .iter()
+        .filter(|o| !o.gpu && o.events != track.events)
+    {
+        let r = other.events.clone();
+        let first = r.start
+            + e.start[r.start as usize..r.end as usize].partition_point(|&s| s < start) as u32;
+        for i in first..r.end {
+            let iu = i as usize;
+            if e.start[iu] >= end {
+                break;
+            }
+            if e.parent[iu] == NONE && e.kind[iu] == EventKind::CpuOp {
+                let name = t.name_of(iu);
+                if phase_of(name) == Some(Phase::Backward) {
+                    segments.push((e.start[iu], Some(Phase::Backward), Some(name.to_string())));
+                }
+            }
+        }
+    }
+    segments.sort_by_key(|s| s.0);
+    let mut windows: Vec<Window> = Vec::new();
+    for (at, phase, label) in segments {
+        let phase = phase
+            .or(windows.last().map(|w| w.phase))
+            .unwrap_or(Phase::Forward);
+        match windows.last_mut() {
+            Some(w) if w.phase == phase => {}
+            _ => windows.push(Window {
+                step,
+                phase,
+                start: at,
+                end: at,
+                label,
+            }),
+        }
+    }
+    let n = windows.len();
+    for k in 0..n {
+        windows[k].end = if k + 1 < n { windows[k + 1].start } else { end };
+    }
+    if let Some(first) = windows.first_mut() {
+        first.start = start;
+    }
+    windows
+}
+
+fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
+    let dur = (end - start).max(1);
+    let n = ((dur + SLICE_NS - 1) / SLICE_NS).clamp(1, MAX_SLICES);
+    (0..n)
+        .map(|k| Window {
+            step,
+            phase: Phase::Slice,
+            start: start + dur * k / n,
+            end: start + dur * (k + 1) / n,
+            label: None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_announce_phases() {
+        assert_eq!(
+            phase_of("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+            Some(Phase::DataLoading)
+        );
+        assert_eq!(phase_of("## forward ##"), Some(Phase::Forward));
+        assert_eq!(phase_of("## backward ##"), Some(Phase::Backward));
+        assert_eq!(
+            phase_of("autograd::engine::evaluate_function: ConvolutionBackward0"),
+            Some(Phase::Backward)
+        );
+        assert_eq!(phase_of("Optimizer.step#SGD.step"), Some(Phase::Optimizer));
+        assert_eq!(
+            phase_of("Optimizer.zero_grad#SGD.zero_grad"),
+            Some(Phase::Optimizer)
+        );
+        assert_eq!(phase_of("nccl:all_reduce"), Some(Phase::Communication));
+        assert_eq!(phase_of("aten::to"), None);
+    }
+
+    #[test]
+    fn unstructured_steps_become_equal_slices() {
+        let w = slices(0, 0, 25_000_000);
+        assert_eq!(w.len(), 3);
+        assert_eq!((w[0].start, w[2].end), (0, 25_000_000));
+        assert!(w.windows(2).all(|p| p[0].end == p[1].start));
+        assert_eq!(slices(0, 0, 10_000_000_000).len(), MAX_SLICES as usize);
+    }
+}

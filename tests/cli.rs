@@ -143,3 +143,56 @@ fn a_truncated_trace_is_shown_with_a_warning() {
         "{text}"
     );
 }
+
+#[test]
+fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
+    let path = temp_file("analyze.json", two_steps().as_bytes());
+    let md = ttap(&["analyze", path.to_str().unwrap()]);
+    assert!(md.status.success(), "{}", stderr(&md));
+    let text = stdout(&md);
+    assert!(text.starts_with("# TorchTraceAP report"), "{text}");
+    // Two 9 ms steps with 1.5 ms of kernels each: the GPU is idle most of the step.
+    assert!(text.contains("`gpu-low-utilization`"), "{text}");
+    assert!(
+        text.contains("Estimated impact:") && text.contains("```python"),
+        "{text}"
+    );
+
+    let json = ttap(&["analyze", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let report = &v[0]["report"];
+    assert_eq!(report["format"], "torchtraceap.report");
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["steps"].as_array().unwrap().len(), 2);
+    let first = &report["findings"][0];
+    assert_eq!(first["id"], "gpu-low-utilization");
+    assert!(first["impact_ms_per_step"].as_f64().unwrap() > 0.0);
+
+    let gated = ttap(&["analyze", "--fail-on", "low", path.to_str().unwrap()]);
+    assert_eq!(
+        gated.status.code(),
+        Some(1),
+        "a finding at or above the gate fails the run"
+    );
+    let bad = temp_file("not_a_trace.json", b"{\"hello\": 1}");
+    assert_eq!(
+        ttap(&["analyze", bad.to_str().unwrap()]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn analyze_lists_every_detector_with_its_threshold() {
+    let out = ttap(&["analyze", "--list"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for id in [
+        "dataloader-bottleneck",
+        "gpu-low-utilization",
+        "fp32-without-tensor-cores",
+        "ddp-without-nccl",
+    ] {
+        assert!(text.contains(id), "{id} missing from:\n{text}");
+    }
+    assert!(text.contains("threshold:"));
+}

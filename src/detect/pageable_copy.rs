@@ -5,6 +5,11 @@ use crate::model::{CopyDirection, HostMemory};
 
 pub struct PageableCopy;
 
+/// Pageable copies matter from this share of the step in copy time…
+const MIN_SHARE: f64 = 0.01;
+/// …or from this many bytes per step.
+const MIN_BYTES: f64 = 1e6;
+
 impl Detector for PageableCopy {
     fn id(&self) -> &'static str {
         "pageable-memcpy"
@@ -15,7 +20,7 @@ impl Detector for PageableCopy {
     }
 
     fn threshold(&self) -> &'static str {
-        "any host-to-device or device-to-host copy from pageable memory in steady-state steps"
+        "host-to-device or device-to-host copies from pageable memory in steady-state steps taking at least 1% of the step or moving at least 1 MB per step"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
@@ -38,11 +43,11 @@ impl Detector for PageableCopy {
                 })
         };
         let count = a.steady_mean(|m| pageable(m).0);
-        if count <= 0.0 {
-            return None;
-        }
         let bytes = a.steady_mean(|m| pageable(m).1);
         let ns = a.steady_mean(|m| pageable(m).2);
+        if count <= 0.0 || (ns < MIN_SHARE * a.step_ns() && bytes < MIN_BYTES) {
+            return None;
+        }
         let impact = a.impact(
             ns / 2.0,
             "half the pageable copy time per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, overlap compute",

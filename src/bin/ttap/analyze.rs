@@ -41,13 +41,13 @@ pub struct Args {
 pub fn run(args: &Args) -> ExitCode {
     if args.list {
         for d in detect::DETECTORS {
-            println!(
-                "{:<28} {}\n{:<28} threshold: {}",
+            crate::out(&format!(
+                "{:<28} {}\n{:<28} threshold: {}\n",
                 d.id(),
                 d.title(),
                 "",
                 d.threshold()
-            );
+            ));
         }
         return ExitCode::SUCCESS;
     }
@@ -73,15 +73,18 @@ pub fn run(args: &Args) -> ExitCode {
         gated |= gate.is_some_and(|g| findings.iter().any(|f| f.severity >= g));
         let report = Report::new(&analysis, &findings);
         match args.format {
-            Format::Md => println!("{}", report.to_markdown(&path.display().to_string())),
+            Format::Md => crate::out(&format!(
+                "{}\n",
+                report.to_markdown(&path.display().to_string())
+            )),
             Format::Json => json.push(serde_json::json!({ "file": path, "report": report })),
         }
     }
     if args.format == Format::Json {
-        println!(
-            "{}",
+        crate::out(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&json).expect("reports serialize")
-        );
+        ));
     }
     if unusable {
         ExitCode::from(2)

@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> ExitCode {
                 if args.json {
                     json.push(serde_json::json!({ "file": path, "summary": summary }));
                 } else {
-                    print!("{}", render(path, &summary));
+                    crate::out(&render(path, &summary));
                 }
             }
             Err(e) => {
@@ -83,10 +83,10 @@ pub fn run(args: &Args) -> ExitCode {
         }
     }
     if args.json {
-        println!(
-            "{}",
+        crate::out(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&json).expect("summaries serialize")
-        );
+        ));
     }
     if failed {
         ExitCode::from(2)

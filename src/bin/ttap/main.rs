@@ -36,6 +36,19 @@ enum Command {
     BenchChild(bench::ChildArgs),
 }
 
+/// Writes to stdout. A closed pipe (`ttap analyze … | head`) ends the program quietly, as it
+/// does for other Unix tools.
+pub fn out(text: &str) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {

@@ -363,14 +363,18 @@ fn attribute_idle(
     }
 }
 
-/// GPU idle time on `device` within `window` after each of `times`, up to `limit`.
+/// GPU idle time on `device` in the `window` after each of `times` (overlapping windows counted
+/// once), up to `limit`.
 fn idle_after(t: &Trace, device: Option<i64>, times: &[i64], window: i64, limit: i64) -> i64 {
+    let spans = merge(
+        times
+            .iter()
+            .map(|&at| (at, (at + window).min(limit)))
+            .filter(|(s, e)| e > s)
+            .collect(),
+    );
     let mut total_idle = 0;
-    for &at in times {
-        let end = (at + window).min(limit);
-        if end <= at {
-            continue;
-        }
+    for (at, end) in spans {
         let mut iv = Vec::new();
         for (k, track) in t.tracks.iter().enumerate() {
             if track.gpu && track.device == device {

@@ -6,11 +6,17 @@
 //! that list.
 
 mod allocator;
+mod attention;
 mod communication;
+mod compile;
+mod copies;
 mod dataloader;
 mod distributed;
+mod fusion;
 mod host_sync;
 mod launch_bound;
+mod layout;
+mod optimizer;
 mod pageable_copy;
 mod tensor_cores;
 mod utilization;
@@ -187,6 +193,13 @@ pub static DETECTORS: &[&dyn Detector] = &[
     &communication::ExposedCommunication,
     &distributed::DataParallel,
     &distributed::DdpWithoutNccl,
+    &layout::LayoutTransforms,
+    &attention::UnfusedAttention,
+    &copies::HeavyCopies,
+    &optimizer::UnfusedOptimizer,
+    &optimizer::ZeroGradMemset,
+    &fusion::FusionCandidates,
+    &compile::GraphBreaks,
 ];
 
 /// Runs every detector; findings ranked by estimated time recoverable.

@@ -67,6 +67,9 @@ pub struct RangeMetrics {
     pub sync_ns: i64,
     /// `aten::item` and `aten::_local_scalar_dense` calls (each one a device-to-host sync).
     pub item_calls: u64,
+    /// Ops whose output size depends on the data (`aten::nonzero`, `aten::masked_select`,
+    /// `aten::unique…`): each waits for the GPU to know the size.
+    pub data_dependent_calls: u64,
     /// GPU idle time in the 1 ms after each synchronize call ended.
     pub idle_after_sync_ns: i64,
     /// Time in DataLoader ranges (`enumerate(DataLoader)#…__next__`).
@@ -245,7 +248,11 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                             m.launch_calls += 1;
                             m.launch_call_ns += e.dur[i];
                         }
-                        RuntimeClass::Synchronize => {
+                        // A plain cudaMemcpy (not Async) blocks the host like a synchronize.
+                        class @ (RuntimeClass::Synchronize | RuntimeClass::Memcpy)
+                            if class == RuntimeClass::Synchronize
+                                || !t.name_of(i).contains("Async") =>
+                        {
                             m.sync_calls += 1;
                             m.sync_ns += e.dur[i];
                             sync_ends.push(e.end(i));
@@ -267,6 +274,11 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                         if name == "aten::item" || parent_name(t, i) != Some("aten::item") {
                             m.item_calls += 1;
                         }
+                    } else if name == "aten::nonzero"
+                        || name == "aten::masked_select"
+                        || name.starts_with("aten::_unique")
+                    {
+                        m.data_dependent_calls += 1;
                     } else if phase_of(name) == Some(Phase::DataLoading)
                         && parent_name(t, i).and_then(phase_of) != Some(Phase::DataLoading)
                     {

@@ -18,13 +18,14 @@ impl Detector for HostSync {
     }
 
     fn threshold(&self) -> &'static str {
-        "synchronize calls or aten::item in steady-state steps, with GPU idle in the 1 ms after them at least 1% of the step"
+        "synchronize calls, blocking cudaMemcpy, aten::item or data-dependent ops (nonzero, masked_select, unique) in steady-state steps, with GPU idle in the 1 ms after the synchronizations at least 1% of the step"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
         let syncs = a.steady_mean(|m| m.sync_calls as f64);
         let items = a.steady_mean(|m| m.item_calls as f64);
-        if syncs + items < 1.0 || !a.trace.tracks.iter().any(|t| t.gpu) {
+        let data_dependent = a.steady_mean(|m| m.data_dependent_calls as f64);
+        if syncs + items + data_dependent < 1.0 || !a.trace.tracks.iter().any(|t| t.gpu) {
             return None;
         }
         let idle = a.steady_mean(|m| m.idle_after_sync_ns as f64);

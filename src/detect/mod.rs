@@ -195,6 +195,7 @@ pub static DETECTORS: &[&dyn Detector] = &[
     &distributed::DdpWithoutNccl,
     &layout::LayoutTransforms,
     &attention::UnfusedAttention,
+    &attention::AttentionHotSpot,
     &copies::HeavyCopies,
     &optimizer::UnfusedOptimizer,
     &optimizer::ZeroGradMemset,

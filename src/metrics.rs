@@ -29,14 +29,27 @@ pub struct DeviceTime {
     pub memset: i64,
     /// The range minus `busy`.
     pub idle: i64,
+    /// Idle from the range's start to the first GPU work (all of it when there is none): the
+    /// host prepares the step (data loading, preprocessing) before the GPU gets anything.
+    pub before_first_work: i64,
+    /// Idle from the end of the last GPU work to the range's end.
+    pub after_last_work: i64,
     /// Idle before work that the CPU had not launched yet when the GPU went idle: the host is
     /// the bottleneck.
     pub idle_host_wait: i64,
     /// Short idle (≤ `KERNEL_WAIT_NS`) before work that was already launched: launch overhead
     /// between consecutive kernels.
     pub idle_kernel_wait: i64,
-    /// Idle not attributed to either (waits on events or other streams, the range's tail).
+    /// Idle between two pieces of work not attributed to either (waits on events or other
+    /// streams).
     pub idle_other: i64,
+}
+
+impl DeviceTime {
+    /// From the first GPU work to the end of the last, within the range.
+    pub fn active(&self, range: i64) -> i64 {
+        (range - self.before_first_work - self.after_last_work).max(0)
+    }
 }
 
 /// Copies of one direction and host memory kind.
@@ -351,20 +364,22 @@ fn attribute_idle(
     end: i64,
 ) {
     work.sort_unstable_by_key(|w| w.0);
-    let mut cursor = start;
+    let (Some(first), Some(last)) = (busy.first(), busy.last()) else {
+        d.before_first_work = end - start;
+        return;
+    };
+    d.before_first_work = first.0 - start;
+    d.after_last_work = end - last.1;
+    let mut cursor = first.1;
     let mut next_work = 0;
-    for &(s, e) in busy.iter().chain(std::iter::once(&(end, end))) {
+    for &(s, e) in &busy[1..] {
         if s > cursor {
             let gap = s - cursor;
             // The work that ends this gap: the first to start at its end.
             while next_work < work.len() && work[next_work].0 < s {
                 next_work += 1;
             }
-            let launched = if s == end {
-                None
-            } else {
-                work.get(next_work).and_then(|w| w.2)
-            };
+            let launched = work.get(next_work).and_then(|w| w.2);
             match launched {
                 Some(l) if l >= cursor => d.idle_host_wait += gap,
                 Some(_) if gap <= KERNEL_WAIT_NS => d.idle_kernel_wait += gap,
@@ -420,17 +435,19 @@ mod tests {
         let mut d = DeviceTime::default();
         let busy = vec![(0, 10), (20, 30), (100_000, 100_010)];
         // Work at 20 was launched at 5 (already queued: kernel wait); work at 100 000 was
-        // launched at 90 000, after the GPU went idle at 30 (host wait); 100 010..200 000 is the
-        // tail (other).
+        // launched at 90 000, after the GPU went idle at 30 (host wait); -50..0 comes before any
+        // work and 100 010..200 000 after the last.
         let mut work = vec![
             (0, 10, Some(0)),
             (20, 30, Some(5)),
             (100_000, 100_010, Some(90_000)),
         ];
-        attribute_idle(&mut d, &busy, &mut work, 0, 200_000);
+        attribute_idle(&mut d, &busy, &mut work, -50, 200_000);
         assert_eq!(
             (d.idle_kernel_wait, d.idle_host_wait, d.idle_other),
-            (10, 99_970, 99_990)
+            (10, 99_970, 0)
         );
+        assert_eq!((d.before_first_work, d.after_last_work), (50, 99_990));
+        assert_eq!(d.active(200_050), 100_010);
     }
 }

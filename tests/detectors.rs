@@ -1,2 +1,874 @@
+//! Every detector of the catalogue on small training traces written here: a positive case whose
+//! impact is checked against the arithmetic of the trace, and the nearest healthy trace, which
+//! must not trigger it; the warm-up rule; then the findings expected on real traces of
+//! `../shared/traces` (skipped, with a message, when absent).
+
+use std::path::{Path, PathBuf};
+
+use torchtraceap::detect::{self, Analysis, Finding, Severity, DETECTORS};
+use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
+use torchtraceap::model::Trace;
+
+// ---------------------------------------------------------------------------------------------
+// The trace generator.
+
+/// A DataLoader range as PyTorch names it.
+const DATALOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)";
+const TENSOR_CORE_GEMM: &str = "ampere_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn";
+const SIMT_GEMM: &str = "ampere_sgemm_128x64_nn";
+const ALL_REDUCE: &str =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+/// An A100's memory, as `deviceProperties.totalGlobalMem` reports it.
+const A100_MEM: u64 = 85_899_345_920;
+
+/// The first step, when it differs from the others (warm-up).
+#[derive(Clone, Copy)]
+struct First {
+    step_us: i64,
+    dataloader_us: i64,
+    alloc_pairs: u32,
+}
+
+/// A collective after the compute kernels (exposed) or alongside the first one (overlapped).
+#[derive(Clone, Copy)]
+struct Collective {
+    dur_us: i64,
+    overlapped: bool,
+}
+
+/// The shape of a training run; every step is laid out the same way, in microseconds from the
+/// step's start:
+///
+/// ```text
+/// [DataLoader dataloader_us] [cudaFree free_us, cudaMalloc malloc_us] × alloc_pairs
+/// [H2D copy copy_us] then `## forward ##`: kernels × (GPU idle gap_us, kernel kernel_us)
+/// [collective, exposed] … tail until step_us
+/// ```
+///
+/// Each kernel's `cudaLaunchKernel` (launch_us long) ends 1 µs before the kernel starts and
+/// begins after the GPU went idle, so every gap is host wait. The copy's runtime call spans the
+/// copy. The sync, when set, is an `aten::item` waiting on kernel `after`; the GPU then idles
+/// `idle_us` before the next kernel.
+#[derive(Clone)]
+struct Shape {
+    steps: usize,
+    step_us: i64,
+    first: Option<First>,
+    dataloader_us: i64,
+    alloc_pairs: u32,
+    malloc_us: i64,
+    free_us: i64,
+    /// `(duration, "Pageable" | "Pinned")`
+    copy: Option<(i64, &'static str)>,
+    kernels: u32,
+    kernel_us: i64,
+    gap_us: i64,
+    launch_us: i64,
+    /// Kernel names, used in turn.
+    names: &'static [&'static str],
+    /// Kernel `j` runs on device `j % devices`.
+    devices: i64,
+    /// `(after kernel, GPU idle after the sync)`
+    sync: Option<(u32, i64)>,
+    collective: Option<Collective>,
+    /// `Total Allocated` reported once per step by the caching allocator.
+    allocated: Option<u64>,
+    gpu: (&'static str, i64, u64),
+    backend: &'static str,
+    world_size: i64,
+}
+
+impl Shape {
+    /// A healthy run on an A100: 4 steps of 10 ms, DataLoader 200 µs (2%), 45 tensor-core or
+    /// element-wise kernels of 200 µs each after 16 µs of launch gap: GPU busy 9 ms (90%).
+    fn healthy() -> Shape {
+        Shape {
+            steps: 4,
+            step_us: 10_000,
+            first: None,
+            dataloader_us: 200,
+            alloc_pairs: 0,
+            malloc_us: 100,
+            free_us: 150,
+            copy: None,
+            kernels: 45,
+            kernel_us: 200,
+            gap_us: 16,
+            launch_us: 10,
+            names: &[TENSOR_CORE_GEMM, ELEMENTWISE],
+            devices: 1,
+            sync: None,
+            collective: None,
+            allocated: None,
+            gpu: ("NVIDIA A100-SXM4-80GB", 8, A100_MEM),
+            backend: "nccl",
+            world_size: 1,
+        }
+    }
+
+    fn json(&self) -> String {
+        let mut g = Gen::default();
+        let mut start = 1_000_000; // µs, like a real trace's clock
+        for k in 0..self.steps {
+            let first = self.first.filter(|_| k == 0);
+            let step_us = first.map_or(self.step_us, |f| f.step_us);
+            let end = self.step(&mut g, k, start, first);
+            assert!(end <= start + step_us, "step {k} overflows: {end}");
+            g.cpu(
+                "user_annotation",
+                &format!("ProfilerStep#{}", k + 1),
+                start,
+                step_us,
+                "",
+            );
+            start += step_us;
+        }
+        let devices: Vec<String> = (0..self.devices)
+            .map(|d| {
+                format!(
+                    r#"{{"id": {d}, "name": "{}", "totalGlobalMem": {}, "computeMajor": {}, "computeMinor": 0, "numSms": 108}}"#,
+                    self.gpu.0, self.gpu.2, self.gpu.1
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"schemaVersion": 1, "deviceProperties": [{}],
+  "distributedInfo": {{"backend": "{}", "rank": 0, "world_size": {}}},
+  "traceEvents": [
+{}
+  ], "traceName": "synthetic.pt.trace.json", "displayTimeUnit": "ms"}}"#,
+            devices.join(", "),
+            self.backend,
+            self.world_size,
+            g.events.join(",\n")
+        )
+    }
+
+    /// Writes one step's events; returns where its last event ends.
+    fn step(&self, g: &mut Gen, k: usize, start: i64, first: Option<First>) -> i64 {
+        let mut c = start;
+        let dataloader = first.map_or(self.dataloader_us, |f| f.dataloader_us);
+        if dataloader > 0 {
+            g.cpu("user_annotation", DATALOADER, c, dataloader, "");
+            c += dataloader;
+        }
+        if let Some(bytes) = self.allocated {
+            g.memory(start + 1, bytes);
+        }
+        for _ in 0..first.map_or(self.alloc_pairs, |f| f.alloc_pairs) {
+            g.cpu("cuda_runtime", "cudaFree", c, self.free_us, "");
+            g.cpu(
+                "cuda_runtime",
+                "cudaMalloc",
+                c + self.free_us,
+                self.malloc_us,
+                "",
+            );
+            c += self.free_us + self.malloc_us;
+        }
+        if let Some((dur, host)) = self.copy {
+            let name = format!("Memcpy HtoD ({host} -> Device)");
+            g.cpu("cpu_op", "aten::copy_", c, dur, "");
+            g.gpu_work(
+                "cudaMemcpyAsync",
+                (c, dur),
+                "gpu_memcpy",
+                &name,
+                (0, 7, c),
+                dur,
+            );
+            c += dur;
+        }
+        let forward = c;
+        let mut first_kernel = None;
+        for j in 0..self.kernels {
+            let gap = match self.sync {
+                Some((after, idle)) if j == after + 1 => idle,
+                _ => self.gap_us,
+            };
+            assert!(gap > self.launch_us, "the launch must fit in the gap");
+            let at = c + gap;
+            first_kernel.get_or_insert(at);
+            let name = self.names[(k * self.kernels as usize + j as usize) % self.names.len()];
+            let launch = (at - 1 - self.launch_us, self.launch_us);
+            let device = j as i64 % self.devices;
+            g.gpu_work(
+                "cudaLaunchKernel",
+                launch,
+                "kernel",
+                name,
+                (device, 7, at),
+                self.kernel_us,
+            );
+            if matches!(self.sync, Some((after, _)) if after == j) {
+                // loss.item(): the CPU waits for the kernel to finish.
+                g.cpu("cpu_op", "aten::item", at, self.kernel_us + 2, "");
+                g.cpu(
+                    "cuda_runtime",
+                    "cudaStreamSynchronize",
+                    at,
+                    self.kernel_us,
+                    "",
+                );
+            }
+            c = at + self.kernel_us;
+        }
+        g.cpu("user_annotation", "## forward ##", forward, c - forward, "");
+        if let Some(coll) = self.collective {
+            // Launched from DDP's communication thread.
+            let at = if coll.overlapped {
+                first_kernel.expect("a kernel to overlap")
+            } else {
+                c + 6
+            };
+            g.cpu_on(101, "user_annotation", "nccl:all_reduce", at - 6, 5, "");
+            g.gpu_work_on(
+                101,
+                "cudaLaunchKernel",
+                (at - 6, 5),
+                "kernel",
+                ALL_REDUCE,
+                (0, 20, at),
+                coll.dur_us,
+            );
+            c = c.max(at + coll.dur_us);
+        }
+        c
+    }
+}
+
+/// Event text and correlation ids.
+#[derive(Default)]
+struct Gen {
+    events: Vec<String>,
+    correlation: u64,
+}
+
+impl Gen {
+    /// A range on the main Python thread.
+    fn cpu(&mut self, cat: &str, name: &str, ts: i64, dur: i64, args: &str) {
+        self.cpu_on(100, cat, name, ts, dur, args);
+    }
+
+    fn cpu_on(&mut self, tid: i64, cat: &str, name: &str, ts: i64, dur: i64, args: &str) {
+        let args = if args.is_empty() {
+            String::new()
+        } else {
+            format!(r#", "args": {{{args}}}"#)
+        };
+        self.events.push(format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 100, "tid": {tid}, "ts": {ts}, "dur": {dur}{args}}}"#
+        ));
+    }
+
+    fn gpu_work(
+        &mut self,
+        call: &str,
+        at: (i64, i64),
+        cat: &str,
+        name: &str,
+        place: (i64, i64, i64),
+        dur: i64,
+    ) {
+        self.gpu_work_on(100, call, at, cat, name, place, dur);
+    }
+
+    /// A runtime call at `at` = (ts, dur) on CPU thread `tid`, and the GPU work it queued at
+    /// `place` = (device, stream, ts), linked by a correlation id.
+    #[allow(clippy::too_many_arguments)]
+    fn gpu_work_on(
+        &mut self,
+        tid: i64,
+        call: &str,
+        at: (i64, i64),
+        cat: &str,
+        name: &str,
+        place: (i64, i64, i64),
+        dur: i64,
+    ) {
+        self.correlation += 1;
+        let corr = self.correlation;
+        self.cpu_on(
+            tid,
+            "cuda_runtime",
+            call,
+            at.0,
+            at.1,
+            &format!(r#""correlation": {corr}"#),
+        );
+        let (device, stream, ts) = place;
+        let bytes = if cat == "gpu_memcpy" {
+            // 12 GB/s: 12 kB per µs.
+            format!(r#", "bytes": {}"#, dur * 12_000)
+        } else {
+            String::new()
+        };
+        self.events.push(format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {device}, "tid": {stream}, "ts": {ts}, "dur": {dur}, "args": {{"correlation": {corr}, "device": {device}, "stream": {stream}{bytes}}}}}"#
+        ));
+    }
+
+    /// A caching-allocator event on device 0 bringing `Total Allocated` to `total`.
+    fn memory(&mut self, ts: i64, total: u64) {
+        self.events.push(format!(
+            r#"{{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 100, "ts": {ts}, "s": "t", "args": {{"Bytes": 1073741824, "Total Allocated": {total}, "Total Reserved": {total}, "Device Type": 1, "Device Id": 0, "Addr": 140000000000}}}}"#
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the detectors.
+
+fn ingest(text: &str) -> Trace {
+    ingest_bytes(text.as_bytes(), IngestOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .trace
+}
+
+fn findings(shape: &Shape) -> Vec<Finding> {
+    let trace = ingest(&shape.json());
+    let analysis = Analysis::new(&trace);
+    assert_eq!(analysis.steps.steps.len(), shape.steps);
+    detect::run(&analysis)
+}
+
+fn ids(found: &[Finding]) -> Vec<&'static str> {
+    found.iter().map(|f| f.id).collect()
+}
+
+/// `id (ms per step, % of step)` of each finding, for messages.
+fn summaries(found: &[Finding]) -> Vec<String> {
+    found
+        .iter()
+        .map(|f| {
+            format!(
+                "{} ({:.3} ms, {:.1}%)",
+                f.id, f.impact.ms_per_step, f.impact.pct_of_step
+            )
+        })
+        .collect()
+}
+
+/// The finding `id` must be there, with this impact (ms per step, % of a 10 ms step) and severity.
+fn expect(shape: &Shape, id: &str, ms_per_step: f64, severity: Severity) -> Finding {
+    assert!(
+        DETECTORS.iter().any(|d| d.id() == id),
+        "{id} is no detector"
+    );
+    let found = findings(shape);
+    let f = found
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("{id} not found; found {:?}", ids(&found)))
+        .clone();
+    let pct = 100.0 * ms_per_step / (shape.step_us as f64 / 1000.0);
+    assert!(
+        (f.impact.ms_per_step - ms_per_step).abs() < 1e-3,
+        "{id}: {} ms per step, expected {ms_per_step} ({})",
+        f.impact.ms_per_step,
+        f.summary
+    );
+    assert!(
+        (f.impact.pct_of_step - pct).abs() < 0.01,
+        "{id}: {}% of the step, expected {pct}",
+        f.impact.pct_of_step
+    );
+    assert_eq!(f.severity, severity, "{id}: {}", f.summary);
+    f
+}
+
+/// The finding `id` must not be there.
+fn expect_none(shape: &Shape, id: &str) {
+    assert!(
+        DETECTORS.iter().any(|d| d.id() == id),
+        "{id} is no detector"
+    );
+    let found = findings(shape);
+    if let Some(f) = found.iter().find(|f| f.id == id) {
+        panic!(
+            "{id} must not fire on the healthy trace: {} ({} ms per step, {:?})",
+            f.summary, f.impact.ms_per_step, f.severity
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Each detector: the anti-pattern, and the nearest healthy trace.
+
 #[test]
-fn placeholder() {}
+fn the_healthy_run_triggers_nothing() {
+    let found = findings(&Shape::healthy());
+    assert!(found.is_empty(), "{:?}", ids(&found));
+}
+
+fn dataloader(us: i64) -> Shape {
+    Shape {
+        dataloader_us: us,
+        kernels: 30,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn dataloader_bottleneck() {
+    // DataLoader 3 ms at the start of each 10 ms step (30%), no GPU work meanwhile (the previous
+    // step's 30 kernels end at 3 000 + 30 × 216 = 9 480 µs): 3 ms of GPU idle per step = 30%.
+    expect(
+        &dataloader(3_000),
+        "dataloader-bottleneck",
+        3.0,
+        Severity::High,
+    );
+}
+
+#[test]
+fn dataloader_at_2_percent_is_fine() {
+    expect_none(&dataloader(200), "dataloader-bottleneck");
+}
+
+fn utilization(kernel_us: i64, gap_us: i64) -> Shape {
+    Shape {
+        kernels: 10,
+        kernel_us,
+        gap_us,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn gpu_low_utilization() {
+    // 10 kernels of 300 µs each after 600 µs of host wait: busy 3 ms. Before the first kernel
+    // come the DataLoader's 200 µs and the first 600 µs wait (800 µs, host-before-gpu's part);
+    // after the last, the tail 10 000 - 200 - 10 × 900 = 800 µs. Active: 8.4 ms, 36% busy.
+    // Host wait between kernels: 9 × 600 µs = 5.4 ms.
+    expect(
+        &utilization(300, 600),
+        "gpu-low-utilization",
+        5.4,
+        Severity::High,
+    );
+}
+
+#[test]
+fn gpu_busy_90_percent_is_fine() {
+    // 10 kernels of 900 µs with 20 µs gaps: 9 ms busy of 10.
+    expect_none(&utilization(900, 20), "gpu-low-utilization");
+}
+
+fn launches(kernel_us: i64, kernels: u32) -> Shape {
+    Shape {
+        kernels,
+        kernel_us,
+        gap_us: 16,
+        launch_us: 14,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn launch_bound_small_kernels() {
+    // 400 kernels of 4 µs, each launched by a 14 µs cudaLaunchKernel after the GPU went idle
+    // (gap 16 µs): all kernels short; host wait 200 + 400 × 16 = 6 600 µs ≥ 10%. Impact: kernel
+    // wait 0 + min(host wait 6.6 ms, launch CPU time 400 × 14 µs = 5.6 ms) = 5.6 ms = 56%.
+    expect(
+        &launches(4, 400),
+        "launch-bound-small-kernels",
+        5.6,
+        Severity::High,
+    );
+}
+
+#[test]
+fn kernels_of_200_us_are_not_launch_bound() {
+    expect_none(&launches(200, 40), "launch-bound-small-kernels");
+}
+
+fn sync(sync: Option<(u32, i64)>) -> Shape {
+    Shape {
+        kernels: 35,
+        sync,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn host_device_sync() {
+    // aten::item → cudaStreamSynchronize waits on kernel 19; the next kernel is launched 1.5 ms
+    // after the sync returns, so the GPU is idle for the whole 1 ms window after it: 1 ms = 10%.
+    expect(
+        &sync(Some((19, 1_500))),
+        "host-device-sync",
+        1.0,
+        Severity::Medium,
+    );
+}
+
+#[test]
+fn no_sync_in_the_step_is_fine() {
+    expect_none(&sync(None), "host-device-sync");
+}
+
+fn copy(host: &'static str) -> Shape {
+    Shape {
+        kernels: 35,
+        copy: Some((1_200, host)),
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn pageable_memcpy() {
+    // One 1.2 ms H2D copy from pageable memory per step; pinned runs it twice as fast:
+    // 0.6 ms = 6%.
+    expect(&copy("Pageable"), "pageable-memcpy", 0.6, Severity::Medium);
+}
+
+#[test]
+fn pinned_copies_are_fine() {
+    expect_none(&copy("Pinned"), "pageable-memcpy");
+}
+
+fn gemms(names: &'static [&'static str], gpu: (&'static str, i64, u64)) -> Shape {
+    Shape {
+        kernels: 30,
+        names,
+        gpu,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn fp32_without_tensor_cores() {
+    // On an A100, 15 of the 30 kernels of 200 µs are SIMT sgemm: 3 ms per step (50% of kernel
+    // time); TF32 or bf16 halves it: 1.5 ms = 15%.
+    let f = expect(
+        &gemms(&[SIMT_GEMM, ELEMENTWISE], Shape::healthy().gpu),
+        "fp32-without-tensor-cores",
+        1.5,
+        Severity::Medium,
+    );
+    assert_eq!(f.evidence[0].events, vec![SIMT_GEMM.to_string()]);
+}
+
+#[test]
+fn tensor_core_gemms_or_a_gpu_without_tensor_cores_are_fine() {
+    let a100 = Shape::healthy().gpu;
+    expect_none(
+        &gemms(&[TENSOR_CORE_GEMM, ELEMENTWISE], a100),
+        "fp32-without-tensor-cores",
+    );
+    // A P100 (compute capability 6.0) has no tensor cores: sgemm is the best it can do.
+    let p100 = ("Tesla P100-PCIE-16GB", 6, 17_071_734_784);
+    expect_none(
+        &gemms(&[SIMT_GEMM, ELEMENTWISE], p100),
+        "fp32-without-tensor-cores",
+    );
+}
+
+#[test]
+fn allocator_churn() {
+    // 4 cudaFree (150 µs) + 4 cudaMalloc (100 µs) in every step, the first included (so it is
+    // no warm-up): 4 × 250 µs = 1 ms of CPU time per step = 10%.
+    let shape = Shape {
+        kernels: 35,
+        alloc_pairs: 4,
+        ..Shape::healthy()
+    };
+    expect(&shape, "allocator-churn", 1.0, Severity::Medium);
+}
+
+#[test]
+fn caching_allocator_without_mallocs_in_steady_steps_is_fine() {
+    // The allocator fills up in the first step only (4 mallocs > 2 × max(median 0, 1)): that
+    // step is warm-up by the allocation rule, although it is no slower.
+    let shape = Shape {
+        kernels: 35,
+        first: Some(First {
+            step_us: 10_000,
+            dataloader_us: 200,
+            alloc_pairs: 4,
+        }),
+        ..Shape::healthy()
+    };
+    let trace = ingest(&shape.json());
+    let analysis = Analysis::new(&trace);
+    assert!(analysis.steps.steps[0].warmup);
+    assert_eq!(analysis.steady, vec![1, 2, 3]);
+    assert_eq!(analysis.step_metrics[0].mallocs, 4);
+    expect_none(&shape, "allocator-churn");
+}
+
+fn memory(share: f64) -> Shape {
+    Shape {
+        allocated: Some((share * A100_MEM as f64) as u64),
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn memory_pressure() {
+    // Peak 95% of the A100's 80 GiB: a risk, not lost time (impact 0, severity medium).
+    let f = expect(&memory(0.95), "memory-pressure", 0.0, Severity::Medium);
+    assert!(f.summary.contains("95%"), "{}", f.summary);
+}
+
+#[test]
+fn memory_at_half_the_device_is_fine() {
+    expect_none(&memory(0.5), "memory-pressure");
+}
+
+#[test]
+fn communication_exposed() {
+    // A 2.5 ms all-reduce after the 30 kernels (which end at 200 + 30 × 216 = 6 680 µs), with no
+    // compute alongside: 25% of the step, all of it exposed: 2.5 ms = 25%.
+    let shape = Shape {
+        kernels: 30,
+        collective: Some(Collective {
+            dur_us: 2_500,
+            overlapped: false,
+        }),
+        ..Shape::healthy()
+    };
+    expect(&shape, "communication-exposed", 2.5, Severity::High);
+}
+
+#[test]
+fn communication_overlapped_by_compute_is_fine() {
+    // The same 2.5 ms all-reduce on stream 20, running inside a 2.9 ms compute kernel on
+    // stream 7: none of it is exposed.
+    let shape = Shape {
+        kernels: 3,
+        kernel_us: 2_900,
+        collective: Some(Collective {
+            dur_us: 2_500,
+            overlapped: true,
+        }),
+        ..Shape::healthy()
+    };
+    let trace = ingest(&shape.json());
+    let analysis = Analysis::new(&trace);
+    let device = analysis.step_metrics[1].main_device().unwrap().clone();
+    assert_eq!(
+        (device.communication, device.communication_exposed),
+        (2_500_000, 0)
+    );
+    expect_none(&shape, "communication-exposed");
+}
+
+fn devices(devices: i64) -> Shape {
+    Shape {
+        devices,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn data_parallel() {
+    // Kernels alternate between GPUs 0 and 1 in one process: no time estimate, medium.
+    expect(&devices(2), "data-parallel", 0.0, Severity::Medium);
+}
+
+#[test]
+fn one_device_per_process_is_fine() {
+    expect_none(&devices(1), "data-parallel");
+}
+
+fn backend(backend: &'static str) -> Shape {
+    Shape {
+        backend,
+        world_size: 2,
+        ..Shape::healthy()
+    }
+}
+
+#[test]
+fn ddp_without_nccl() {
+    // gloo on GPU tensors: no time estimate, medium.
+    let f = expect(&backend("gloo"), "ddp-without-nccl", 0.0, Severity::Medium);
+    assert!(f.summary.contains("gloo"), "{}", f.summary);
+}
+
+#[test]
+fn ddp_with_nccl_is_fine() {
+    expect_none(&backend("nccl"), "ddp-without-nccl");
+}
+
+/// The detectors this file covers, each with a positive and a negative case above.
+const COVERED: [&str; 11] = [
+    "dataloader-bottleneck",
+    "gpu-low-utilization",
+    "launch-bound-small-kernels",
+    "host-device-sync",
+    "pageable-memcpy",
+    "fp32-without-tensor-cores",
+    "allocator-churn",
+    "memory-pressure",
+    "communication-exposed",
+    "data-parallel",
+    "ddp-without-nccl",
+];
+
+#[test]
+fn the_covered_detectors_are_in_the_catalogue() {
+    let catalogue: Vec<&str> = DETECTORS.iter().map(|d| d.id()).collect();
+    for id in COVERED {
+        assert!(catalogue.contains(&id), "{id} is no longer a detector");
+    }
+}
+
+#[test]
+fn a_slow_first_step_is_warm_up_and_its_dataloader_and_mallocs_are_left_out() {
+    // Step 1 takes 17 ms (1.7× the 10 ms median of the others) with 5 ms of DataLoader and
+    // 6 malloc/free pairs; steps 2-4 are healthy.
+    let shape = Shape {
+        first: Some(First {
+            step_us: 17_000,
+            dataloader_us: 5_000,
+            alloc_pairs: 6,
+        }),
+        ..Shape::healthy()
+    };
+    let trace = ingest(&shape.json());
+    let analysis = Analysis::new(&trace);
+    let warmup: Vec<bool> = analysis.steps.steps.iter().map(|s| s.warmup).collect();
+    assert_eq!(warmup, [true, false, false, false]);
+    assert_eq!(analysis.steady, vec![1, 2, 3]);
+    let first = &analysis.step_metrics[0];
+    assert_eq!(
+        (first.dataloader_ns, first.mallocs, first.frees),
+        (5_000_000, 6, 6)
+    );
+    let found = detect::run(&analysis);
+    assert!(found.is_empty(), "{:?}", ids(&found));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real traces.
+
+fn shared_traces() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    dir.is_dir().then_some(dir)
+}
+
+fn read(path: &Path) -> Result<Trace, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    ingest_reader(file, IngestOptions::default(), 1 << 20, |_| {})
+        .map(|i| i.trace)
+        .map_err(|e| e.to_string())
+}
+
+fn findings_of(path: &Path) -> Vec<Finding> {
+    let trace = read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    detect::run(&Analysis::new(&trace))
+}
+
+#[test]
+fn real_traces_show_their_known_problems() {
+    let Some(dir) = shared_traces() else {
+        eprintln!(
+            "SKIPPED: ../shared/traces is absent; the real-trace detector checks did not run"
+        );
+        return;
+    };
+    let tracelens = "AMD-AGI__TraceLens/tests__traces__mi300__";
+    let expected: Vec<(String, &str)> = vec![
+        // hipMalloc/hipFree in the step (about 1 460 and 1 360): no caching allocator reuse.
+        (format!("{tracelens}ddp_resnet18_no_pool__train_resnet18.json.gz"), "allocator-churn"),
+        // A V100 running fp32 volta_sgemm and scudnn kernels.
+        (
+            "facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz".into(),
+            "fp32-without-tensor-cores",
+        ),
+        // A T4 running fp32 convolutions and GEMMs on SIMT cores.
+        ("haraldger__High-Performance-Deep-Learning/resnet50_trace.json".into(), "fp32-without-tensor-cores"),
+        ("haraldger__High-Performance-Deep-Learning/vgg16_trace.json".into(), "fp32-without-tensor-cores"),
+        // ViT inference on an MI300X: thousands of tiny kernels, the GPU waits on launches.
+        (format!("{tracelens}Falconsai_nsfw_image_detection__1016002.json.gz"), "launch-bound-small-kernels"),
+    ];
+    let mut failures = Vec::new();
+    for (file, id) in &expected {
+        let found = findings_of(&dir.join(file));
+        eprintln!("{file}: {:?}", summaries(&found));
+        if !found.iter().any(|f| f.id == *id) {
+            failures.push(format!("{file}: expected {id}, found {:?}", ids(&found)));
+        }
+    }
+    // DLRM training: every worker syncs inside its step.
+    let param = dir.join("facebookresearch__param");
+    let mut workers: Vec<PathBuf> = std::fs::read_dir(&param)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    workers.retain(|p| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        name.contains("dlrm_kineto__worker")
+            && name.contains("_step_12.")
+            && name.ends_with(".pt.trace.json")
+    });
+    workers.sort();
+    assert_eq!(workers.len(), 8, "the 8 DLRM workers");
+    for w in &workers {
+        let found = findings_of(w);
+        eprintln!("{}: {:?}", w.display(), summaries(&found));
+        if !found.iter().any(|f| f.id == "host-device-sync") {
+            failures.push(format!(
+                "{}: expected host-device-sync, found {:?}",
+                w.display(),
+                ids(&found)
+            ));
+        }
+    }
+    // TimeSformer inference on an MI300X keeps the GPU ~99% busy: nothing to say about
+    // utilization or launches.
+    let healthy = format!("{tracelens}facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    for f in findings_of(&dir.join(&healthy)) {
+        if f.id == "gpu-low-utilization" || f.id == "launch-bound-small-kernels" {
+            failures.push(format!("{healthy}: unexpected {} ({})", f.id, f.summary));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The `.json` and `.gz` files one folder down (one folder per source repository).
+fn trace_files(dir: &Path) -> Vec<PathBuf> {
+    let entries = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let mut files: Vec<PathBuf> = entries(dir)
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .flat_map(|repo| entries(&repo))
+        .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "gz"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn findings_are_ranked_by_impact_on_every_real_trace() {
+    let Some(dir) = shared_traces() else {
+        eprintln!("SKIPPED: ../shared/traces is absent; the ranking check did not run");
+        return;
+    };
+    let mut analysed = 0;
+    for path in trace_files(&dir) {
+        let Ok(trace) = read(&path) else { continue };
+        let found = detect::run(&Analysis::new(&trace));
+        for pair in found.windows(2) {
+            assert!(
+                pair[0].impact.ms_per_step >= pair[1].impact.ms_per_step,
+                "{}: {} ({} ms) ranked before {} ({} ms)",
+                path.display(),
+                pair[0].id,
+                pair[0].impact.ms_per_step,
+                pair[1].id,
+                pair[1].impact.ms_per_step
+            );
+        }
+        analysed += 1;
+    }
+    eprintln!("ranking checked on {analysed} traces");
+    assert!(analysed > 0, "no trace in {} could be read", dir.display());
+}

@@ -4,8 +4,10 @@ use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
 
 pub struct ExposedCommunication;
 
-/// The TensorBoard plugin's threshold: communication above 10% of the step.
+/// The TensorBoard plugin's threshold: communication above 10% of the step…
 const SHARE: f64 = 0.1;
+/// …of which at least this share of the step is not overlapped by compute.
+const EXPOSED_SHARE: f64 = 0.01;
 
 impl Detector for ExposedCommunication {
     fn id(&self) -> &'static str {
@@ -17,7 +19,7 @@ impl Detector for ExposedCommunication {
     }
 
     fn threshold(&self) -> &'static str {
-        "collective kernel time above 10% of the steady-state step (the TensorBoard plugin's rule), reported with the part not overlapped by compute"
+        "collective kernel time above 10% of the steady-state step (the TensorBoard plugin's rule), of which at least 1% of the step is not overlapped by compute"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
@@ -28,6 +30,9 @@ impl Detector for ExposedCommunication {
         }
         let exposed =
             a.steady_mean(|m| m.main_device().map_or(0, |d| d.communication_exposed) as f64);
+        if exposed < EXPOSED_SHARE * step {
+            return None;
+        }
         let impact = a.impact(
             exposed,
             "collective time not overlapped by compute kernels on other streams, mean over steady-state steps: the most overlap can recover",

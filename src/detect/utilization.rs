@@ -1,11 +1,15 @@
-//! GPU starved: low utilization, with the idle time attributed.
+//! GPU starved: low utilization while the GPU has work, with the idle time attributed; and
+//! steps whose host part (preprocessing) runs before the GPU gets anything.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
 
 pub struct LowUtilization;
+pub struct HostBeforeGpu;
 
 /// The TensorBoard plugin's threshold: GPU utilization below 50%.
 const UTILIZATION: f64 = 0.5;
+/// Host-only time at the start of the step, beyond data loading, from this share of the step.
+const HOST_FIRST_SHARE: f64 = 0.25;
 
 impl Detector for LowUtilization {
     fn id(&self) -> &'static str {
@@ -17,7 +21,7 @@ impl Detector for LowUtilization {
     }
 
     fn threshold(&self) -> &'static str {
-        "busy time of the rank's GPU below 50% of the steady-state step (the TensorBoard plugin's rule)"
+        "busy time of the rank's GPU below 50% of its active part of the steady-state step, from its first to its last work (the TensorBoard plugin's rule; host time before the first kernel is host-before-gpu)"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
@@ -25,8 +29,8 @@ impl Detector for LowUtilization {
         if busy <= 0.0 {
             return None;
         }
-        let step = a.step_ns();
-        let utilization = busy / step;
+        let active = a.steady_mean(|m| m.main_device().map_or(0, |d| d.active(m.dur())) as f64);
+        let utilization = busy / active.max(1.0);
         if utilization >= UTILIZATION {
             return None;
         }
@@ -35,13 +39,13 @@ impl Detector for LowUtilization {
         let other = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_other) as f64);
         let impact = if a.trace.launches.is_empty() {
             a.impact(
-                step - busy,
-                "all GPU idle time per steady-state step: the trace links no kernel to its launch, so the idle time cannot be attributed",
+                active - busy,
+                "all GPU idle time between its first and last work, per steady-state step: the trace links no kernel to its launch, so the idle time cannot be attributed",
             )
         } else {
             a.impact(
                 host + kernel,
-                "GPU idle time attributed to host wait or kernel wait (Holistic Trace Analysis' definitions), mean over steady-state steps; idle time waiting on other streams or events is not counted",
+                "GPU idle time between its first and last work attributed to host wait or kernel wait (Holistic Trace Analysis' definitions), mean over steady-state steps; idle time waiting on other streams or events is not counted",
             )
         };
         let (cause, fix) = if host >= kernel {
@@ -64,9 +68,9 @@ impl Detector for LowUtilization {
         Some(finding(
             self,
             format!(
-                "the GPU is busy {:.0}% of the step: idle {:.2} ms per step, {:.2} ms host wait, {:.2} ms kernel wait, {:.2} ms other; mostly {cause}",
+                "the GPU is busy {:.0}% of its active {:.2} ms per step: idle {:.2} ms host wait, {:.2} ms kernel wait, {:.2} ms other; mostly {cause}",
                 100.0 * utilization,
-                (step - busy) / 1e6,
+                active / 1e6,
                 host / 1e6,
                 kernel / 1e6,
                 other / 1e6
@@ -74,12 +78,52 @@ impl Detector for LowUtilization {
             impact,
             0.6,
             vec![Evidence {
-                what: format!("GPU busy {:.2} ms of a {:.2} ms step", busy / 1e6, step / 1e6),
+                what: format!("GPU busy {:.2} ms of {:.2} ms active", busy / 1e6, active / 1e6),
                 steps: a.steady_numbers(),
                 events: Vec::new(),
                 count: None,
             }],
             fix,
+        ))
+    }
+}
+
+impl Detector for HostBeforeGpu {
+    fn id(&self) -> &'static str {
+        "host-before-gpu"
+    }
+
+    fn title(&self) -> &'static str {
+        "The step runs host work before the GPU gets anything"
+    }
+
+    fn threshold(&self) -> &'static str {
+        "time from the step's start to its first GPU work, less the DataLoader time (its own finding), above 25% of the steady-state step"
+    }
+
+    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+        if !a.trace.tracks.iter().any(|t| t.gpu) {
+            return None;
+        }
+        let before = a.steady_mean(|m| m.main_device().map_or(0, |d| d.before_first_work) as f64);
+        let host = (before - a.steady_mean(|m| m.dataloader_ns as f64)).max(0.0);
+        if host < HOST_FIRST_SHARE * a.step_ns() {
+            return None;
+        }
+        let impact = a.impact(
+            host,
+            "host time before the first GPU work of the step, less DataLoader time, mean over steady-state steps: preprocessing moved off the critical path overlaps the GPU instead",
+        );
+        Some(finding(
+            self,
+            format!("each step spends {:.2} ms on the host (preprocessing, input conversion) before its first GPU work; the GPU idles meanwhile", host / 1e6),
+            impact,
+            0.6,
+            vec![Evidence { what: "host-only time at the start of the step".into(), steps: a.steady_numbers(), events: Vec::new(), count: None }],
+            Fix {
+                summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
+                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
+            },
         ))
     }
 }

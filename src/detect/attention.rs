@@ -58,7 +58,9 @@ impl Detector for UnfusedAttention {
         let t = a.trace;
         let e = &t.events;
         let ops = |i: usize| matches!(e.kind[i], EventKind::CpuOp);
-        if (0..e.len()).any(|i| ops(i) && FUSED.iter().any(|f| t.name_of(i).contains(f))) {
+        // PyTorch's math fallback (`_scaled_dot_product_attention_math`) is itself unfused.
+        let fused = |name: &str| FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math");
+        if (0..e.len()).any(|i| ops(i) && fused(t.name_of(i))) {
             return None;
         }
         let gpu_ns = gpu_time_by_launch(t);

@@ -1,0 +1,762 @@
+//! The op-level detectors on small Kineto traces written here: layout transforms around
+//! convolutions, unfused attention, heavy copies, the unfused optimizer, `zero_grad` writing
+//! zeros, fusion candidates and `torch.compile` graph breaks. For each, a positive trace whose
+//! impact is checked against the arithmetic of the trace (in the comments), and the nearest
+//! healthy trace, which must not trigger it.
+//!
+//! Every trace has four `ProfilerStep#N` ranges of 10 ms (so none is warm-up) unless a test says
+//! otherwise; impacts are per steady-state step, percentages of those 10 ms.
+
+use torchtraceap::detect::{self, Analysis, Finding, Severity, DETECTORS};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+
+// ---------------------------------------------------------------------------------------------
+// Kernel names, as PyTorch 2.x on an A100 records them.
+
+const GEMM: &str = "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn";
+const ADD: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3>)";
+const MUL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, at::native::BinaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3>)";
+const GELU: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2>)";
+const FILL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
+const TO_NHWC: &str = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnn::dnn::kernel_class)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)";
+const TO_NCHW: &str = "void cudnn::ops::nhwcToNchwKernel<float, float, float, true, false, (cudnn::dnn::kernel_class)0>(cudnn::ops::nhwc2nchw_params_t<float>, float const*, float*)";
+const IMPLICIT_SGEMM: &str = "void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)";
+const SCUDNN: &str = "ampere_scudnn_128x64_relu_medium_nn_v1";
+/// The convolution cuDNN picks for channels_last tensors: no conversion around it.
+const NHWC_FPROP: &str = "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel";
+const SOFTMAX: &str = "void (anonymous namespace)::softmax_warp_forward<c10::Half, c10::Half, float, 10, false, false>(c10::Half*, c10::Half const*, int, int, int, bool const*, int, bool)";
+const FLASH: &str = "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t> >, false, false, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)";
+const MULTI_TENSOR: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)";
+const FUSED_ADAM: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, bool, float*, float*)";
+const DTOD: &str = "Memcpy DtoD (Device -> Device)";
+const HTOD_PINNED: &str = "Memcpy HtoD (Pinned -> Device)";
+
+// ---------------------------------------------------------------------------------------------
+// The trace builder.
+
+/// Steady-state step length, µs.
+const STEP_US: i64 = 10_000;
+/// Four steps of equal length: none is warm-up.
+const STEADY: [i64; 4] = [STEP_US; 4];
+/// The Python main thread (Kineto's pid is the main thread's tid) and autograd's thread.
+const PID: i64 = 3120;
+const MAIN: i64 = 3120;
+const AUTOGRAD: i64 = 3187;
+/// The compute stream of GPU 0.
+const STREAM: i64 = 7;
+/// One `cudaLaunchKernel` (or `cudaMemcpyAsync`) call, µs.
+const LAUNCH_US: i64 = 4;
+
+/// A Kineto trace written event by event, times in µs. Two cursors move as events are added:
+/// `cpu`, where the next range or runtime call starts on the current thread, and `gpu`, where the
+/// stream's last work ended. Ranges nest: each opens 1 µs before its first child and closes
+/// 1 µs after its last; a runtime call takes `LAUNCH_US` and the next event starts 1 µs later.
+/// GPU work starts `gap` µs after the stream's previous work, or 1 µs after its launch call
+/// ended if the CPU is behind (in every trace here but the optimizer's, the CPU is ahead, so
+/// the gaps on the stream are exactly the ones given).
+struct Kineto {
+    events: Vec<String>,
+    correlation: u64,
+    tid: i64,
+    cpu: i64,
+    gpu: i64,
+    /// Start of the step being written.
+    step: i64,
+}
+
+impl Kineto {
+    /// A trace of back-to-back `ProfilerStep#1…` ranges of the given lengths; `body` writes the
+    /// inside of step `k` (0-based), with both cursors at the step's start.
+    fn trace(steps: &[i64], body: impl Fn(&mut Kineto, usize)) -> String {
+        let mut b = Kineto {
+            events: Vec::new(),
+            correlation: 0,
+            tid: MAIN,
+            cpu: 0,
+            gpu: 0,
+            step: 0,
+        };
+        let mut start = 1_000_000; // like a real trace's clock
+        for (k, &dur) in steps.iter().enumerate() {
+            (b.step, b.cpu, b.gpu, b.tid) = (start, start + 1, start, MAIN);
+            body(&mut b, k);
+            assert!(
+                b.cpu <= start + dur && b.gpu <= start + dur,
+                "step {k} overflows: cpu {} gpu {}",
+                b.cpu - start,
+                b.gpu - start
+            );
+            let name = format!("ProfilerStep#{}", k + 1);
+            b.event("user_annotation", &name, (PID, MAIN), (start, dur), "");
+            start += dur;
+        }
+        format!(
+            r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, "computeMinor": 0, "numSms": 108}}],
+  "traceEvents": [
+{}
+  ], "traceName": "op_patterns.pt.trace.json", "displayTimeUnit": "ms"}}"#,
+            b.events.join(",\n")
+        )
+    }
+
+    /// One complete event at `(pid, tid)` over `(ts, dur)`; `args` is the inside of its `args`.
+    fn event(&mut self, cat: &str, name: &str, at: (i64, i64), span: (i64, i64), args: &str) {
+        let args = if args.is_empty() {
+            String::new()
+        } else {
+            format!(r#", "args": {{{args}}}"#)
+        };
+        self.events.push(format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {}, "tid": {}, "ts": {}, "dur": {}{args}}}"#,
+            at.0, at.1, span.0, span.1
+        ));
+    }
+
+    /// Moves the CPU cursor to `offset` µs after the step's start.
+    fn at(&mut self, offset: i64) {
+        assert!(
+            self.cpu <= self.step + offset,
+            "the CPU is already past {offset}"
+        );
+        self.cpu = self.step + offset;
+    }
+
+    /// Python time between ops.
+    fn pause(&mut self, us: i64) {
+        self.cpu += us;
+    }
+
+    /// Further CPU events go to thread `tid`.
+    fn thread(&mut self, tid: i64) {
+        self.tid = tid;
+    }
+
+    /// A range of category `cat` around what `inside` writes.
+    fn range(&mut self, cat: &str, name: &str, inside: impl FnOnce(&mut Kineto)) {
+        let start = self.cpu;
+        self.cpu += 1;
+        inside(self);
+        let end = self.cpu + 1;
+        self.event(cat, name, (PID, self.tid), (start, end - start), "");
+        self.cpu = end + 1;
+    }
+
+    /// A `record_function` range (`nn.Module: …`, `Optimizer.step#…`).
+    fn annotation(&mut self, name: &str, inside: impl FnOnce(&mut Kineto)) {
+        self.range("user_annotation", name, inside);
+    }
+
+    /// A chain of nested ATen ops, outermost first, around what `inside` writes.
+    fn ops(&mut self, names: &[&str], inside: impl FnOnce(&mut Kineto)) {
+        match names.split_first() {
+            None => inside(self),
+            Some((first, rest)) => self.range("cpu_op", first, |b| b.ops(rest, inside)),
+        }
+    }
+
+    /// An op that launches one kernel.
+    fn op_kernel(&mut self, op: &str, kernel: &str, gap: i64, dur: i64) {
+        self.ops(&[op], |b| b.kernel(kernel, gap, dur));
+    }
+
+    /// A runtime call at the CPU cursor and the GPU work it queues on the stream, linked by
+    /// correlation id; `args` adds to the GPU event's arguments.
+    fn gpu_work(&mut self, call: &str, cat: &str, name: &str, gap: i64, dur: i64, args: &str) {
+        self.correlation += 1;
+        let corr = self.correlation;
+        let runtime = if call.starts_with("cu") && !call.starts_with("cuda") {
+            "cuda_driver"
+        } else {
+            "cuda_runtime"
+        };
+        let (cpu, tid) = (self.cpu, self.tid);
+        let link = format!(r#""correlation": {corr}"#);
+        self.event(runtime, call, (PID, tid), (cpu, LAUNCH_US), &link);
+        let start = (self.gpu + gap).max(cpu + LAUNCH_US + 1);
+        let args = format!(r#"{link}, "device": 0, "stream": {STREAM}{args}"#);
+        self.event(cat, name, (0, STREAM), (start, dur), &args);
+        self.gpu = start + dur;
+        self.cpu = cpu + LAUNCH_US + 1;
+    }
+
+    /// `cudaLaunchKernel` and its kernel.
+    fn kernel(&mut self, name: &str, gap: i64, dur: i64) {
+        self.gpu_work("cudaLaunchKernel", "kernel", name, gap, dur, "");
+    }
+
+    /// `cudaMemcpyAsync` and its copy of `bytes`.
+    fn memcpy(&mut self, name: &str, gap: i64, dur: i64, bytes: u64) {
+        let args = format!(r#", "bytes": {bytes}"#);
+        self.gpu_work("cudaMemcpyAsync", "gpu_memcpy", name, gap, dur, &args);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the detectors.
+
+/// Every finding on the trace; the steady-state steps must be the 10 ms ones.
+fn findings(text: &str) -> Vec<Finding> {
+    let ingested =
+        ingest_bytes(text.as_bytes(), IngestOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        ingested.report.warnings.is_empty(),
+        "{:?}",
+        ingested.report.warnings
+    );
+    let analysis = Analysis::new(&ingested.trace);
+    let step_ms = analysis.step_ns() / 1e6;
+    assert!(
+        (step_ms - STEP_US as f64 / 1000.0).abs() < 1e-9,
+        "steady steps of {step_ms} ms"
+    );
+    detect::run(&analysis)
+}
+
+fn known(id: &str) {
+    assert!(
+        DETECTORS.iter().any(|d| d.id() == id),
+        "{id} is no detector"
+    );
+}
+
+/// The finding `id` must be there, with this impact (ms per step, and its share of the 10 ms
+/// step) and severity.
+fn expect(text: &str, id: &str, ms_per_step: f64, severity: Severity) -> Finding {
+    known(id);
+    let found = findings(text);
+    let f = found
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| {
+            let ids: Vec<&str> = found.iter().map(|f| f.id).collect();
+            panic!("{id} not found; found {ids:?}")
+        })
+        .clone();
+    let pct = 100.0 * ms_per_step / (STEP_US as f64 / 1000.0);
+    assert!(
+        (f.impact.ms_per_step - ms_per_step).abs() < 1e-6,
+        "{id}: {} ms per step, expected {ms_per_step} ({})",
+        f.impact.ms_per_step,
+        f.summary
+    );
+    assert!(
+        (f.impact.pct_of_step - pct).abs() < 1e-6,
+        "{id}: {}% of the step, expected {pct}",
+        f.impact.pct_of_step
+    );
+    assert_eq!(f.severity, severity, "{id}: {}", f.summary);
+    f
+}
+
+/// The finding `id` must not be there.
+fn expect_none(text: &str, id: &str) {
+    known(id);
+    if let Some(f) = findings(text).iter().find(|f| f.id == id) {
+        panic!(
+            "{id} must not fire: {} ({} ms per step, {:?})",
+            f.summary, f.impact.ms_per_step, f.severity
+        );
+    }
+}
+
+/// The count of the finding's first evidence.
+fn count(f: &Finding) -> Option<u64> {
+    f.evidence.first().and_then(|e| e.count)
+}
+
+// ---------------------------------------------------------------------------------------------
+// layout-transforms
+
+/// One convolution layer as cuDNN runs it: the op chain down to `aten::cudnn_convolution`, which
+/// launches an NCHW→NHWC conversion (when `to_nhwc` > 0), the convolution, and a conversion back
+/// (when `to_nchw` > 0), 2 µs apart on the stream.
+fn conv_layer(b: &mut Kineto, to_nhwc: i64, conv: (&str, i64), to_nchw: i64) {
+    let chain = [
+        "aten::conv2d",
+        "aten::convolution",
+        "aten::_convolution",
+        "aten::cudnn_convolution",
+    ];
+    b.ops(&chain, |b| {
+        if to_nhwc > 0 {
+            b.kernel(TO_NHWC, 2, to_nhwc);
+        }
+        b.kernel(conv.0, 2, conv.1);
+        if to_nchw > 0 {
+            b.kernel(TO_NCHW, 2, to_nchw);
+        }
+    });
+}
+
+#[test]
+fn layout_conversions_around_convolutions() {
+    // An fp32 NCHW model whose convolutions cuDNN runs in NHWC: each of 4 layers converts its
+    // input (150 µs), convolves (600 µs) and converts back (150 µs). Layout kernels per step:
+    // 4 × (150 + 150) = 1 200 µs = 1.2 ms = 12% of the step (≥ 1%), 50% of the 2 400 µs of
+    // convolutions (≥ 5%): medium.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.annotation("nn.Module: ResNet_0", |b| {
+            for conv in [IMPLICIT_SGEMM, SCUDNN, IMPLICIT_SGEMM, SCUDNN] {
+                conv_layer(b, 150, (conv, 600), 150);
+            }
+        });
+    });
+    let f = expect(&text, "layout-transforms", 1.2, Severity::Medium);
+    // 8 conversions per step in 4 steps.
+    assert_eq!(count(&f), Some(32));
+    assert!(f.summary.contains("50%"), "{}", f.summary);
+}
+
+#[test]
+fn channels_last_convolutions_need_no_conversion() {
+    // The same model in channels_last: cuDNN's NHWC convolutions, nothing around them.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.annotation("nn.Module: ResNet_0", |b| {
+            for _ in 0..4 {
+                conv_layer(b, 0, (NHWC_FPROP, 600), 0);
+            }
+        });
+    });
+    expect_none(&text, "layout-transforms");
+}
+
+#[test]
+fn one_input_conversion_is_under_5_percent_of_convolution_time() {
+    // channels_last model fed an NCHW batch: one 200 µs conversion per step before 4
+    // convolutions of 2 000 µs. 200 µs is 2% of the step (above the 1% floor) but 200 / 8 000 =
+    // 2.5% of the convolution time, under 5%.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.annotation("nn.Module: ResNet_0", |b| {
+            conv_layer(b, 200, (NHWC_FPROP, 2_000), 0);
+            for _ in 0..3 {
+                conv_layer(b, 0, (NHWC_FPROP, 2_000), 0);
+            }
+        });
+    });
+    expect_none(&text, "layout-transforms");
+}
+
+// ---------------------------------------------------------------------------------------------
+// unfused-attention
+
+/// One attention block of a ViT in fp16: the QKV projection, attention (hand-written
+/// `q @ k.T / sqrt(d)`, softmax, `@ v`, or `scaled_dot_product_attention` with the flash
+/// kernel), the output projection.
+fn attention_block(b: &mut Kineto, layer: usize, fused: bool) {
+    b.annotation(&format!("nn.Module: Attention_{layer}"), |b| {
+        b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 200));
+        if fused {
+            let sdpa = [
+                "aten::scaled_dot_product_attention",
+                "aten::_scaled_dot_product_flash_attention",
+                "aten::_flash_attention_forward",
+            ];
+            b.ops(&sdpa, |b| b.kernel(FLASH, 2, 350));
+        } else {
+            b.op_kernel("aten::bmm", GEMM, 2, 120);
+            b.op_kernel("aten::div", MUL, 2, 40);
+            b.ops(&["aten::softmax", "aten::_softmax"], |b| {
+                b.kernel(SOFTMAX, 2, 300)
+            });
+            b.op_kernel("aten::bmm", GEMM, 2, 120);
+        }
+        b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 100));
+    });
+}
+
+fn vit(fused: bool) -> String {
+    Kineto::trace(&STEADY, |b, _| {
+        for layer in 0..2 {
+            attention_block(b, layer, fused);
+        }
+    })
+}
+
+#[test]
+fn attention_as_bmm_softmax_bmm() {
+    // 2 attention blocks per step, each bmm → div → softmax → bmm under its
+    // `nn.Module: Attention_N`: the softmax kernels take 2 × 300 µs = 0.6 ms = 6% of the step:
+    // medium.
+    let f = expect(&vit(false), "unfused-attention", 0.6, Severity::Medium);
+    // 2 blocks per step in 4 steps.
+    assert_eq!(count(&f), Some(8));
+}
+
+#[test]
+fn scaled_dot_product_attention_is_fused() {
+    expect_none(&vit(true), "unfused-attention");
+}
+
+// ---------------------------------------------------------------------------------------------
+// heavy-memcpy
+
+/// A step that copies its input batch to the GPU (100 µs, pinned, 24 GB/s) and runs `layers`
+/// GEMMs of 300 µs, each followed by a `.contiguous()` device-to-device copy of `dtod_us`
+/// (700 GB/s).
+fn copying_step(b: &mut Kineto, layers: usize, dtod_us: i64) {
+    let to = ["aten::to", "aten::_to_copy", "aten::copy_"];
+    b.ops(&to, |b| b.memcpy(HTOD_PINNED, 2, 100, 2_400_000));
+    b.annotation("nn.Module: Net_0", |b| {
+        for _ in 0..layers {
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 300));
+            let contiguous = ["aten::contiguous", "aten::clone", "aten::copy_"];
+            let bytes = dtod_us as u64 * 700_000;
+            b.ops(&contiguous, |b| b.memcpy(DTOD, 2, dtod_us, bytes));
+        }
+    });
+}
+
+#[test]
+fn device_to_device_copies_above_5_percent() {
+    // Per step: 4 DtoD copies of 200 µs (800 µs) and the 100 µs input copy: 900 µs of copies,
+    // 9% ≥ 5%. Impact: the DtoD time plus half the host copy time = 800 + 100 / 2 = 850 µs =
+    // 0.85 ms = 8.5% of the step: medium.
+    let text = Kineto::trace(&STEADY, |b, _| copying_step(b, 4, 200));
+    let f = expect(&text, "heavy-memcpy", 0.85, Severity::Medium);
+    assert_eq!(count(&f), Some(5));
+}
+
+#[test]
+fn copies_under_5_percent_are_fine() {
+    // 4 × 95 + 100 = 480 µs of copies per step: 4.8%.
+    let text = Kineto::trace(&STEADY, |b, _| copying_step(b, 4, 95));
+    expect_none(&text, "heavy-memcpy");
+}
+
+#[test]
+fn copies_of_the_warm_up_step_are_left_out() {
+    // Step 1 takes 15 ms (1.5× the others: warm-up) and copies 20 × 200 + 100 = 4 100 µs; the
+    // steady steps copy 480 µs (4.8%). Counting step 1 would make it (4 100 + 3 × 480) / 4 =
+    // 1 385 µs of a mean 11.25 ms step, 12%.
+    let text = Kineto::trace(&[15_000, STEP_US, STEP_US, STEP_US], |b, k| {
+        if k == 0 {
+            copying_step(b, 20, 200);
+        } else {
+            copying_step(b, 4, 95);
+        }
+    });
+    expect_none(&text, "heavy-memcpy");
+}
+
+// ---------------------------------------------------------------------------------------------
+// optimizer-not-fused and zero-grad-memset
+
+/// Parameters of the model: 4 linear layers, weight and bias.
+const PARAMS: usize = 8;
+
+#[derive(Clone, Copy)]
+enum Adam {
+    /// `foreach=False`: one kernel per op per parameter.
+    SingleTensor,
+    /// `foreach=True` on a model large enough for 8 chunks of tensors per foreach op.
+    Foreach,
+    /// `fused=True`.
+    Fused,
+}
+
+/// A training step: `zero_grad` (writing zeros with `aten::zero_` when `memset`, else
+/// `set_to_none`: no GPU work), the forward pass (4 GEMMs of 200 µs), the backward pass on
+/// autograd's thread (8 GEMMs of 200 µs), and `Adam.step` from 7 000 µs to the end of the step.
+fn training_step(b: &mut Kineto, adam: Adam, memset: bool) {
+    b.annotation("Optimizer.zero_grad#Adam.zero_grad", |b| {
+        if memset {
+            for _ in 0..PARAMS {
+                b.ops(&["aten::zero_", "aten::fill_"], |b| b.kernel(FILL, 2, 25));
+            }
+        }
+    });
+    b.annotation("nn.Module: MLP_0", |b| {
+        for _ in 0..4 {
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 200));
+        }
+    });
+    b.thread(AUTOGRAD);
+    for _ in 0..4 {
+        let backward = [
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "AddmmBackward0",
+            "aten::mm",
+        ];
+        b.ops(&backward, |b| {
+            b.kernel(GEMM, 2, 200);
+            b.kernel(GEMM, 2, 200);
+        });
+    }
+    b.thread(MAIN);
+    assert!(
+        b.gpu < b.step + 7_000,
+        "the backward reaches into the optimizer"
+    );
+    b.at(7_000);
+    b.annotation("Optimizer.step#Adam.step", |b| match adam {
+        Adam::SingleTensor => {
+            for _ in 0..PARAMS {
+                for op in [
+                    "aten::lerp_",
+                    "aten::mul_",
+                    "aten::addcmul_",
+                    "aten::sqrt",
+                    "aten::div",
+                    "aten::add_",
+                    "aten::addcdiv_",
+                ] {
+                    b.op_kernel(op, MUL, 2, 5);
+                    b.pause(10);
+                }
+            }
+        }
+        Adam::Foreach => {
+            for op in [
+                "aten::_foreach_lerp_",
+                "aten::_foreach_mul_",
+                "aten::_foreach_addcmul_",
+                "aten::_foreach_sqrt",
+                "aten::_foreach_div_",
+                "aten::_foreach_add_",
+                "aten::_foreach_addcdiv_",
+            ] {
+                b.ops(&[op], |b| {
+                    (0..8).for_each(|_| b.kernel(MULTI_TENSOR, 2, 30))
+                });
+            }
+        }
+        Adam::Fused => {
+            b.ops(&["aten::_fused_adam_"], |b| {
+                (0..8).for_each(|_| b.kernel(FUSED_ADAM, 2, 40))
+            });
+        }
+    });
+}
+
+fn training(adam: Adam, memset: bool) -> String {
+    Kineto::trace(&STEADY, |b, _| training_step(b, adam, memset))
+}
+
+#[test]
+fn single_tensor_adam_launches_a_kernel_per_op_per_parameter() {
+    // Adam.step: 7 ops × 8 parameters = 56 kernels of 5 µs (≥ 50), no _foreach_ or _fused_ op.
+    // Its window runs from 7 000 µs to the end of the step: 3 000 µs, the GPU busy
+    // 56 × 5 = 280 µs of it. Impact: 3 000 - 280 = 2 720 µs = 2.72 ms = 27.2%: high.
+    let f = expect(
+        &training(Adam::SingleTensor, false),
+        "optimizer-not-fused",
+        2.72,
+        Severity::High,
+    );
+    assert_eq!(count(&f), Some(56));
+}
+
+#[test]
+fn foreach_adam_is_not_flagged_even_with_56_kernels() {
+    // 7 foreach ops × 8 chunks = 56 multi_tensor_apply kernels: as many as above, but foreach.
+    expect_none(&training(Adam::Foreach, false), "optimizer-not-fused");
+}
+
+#[test]
+fn fused_adam_is_not_flagged() {
+    expect_none(&training(Adam::Fused, false), "optimizer-not-fused");
+}
+
+#[test]
+fn zero_grad_writing_zeros() {
+    // zero_grad(set_to_none=False): aten::zero_ → aten::fill_ launches a 25 µs fill kernel per
+    // parameter: 8 × 25 = 200 µs = 0.2 ms = 2% of the step: low.
+    let f = expect(
+        &training(Adam::Fused, true),
+        "zero-grad-memset",
+        0.2,
+        Severity::Low,
+    );
+    // 8 launches per step in 4 steps.
+    assert_eq!(count(&f), Some(32));
+}
+
+#[test]
+fn zero_grad_set_to_none_launches_nothing() {
+    expect_none(&training(Adam::Fused, false), "zero-grad-memset");
+}
+
+// ---------------------------------------------------------------------------------------------
+// fusion-candidates
+
+/// Element-wise ops of an MLP block in eager mode: bias add, GELU, dropout scale, residual add.
+const ELEMENTWISE: [(&str, &str); 5] = [
+    ("aten::add", ADD),
+    ("aten::gelu", GELU),
+    ("aten::mul", MUL),
+    ("aten::add", ADD),
+    ("aten::mul", MUL),
+];
+
+/// `blocks` MLP blocks: a GEMM of `gemm_us` 3 µs after the previous work, then element-wise
+/// kernels of the `chain` durations, the first 3 µs after the GEMM and the others `gap` µs apart.
+/// With `split`, a GEMM runs before every element-wise kernel instead (3 µs before it).
+fn mlp_step(b: &mut Kineto, blocks: usize, gemm_us: i64, chain: &[i64], gap: i64, split: bool) {
+    b.annotation("nn.Module: MLP_0", |b| {
+        for _ in 0..blocks {
+            for (j, &dur) in chain.iter().enumerate() {
+                if j == 0 || split {
+                    b.ops(&["aten::linear", "aten::addmm"], |b| {
+                        b.kernel(GEMM, 3, gemm_us)
+                    });
+                }
+                let (op, kernel) = ELEMENTWISE[j % ELEMENTWISE.len()];
+                let gap = if j == 0 || split { 3 } else { gap };
+                b.op_kernel(op, kernel, gap, dur);
+            }
+        }
+    });
+}
+
+/// Five element-wise kernels, 65 µs in all, the longest 18 µs.
+const CHAIN: [i64; 5] = [12, 18, 9, 15, 11];
+
+#[test]
+fn chains_of_short_elementwise_kernels() {
+    // 10 blocks per step, each a GEMM then 5 element-wise kernels (12, 18, 9, 15, 11 µs) 3 µs
+    // apart: 10 runs of 65 µs = 650 µs per step (6.5% ≥ 5%). Each run spans 65 + 4 × 3 = 77 µs,
+    // of which a fused kernel keeps the longest (18 µs): 59 µs saved per run, 590 µs per step
+    // = 0.59 ms = 5.9%: medium.
+    let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 300, &CHAIN, 3, false));
+    let f = expect(&text, "fusion-candidates", 0.59, Severity::Medium);
+    // 10 runs per step in 4 steps.
+    assert_eq!(count(&f), Some(40));
+}
+
+#[test]
+fn four_kernels_of_19_us_10_us_apart_are_a_chain() {
+    // At the thresholds: 7 blocks of 4 kernels of 19 µs (under 20) 10 µs apart (at most 10):
+    // 7 × 76 = 532 µs per step (5.32% ≥ 5%). Each run spans 76 + 3 × 10 = 106 µs, minus the
+    // longest 19 µs: 87 µs saved, 7 × 87 = 609 µs = 0.609 ms = 6.09%: medium.
+    let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 7, 300, &[19; 4], 10, false));
+    let f = expect(&text, "fusion-candidates", 0.609, Severity::Medium);
+    assert_eq!(count(&f), Some(28));
+}
+
+#[test]
+fn elementwise_kernels_between_gemms_are_no_chain() {
+    // The same 650 µs of element-wise kernels per step, each after a 60 µs GEMM.
+    let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 60, &CHAIN, 3, true));
+    expect_none(&text, "fusion-candidates");
+}
+
+#[test]
+fn three_kernels_in_a_row_are_no_chain() {
+    // 14 blocks of 3 kernels (12, 18, 9 µs) 3 µs apart: 14 × 39 = 546 µs per step (5.46% ≥ 5%),
+    // but every run is 3 long.
+    let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 14, 250, &CHAIN[..3], 3, false));
+    expect_none(&text, "fusion-candidates");
+}
+
+#[test]
+fn elementwise_kernels_11_us_apart_are_no_chain() {
+    // The chains of the positive case, with the kernels 11 µs apart (launch-bound).
+    let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 300, &CHAIN, 11, false));
+    expect_none(&text, "fusion-candidates");
+}
+
+// ---------------------------------------------------------------------------------------------
+// compile-graph-breaks
+
+/// A compiled model's step: each region a `CompiledFunction` launching Triton kernels (through
+/// the driver) and a GEMM; between regions, the eager code that broke the graph.
+fn compiled_step(b: &mut Kineto, regions: &[&str]) {
+    for (n, region) in regions.iter().enumerate() {
+        if n > 0 {
+            b.op_kernel("aten::add", ADD, 2, 20);
+        }
+        b.annotation(region, |b| {
+            b.ops(&["CompiledFunction"], |b| {
+                b.gpu_work(
+                    "cuLaunchKernel",
+                    "kernel",
+                    "triton_poi_fused_add_gelu_0",
+                    2,
+                    40,
+                    "",
+                );
+                b.ops(&["aten::mm"], |b| b.kernel(GEMM, 2, 400));
+                let norm = "triton_per_fused_native_layer_norm_1";
+                b.gpu_work("cuLaunchKernel", "kernel", norm, 2, 60, "");
+            });
+        });
+    }
+}
+
+#[test]
+fn graph_breaks_split_each_step_into_compiled_regions() {
+    // Two regions per step (frames 0 and 1): no time estimate, medium.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        compiled_step(
+            b,
+            &["Torch-Compiled Region: 0/0", "Torch-Compiled Region: 1/0"],
+        )
+    });
+    let f = expect(&text, "compile-graph-breaks", 0.0, Severity::Medium);
+    // 2 regions per step in 4 steps.
+    assert_eq!(count(&f), Some(8));
+}
+
+#[test]
+fn a_recompiled_region() {
+    // One region per step, but from step 3 on frame 0 runs its second compilation ("0/1").
+    let text = Kineto::trace(&STEADY, |b, k| {
+        let id = if k < 2 { "0/0" } else { "0/1" };
+        compiled_step(b, &[&format!("Torch-Compiled Region: {id}")])
+    });
+    let f = expect(&text, "compile-graph-breaks", 0.0, Severity::Medium);
+    let events = &f.evidence[0].events;
+    assert_eq!(events, &["Torch-Compiled Region: 0/1"], "{}", f.summary);
+}
+
+#[test]
+fn one_compiled_region_per_step_is_fine() {
+    let text = Kineto::trace(&STEADY, |b, _| {
+        compiled_step(b, &["Torch-Compiled Region: 0/0"])
+    });
+    expect_none(&text, "compile-graph-breaks");
+}
+
+#[test]
+fn backward_kernels_still_running_are_not_optimizer_kernels() {
+    // GPU-bound step: the CPU enters SGD.step (foreach=False, 8 parameters: 8 aten::add_
+    // kernels) at 7 000 µs while the GPU still runs the backward's last 50 reduce kernels
+    // (queued long before; the stream ends the backward at 8 134 µs). The optimizer launches
+    // 8 kernels, under 50: nothing to flag.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.annotation("Optimizer.zero_grad#SGD.zero_grad", |_| {});
+        b.annotation("nn.Module: MLP_0", |b| {
+            for _ in 0..4 {
+                b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 200));
+            }
+        });
+        b.thread(AUTOGRAD);
+        for _ in 0..14 {
+            let mm = [
+                "autograd::engine::evaluate_function: AddmmBackward0",
+                "AddmmBackward0",
+                "aten::mm",
+            ];
+            b.ops(&mm, |b| {
+                b.kernel(GEMM, 2, 220);
+                b.kernel(GEMM, 2, 220);
+            });
+        }
+        for _ in 0..50 {
+            let sum = [
+                "autograd::engine::evaluate_function: NativeLayerNormBackward0",
+                "aten::sum",
+            ];
+            b.ops(&sum, |b| b.kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4>)", 2, 20));
+        }
+        b.thread(MAIN);
+        b.at(7_000);
+        b.annotation("Optimizer.step#SGD.step", |b| {
+            for _ in 0..PARAMS {
+                b.op_kernel("aten::add_", ADD, 2, 5);
+                b.pause(10);
+            }
+        });
+    });
+    expect_none(&text, "optimizer-not-fused");
+}

@@ -52,6 +52,20 @@ impl DeviceTime {
     }
 }
 
+/// Time on one GPU stream within the range, in nanoseconds (work on one stream does not
+/// overlap, so these are sums of clipped durations).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamTime {
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+    pub compute: i64,
+    pub communication: i64,
+    pub memcpy: i64,
+    pub memset: i64,
+    /// The range minus the stream's work.
+    pub idle: i64,
+}
+
 /// Copies of one direction and host memory kind.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CopyStats {
@@ -62,12 +76,13 @@ pub struct CopyStats {
     pub ns: i64,
 }
 
-/// Everything measured over one range.
+/// Everything measured over one range: per device (`devices`) and per stream (`streams`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RangeMetrics {
     pub start: i64,
     pub end: i64,
     pub devices: Vec<DeviceTime>,
+    pub streams: Vec<StreamTime>,
     pub kernels: u64,
     pub short_kernels: u64,
     pub kernel_ns: i64,
@@ -188,6 +203,11 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
             if !track.gpu || track.device != device {
                 continue;
             }
+            let mut stream = StreamTime {
+                device,
+                stream: track.stream,
+                ..StreamTime::default()
+            };
             for i in in_range(t, k, start, end) {
                 let kind = e.kind[i];
                 if !kind.is_gpu_work() {
@@ -197,6 +217,12 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                 if iv.1 < iv.0 {
                     continue;
                 }
+                *match kind {
+                    EventKind::GpuKernel => &mut stream.compute,
+                    EventKind::Collective => &mut stream.communication,
+                    EventKind::Memcpy => &mut stream.memcpy,
+                    _ => &mut stream.memset,
+                } += iv.1 - iv.0;
                 all.push(iv);
                 let launch = t.launch_of(i as u32).map(|l| e.start[l as usize]);
                 work.push((e.start[i], e.end(i), launch));
@@ -222,6 +248,12 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                     _ => memset.push(iv),
                 }
             }
+            stream.idle = (end - start)
+                - stream.compute
+                - stream.communication
+                - stream.memcpy
+                - stream.memset;
+            m.streams.push(stream);
         }
         let all = merge(all);
         let compute = merge(compute);

@@ -83,6 +83,20 @@ pub struct StepEntry {
     pub communication_exposed_ms: Option<f64>,
     pub device_mallocs: u64,
     pub device_frees: u64,
+    pub peak_allocated_bytes: Option<i64>,
+    pub streams: Vec<StreamEntry>,
+}
+
+/// One GPU stream's time in a step.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamEntry {
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
+    pub compute_ms: f64,
+    pub communication_ms: f64,
+    pub memcpy_ms: f64,
+    pub memset_ms: f64,
+    pub idle_ms: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -94,6 +108,11 @@ pub struct WindowEntry {
     pub start_ms: f64,
     pub duration_ms: f64,
     pub gpu_busy_pct: Option<f64>,
+    pub idle_host_wait_ms: Option<f64>,
+    pub kernels: u64,
+    pub short_kernels: u64,
+    pub sync_calls: u64,
+    pub communication_ms: Option<f64>,
 }
 
 const MS: f64 = 1e6;
@@ -136,6 +155,20 @@ impl Report {
                     communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / MS),
                     device_mallocs: m.mallocs,
                     device_frees: m.frees,
+                    peak_allocated_bytes: m.peak_allocated,
+                    streams: m
+                        .streams
+                        .iter()
+                        .map(|st| StreamEntry {
+                            device: st.device,
+                            stream: st.stream,
+                            compute_ms: st.compute as f64 / MS,
+                            communication_ms: st.communication as f64 / MS,
+                            memcpy_ms: st.memcpy as f64 / MS,
+                            memset_ms: st.memset as f64 / MS,
+                            idle_ms: st.idle as f64 / MS,
+                        })
+                        .collect(),
                 }
             })
             .collect();
@@ -151,6 +184,11 @@ impl Report {
                     start_ms: (w.start - origin) as f64 / MS,
                     duration_ms: (w.end - w.start) as f64 / MS,
                     gpu_busy_pct: m.main_device().map(|d| pct(d.busy, m.dur())),
+                    idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / MS),
+                    kernels: m.kernels,
+                    short_kernels: m.short_kernels,
+                    sync_calls: m.sync_calls,
+                    communication_ms: m.main_device().map(|d| d.communication as f64 / MS),
                 }
             })
             .collect();

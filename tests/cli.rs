@@ -151,8 +151,9 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     assert!(md.status.success(), "{}", stderr(&md));
     let text = stdout(&md);
     assert!(text.starts_with("# TorchTraceAP report"), "{text}");
-    // Two 9 ms steps with 1.5 ms of kernels each: the GPU is idle most of the step.
-    assert!(text.contains("`gpu-low-utilization`"), "{text}");
+    // Two 9 ms steps whose three kernels end 2.6 ms into the step: the host runs alone for the
+    // rest.
+    assert!(text.contains("`host-only-time`"), "{text}");
     assert!(
         text.contains("Estimated impact:") && text.contains("```python"),
         "{text}"
@@ -164,8 +165,16 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     assert_eq!(report["format"], "torchtraceap.report");
     assert_eq!(report["version"], 1);
     assert_eq!(report["steps"].as_array().unwrap().len(), 2);
+    // Per stream: three 500 µs kernels on stream 7 of device 0, in a 9 ms step.
+    let stream = &report["steps"][1]["streams"][0];
+    assert_eq!(
+        (stream["device"].as_i64(), stream["stream"].as_i64()),
+        (Some(0), Some(7))
+    );
+    assert_eq!(stream["compute_ms"], 1.5);
+    assert_eq!(stream["idle_ms"], 7.5);
     let first = &report["findings"][0];
-    assert_eq!(first["id"], "gpu-low-utilization");
+    assert_eq!(first["id"], "host-only-time");
     assert!(first["impact_ms_per_step"].as_f64().unwrap() > 0.0);
 
     let gated = ttap(&["analyze", "--fail-on", "low", path.to_str().unwrap()]);

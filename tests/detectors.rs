@@ -439,7 +439,7 @@ fn utilization(kernel_us: i64, gap_us: i64) -> Shape {
 #[test]
 fn gpu_low_utilization() {
     // 10 kernels of 300 µs each after 600 µs of host wait: busy 3 ms. Before the first kernel
-    // come the DataLoader's 200 µs and the first 600 µs wait (800 µs, host-before-gpu's part);
+    // come the DataLoader's 200 µs and the first 600 µs wait (800 µs, host-only-time's part);
     // after the last, the tail 10 000 - 200 - 10 × 900 = 800 µs. Active: 8.4 ms, 36% busy.
     // Host wait between kernels: 9 × 600 µs = 5.4 ms.
     expect(
@@ -448,6 +448,26 @@ fn gpu_low_utilization() {
         5.4,
         Severity::High,
     );
+}
+
+#[test]
+fn host_only_time() {
+    // 10 kernels of 100 µs with 20 µs gaps after the DataLoader's 200 µs: the GPU work ends
+    // 200 + 10 × 120 = 1 400 µs into the 10 ms step. Before the first kernel: 220 µs; after the
+    // last: 8 600 µs; less the DataLoader's 200 µs: 8.62 ms (86.2%).
+    expect(
+        &utilization(100, 20),
+        "host-only-time",
+        8.62,
+        Severity::High,
+    );
+}
+
+#[test]
+fn a_step_filled_with_gpu_work_has_no_host_only_time() {
+    // The healthy shape: 216 µs before the first kernel, 80 µs after the last, less 200 µs of
+    // DataLoader: 0.1 ms.
+    expect_none(&Shape::healthy(), "host-only-time");
 }
 
 #[test]

@@ -184,7 +184,7 @@ pub trait Detector: Sync {
 pub static DETECTORS: &[&dyn Detector] = &[
     &dataloader::DataLoaderBottleneck,
     &utilization::LowUtilization,
-    &utilization::HostBeforeGpu,
+    &utilization::HostOnlyTime,
     &launch_bound::LaunchBound,
     &host_sync::HostSync,
     &pageable_copy::PageableCopy,

@@ -1,10 +1,11 @@
 //! GPU starved: low utilization while the GPU has work, with the idle time attributed; and
-//! steps whose host part (preprocessing) runs before the GPU gets anything.
+//! host-only parts of the step (preprocessing before the first kernel, work after the last) that
+//! leave the GPU with nothing to do.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
 
 pub struct LowUtilization;
-pub struct HostBeforeGpu;
+pub struct HostOnlyTime;
 
 /// The TensorBoard plugin's threshold: GPU utilization below 50%.
 const UTILIZATION: f64 = 0.5;
@@ -21,7 +22,7 @@ impl Detector for LowUtilization {
     }
 
     fn threshold(&self) -> &'static str {
-        "busy time of the rank's GPU below 50% of its active part of the steady-state step, from its first to its last work (the TensorBoard plugin's rule; host time before the first kernel is host-before-gpu)"
+        "busy time of the rank's GPU below 50% of its active part of the steady-state step, from its first to its last work (the TensorBoard plugin's rule; host time before the first and after the last kernel is host-only-time)"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
@@ -88,17 +89,17 @@ impl Detector for LowUtilization {
     }
 }
 
-impl Detector for HostBeforeGpu {
+impl Detector for HostOnlyTime {
     fn id(&self) -> &'static str {
-        "host-before-gpu"
+        "host-only-time"
     }
 
     fn title(&self) -> &'static str {
-        "The step runs host work before the GPU gets anything"
+        "Parts of the step run on the host alone"
     }
 
     fn threshold(&self) -> &'static str {
-        "time from the step's start to its first GPU work, less the DataLoader time (its own finding), above 25% of the steady-state step"
+        "GPU idle before the step's first GPU work and after its last, less the DataLoader time (its own finding), above 25% of the steady-state step"
     }
 
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
@@ -106,20 +107,21 @@ impl Detector for HostBeforeGpu {
             return None;
         }
         let before = a.steady_mean(|m| m.main_device().map_or(0, |d| d.before_first_work) as f64);
-        let host = (before - a.steady_mean(|m| m.dataloader_ns as f64)).max(0.0);
+        let after = a.steady_mean(|m| m.main_device().map_or(0, |d| d.after_last_work) as f64);
+        let host = (before + after - a.steady_mean(|m| m.dataloader_ns as f64)).max(0.0);
         if host < HOST_FIRST_SHARE * a.step_ns() {
             return None;
         }
         let impact = a.impact(
             host,
-            "host time before the first GPU work of the step, less DataLoader time, mean over steady-state steps: preprocessing moved off the critical path overlaps the GPU instead",
+            "GPU idle before the first and after the last GPU work of the step, less DataLoader time, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
         );
         Some(finding(
             self,
-            format!("each step spends {:.2} ms on the host (preprocessing, input conversion) before its first GPU work; the GPU idles meanwhile", host / 1e6),
+            format!("each step spends {:.2} ms on the host alone ({:.2} ms before its first GPU work, {:.2} ms after its last); the GPU idles meanwhile", host / 1e6, before / 1e6, after / 1e6),
             impact,
             0.6,
-            vec![Evidence { what: "host-only time at the start of the step".into(), steps: a.steady_numbers(), events: Vec::new(), count: None }],
+            vec![Evidence { what: "host-only time at the start and end of the step".into(), steps: a.steady_numbers(), events: Vec::new(), count: None }],
             Fix {
                 summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
                 snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",

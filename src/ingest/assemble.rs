@@ -144,20 +144,11 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32]) -> Vec<u32> {
 }
 
 fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
-    let mut tracks: Vec<Track> = b
-        .tracks
-        .iter()
-        .map(|t| Track {
-            pid: t.pid,
-            tid: t.tid,
-            gpu: t.gpu,
-            device: t.device,
-            stream: t.stream,
-            process_name: b.process_names.get(&t.pid).copied(),
-            thread_name: b.thread_names.get(&(t.pid, t.tid)).copied(),
-            events: 0..0,
-        })
-        .collect();
+    let mut tracks = b.tracks.clone();
+    for t in &mut tracks {
+        t.process_name = b.process_names.get(&t.pid).copied();
+        t.thread_name = b.thread_names.get(&(t.pid, t.tid)).copied();
+    }
     let mut i = 0;
     while i < e.len() {
         let t = e.track[i];

@@ -11,7 +11,7 @@ use super::event::{self, parse_event, Raw, RawEvent};
 use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
 use crate::model::{
     CollectiveDetail, CopyDetail, CopyDirection, Events, HostMemory, KernelDetail, MemoryDetail,
-    OpDetail, RuntimeDetail, StrId, Strings, NONE,
+    OpDetail, RuntimeDetail, StrId, Strings, Track, NONE,
 };
 
 /// Why an event was skipped; counted per reason in the ingest report.
@@ -94,20 +94,12 @@ pub struct Category {
     fwdbwd: bool,
 }
 
-#[derive(Clone, Debug)]
-pub struct TrackBuild {
-    pub pid: StrId,
-    pub tid: StrId,
-    pub gpu: bool,
-    pub device: Option<i64>,
-    pub stream: Option<i64>,
-}
-
 #[derive(Default)]
 pub struct Builder {
     pub strings: Strings,
     pub events: Events,
-    pub tracks: Vec<TrackBuild>,
+    /// Tracks as first seen; names and event ranges are filled in by `assemble`.
+    pub tracks: Vec<Track>,
     track_ids: FxHashMap<(StrId, StrId), u32>,
     last_pid: Vec<u8>,
     last_tid: Vec<u8>,
@@ -289,12 +281,15 @@ impl Builder {
         let next = self.tracks.len() as u32;
         let id = *self.track_ids.entry((pid_id, tid_id)).or_insert(next);
         if id == next {
-            self.tracks.push(TrackBuild {
+            self.tracks.push(Track {
                 pid: pid_id,
                 tid: tid_id,
                 gpu: false,
                 device: None,
                 stream: None,
+                process_name: None,
+                thread_name: None,
+                events: 0..0,
             });
         }
         self.last_pid.clear();

@@ -149,18 +149,37 @@ fn all_digits(w: u64) -> bool {
     (low | high | w) & (ONES * 0x80) == 0
 }
 
-/// Bytes that end a number or literal: `,` `}` `]` and whitespace.
-static ENDS_SCALAR: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b',' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b']' as usize] = true;
-    t[b' ' as usize] = true;
-    t[b'\t' as usize] = true;
-    t[b'\n' as usize] = true;
-    t[b'\r' as usize] = true;
+/// Bytes of numbers and literals, the delimiters that end them, and the rest.
+static SCALAR: [Scalar; 256] = {
+    let mut t = [Scalar::Invalid; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphanumeric() || b == b'.' || b == b'+' || b == b'-' {
+            t[c] = Scalar::Part;
+        }
+        c += 1;
+    }
+    t[b',' as usize] = Scalar::End;
+    t[b'}' as usize] = Scalar::End;
+    t[b']' as usize] = Scalar::End;
+    t[b' ' as usize] = Scalar::End;
+    t[b'\t' as usize] = Scalar::End;
+    t[b'\n' as usize] = Scalar::End;
+    t[b'\r' as usize] = Scalar::End;
     t
 };
+
+/// What a byte is to a number or literal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scalar {
+    /// Digits, letters, `.`, `+`, `-`.
+    Part,
+    /// A delimiter: the scalar ends before it.
+    End,
+    /// Anything else (a bracket or quote inside a number): the event is malformed.
+    Invalid,
+}
 
 #[inline(always)]
 fn is_ws(b: u8) -> bool {
@@ -233,17 +252,23 @@ impl<'a> Cursor<'a> {
                 }
                 let len = self.b[i..]
                     .iter()
-                    .position(|&c| ENDS_SCALAR[c as usize])
+                    .position(|&c| SCALAR[c as usize] != Scalar::Part)
                     .ok_or(Stop::Incomplete)?;
                 self.i = i + len;
+                if SCALAR[self.b[self.i] as usize] == Scalar::Invalid {
+                    return Err(Stop::Malformed);
+                }
                 Ok(Raw(&self.b[start..self.i]))
             }
             _ => Err(Stop::Malformed),
         }
     }
 
-    /// Skips an object or array starting at the cursor, keeping count of nesting.
+    /// Skips an object or array starting at the cursor. Each closing bracket must match its
+    /// opening one (a stack of one bit per level, 128 levels at most: deeper is taken as
+    /// malformed), so that the reader and the framer always agree on where an event ends.
     fn nested(&mut self) -> Result<(), Stop> {
+        let mut stack: u128 = 0;
         let mut depth = 0u32;
         loop {
             let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
@@ -252,8 +277,18 @@ impl<'a> Cursor<'a> {
                     self.string()?;
                     continue;
                 }
-                b'{' | b'[' => depth += 1,
+                b'{' | b'[' => {
+                    if depth == 128 {
+                        return Err(Stop::Malformed);
+                    }
+                    stack = (stack << 1) | u128::from(c == b'{');
+                    depth += 1;
+                }
                 b'}' | b']' => {
+                    if (stack & 1 == 1) != (c == b'}') {
+                        return Err(Stop::Malformed);
+                    }
+                    stack >>= 1;
                     depth -= 1;
                     if depth == 0 {
                         self.i += 1;
@@ -520,6 +555,9 @@ mod tests {
             br#"{ph: 1}"#,
             br#"{"a": @}"#,
             b"[1]",
+            br#"{"tid": 391{, "ts": 1}"#,
+            br#"{"a": {]}, "ts": 1}"#,
+            br#"{"a": [}], "ts": 1}"#,
         ] {
             let got = parse_event(bad, &mut RawEvent::default()).err();
             assert_eq!(

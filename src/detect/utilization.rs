@@ -38,17 +38,10 @@ impl Detector for LowUtilization {
         let host = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_host_wait) as f64);
         let kernel = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_kernel_wait) as f64);
         let other = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_other) as f64);
-        let impact = if a.trace.launches.is_empty() {
-            a.impact(
-                active - busy,
-                "all GPU idle time between its first and last work, per steady-state step: the trace links no kernel to its launch, so the idle time cannot be attributed",
-            )
-        } else {
-            a.impact(
-                host + kernel,
-                "GPU idle time between its first and last work attributed to host wait or kernel wait (Holistic Trace Analysis' definitions), mean over steady-state steps; idle time waiting on other streams or events is not counted",
-            )
-        };
+        let impact = a.impact(
+            active - busy,
+            "GPU idle time between its first and last work in the step, mean over steady-state steps; the summary splits it into host wait, kernel wait (Holistic Trace Analysis' definitions) and other",
+        );
         let (cause, fix) = if host >= kernel {
             (
                 "the CPU does not queue work fast enough",

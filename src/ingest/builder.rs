@@ -303,25 +303,44 @@ impl Builder {
     fn name(&mut self, ev: &RawEvent<'_>) -> StrId {
         match ev.name {
             Some(raw) => {
-                // Most names repeat: a small direct-mapped cache, checked by comparing bytes,
-                // skips UTF-8 validation and the hash map for them.
                 let content = raw.0.get(1..raw.0.len().saturating_sub(1)).unwrap_or(&[]);
-                let slot = name_slot(content);
-                let cached = self.name_cache[slot];
-                if cached != NONE && self.strings.get(cached).as_bytes() == content {
-                    return cached;
-                }
-                let name = event::text(raw);
-                if matches!(name, std::borrow::Cow::Owned(_)) && std::str::from_utf8(raw.0).is_err()
-                {
-                    self.repaired_utf8 += 1;
-                }
-                let id = self.strings.intern(&name);
-                self.name_cache[slot] = id;
-                id
+                self.intern_cached(content, || {
+                    let name = event::text(raw);
+                    let repaired = matches!(name, std::borrow::Cow::Owned(_))
+                        && std::str::from_utf8(raw.0).is_err();
+                    (name, repaired)
+                })
             }
             None => self.no_category,
         }
+    }
+
+    /// Interns the text that `bytes` stand for. Most names and argument texts repeat: a small
+    /// direct-mapped cache, checked by comparing bytes with the interned text, skips UTF-8
+    /// validation, unescaping and the hash map for them. `make` gives the text on a miss, and
+    /// whether invalid UTF-8 had to be replaced.
+    fn intern_cached<'b>(
+        &mut self,
+        bytes: &[u8],
+        make: impl FnOnce() -> (std::borrow::Cow<'b, str>, bool),
+    ) -> StrId {
+        let slot = name_slot(bytes);
+        let cached = self.name_cache[slot];
+        if cached != NONE && self.strings.get(cached).as_bytes() == bytes {
+            return cached;
+        }
+        let (text, repaired) = make();
+        if repaired {
+            self.repaired_utf8 += 1;
+        }
+        let id = self.strings.intern(&text);
+        self.name_cache[slot] = id;
+        id
+    }
+
+    /// Interns a raw JSON fragment (`Input Dims`, `Input type`) as written.
+    fn intern_raw(&mut self, raw: Raw<'_>) -> StrId {
+        self.intern_cached(raw.0, || (event::raw_text(raw), false))
     }
 
     fn push(&mut self, row: Row) -> u32 {
@@ -419,12 +438,8 @@ impl Builder {
                 let op = OpDetail {
                     external_id: args.external_id.and_then(event::uint),
                     sequence_number: args.sequence_number.and_then(event::uint),
-                    input_dims: args
-                        .input_dims
-                        .map(|r| self.strings.intern(&event::raw_text(r))),
-                    input_types: args
-                        .input_types
-                        .map(|r| self.strings.intern(&event::raw_text(r))),
+                    input_dims: args.input_dims.map(|r| self.intern_raw(r)),
+                    input_types: args.input_types.map(|r| self.intern_raw(r)),
                     collective,
                 };
                 self.ops.push(op);

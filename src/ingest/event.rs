@@ -149,6 +149,15 @@ fn all_digits(w: u64) -> bool {
     (low | high | w) & (ONES * 0x80) == 0
 }
 
+/// The value of eight ASCII digits (little-endian in `w`, the first digit in the lowest byte).
+#[inline(always)]
+fn eight_digits(w: u64) -> u64 {
+    let w = w.wrapping_sub(0x3030_3030_3030_3030);
+    let w = (w.wrapping_mul(10) + (w >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let w = (w.wrapping_mul(100) + (w >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (w.wrapping_mul(10_000) + (w >> 32)) & 0xFFFF_FFFF
+}
+
 /// Bytes of numbers and literals, the delimiters that end them, and the rest.
 static SCALAR: [Scalar; 256] = {
     let mut t = [Scalar::Invalid; 256];
@@ -416,6 +425,19 @@ pub fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
     };
     let mut int: i64 = 0;
     let mut int_digits = 0;
+    // Microsecond timestamps have 16 integer digits: take them eight at a time.
+    let mut digits = digits;
+    while let Some(word) = digits.get(..8) {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        if !all_digits(w) {
+            break;
+        }
+        int = int
+            .wrapping_mul(100_000_000)
+            .wrapping_add(eight_digits(w) as i64);
+        int_digits += 8;
+        digits = &digits[8..];
+    }
     let mut frac: i64 = 0;
     let mut frac_digits = 0;
     let mut round_up = false;
@@ -567,6 +589,24 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn eight_digits_are_read_at_once() {
+        for n in ["00000000", "12345678", "99999999", "10000001"] {
+            let w = u64::from_le_bytes(n.as_bytes().try_into().unwrap());
+            assert_eq!(eight_digits(w), n.parse::<u64>().unwrap(), "{n}");
+        }
+        assert_eq!(
+            micros_to_ns(raw("1661203462611636")),
+            Some(1_661_203_462_611_636_000)
+        );
+        assert_eq!(micros_to_ns(raw("12345678.9")), Some(12_345_678_900));
+        assert_eq!(
+            micros_to_ns(raw("-123456789012.5")),
+            Some(-123_456_789_012_500)
+        );
+        assert_eq!(micros_to_ns(raw("12345678901234567890")), None);
     }
 
     #[test]

@@ -228,6 +228,22 @@ fn the_capitalised_era_reads_the_same_kinds_and_links_launches_by_flow() {
 }
 
 #[test]
+fn forward_ops_are_linked_to_their_backward_by_fwdbwd_flows() {
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 50, "dur": 8},
+      {"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 2, "ts": 51, "dur": 6},
+      {"ph": "s", "cat": "fwdbwd", "id": 3, "pid": 1, "tid": 1, "ts": 10, "name": "fwdbwd"},
+      {"ph": "f", "cat": "fwdbwd", "id": 3, "pid": 1, "tid": 2, "ts": 51, "bp": "e", "name": "fwdbwd"}
+    ]}"#;
+    let t = read(text).trace;
+    assert_eq!(t.forward_backward.len(), 1);
+    let link = t.forward_backward[0];
+    assert_eq!(t.name_of(link.forward as usize), "aten::linear");
+    assert_eq!(t.name_of(link.backward as usize), "AddmmBackward0");
+}
+
+#[test]
 fn rocm_runtime_calls_and_rccl_kernels_are_classified() {
     let text = r#"{"traceEvents": [
       {"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 3}},

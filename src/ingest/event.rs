@@ -418,7 +418,7 @@ pub fn micros_to_ns(raw: Raw<'_>) -> Option<i64> {
 pub const MAX_TIME_NS: i64 = 1 << 62;
 
 /// Exact decimal parsing of `[-]digits[.digits]`; anything else (exponents) goes through `f64`.
-pub fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
+fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         _ => (false, s),

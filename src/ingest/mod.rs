@@ -25,7 +25,6 @@ use serde::Serialize;
 
 pub use builder::skip as skip_reasons;
 pub use error::IngestError;
-pub use framer::MAX_VALUE_BYTES;
 
 use crate::model::Trace;
 use builder::Builder;

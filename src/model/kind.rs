@@ -84,11 +84,6 @@ impl EventKind {
         )
     }
 
-    /// Events that live on a GPU track rather than a CPU thread.
-    pub fn is_gpu_side(self) -> bool {
-        self.is_gpu_work() || matches!(self, EventKind::GpuUserAnnotation | EventKind::GpuSync)
-    }
-
     /// CPU-side ranges that nest into the per-thread call tree.
     pub fn nests_on_cpu(self) -> bool {
         matches!(

@@ -39,11 +39,6 @@ impl Strings {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
-
-    /// Bytes held by the distinct strings (twice: key and list).
-    pub fn heap_bytes(&self) -> usize {
-        self.list.iter().map(|s| 2 * s.len()).sum()
-    }
 }
 
 #[cfg(test)]

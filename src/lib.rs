@@ -10,4 +10,5 @@ pub mod metrics;
 pub mod model;
 pub mod report;
 pub mod summary;
+pub mod synth;
 pub mod window;

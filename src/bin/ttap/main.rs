@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod inspect;
+mod synth;
 
 use std::process::ExitCode;
 
@@ -31,6 +32,9 @@ enum Command {
     /// Measure ingest throughput and peak memory on a large trace built from a real one, against
     /// serde_json skimming the same bytes.
     Bench(bench::Args),
+    /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16) on a chosen GPU,
+    /// with anti-patterns injected at chosen steps, and its labels.
+    Synth(synth::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Analyze(args) => analyze::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Synth(args) => synth::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

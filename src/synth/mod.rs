@@ -1,0 +1,619 @@
+//! A labelled trace generator: Kineto traces of vision-model steps, with anti-patterns injected
+//! at chosen steps, and the labels saying where.
+//!
+//! The traces follow what the shared real traces show: `ProfilerStep#N` ranges, a DataLoader
+//! range, the input's host-to-device copy, `## forward ##` with the ATen op nesting of each
+//! layer, backward on autograd's own thread, a fused optimizer; every kernel launched by a
+//! runtime call that shares its correlation id (and an `ac2g` flow); kernel names of the GPU's
+//! generation; a slower first step (autotuning, first allocations) that analyses treat as
+//! warm-up; jitter on every duration. The output is deterministic for a given seed.
+//!
+//! Writes only JSON text; reads nothing but its configuration.
+
+pub mod gpu;
+
+use serde_json::{json, Value};
+
+pub use gpu::Gpu;
+
+/// The vision models the generator can imitate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    ResNet50,
+    VitB16,
+}
+
+impl Model {
+    pub const ALL: [Model; 2] = [Model::ResNet50, Model::VitB16];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Model::ResNet50 => "resnet50",
+            Model::VitB16 => "vit_b16",
+        }
+    }
+
+    pub fn parse(id: &str) -> Option<Model> {
+        Model::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    /// Forward GPU time of a batch of 64 on an A100 in mixed precision, in µs.
+    fn forward_us(self) -> f64 {
+        match self {
+            Model::ResNet50 => 22_000.0,
+            Model::VitB16 => 45_000.0,
+        }
+    }
+}
+
+/// An anti-pattern the generator can inject; its id is the detector's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AntiPattern {
+    DataLoader,
+    HostSync,
+    PageableCopy,
+    Fp32Simt,
+    AllocatorChurn,
+    LaunchBound,
+}
+
+impl AntiPattern {
+    pub const ALL: [AntiPattern; 6] = [
+        AntiPattern::DataLoader,
+        AntiPattern::HostSync,
+        AntiPattern::PageableCopy,
+        AntiPattern::Fp32Simt,
+        AntiPattern::AllocatorChurn,
+        AntiPattern::LaunchBound,
+    ];
+
+    /// The id of the detector that finds it.
+    pub fn id(self) -> &'static str {
+        match self {
+            AntiPattern::DataLoader => "dataloader-bottleneck",
+            AntiPattern::HostSync => "host-device-sync",
+            AntiPattern::PageableCopy => "pageable-memcpy",
+            AntiPattern::Fp32Simt => "fp32-without-tensor-cores",
+            AntiPattern::AllocatorChurn => "allocator-churn",
+            AntiPattern::LaunchBound => "launch-bound-small-kernels",
+        }
+    }
+
+    pub fn parse(id: &str) -> Option<AntiPattern> {
+        AntiPattern::ALL.into_iter().find(|p| p.id() == id)
+    }
+
+    /// The phases of the step whose windows it affects.
+    fn phases(self) -> &'static [&'static str] {
+        match self {
+            AntiPattern::DataLoader | AntiPattern::PageableCopy => &["data loading"],
+            AntiPattern::HostSync | AntiPattern::AllocatorChurn => &["forward"],
+            AntiPattern::Fp32Simt | AntiPattern::LaunchBound => &["forward", "backward"],
+        }
+    }
+}
+
+/// One anti-pattern at one step (0-based), with a severity in (0, 1].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Injection {
+    pub pattern: AntiPattern,
+    pub step: u32,
+    pub severity: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub model: Model,
+    pub gpu: Gpu,
+    pub training: bool,
+    pub steps: u32,
+    pub batch: u32,
+    pub seed: u64,
+    pub injections: Vec<Injection>,
+}
+
+/// Where an anti-pattern was injected: a step and a phase of it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Label {
+    /// `N` of `ProfilerStep#N`.
+    pub step: i64,
+    /// The window phase (as `window::Phase::label`).
+    pub phase: &'static str,
+    /// The detector id of the anti-pattern.
+    pub pattern: &'static str,
+}
+
+/// A generated trace and its labels.
+pub struct Generated {
+    pub trace: String,
+    pub labels: Vec<Label>,
+}
+
+/// The first step's number.
+pub const FIRST_STEP: i64 = 10;
+
+/// SplitMix64: a small, well-known generator, so that the same seed gives the same trace on
+/// every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A factor in `[1 - spread, 1 + spread]`.
+    fn jitter(&mut self, spread: f64) -> f64 {
+        let unit = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        1.0 + spread * (2.0 * unit - 1.0)
+    }
+}
+
+const MAIN: i64 = 1001;
+const AUTOGRAD: i64 = 1002;
+const STREAM: i64 = 7;
+const PID: i64 = 1000;
+
+/// Builds the event list while keeping the CPU threads' and the GPU stream's clocks (µs).
+struct Writer {
+    events: Vec<Value>,
+    rng: Rng,
+    gpu: Gpu,
+    /// Host time per thread.
+    cpu: [f64; 2],
+    /// When the stream is free again.
+    stream_free: f64,
+    correlation: u64,
+    /// Kernel-time multiplier of the step being written (injections, warm-up).
+    slow: f64,
+    simt: bool,
+    tiny_kernels: bool,
+}
+
+fn thread_index(tid: i64) -> usize {
+    usize::from(tid == AUTOGRAD)
+}
+
+impl Writer {
+    fn x(&mut self, cat: &str, name: &str, tid: i64, ts: f64, dur: f64, args: Value) {
+        let pid = if tid == STREAM { 0 } else { PID };
+        // Round start and end (not the duration) to the nanosecond, so that ranges that touch
+        // in the generator touch in the trace.
+        let start = (ts * 1000.0).round() / 1000.0;
+        let end = ((ts + dur) * 1000.0).round() / 1000.0;
+        let dur = ((end - start) * 1000.0).round() / 1000.0;
+        let mut e = json!({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": start, "dur": dur});
+        if !args.is_null() {
+            e["args"] = args;
+        }
+        self.events.push(e);
+    }
+
+    fn now(&self, tid: i64) -> f64 {
+        self.cpu[thread_index(tid)]
+    }
+
+    fn advance(&mut self, tid: i64, us: f64) {
+        self.cpu[thread_index(tid)] += us;
+    }
+
+    /// Nested CPU ops around `body` (outermost first); each range ends after its children.
+    fn ops(&mut self, tid: i64, names: &[&str], body: impl FnOnce(&mut Writer)) {
+        let start = self.now(tid);
+        let d = 3.0 * self.rng.jitter(0.3);
+        self.advance(tid, d);
+        match names.split_first() {
+            Some((_, rest)) if !rest.is_empty() => self.ops(tid, rest, body),
+            _ => body(self),
+        }
+        let d = 2.0 * self.rng.jitter(0.3);
+        self.advance(tid, d);
+        let end = self.now(tid);
+        self.x(
+            "cpu_op",
+            names[0],
+            tid,
+            start,
+            end - start,
+            json!({"External id": self.correlation}),
+        );
+    }
+
+    /// A user annotation around `body`.
+    fn annotation(&mut self, tid: i64, name: &str, body: impl FnOnce(&mut Writer)) {
+        let start = self.now(tid);
+        body(self);
+        let end = self.now(tid);
+        self.x(
+            "user_annotation",
+            name,
+            tid,
+            start,
+            end - start,
+            Value::Null,
+        );
+    }
+
+    /// A runtime call on `tid` launching GPU work of `us` on the stream.
+    fn launch(&mut self, tid: i64, kernel: &str, us: f64) {
+        // A launch-bound step (a tiny batch, or a tiny model) runs kernels of a few µs.
+        let us = if self.tiny_kernels {
+            (us / 200.0).clamp(1.5, 8.0)
+        } else {
+            us * self.slow
+        };
+        let call_start = self.now(tid);
+        let call = 5.0 * self.rng.jitter(0.4);
+        self.correlation += 1;
+        let corr = self.correlation;
+        let launch = self.gpu.launch();
+        self.x(
+            "cuda_runtime",
+            launch,
+            tid,
+            call_start,
+            call,
+            json!({"correlation": corr, "cbid": 211}),
+        );
+        let start = self
+            .stream_free
+            .max(call_start + call + 3.0 * self.rng.jitter(0.5));
+        let dur = us * self.rng.jitter(0.08);
+        self.x(
+            "kernel",
+            kernel,
+            STREAM,
+            start,
+            dur,
+            json!({"correlation": corr, "device": 0, "stream": STREAM, "grid": [128, 1, 1], "block": [256, 1, 1],
+                   "registers per thread": 64, "shared memory": 16384, "est. achieved occupancy %": 50}),
+        );
+        self.events.push(json!({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": PID, "tid": tid, "ts": call_start}));
+        self.events.push(json!({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": STREAM, "ts": start, "bp": "e"}));
+        self.stream_free = start + dur;
+        let d = call + 15.0 * self.rng.jitter(0.4);
+        self.advance(tid, d);
+    }
+
+    /// A runtime call that does no GPU work (malloc, free, synchronize).
+    fn call(&mut self, tid: i64, api: &str, us: f64) {
+        let name = format!("{}{api}", self.gpu.runtime_prefix());
+        let start = self.now(tid);
+        self.correlation += 1;
+        self.x(
+            "cuda_runtime",
+            &name,
+            tid,
+            start,
+            us,
+            json!({"correlation": self.correlation}),
+        );
+        self.advance(tid, us);
+    }
+
+    /// The input batch's copy to the device.
+    fn copy_input(&mut self, bytes: u64, pageable: bool) {
+        self.ops(MAIN, &["aten::to", "aten::_to_copy", "aten::copy_"], |w| {
+            let (name, gbps) = if pageable {
+                ("Memcpy HtoD (Pageable -> Device)", 6.0)
+            } else {
+                ("Memcpy HtoD (Pinned -> Device)", 22.0)
+            };
+            let us = bytes as f64 / (gbps * 1e3);
+            let call_start = w.now(MAIN);
+            w.correlation += 1;
+            let corr = w.correlation;
+            let api = format!("{}MemcpyAsync", w.gpu.runtime_prefix());
+            let start = w.stream_free.max(call_start + 4.0);
+            w.x("gpu_memcpy", name, STREAM, start, us, json!({"correlation": corr, "device": 0, "stream": STREAM, "bytes": bytes, "memory bandwidth (GB/s)": gbps}));
+            w.stream_free = start + us;
+            // A pageable copy returns only when it is done.
+            let call = if pageable { start + us - call_start } else { 6.0 };
+            w.x("cuda_runtime", &api, MAIN, call_start, call, json!({"correlation": corr}));
+            w.advance(MAIN, call);
+        });
+    }
+
+    /// The host waits for the stream (`.item()` on a loss or a metric), then works on the value
+    /// in Python for `host_us` while the drained GPU has nothing queued.
+    fn item(&mut self, host_us: f64) {
+        self.ops(MAIN, &["aten::item", "aten::_local_scalar_dense"], |w| {
+            let wait = (w.stream_free - w.now(MAIN)).max(0.0) + 8.0;
+            w.call(MAIN, "StreamSynchronize", wait);
+        });
+        let d = host_us * self.rng.jitter(0.2);
+        self.advance(MAIN, d);
+    }
+}
+
+/// One layer's forward ops and kernels, in µs of A100 mixed-precision time.
+fn forward_layers(model: Model) -> Vec<(&'static [&'static str], Kernel, f64)> {
+    let mut layers = Vec::new();
+    match model {
+        Model::ResNet50 => {
+            for _ in 0..53 {
+                layers.push((
+                    &[
+                        "aten::conv2d",
+                        "aten::convolution",
+                        "aten::_convolution",
+                        "aten::cudnn_convolution",
+                    ][..],
+                    Kernel::Conv,
+                    0.70 / 53.0,
+                ));
+                layers.push((
+                    &[
+                        "aten::batch_norm",
+                        "aten::_batch_norm_impl_index",
+                        "aten::cudnn_batch_norm",
+                    ][..],
+                    Kernel::BatchNorm,
+                    0.18 / 53.0,
+                ));
+                layers.push((
+                    &["aten::relu_", "aten::clamp_min_"][..],
+                    Kernel::Elementwise,
+                    0.12 / 53.0,
+                ));
+            }
+        }
+        Model::VitB16 => {
+            layers.push((
+                &[
+                    "aten::conv2d",
+                    "aten::convolution",
+                    "aten::_convolution",
+                    "aten::cudnn_convolution",
+                ][..],
+                Kernel::Conv,
+                0.02,
+            ));
+            for _ in 0..12 {
+                layers.push((
+                    &["aten::layer_norm", "aten::native_layer_norm"][..],
+                    Kernel::LayerNorm,
+                    0.02 / 12.0,
+                ));
+                layers.push((
+                    &["aten::linear", "aten::addmm"][..],
+                    Kernel::Gemm,
+                    0.22 / 12.0,
+                ));
+                layers.push((
+                    &[
+                        "aten::scaled_dot_product_attention",
+                        "aten::_scaled_dot_product_flash_attention",
+                        "aten::_flash_attention_forward",
+                    ][..],
+                    Kernel::Attention,
+                    0.20 / 12.0,
+                ));
+                layers.push((
+                    &["aten::linear", "aten::addmm"][..],
+                    Kernel::Gemm,
+                    0.08 / 12.0,
+                ));
+                layers.push((&["aten::add"][..], Kernel::Add, 0.02 / 12.0));
+                layers.push((
+                    &["aten::layer_norm", "aten::native_layer_norm"][..],
+                    Kernel::LayerNorm,
+                    0.02 / 12.0,
+                ));
+                layers.push((
+                    &["aten::linear", "aten::addmm"][..],
+                    Kernel::Gemm,
+                    0.17 / 12.0,
+                ));
+                layers.push((&["aten::gelu"][..], Kernel::Gelu, 0.04 / 12.0));
+                layers.push((
+                    &["aten::linear", "aten::addmm"][..],
+                    Kernel::Gemm,
+                    0.17 / 12.0,
+                ));
+                layers.push((&["aten::add"][..], Kernel::Add, 0.02 / 12.0));
+            }
+            layers.push((&["aten::linear", "aten::addmm"][..], Kernel::Gemm, 0.02));
+        }
+    }
+    layers
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    Conv,
+    BatchNorm,
+    LayerNorm,
+    Gemm,
+    Attention,
+    Elementwise,
+    Add,
+    Gelu,
+}
+
+impl Writer {
+    fn kernel_name(&self, k: Kernel, backward: bool) -> &'static str {
+        let names = self.gpu.kernels();
+        match k {
+            Kernel::Conv if self.simt => gpu::SIMT_CONV,
+            Kernel::Gemm if self.simt => gpu::SIMT_GEMM,
+            Kernel::Conv if backward => names.conv_dgrad,
+            Kernel::Conv => names.conv,
+            Kernel::Gemm => names.gemm,
+            Kernel::Attention => names.attention,
+            Kernel::BatchNorm => names.batch_norm,
+            Kernel::LayerNorm => names.layer_norm,
+            Kernel::Elementwise => gpu::ELEMENTWISE,
+            Kernel::Add => gpu::ADD,
+            Kernel::Gelu => gpu::GELU,
+        }
+    }
+}
+
+/// Generates the trace and its labels.
+pub fn generate(c: &Config) -> Generated {
+    let mut w = Writer {
+        events: Vec::new(),
+        rng: Rng(c.seed),
+        gpu: c.gpu,
+        cpu: [1_000_000.0, 1_000_000.0],
+        stream_free: 0.0,
+        correlation: 0,
+        slow: 1.0,
+        simt: false,
+        tiny_kernels: false,
+    };
+    let layers = forward_layers(c.model);
+    // Forward GPU time of the batch on this GPU, spread over the layers by their shares.
+    let forward_us = c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0;
+    let input_bytes = u64::from(c.batch) * 3 * 224 * 224 * 2;
+    let mut labels = Vec::new();
+    for k in 0..c.steps {
+        let number = FIRST_STEP + i64::from(k);
+        let injected = |p: AntiPattern| {
+            c.injections
+                .iter()
+                .find(|i| i.pattern == p && i.step == k)
+                .map(|i| i.severity.clamp(0.01, 1.0))
+        };
+        for i in c.injections.iter().filter(|i| i.step == k) {
+            labels.extend(i.pattern.phases().iter().map(|&phase| Label {
+                step: number,
+                phase,
+                pattern: i.pattern.id(),
+            }));
+        }
+        let warmup = k == 0;
+        // The first step autotunes (slower kernels) and fills the caching allocator.
+        w.slow = if warmup { 1.6 } else { 1.0 };
+        w.simt = injected(AntiPattern::Fp32Simt).is_some();
+        if w.simt {
+            w.slow *= 3.0;
+        }
+        w.tiny_kernels = injected(AntiPattern::LaunchBound).is_some();
+        // Both threads start the step together, after the GPU caught up with the last one.
+        let start = w.cpu[0].max(w.cpu[1]).max(w.stream_free - 200.0);
+        w.cpu = [start, start];
+        w.annotation(MAIN, &format!("ProfilerStep#{number}"), |w| {
+            let loader_us = match injected(AntiPattern::DataLoader) {
+                Some(s) => forward_us * 3.0 * s,
+                None => 150.0,
+            };
+            w.ops(MAIN, &["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], |w| {
+                let d = loader_us * w.rng.jitter(0.05);
+                w.advance(MAIN, d);
+            });
+            w.copy_input(input_bytes, injected(AntiPattern::PageableCopy).is_some());
+            let syncs = injected(AntiPattern::HostSync).map_or(0, |s| (s * layers.len() as f64 / 6.0).ceil() as usize);
+            let churn = injected(AntiPattern::AllocatorChurn).map_or(0, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
+            w.annotation(MAIN, "## forward ##", |w| {
+                for (n, (ops, kernel, share)) in layers.iter().enumerate() {
+                    if n < churn || (warmup && n % 3 == 0) {
+                        let d = 60.0 * w.rng.jitter(0.3);
+                        w.call(MAIN, "Malloc", d);
+                    }
+                    let name = w.kernel_name(*kernel, false);
+                    w.ops(MAIN, ops, |w| w.launch(MAIN, name, forward_us * share));
+                    if n < churn {
+                        let d = 90.0 * w.rng.jitter(0.3);
+                        w.call(MAIN, "Free", d);
+                    }
+                    if n > 0 && n % 6 == 0 && n / 6 <= syncs {
+                        w.item(400.0);
+                    }
+                }
+            });
+            if c.training {
+                backward(w, &layers, forward_us);
+                w.ops(MAIN, &["Optimizer.zero_grad#SGD.zero_grad"], |w| w.advance(MAIN, 40.0));
+                w.ops(MAIN, &["Optimizer.step#SGD.step", "aten::_fused_sgd_"], |w| {
+                    for _ in 0..3 {
+                        w.launch(MAIN, gpu::OPTIMIZER, 120.0);
+                    }
+                });
+            }
+            // Memory the caching allocator reports once per step.
+            let ts = w.now(MAIN);
+            let allocated = (f64::from(c.batch) * 180e6 / 64.0) as i64;
+            w.events.push(json!({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "s": "t", "pid": PID, "tid": MAIN, "ts": ts,
+                                 "args": {"Bytes": 4_194_304, "Total Allocated": allocated, "Total Reserved": allocated * 5 / 4, "Device Type": 1, "Device Id": 0, "Addr": 140_000_000_000i64 + i64::from(k)}}));
+        });
+    }
+    let (name, major, minor, mem_gib, sms) = c.gpu.properties();
+    let doc = json!({
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": name, "totalGlobalMem": mem_gib << 30, "computeMajor": major, "computeMinor": minor,
+                              "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+                              "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+                              "sharedMemPerMultiprocessor": 167936, "numSms": sms}],
+        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+        "traceEvents": w.events,
+        "traceName": format!("synth_{}_{}_seed{}.pt.trace.json", c.model.id(), c.gpu.id(), c.seed),
+        "displayTimeUnit": "ms",
+        "baseTimeNanoseconds": 1_700_000_000_000_000_000u64,
+    });
+    Generated {
+        trace: serde_json::to_string(&doc).expect("a JSON value serializes"),
+        labels,
+    }
+}
+
+/// Backward on autograd's thread, layers in reverse, while the main thread waits in
+/// `## backward ##`.
+fn backward(w: &mut Writer, layers: &[(&'static [&'static str], Kernel, f64)], forward_us: f64) {
+    let start = w.now(MAIN);
+    w.cpu[1] = start + 20.0;
+    for (ops, kernel, share) in layers.iter().rev() {
+        let op = ops[0].trim_start_matches("aten::");
+        let node = format!(
+            "autograd::engine::evaluate_function: {}Backward0",
+            capitalised(op)
+        );
+        let dgrad = w.kernel_name(*kernel, true);
+        let wgrad = if *kernel == Kernel::Conv && !w.simt {
+            w.gpu.kernels().conv_wgrad
+        } else {
+            dgrad
+        };
+        let inner = match kernel {
+            Kernel::Conv => "aten::convolution_backward",
+            Kernel::Gemm => "aten::mm",
+            Kernel::BatchNorm => "aten::native_batch_norm_backward",
+            Kernel::LayerNorm => "aten::native_layer_norm_backward",
+            Kernel::Attention => "aten::_scaled_dot_product_flash_attention_backward",
+            Kernel::Gelu => "aten::gelu_backward",
+            Kernel::Elementwise | Kernel::Add => "aten::threshold_backward",
+        };
+        w.ops(AUTOGRAD, &[node.as_str(), inner], |w| {
+            w.launch(AUTOGRAD, dgrad, forward_us * share);
+            if *kernel == Kernel::Conv || *kernel == Kernel::Gemm {
+                w.launch(AUTOGRAD, wgrad, forward_us * share);
+            }
+        });
+    }
+    let end = w.now(AUTOGRAD).max(w.stream_free);
+    w.x(
+        "user_annotation",
+        "## backward ##",
+        MAIN,
+        start,
+        end - start,
+        Value::Null,
+    );
+    w.cpu[0] = end;
+}
+
+fn capitalised(op: &str) -> String {
+    op.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next().map_or(String::new(), |f| {
+                f.to_ascii_uppercase().to_string() + c.as_str()
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,158 @@
+//! The labelled trace generator: deterministic, ingests cleanly for every model, GPU and mode,
+//! and each injected anti-pattern is what the matching rule finds, where the labels say.
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
+
+fn config(model: Model, gpu: Gpu, training: bool) -> Config {
+    Config {
+        model,
+        gpu,
+        training,
+        steps: 6,
+        batch: 64,
+        seed: 7,
+        injections: Vec::new(),
+    }
+}
+
+fn read(trace: &str) -> Ingested {
+    ingest_bytes(trace.as_bytes(), IngestOptions::default()).expect("generated traces ingest")
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
+    let c = config(Model::VitB16, Gpu::H100, true);
+    let a = generate(&c).trace;
+    assert_eq!(a, generate(&c).trace);
+    assert_ne!(a, generate(&Config { seed: 8, ..c }).trace);
+}
+
+#[test]
+fn every_model_gpu_and_mode_ingests_cleanly_with_a_warm_up_step_and_no_finding() {
+    for model in Model::ALL {
+        for gpu in Gpu::ALL {
+            for training in [true, false] {
+                let c = config(model, gpu, training);
+                let got = read(&generate(&c).trace);
+                let what = format!("{} on {} (training {training})", model.id(), gpu.id());
+                assert!(
+                    got.report.skipped.is_empty() && got.report.warnings.is_empty(),
+                    "{what}: {:?}",
+                    got.report.warnings
+                );
+                let t = &got.trace;
+                assert_eq!(t.steps.len(), 6, "{what}");
+                assert_eq!(t.meta.devices[0].name.as_deref(), Some(gpu.properties().0));
+                // Every kernel is linked to its launch.
+                let kernels = t.events.kind.iter().filter(|k| k.is_gpu_work()).count();
+                assert_eq!(t.launches.len(), kernels, "{what}");
+                let a = Analysis::new(t);
+                assert!(
+                    a.steps.steps[0].warmup && !a.steps.steps[1].warmup,
+                    "{what}: the first step is warm-up"
+                );
+                // Clean training is GPU-bound: no injectable anti-pattern is found. (Inference may
+                // show the input copy as heavy-memcpy: background, not labelled.)
+                let found = detect::run(&a);
+                for f in &found {
+                    assert!(
+                        AntiPattern::parse(f.id).is_none(),
+                        "{what}: {} on a clean trace: {}",
+                        f.id,
+                        f.summary
+                    );
+                }
+                if training {
+                    assert!(
+                        found.is_empty(),
+                        "{what}: {:?}",
+                        found.iter().map(|f| f.id).collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn each_injected_anti_pattern_is_found_by_its_rule_and_labelled_where_it_was_put() {
+    for pattern in AntiPattern::ALL {
+        for (model, gpu) in [(Model::ResNet50, Gpu::A100), (Model::VitB16, Gpu::Mi300x)] {
+            // Injected in every steady-state step, since the rules judge the steady-state mean.
+            let injections = (1..6)
+                .map(|step| Injection {
+                    pattern,
+                    step,
+                    severity: 0.8,
+                })
+                .collect();
+            let c = Config {
+                injections,
+                ..config(model, gpu, true)
+            };
+            let generated = generate(&c);
+            let t = read(&generated.trace).trace;
+            let a = Analysis::new(&t);
+            let found = detect::run(&a);
+            let what = format!("{} in {} on {}", pattern.id(), model.id(), gpu.id());
+            assert!(
+                found.iter().any(|f| f.id == pattern.id()),
+                "{what}: found {:?}",
+                found.iter().map(|f| f.id).collect::<Vec<_>>()
+            );
+            // One label per injected step and phase, each naming a window that exists there.
+            assert!(!generated.labels.is_empty());
+            for label in &generated.labels {
+                assert_eq!(label.pattern, pattern.id());
+                assert!(
+                    (FIRST_STEP + 1..FIRST_STEP + 6).contains(&label.step),
+                    "{what}: {label:?}"
+                );
+                let step = a
+                    .steps
+                    .steps
+                    .iter()
+                    .position(|s| s.number == label.step)
+                    .expect("labelled step exists");
+                assert!(
+                    a.steps.steps[step]
+                        .windows
+                        .iter()
+                        .any(|w| w.phase.label() == label.phase),
+                    "{what}: no {} window in step {}",
+                    label.phase,
+                    label.step
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_single_injected_step_is_labelled_alone() {
+    let injections = vec![Injection {
+        pattern: AntiPattern::DataLoader,
+        step: 3,
+        severity: 0.5,
+    }];
+    let generated = generate(&Config {
+        injections,
+        ..config(Model::ResNet50, Gpu::T4, true)
+    });
+    let labels: Vec<(i64, &str)> = generated.labels.iter().map(|l| (l.step, l.phase)).collect();
+    assert_eq!(labels, vec![(FIRST_STEP + 3, "data loading")]);
+    let t = read(&generated.trace).trace;
+    // The DataLoader range of step 3 is the long one.
+    let loaders: Vec<i64> = (0..t.events.len())
+        .filter(|&i| t.name_of(i).starts_with("enumerate(DataLoader)"))
+        .map(|i| t.events.dur[i])
+        .collect();
+    let longest = loaders
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, d)| **d)
+        .map(|(k, _)| k);
+    assert_eq!(longest, Some(3));
+}

@@ -156,3 +156,38 @@ fn a_single_injected_step_is_labelled_alone() {
         .map(|(k, _)| k);
     assert_eq!(longest, Some(3));
 }
+
+#[test]
+fn the_bundled_sample_is_this_generator_s_output() {
+    // www/samples/resnet50-a100-dataloader.pt.trace.json.gz, served with the site:
+    // ttap synth --model resnet50 --gpu a100 --steps 6 --batch 32 --seed 1
+    //   --inject dataloader-bottleneck@2:0.6 (and @3, @4, @5)
+    let injections = (2..6)
+        .map(|step| Injection {
+            pattern: AntiPattern::DataLoader,
+            step,
+            severity: 0.6,
+        })
+        .collect();
+    let c = Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 6,
+        batch: 32,
+        seed: 1,
+        injections,
+    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+    let mut committed = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()),
+        &mut committed,
+    )
+    .unwrap();
+    assert!(
+        committed == generate(&c).trace,
+        "regenerate the sample with the command above"
+    );
+}

@@ -158,7 +158,7 @@ fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
 }
 
 /// Indices of a track's events that intersect `[start, end)`.
-fn in_range(t: &Trace, track: usize, start: i64, end: i64) -> std::ops::Range<usize> {
+pub(crate) fn in_range(t: &Trace, track: usize, start: i64, end: i64) -> std::ops::Range<usize> {
     let r = t.tracks[track].events.clone();
     let starts = &t.events.start[r.start as usize..r.end as usize];
     // Events are sorted by start; a long event may start before the range and still reach

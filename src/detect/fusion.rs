@@ -1,6 +1,7 @@
 //! Fusion candidates: runs of short element-wise kernels back to back on one stream.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;
 
 pub struct FusionCandidates;
@@ -13,12 +14,6 @@ const RUN: usize = 4;
 const GAP_NS: i64 = 10_000;
 /// …and the runs take this share of the step.
 const SHARE: f64 = 0.05;
-
-fn is_elementwise(name: &str) -> bool {
-    name.contains("elementwise_kernel")
-        || name.starts_with("triton_poi")
-        || name.contains("reduce_kernel")
-}
 
 impl Detector for FusionCandidates {
     fn id(&self) -> &'static str {

@@ -1,6 +1,7 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use crate::model::kernels::{is_convolution, is_layout};
 use crate::model::EventKind;
 
 pub struct LayoutTransforms;
@@ -9,37 +10,6 @@ pub struct LayoutTransforms;
 const SHARE_OF_CONV: f64 = 0.05;
 /// …and this share of the step.
 const SHARE_OF_STEP: f64 = 0.01;
-
-fn is_layout(lower: &str) -> bool {
-    [
-        "nchwtonhwc",
-        "nhwctonchw",
-        "batched_transpose",
-        "transpose_nchw",
-        "transpose_cnhw",
-        "nchw2nhwc",
-        "nhwc2nchw",
-    ]
-    .iter()
-    .any(|m| lower.contains(m))
-}
-
-fn is_convolution(lower: &str) -> bool {
-    [
-        "conv",
-        "scudnn",
-        "implicit_convolve",
-        "igemm_fwd",
-        "igemm_bwd",
-        "igemm_wrw",
-        "fprop",
-        "dgrad",
-        "wgrad",
-        "winograd",
-    ]
-    .iter()
-    .any(|m| lower.contains(m))
-}
 
 impl Detector for LayoutTransforms {
     fn id(&self) -> &'static str {
@@ -94,32 +64,5 @@ impl Detector for LayoutTransforms {
                 snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
             },
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layout_and_convolution_kernels_are_recognised() {
-        assert!(is_layout(
-            &"void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>"
-                .to_ascii_lowercase()
-        ));
-        assert!(is_layout("batched_transpose_32x32_half"));
-        assert!(is_layout(
-            &"transpose_NCHW2CNHW_V2_2D_WG_off64".to_ascii_lowercase()
-        ));
-        assert!(!is_layout("volta_sgemm_128x64_nn"));
-        assert!(is_convolution(
-            "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1"
-        ));
-        assert!(is_convolution(
-            "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32"
-        ));
-        assert!(!is_convolution(
-            "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"
-        ));
     }
 }

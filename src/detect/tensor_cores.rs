@@ -1,37 +1,13 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use crate::model::kernels::is_simt_fp32;
 use crate::model::{EventKind, Trace};
 
 pub struct NoTensorCores;
 
 /// SIMT fp32 GEMM/convolution share of kernel time from which the finding is raised.
 const SHARE: f64 = 0.1;
-
-/// Kernel-name marks of tensor-core (or matrix-core) kernels: Volta to Blackwell HMMA/xmma
-/// names, Hopper wgmma, cutlass tensor-op, flash/fused attention, ROCm MFMA.
-const TENSOR_CORE_MARKS: [&str; 14] = [
-    "xmma", "wgmma", "hmma", "tensorop", "s884", "s1688", "s16816", "h884", "h1688", "h16816",
-    "fmha", "flash", "mfma", "_mma",
-];
-
-/// Kernel-name marks of fp32 SIMT GEMM and convolution kernels (cuBLAS/cuDNN/cutlass, ROCm).
-const SIMT_MARKS: [&str; 6] = [
-    "sgemm",
-    "scudnn",
-    "implicit_convolve_sgemm",
-    "gemmsn",
-    "simt",
-    "_sb_",
-];
-
-/// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
-pub fn is_simt_fp32(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SIMT_MARKS.iter().any(|m| lower.contains(m))
-        && !TENSOR_CORE_MARKS.iter().any(|m| lower.contains(m))
-        && (!lower.contains("cijk_") || lower.contains("_sb_"))
-}
 
 /// Whether the trace's GPU has tensor cores (compute capability 7.0 and later; AMD CDNA).
 fn has_tensor_cores(t: &Trace) -> Option<String> {
@@ -109,32 +85,5 @@ impl Detector for NoTensorCores {
                 snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
             },
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_simt_fp32;
-
-    #[test]
-    fn simt_and_tensor_core_kernels_are_told_apart() {
-        for simt in [
-            "volta_sgemm_128x64_nn",
-            "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1",
-            "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int)",
-            "cutlass_80_simt_sgemm_128x128_8x4_nn_align1",
-            "Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0",
-        ] {
-            assert!(is_simt_fp32(simt), "{simt}");
-        }
-        for tc in [
-            "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)",
-            "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1",
-            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
-        ] {
-            assert!(!is_simt_fp32(tc), "{tc}");
-        }
     }
 }

@@ -1,0 +1,124 @@
+//! What a kernel's name says: fp32 on SIMT cores or tensor cores, a layout conversion, a
+//! convolution, element-wise work. One place for the spellings of every vendor and generation,
+//! read by the detectors and the window features.
+
+/// Kernel-name marks of tensor-core (or matrix-core) kernels: Volta to Blackwell HMMA/xmma
+/// names, Hopper wgmma, cutlass tensor-op, flash/fused attention, ROCm MFMA.
+const TENSOR_CORE_MARKS: [&str; 14] = [
+    "xmma", "wgmma", "hmma", "tensorop", "s884", "s1688", "s16816", "h884", "h1688", "h16816",
+    "fmha", "flash", "mfma", "_mma",
+];
+
+/// Kernel-name marks of fp32 SIMT GEMM and convolution kernels (cuBLAS/cuDNN/cutlass, ROCm).
+const SIMT_MARKS: [&str; 6] = [
+    "sgemm",
+    "scudnn",
+    "implicit_convolve_sgemm",
+    "gemmsn",
+    "simt",
+    "_sb_",
+];
+
+/// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
+pub fn is_simt_fp32(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SIMT_MARKS.iter().any(|m| lower.contains(m))
+        && !TENSOR_CORE_MARKS.iter().any(|m| lower.contains(m))
+        && (!lower.contains("cijk_") || lower.contains("_sb_"))
+}
+
+/// Layout conversion kernels (NCHW↔NHWC), given the lower-cased name.
+pub fn is_layout(lower: &str) -> bool {
+    [
+        "nchwtonhwc",
+        "nhwctonchw",
+        "batched_transpose",
+        "transpose_nchw",
+        "transpose_cnhw",
+        "nchw2nhwc",
+        "nhwc2nchw",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+}
+
+/// Convolution kernels, given the lower-cased name.
+pub fn is_convolution(lower: &str) -> bool {
+    [
+        "conv",
+        "scudnn",
+        "implicit_convolve",
+        "igemm_fwd",
+        "igemm_bwd",
+        "igemm_wrw",
+        "fprop",
+        "dgrad",
+        "wgrad",
+        "winograd",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+}
+
+/// Element-wise (and small reduction) kernels.
+pub fn is_elementwise(name: &str) -> bool {
+    name.contains("elementwise_kernel")
+        || name.starts_with("triton_poi")
+        || name.contains("reduce_kernel")
+}
+
+/// Attention kernels (fused flash / memory-efficient ones and softmax).
+pub fn is_attention(lower: &str) -> bool {
+    ["flash", "fmha", "attention", "softmax"]
+        .iter()
+        .any(|m| lower.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simt_and_tensor_core_kernels_are_told_apart() {
+        for simt in [
+            "volta_sgemm_128x64_nn",
+            "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1",
+            "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int)",
+            "cutlass_80_simt_sgemm_128x128_8x4_nn_align1",
+            "Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0",
+        ] {
+            assert!(is_simt_fp32(simt), "{simt}");
+        }
+        for tc in [
+            "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)",
+            "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+        ] {
+            assert!(!is_simt_fp32(tc), "{tc}");
+        }
+    }
+
+    #[test]
+    fn layout_and_convolution_kernels_are_recognised() {
+        assert!(is_layout(
+            &"void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>"
+                .to_ascii_lowercase()
+        ));
+        assert!(is_layout("batched_transpose_32x32_half"));
+        assert!(is_layout(
+            &"transpose_NCHW2CNHW_V2_2D_WG_off64".to_ascii_lowercase()
+        ));
+        assert!(!is_layout("volta_sgemm_128x64_nn"));
+        assert!(is_convolution(
+            "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1"
+        ));
+        assert!(is_convolution(
+            "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32"
+        ));
+        assert!(!is_convolution(
+            "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"
+        ));
+    }
+}

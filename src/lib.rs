@@ -5,6 +5,7 @@
 //! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
 
 pub mod detect;
+pub mod features;
 pub mod ingest;
 pub mod metrics;
 pub mod model;

@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bench;
+mod features;
 mod inspect;
 mod synth;
 
@@ -35,6 +36,8 @@ enum Command {
     /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16) on a chosen GPU,
     /// with anti-patterns injected at chosen steps, and its labels.
     Synth(synth::Args),
+    /// Print the feature vector of every window as JSON lines, labelled from `synth --labels`.
+    Features(features::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Synth(args) => synth::run(&args),
+        Command::Features(args) => features::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

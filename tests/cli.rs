@@ -205,3 +205,61 @@ fn analyze_lists_every_detector_with_its_threshold() {
     }
     assert!(text.contains("threshold:"));
 }
+
+#[test]
+fn synth_writes_a_trace_and_labels_that_features_joins() {
+    let dir = std::env::temp_dir().join(format!("ttap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trace, labels) = (dir.join("synth.json"), dir.join("synth.labels.json"));
+    let out = ttap(&[
+        "synth",
+        "--model",
+        "vit_b16",
+        "--gpu",
+        "h100",
+        "--steps",
+        "4",
+        "--batch",
+        "16",
+        "--inject",
+        "host-device-sync@2:0.7",
+        "--out",
+        trace.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = ttap(&[
+        "features",
+        trace.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+    ]);
+    assert!(rows.status.success(), "{}", stderr(&rows));
+    let labelled: Vec<(i64, String)> = stdout(&rows)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["label"] != "none")
+        .map(|r| {
+            (
+                r["step"].as_i64().unwrap(),
+                r["phase"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(labelled, vec![(12, "forward".to_string())]);
+
+    let bad = ttap(&[
+        "synth",
+        "--out",
+        trace.to_str().unwrap(),
+        "--inject",
+        "dataloader-bottleneck@9",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("past the last step"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -329,97 +329,72 @@ impl Writer {
     }
 }
 
-/// One layer's forward ops and kernels, in µs of A100 mixed-precision time.
-fn forward_layers(model: Model) -> Vec<(&'static [&'static str], Kernel, f64)> {
-    let mut layers = Vec::new();
+const CONV: &[&str] = &[
+    "aten::conv2d",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+];
+const BATCH_NORM: &[&str] = &[
+    "aten::batch_norm",
+    "aten::_batch_norm_impl_index",
+    "aten::cudnn_batch_norm",
+];
+const RELU: &[&str] = &["aten::relu_", "aten::clamp_min_"];
+const LAYER_NORM: &[&str] = &["aten::layer_norm", "aten::native_layer_norm"];
+const LINEAR: &[&str] = &["aten::linear", "aten::addmm"];
+const SDPA: &[&str] = &[
+    "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_flash_attention_forward",
+];
+const ADD_OP: &[&str] = &["aten::add"];
+const GELU_OP: &[&str] = &["aten::gelu"];
+
+/// A layer: its op chain, its kernel, and its share of the forward GPU time.
+type Layer = (&'static [&'static str], Kernel, f64);
+
+/// One ResNet-50 convolution unit (53 of them).
+const RESNET_UNIT: [Layer; 3] = [
+    (CONV, Kernel::Conv, 0.70),
+    (BATCH_NORM, Kernel::BatchNorm, 0.18),
+    (RELU, Kernel::Elementwise, 0.12),
+];
+
+/// One ViT-B/16 encoder block (12 of them).
+const VIT_BLOCK: [Layer; 10] = [
+    (LAYER_NORM, Kernel::LayerNorm, 0.02),
+    (LINEAR, Kernel::Gemm, 0.22),
+    (SDPA, Kernel::Attention, 0.20),
+    (LINEAR, Kernel::Gemm, 0.08),
+    (ADD_OP, Kernel::Add, 0.02),
+    (LAYER_NORM, Kernel::LayerNorm, 0.02),
+    (LINEAR, Kernel::Gemm, 0.17),
+    (GELU_OP, Kernel::Gelu, 0.04),
+    (LINEAR, Kernel::Gemm, 0.17),
+    (ADD_OP, Kernel::Add, 0.02),
+];
+
+/// The model's forward layers, each with its share of the forward GPU time.
+fn forward_layers(model: Model) -> Vec<Layer> {
+    // A unit repeated `n` times shares its time among the repeats.
+    let repeat = |unit: &[Layer], n: usize| -> Vec<Layer> {
+        (0..n)
+            .flat_map(|_| {
+                unit.iter()
+                    .map(move |&(ops, k, share)| (ops, k, share / n as f64))
+            })
+            .collect()
+    };
     match model {
-        Model::ResNet50 => {
-            for _ in 0..53 {
-                layers.push((
-                    &[
-                        "aten::conv2d",
-                        "aten::convolution",
-                        "aten::_convolution",
-                        "aten::cudnn_convolution",
-                    ][..],
-                    Kernel::Conv,
-                    0.70 / 53.0,
-                ));
-                layers.push((
-                    &[
-                        "aten::batch_norm",
-                        "aten::_batch_norm_impl_index",
-                        "aten::cudnn_batch_norm",
-                    ][..],
-                    Kernel::BatchNorm,
-                    0.18 / 53.0,
-                ));
-                layers.push((
-                    &["aten::relu_", "aten::clamp_min_"][..],
-                    Kernel::Elementwise,
-                    0.12 / 53.0,
-                ));
-            }
-        }
+        Model::ResNet50 => repeat(&RESNET_UNIT, 53),
         Model::VitB16 => {
-            layers.push((
-                &[
-                    "aten::conv2d",
-                    "aten::convolution",
-                    "aten::_convolution",
-                    "aten::cudnn_convolution",
-                ][..],
-                Kernel::Conv,
-                0.02,
-            ));
-            for _ in 0..12 {
-                layers.push((
-                    &["aten::layer_norm", "aten::native_layer_norm"][..],
-                    Kernel::LayerNorm,
-                    0.02 / 12.0,
-                ));
-                layers.push((
-                    &["aten::linear", "aten::addmm"][..],
-                    Kernel::Gemm,
-                    0.22 / 12.0,
-                ));
-                layers.push((
-                    &[
-                        "aten::scaled_dot_product_attention",
-                        "aten::_scaled_dot_product_flash_attention",
-                        "aten::_flash_attention_forward",
-                    ][..],
-                    Kernel::Attention,
-                    0.20 / 12.0,
-                ));
-                layers.push((
-                    &["aten::linear", "aten::addmm"][..],
-                    Kernel::Gemm,
-                    0.08 / 12.0,
-                ));
-                layers.push((&["aten::add"][..], Kernel::Add, 0.02 / 12.0));
-                layers.push((
-                    &["aten::layer_norm", "aten::native_layer_norm"][..],
-                    Kernel::LayerNorm,
-                    0.02 / 12.0,
-                ));
-                layers.push((
-                    &["aten::linear", "aten::addmm"][..],
-                    Kernel::Gemm,
-                    0.17 / 12.0,
-                ));
-                layers.push((&["aten::gelu"][..], Kernel::Gelu, 0.04 / 12.0));
-                layers.push((
-                    &["aten::linear", "aten::addmm"][..],
-                    Kernel::Gemm,
-                    0.17 / 12.0,
-                ));
-                layers.push((&["aten::add"][..], Kernel::Add, 0.02 / 12.0));
-            }
-            layers.push((&["aten::linear", "aten::addmm"][..], Kernel::Gemm, 0.02));
+            let mut layers = vec![(CONV, Kernel::Conv, 0.02)];
+            layers.extend(repeat(&VIT_BLOCK, 12));
+            layers.push((LINEAR, Kernel::Gemm, 0.02));
+            layers
         }
     }
-    layers
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -563,7 +538,7 @@ pub fn generate(c: &Config) -> Generated {
 
 /// Backward on autograd's thread, layers in reverse, while the main thread waits in
 /// `## backward ##`.
-fn backward(w: &mut Writer, layers: &[(&'static [&'static str], Kernel, f64)], forward_us: f64) {
+fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64) {
     let start = w.now(MAIN);
     w.cpu[1] = start + 20.0;
     for (ops, kernel, share) in layers.iter().rev() {

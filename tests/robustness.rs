@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use torchtraceap::ingest::{Ingest, IngestOptions, Ingested};
+use torchtraceap::ingest::{Ingest, IngestError, IngestOptions, Ingested};
 use torchtraceap::model::NONE;
 
 /// A deterministic xorshift generator: the same mutations on every run.
@@ -42,7 +42,12 @@ fn check(got: &Ingested) {
     }
 }
 
-fn ingest_in_chunks(bytes: &[u8], rng: &mut Rng, accept_other: bool) {
+/// Ingests `bytes` in chunks of random sizes; checks the invariants of what was read.
+fn ingest_in_chunks(
+    bytes: &[u8],
+    rng: &mut Rng,
+    accept_other: bool,
+) -> Result<Ingested, IngestError> {
     let mut ingest = Ingest::new(IngestOptions {
         accept_other_chrome_traces: accept_other,
     });
@@ -51,14 +56,14 @@ fn ingest_in_chunks(bytes: &[u8], rng: &mut Rng, accept_other: bool) {
         let most = if rng.below(4) == 0 { 8 } else { 4096 };
         let n = 1 + rng.below(most);
         let (chunk, tail) = rest.split_at(n.min(rest.len()));
-        if ingest.feed(chunk).is_err() {
-            return;
-        }
+        ingest.feed(chunk)?;
         rest = tail;
     }
-    if let Ok(got) = ingest.finish() {
-        check(&got);
+    let got = ingest.finish();
+    if let Ok(got) = &got {
+        check(got);
     }
+    got
 }
 
 fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
@@ -108,11 +113,33 @@ const SEED: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name"
  ]}"#;
 
 #[test]
-fn mutated_traces_never_panic() {
+fn mutated_traces_never_panic_and_read_the_same_in_any_chunks() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for round in 0..4000 {
         let input = mutate(SEED.as_bytes(), &mut rng);
-        ingest_in_chunks(&input, &mut rng, round % 2 == 0);
+        let options = IngestOptions {
+            accept_other_chrome_traces: round % 2 == 0,
+        };
+        let whole = torchtraceap::ingest::ingest_bytes(&input, options);
+        let chunked = ingest_in_chunks(&input, &mut rng, round % 2 == 0);
+        let what = String::from_utf8_lossy(&input);
+        match (whole, chunked) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.report.elements, b.report.elements, "{what}");
+                assert_eq!(a.report.skipped, b.report.skipped, "{what}");
+                assert_eq!(a.trace.events.start, b.trace.events.start, "{what}");
+            }
+            (Err(a), Err(b)) => assert_eq!(
+                std::mem::discriminant(&a),
+                std::mem::discriminant(&b),
+                "{what}"
+            ),
+            (a, b) => panic!(
+                "whole {:?} vs chunked {:?}: {what}",
+                a.map(|i| i.report.events),
+                b.map(|i| i.report.events)
+            ),
+        }
     }
 }
 
@@ -124,7 +151,7 @@ fn mutated_gzip_streams_never_panic() {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     for _ in 0..2000 {
         let input = mutate(&packed, &mut rng);
-        ingest_in_chunks(&input, &mut rng, false);
+        let _ = ingest_in_chunks(&input, &mut rng, false);
     }
 }
 
@@ -136,9 +163,9 @@ fn deep_nesting_and_huge_values_stay_bounded() {
         "[".repeat(200_000),
         "]".repeat(200_000)
     );
-    ingest_in_chunks(deep.as_bytes(), &mut rng, false);
+    let _ = ingest_in_chunks(deep.as_bytes(), &mut rng, false);
     let unclosed = format!(r#"{{"traceEvents": [{{"name": "{}"#, "[{".repeat(100_000));
-    ingest_in_chunks(unclosed.as_bytes(), &mut rng, false);
+    let _ = ingest_in_chunks(unclosed.as_bytes(), &mut rng, false);
 }
 
 #[test]
@@ -179,7 +206,7 @@ fn fuzzer_regressions_do_not_panic() {
                     check(&got);
                 }
             }
-            ingest_in_chunks(&bytes, &mut rng, accept_other);
+            let _ = ingest_in_chunks(&bytes, &mut rng, accept_other);
         }
     }
 }

@@ -148,6 +148,12 @@ impl Builder {
         *self.skipped.entry(reason).or_default() += 1;
     }
 
+    /// An element the reader found malformed; the framer decided where it ends.
+    pub fn malformed(&mut self) {
+        self.elements += 1;
+        self.skip(skip::MALFORMED);
+    }
+
     pub fn oversized(&mut self) {
         self.elements += 1;
         self.skip(skip::OVERSIZED);
@@ -184,7 +190,7 @@ impl Builder {
     }
 
     /// An element read in place from the chunk, if it ends inside `rest` and is well formed.
-    pub fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stop> {
+    pub fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stopped> {
         let mut ev = RawEvent::default();
         let n = parse_event(rest, &mut ev)?;
         self.elements += 1;

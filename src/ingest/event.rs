@@ -105,6 +105,9 @@ impl<'a> RawArgs<'a> {
     }
 }
 
+/// Why an event could not be read, and where the reader stopped.
+pub type Stopped = (Stop, usize);
+
 /// Why an event could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -341,9 +344,10 @@ impl<'a> Cursor<'a> {
 
 /// Reads the event object at the start of `bytes` into `ev` (which must start empty); returns
 /// the number of bytes it spans.
-pub fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, Stop> {
+/// On failure, also says where the reader stopped (for a malformed event, where it broke).
+pub fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, Stopped> {
     let mut c = Cursor { b: bytes, i: 0 };
-    c.object(|c, key| {
+    let read = c.object(|c, key| {
         let slot = match key {
             b"ph" => &mut ev.ph,
             b"name" => &mut ev.name,
@@ -367,8 +371,8 @@ pub fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, 
         };
         *slot = Some(c.value()?);
         Ok(())
-    })?;
-    Ok(c.i)
+    });
+    read.map(|()| c.i).map_err(|stop| (stop, c.i))
 }
 
 /// The text of a JSON string value, or the raw text of any other value (a number used as a
@@ -565,7 +569,9 @@ mod tests {
         let input = br#"{"ph": "X", "name": "a\"b", "args": {"x": [1, 2]}, "ts": 1.5}"#;
         for cut in 0..input.len() {
             assert_eq!(
-                parse_event(&input[..cut], &mut RawEvent::default()).err(),
+                parse_event(&input[..cut], &mut RawEvent::default())
+                    .err()
+                    .map(|e| e.0),
                 Some(Stop::Incomplete),
                 "cut at {cut}"
             );
@@ -581,7 +587,9 @@ mod tests {
             br#"{"a": {]}, "ts": 1}"#,
             br#"{"a": [}], "ts": 1}"#,
         ] {
-            let got = parse_event(bad, &mut RawEvent::default()).err();
+            let got = parse_event(bad, &mut RawEvent::default())
+                .err()
+                .map(|e| e.0);
             assert_eq!(
                 got,
                 Some(Stop::Malformed),

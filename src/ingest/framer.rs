@@ -2,14 +2,19 @@
 //!
 //! The framer knows just enough JSON to find value boundaries (strings, escapes, brackets); it
 //! never builds a tree and never holds more than one event, so memory stays bounded whatever the
-//! input size. Each complete element of the `traceEvents` array (or of a top-level array) is
-//! handed on as one slice, borrowed straight from the chunk when it lies inside it, copied into
-//! a small carry buffer when it straddles two chunks. Top-level keys other than `traceEvents`
-//! are reported by name, and their values are handed on only when the consumer asks for them.
+//! input size. Each object element of the `traceEvents` array (or of a top-level array) is given
+//! to the consumer's event reader, straight from the chunk when it lies inside it, from a small
+//! carry buffer when it straddles chunks; other elements are handed on as slices. Top-level keys
+//! other than `traceEvents` are reported by name, and their values are handed on only when the
+//! consumer asks for them.
+//!
+//! Where an event ends is decided by [`delimit`] from the event's bytes alone, never from where
+//! a chunk ends, so any chunking of the same input gives the same events, malformed ones
+//! included.
 
 use memchr::{memchr, memchr2, memchr3};
 
-use super::event::Stop;
+use super::event::{Stop, Stopped};
 
 /// Largest single event (or captured top-level value) that is kept; larger ones are skipped and
 /// counted, so a corrupted file cannot make memory grow without bound.
@@ -25,8 +30,10 @@ pub enum Frame<'a> {
     Key(&'a [u8]),
     /// The value of a top-level key that the consumer wanted (see [`Framer::push`]).
     Value { key: &'a [u8], bytes: &'a [u8] },
-    /// One complete element of the event array.
+    /// One complete element of the event array that is not an object.
     Element(&'a [u8]),
+    /// An object element the event reader found malformed (already delimited).
+    Malformed,
     /// An element (or wanted value) larger than [`MAX_VALUE_BYTES`], skipped.
     Oversized,
 }
@@ -36,13 +43,10 @@ pub trait Consumer {
     /// Whether the value of this top-level key is wanted (as a [`Frame::Value`]).
     fn wants_value(&self, key: &[u8]) -> bool;
     fn frame(&mut self, frame: Frame<'_>);
-    /// Offered each object element that starts inside the current chunk (`rest` runs from its
-    /// first byte to the end of the chunk): returns the element's length if it was read in
-    /// place. Otherwise the framer finds the element's end itself and hands it on as a
-    /// [`Frame::Element`]: by counting brackets when it runs past the chunk, and, when it is
-    /// malformed, by resynchronising on the next line that starts an object (one broken event,
-    /// such as an unescaped quote in a name, must not swallow the rest of the trace).
-    fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, Stop>;
+    /// Reads the object element at the start of `bytes` (which may run past it) and, when it is
+    /// well formed and complete, takes it and returns its length; otherwise says why not and
+    /// where the reader stopped. Reading must not depend on bytes after the element.
+    fn element_in_place(&mut self, bytes: &[u8]) -> Result<usize, Stopped>;
 }
 
 /// Where the input stopped, when it stopped early.
@@ -77,7 +81,19 @@ enum State {
     ArrExpectElement,
     ArrAfterElement,
     InValue,
+    /// An object element that began in an earlier chunk, kept in `carry` until it can be
+    /// delimited.
+    CarryEvent,
     End,
+}
+
+/// The scan of one value: its shape and where the scan is inside it.
+#[derive(Clone, Copy, Debug)]
+struct ValueScan {
+    shape: Shape,
+    depth: u32,
+    in_string: bool,
+    escape: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,10 +122,7 @@ pub struct Framer {
     key: Vec<u8>,
     key_escape: bool,
     role: ValueRole,
-    shape: Shape,
-    depth: u32,
-    in_string: bool,
-    escape: bool,
+    value: ValueScan,
     /// Whether the bytes of the current value are kept.
     keep: bool,
     /// Whether the current value's bytes so far are in `carry` (it began in an earlier chunk).
@@ -117,9 +130,11 @@ pub struct Framer {
     oversized: bool,
     carry: Vec<u8>,
     trailing: bool,
-    /// The last resynchronisation search in this chunk: where it started and what it found.
-    /// Later searches reuse it, so many malformed events in one chunk cost one scan of it.
-    last_resync: Option<(usize, Option<usize>)>,
+    /// Stream offset of the first byte of the event in `carry`.
+    carry_origin: u64,
+    /// `carry`'s length when it was last tried: it is tried again once it has doubled, so a long
+    /// event costs linear time however small the chunks.
+    carry_tried: usize,
 }
 
 impl Default for Framer {
@@ -131,16 +146,14 @@ impl Default for Framer {
             key: Vec::new(),
             key_escape: false,
             role: ValueRole::Element,
-            shape: Shape::Bare,
-            depth: 0,
-            in_string: false,
-            escape: false,
+            value: ValueScan::start(b' '),
             keep: false,
             carried: false,
             oversized: false,
             carry: Vec::new(),
             trailing: false,
-            last_resync: None,
+            carry_origin: 0,
+            carry_tried: 0,
         }
     }
 }
@@ -162,6 +175,113 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// Where an object element that starts at `bytes[0]` ends, as far as `bytes` tells.
+#[derive(Debug, PartialEq, Eq)]
+enum Delimited {
+    /// Well formed, and taken by the consumer: its length.
+    Read(usize),
+    /// Malformed: it ends at the first newline after the point where the reader broke that
+    /// starts a line with `{` (one broken event, such as an unescaped quote in a name, must not
+    /// swallow the next ones), or where its braces close if that comes first.
+    Malformed(usize),
+    /// `bytes` end before that can be told.
+    Unknown,
+}
+
+/// Delimits the object element at `bytes[0]`. The answer depends only on the element's own
+/// bytes (and, for a malformed one, those up to where it is cut), never on how much more
+/// `bytes` holds, so every chunking of the input gives the same elements.
+fn delimit(bytes: &[u8], out: &mut dyn Consumer) -> Delimited {
+    match out.element_in_place(bytes) {
+        Ok(n) => Delimited::Read(n),
+        Err((Stop::Incomplete, _)) => Delimited::Unknown,
+        Err((Stop::Malformed, at)) => {
+            let braces = bracket_end(bytes);
+            let limit = braces.unwrap_or(bytes.len());
+            match next_line_object(&bytes[..limit], at.max(1)) {
+                Some(line) => Delimited::Malformed(line),
+                None => braces.map_or(Delimited::Unknown, Delimited::Malformed),
+            }
+        }
+    }
+}
+
+/// Where the braces of the object at `bytes[0]` close (strings skipped), if inside `bytes`.
+fn bracket_end(bytes: &[u8]) -> Option<usize> {
+    let mut scan = ValueScan::start(b'{');
+    scan.depth = 1;
+    scan.scan(bytes, 1)
+}
+
+impl ValueScan {
+    /// The scan of a value whose first byte is `first`.
+    fn start(first: u8) -> ValueScan {
+        let shape = match first {
+            b'{' => Shape::Object,
+            b'[' => Shape::Array,
+            b'"' => Shape::Str,
+            _ => Shape::Bare,
+        };
+        ValueScan {
+            shape,
+            depth: 0,
+            in_string: false,
+            escape: false,
+        }
+    }
+
+    /// Advances through the value; returns the index just past its end if it ends inside `c`.
+    fn scan(&mut self, c: &[u8], mut i: usize) -> Option<usize> {
+        loop {
+            if self.escape {
+                if i >= c.len() {
+                    return None;
+                }
+                self.escape = false;
+                i += 1;
+            }
+            if self.in_string {
+                let p = i + memchr2(b'"', b'\\', c.get(i..)?)?;
+                if c[p] == b'\\' {
+                    self.escape = true;
+                    i = p + 1;
+                    continue;
+                }
+                self.in_string = false;
+                i = p + 1;
+                if self.shape == Shape::Str {
+                    return Some(i);
+                }
+                continue;
+            }
+            let (open, close) = match self.shape {
+                Shape::Object => (b'{', b'}'),
+                Shape::Array => (b'[', b']'),
+                Shape::Bare => {
+                    let rest = c.get(i..)?;
+                    let j = rest
+                        .iter()
+                        .position(|&b| matches!(b, b',' | b']' | b'}') || is_ws(b))?;
+                    return Some(i + j);
+                }
+                Shape::Str => unreachable!("a string value is always inside its string"),
+            };
+            let p = i + memchr3(b'"', open, close, c.get(i..)?)?;
+            i = p + 1;
+            match c[p] {
+                b'"' => self.in_string = true,
+                b if b == open => self.depth += 1,
+                _ => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        return Some(i);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Framer {
     /// Decoded bytes consumed so far.
     pub fn offset(&self) -> u64 {
@@ -175,14 +295,16 @@ impl Framer {
 
     /// Feeds one chunk.
     pub fn push(&mut self, chunk: &[u8], out: &mut dyn Consumer) -> Result<(), SyntaxError> {
-        self.last_resync = None;
         let mut i = 0;
         let len = chunk.len();
         while i < len {
             match self.state {
+                State::CarryEvent => {
+                    i = self.carry_event(chunk, i, out)?;
+                }
                 State::InValue => {
                     let begin = i;
-                    match self.scan(chunk, i) {
+                    match self.value.scan(chunk, i) {
                         Some(end) => {
                             self.finish_value(chunk, begin, end, out);
                             i = end;
@@ -317,19 +439,26 @@ impl Framer {
                 }
                 _ => {
                     if b == b'{' {
-                        match out.element_in_place(&chunk[i..]) {
-                            Ok(n) => {
+                        match delimit(&chunk[i..], out) {
+                            Delimited::Read(n) => {
                                 self.state = State::ArrAfterElement;
                                 return Ok(i + n);
                             }
-                            Err(Stop::Malformed) => {
-                                if let Some(end) = self.next_line_object(chunk, i + 1) {
-                                    out.frame(Frame::Element(&chunk[i..end]));
-                                    self.state = State::ArrAfterElement;
-                                    return Ok(end);
-                                }
+                            Delimited::Malformed(n) => {
+                                out.frame(Frame::Malformed);
+                                self.state = State::ArrAfterElement;
+                                return Ok(i + n);
                             }
-                            Err(Stop::Incomplete) => {}
+                            Delimited::Unknown => {
+                                self.carry.clear();
+                                self.carry.extend_from_slice(
+                                    &chunk[i..chunk.len().min(i + MAX_VALUE_BYTES)],
+                                );
+                                self.carry_origin = self.offset + i as u64;
+                                self.carry_tried = self.carry.len();
+                                self.state = State::CarryEvent;
+                                return Ok(i + self.carry.len());
+                            }
                         }
                     }
                     // A value where a comma was due is taken as the next element: old writers
@@ -342,35 +471,13 @@ impl Framer {
                 self.trailing = true;
                 Ok(chunk.len())
             }
-            State::InValue | State::ObjKey => unreachable!("handled by push"),
+            State::InValue | State::ObjKey | State::CarryEvent => unreachable!("handled by push"),
         }
-    }
-
-    /// [`next_line_object`], reusing the previous search of this chunk when it covers `from`.
-    fn next_line_object(&mut self, chunk: &[u8], from: usize) -> Option<usize> {
-        if let Some((searched_from, found)) = self.last_resync {
-            match found {
-                Some(end) if from >= searched_from && from <= end => return Some(end),
-                None if from >= searched_from => return None,
-                _ => {}
-            }
-        }
-        let found = next_line_object(chunk, from);
-        self.last_resync = Some((from, found));
-        found
     }
 
     fn begin_value(&mut self, role: ValueRole, first: u8, keep: bool) {
         self.role = role;
-        self.shape = match first {
-            b'{' => Shape::Object,
-            b'[' => Shape::Array,
-            b'"' => Shape::Str,
-            _ => Shape::Bare,
-        };
-        self.depth = 0;
-        self.in_string = false;
-        self.escape = false;
+        self.value = ValueScan::start(first);
         self.keep = keep;
         self.carried = false;
         self.oversized = false;
@@ -379,20 +486,20 @@ impl Framer {
 
     /// Scans a value that starts at `chunk[i]`; returns the next index.
     fn begin_scan(&mut self, chunk: &[u8], i: usize, out: &mut dyn Consumer) -> usize {
-        let from = match self.shape {
+        let from = match self.value.shape {
             Shape::Object | Shape::Array => {
-                self.depth = 1;
+                self.value.depth = 1;
                 i + 1
             }
             Shape::Str => {
-                self.in_string = true;
+                self.value.in_string = true;
                 i + 1
             }
             // The first byte belongs to the value even if it is a stray delimiter such as
             // `}`: a value is never empty, so the framer always moves on.
             Shape::Bare => i + 1,
         };
-        match self.scan(chunk, from) {
+        match self.value.scan(chunk, from) {
             Some(end) => {
                 self.finish_value(chunk, i, end, out);
                 end
@@ -404,56 +511,59 @@ impl Framer {
         }
     }
 
-    /// Advances through the current value; returns the index just past its end if it ends
-    /// inside this chunk.
-    fn scan(&mut self, c: &[u8], mut i: usize) -> Option<usize> {
-        loop {
-            if self.escape {
-                if i >= c.len() {
-                    return None;
-                }
-                self.escape = false;
-                i += 1;
-            }
-            if self.in_string {
-                let p = i + memchr2(b'"', b'\\', c.get(i..)?)?;
-                if c[p] == b'\\' {
-                    self.escape = true;
-                    i = p + 1;
-                    continue;
-                }
-                self.in_string = false;
-                i = p + 1;
-                if self.shape == Shape::Str {
-                    return Some(i);
-                }
-                continue;
-            }
-            let (open, close) = match self.shape {
-                Shape::Object => (b'{', b'}'),
-                Shape::Array => (b'[', b']'),
-                Shape::Bare => {
-                    let rest = c.get(i..)?;
-                    let j = rest
-                        .iter()
-                        .position(|&b| matches!(b, b',' | b']' | b'}') || is_ws(b))?;
-                    return Some(i + j);
-                }
-                Shape::Str => unreachable!("a string value is always inside its string"),
-            };
-            let p = i + memchr3(b'"', open, close, c.get(i..)?)?;
-            i = p + 1;
-            match c[p] {
-                b'"' => self.in_string = true,
-                b if b == open => self.depth += 1,
-                _ => {
-                    self.depth -= 1;
-                    if self.depth == 0 {
-                        return Some(i);
-                    }
-                }
+    /// Adds bytes from `chunk[i..]` to the carried event and delimits it once the carry has
+    /// doubled since the last try (or is full); returns the next index in `chunk`.
+    fn carry_event(
+        &mut self,
+        chunk: &[u8],
+        i: usize,
+        out: &mut dyn Consumer,
+    ) -> Result<usize, SyntaxError> {
+        let take = (chunk.len() - i).min(MAX_VALUE_BYTES - self.carry.len());
+        self.carry.extend_from_slice(&chunk[i..i + take]);
+        let full = self.carry.len() >= MAX_VALUE_BYTES;
+        if full || self.carry.len() >= 2 * self.carry_tried {
+            self.carry_tried = self.carry.len();
+            if !self.decide_carried(out)? && full {
+                // Too large to keep: skip it by its braces, like any oversized value.
+                let mut scan = ValueScan::start(b'{');
+                scan.depth = 1;
+                let ended = scan.scan(&self.carry, 1);
+                debug_assert!(
+                    ended.is_none(),
+                    "closed braces would have delimited the event"
+                );
+                self.begin_value(ValueRole::Element, b'{', true);
+                self.value = scan;
+                self.oversized = true;
+                self.carry = Vec::new();
             }
         }
+        Ok(i + take)
+    }
+
+    /// Delimits the carried event if its bytes tell; the bytes after it are framed again.
+    /// Returns whether it was delimited.
+    fn decide_carried(&mut self, out: &mut dyn Consumer) -> Result<bool, SyntaxError> {
+        let end = match delimit(&self.carry, out) {
+            Delimited::Read(n) => n,
+            Delimited::Malformed(n) => {
+                out.frame(Frame::Malformed);
+                n
+            }
+            Delimited::Unknown => return Ok(false),
+        };
+        let after = self.carry.split_off(end);
+        self.carry.clear();
+        if self.carry.capacity() > 1 << 20 {
+            self.carry = Vec::new();
+        }
+        self.state = State::ArrAfterElement;
+        let resume = self.offset;
+        self.offset = self.carry_origin + end as u64;
+        let framed = self.push(&after, out);
+        self.offset = resume;
+        framed.map(|()| true)
     }
 
     fn keep_partial(&mut self, bytes: &[u8]) {
@@ -513,13 +623,22 @@ impl Framer {
         self.push_key_bytes(&[b]);
     }
 
-    /// Called at the end of input. A bare value at the very end (`[1, 2` cut after `2`) is
-    /// complete only if the input really ends there, so it is not counted as an element.
-    pub fn finish(&self) -> Result<(), Cut> {
+    /// Called at the end of input: delimits a carried event if its bytes tell, then says where
+    /// the input stopped if it stopped early. A bare value at the very end (`[1, 2` cut after
+    /// `2`) is complete only if the input really ends there, so it is not counted as an element.
+    pub fn finish(&mut self, out: &mut dyn Consumer) -> Result<(), Cut> {
+        while self.state == State::CarryEvent {
+            // What follows the last event is framed again; a syntax error there ends the input.
+            match self.decide_carried(out) {
+                Ok(true) => {}
+                Ok(false) | Err(_) => break,
+            }
+        }
         match self.state {
             State::End => Ok(()),
             State::Start => Err(Cut::Empty),
             State::InValue if self.role == ValueRole::Element => Err(Cut::InsideEvent),
+            State::CarryEvent => Err(Cut::InsideEvent),
             State::ArrExpectElement | State::ArrAfterElement => Err(Cut::InsideEventArray),
             _ => Err(Cut::InsideTopLevel),
         }
@@ -536,13 +655,13 @@ mod tests {
         Key(String),
         Value(String, String),
         Element(String),
+        Malformed,
         Oversized,
     }
 
-    /// Records frames; reads elements in place (with the event reader) when `in_place`.
+    /// Records frames; reads object elements with the event reader and records them too.
     struct Recorder {
         seen: Vec<Seen>,
-        in_place: bool,
     }
 
     impl Consumer for Recorder {
@@ -558,13 +677,11 @@ mod tests {
                     String::from_utf8_lossy(bytes).into(),
                 ),
                 Frame::Element(b) => Seen::Element(String::from_utf8_lossy(b).into()),
+                Frame::Malformed => Seen::Malformed,
                 Frame::Oversized => Seen::Oversized,
             })
         }
-        fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, Stop> {
-            if !self.in_place {
-                return Err(Stop::Incomplete);
-            }
+        fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, Stopped> {
             let mut ev = crate::ingest::event::RawEvent::default();
             let n = crate::ingest::event::parse_event(rest, &mut ev)?;
             self.seen
@@ -573,20 +690,14 @@ mod tests {
         }
     }
 
-    fn frames_with(input: &[u8], chunk: usize, in_place: bool) -> (Vec<Seen>, Result<(), Cut>) {
+    fn frames(input: &[u8], chunk: usize) -> (Vec<Seen>, Result<(), Cut>) {
         let mut f = Framer::default();
-        let mut r = Recorder {
-            seen: Vec::new(),
-            in_place,
-        };
+        let mut r = Recorder { seen: Vec::new() };
         for c in input.chunks(chunk.max(1)) {
             f.push(c, &mut r).unwrap();
         }
-        (r.seen, f.finish())
-    }
-
-    fn frames(input: &[u8], chunk: usize) -> (Vec<Seen>, Result<(), Cut>) {
-        frames_with(input, chunk, false)
+        let end = f.finish(&mut r);
+        (r.seen, end)
     }
 
     const KINETO: &str = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A100 {x}"}],
@@ -624,13 +735,9 @@ mod tests {
             ]
         );
         for size in 1..40 {
-            for in_place in [false, true] {
-                let got = frames_with(KINETO.as_bytes(), size, in_place);
-                assert_eq!(
-                    got,
-                    (whole.clone(), Ok(())),
-                    "chunk size {size}, in place {in_place}"
-                );
+            {
+                let got = frames(KINETO.as_bytes(), size);
+                assert_eq!(got, (whole.clone(), Ok(())), "chunk size {size}");
             }
         }
     }
@@ -649,17 +756,38 @@ mod tests {
     #[test]
     fn a_malformed_event_is_cut_at_the_next_line_so_the_rest_survives() {
         let text = b"[\n{\"name\": \"un\"escaped\", \"ph\": \"X\"},\n  {\"ph\": \"X\"},\n{\"ph\": \"i\"}\n]";
-        let (seen, end) = frames_with(text, usize::MAX, true);
-        assert_eq!(end, Ok(()));
-        assert_eq!(
-            seen,
-            vec![
-                Seen::Top(false),
-                Seen::Element("{\"name\": \"un\"escaped\", \"ph\": \"X\"},".into()),
-                Seen::Element("{\"ph\": \"X\"}".into()),
-                Seen::Element("{\"ph\": \"i\"}".into()),
-            ]
-        );
+        let expected = vec![
+            Seen::Top(false),
+            Seen::Malformed,
+            Seen::Element("{\"ph\": \"X\"}".into()),
+            Seen::Element("{\"ph\": \"i\"}".into()),
+        ];
+        for size in 1..text.len() + 1 {
+            assert_eq!(
+                frames(text, size),
+                (expected.clone(), Ok(())),
+                "chunk size {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_event_on_one_line_ends_where_its_braces_close() {
+        let text = br#"[{"ph": "X" "ts": 1}, {"ph": "X"}, {"ph" 1}, {"ph": "i"}]"#;
+        let expected = vec![
+            Seen::Top(false),
+            Seen::Malformed,
+            Seen::Element(r#"{"ph": "X"}"#.into()),
+            Seen::Malformed,
+            Seen::Element(r#"{"ph": "i"}"#.into()),
+        ];
+        for size in 1..text.len() + 1 {
+            assert_eq!(
+                frames(text, size),
+                (expected.clone(), Ok(())),
+                "chunk size {size}"
+            );
+        }
     }
 
     #[test]
@@ -701,10 +829,7 @@ mod tests {
     #[test]
     fn bytes_that_cannot_start_json_are_a_syntax_error_at_their_offset() {
         let mut f = Framer::default();
-        let mut r = Recorder {
-            seen: Vec::new(),
-            in_place: false,
-        };
+        let mut r = Recorder { seen: Vec::new() };
         let err = f.push(b"  \x00\x05\x16\x07", &mut r).unwrap_err();
         assert_eq!(
             err,
@@ -719,10 +844,7 @@ mod tests {
     #[test]
     fn oversized_values_are_skipped_not_kept() {
         let mut f = Framer::default();
-        let mut r = Recorder {
-            seen: Vec::new(),
-            in_place: true,
-        };
+        let mut r = Recorder { seen: Vec::new() };
         f.push(b"[{\"name\": \"", &mut r).unwrap();
         let block = vec![b'x'; 1 << 20];
         for _ in 0..(MAX_VALUE_BYTES >> 20) + 1 {
@@ -738,6 +860,6 @@ mod tests {
                 Seen::Element("{\"ph\": \"X\"}".into())
             ]
         );
-        assert_eq!(f.finish(), Ok(()));
+        assert_eq!(f.finish(&mut r), Ok(()));
     }
 }

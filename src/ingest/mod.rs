@@ -96,11 +96,12 @@ impl framer::Consumer for Builder {
             Frame::Key(k) => self.top.keys.push(String::from_utf8_lossy(k).into_owned()),
             Frame::Value { key, bytes } => self.top_value(key, bytes),
             Frame::Element(bytes) => self.element(bytes),
+            Frame::Malformed => self.malformed(),
             Frame::Oversized => self.oversized(),
         }
     }
 
-    fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stop> {
+    fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stopped> {
         Builder::element_in_place(self, rest)
     }
 }
@@ -284,11 +285,11 @@ impl Ingest {
             }
         };
         let JsonSink {
-            framer,
+            mut framer,
             mut builder,
             ..
         } = sink;
-        let cut = framer.finish();
+        let cut = framer.finish(&mut builder);
         let truncated = cut.is_err();
         match cut {
             Ok(()) => {}

@@ -511,15 +511,19 @@ impl Framer {
         }
     }
 
-    /// Adds bytes from `chunk[i..]` to the carried event and delimits it once the carry has
-    /// doubled since the last try (or is full); returns the next index in `chunk`.
+    /// Adds bytes from `chunk[i..]` to the carried event, up to twice its size, and delimits it
+    /// once the carry has doubled since the last try (or is full); returns the next index in
+    /// `chunk`.
     fn carry_event(
         &mut self,
         chunk: &[u8],
         i: usize,
         out: &mut dyn Consumer,
     ) -> Result<usize, SyntaxError> {
-        let take = (chunk.len() - i).min(MAX_VALUE_BYTES - self.carry.len());
+        // Take just enough to double the carry: the bytes after the event are framed again,
+        // so taking more would only copy them twice.
+        let want = self.carry.len().max(64);
+        let take = (chunk.len() - i).min(want).min(MAX_VALUE_BYTES - self.carry.len());
         self.carry.extend_from_slice(&chunk[i..i + take]);
         let full = self.carry.len() >= MAX_VALUE_BYTES;
         if full || self.carry.len() >= 2 * self.carry_tried {

@@ -382,6 +382,30 @@ fn an_unescaped_quote_breaks_one_event_not_the_rest() {
 }
 
 #[test]
+fn a_malformed_event_is_read_the_same_whatever_the_chunk_size() {
+    // Found by the fuzzer: fed in small chunks, this once lost every event after the broken one.
+    let text = "[\n{\"ph\":\"X\",\"name\":\"a\"},\n{\"ph\":\"X\",\"name\":\"un\"escaped\",\"ts\":1,\"dur\":1},\n{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"ts\":2,\"dur\":1},\n{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"d\",\"ts\":3,\"dur\":1}\n]";
+    let whole = read(text);
+    assert_eq!((whole.report.elements, whole.trace.events.len()), (4, 2));
+    for size in 1..=64 {
+        let mut ingest = Ingest::new(IngestOptions::default());
+        for chunk in text.as_bytes().chunks(size) {
+            ingest.feed(chunk).unwrap();
+        }
+        let got = ingest.finish().unwrap();
+        assert_eq!(got.report.elements, 4, "chunk size {size}");
+        assert_eq!(
+            got.report.skipped, whole.report.skipped,
+            "chunk size {size}"
+        );
+        assert_eq!(
+            got.trace.events.start, whole.trace.events.start,
+            "chunk size {size}"
+        );
+    }
+}
+
+#[test]
 fn invalid_utf8_in_a_name_is_replaced_not_fatal() {
     let mut bytes = br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "bad "#.to_vec();
     bytes.extend_from_slice(&[0xff, 0xfe]);

@@ -8,7 +8,7 @@ use crate::model::{kernels, CopyDirection, EventKind, HostMemory, Trace};
 use crate::window::{Phase, Steps, Window};
 
 /// The features, in vector order.
-pub const NAMES: [&str; 39] = [
+pub const NAMES: [&str; 40] = [
     "log_duration_ms",
     "phase_data_loading",
     "phase_forward",
@@ -48,6 +48,7 @@ pub const NAMES: [&str; 39] = [
     "layout_kernel_share",
     "attention_kernel_share",
     "elementwise_kernel_share",
+    "launched_gpu_time",
 ];
 
 /// One window and its feature vector (in [`NAMES`] order).
@@ -161,6 +162,7 @@ pub fn of_window(t: &Trace, steps: &Steps, w: &Window) -> WindowFeatures {
         share(layout, kernel_ns),
         share(attention, kernel_ns),
         share(elementwise, kernel_ns),
+        share(steps.launched_in(w).map(|g| e.dur[g as usize]).sum(), dur),
     ];
     debug_assert_eq!(values.len(), NAMES.len());
     let values = values

@@ -108,6 +108,8 @@ pub struct WindowEntry {
     pub start_ms: f64,
     pub duration_ms: f64,
     pub gpu_busy_pct: Option<f64>,
+    /// GPU time of the work launched from the window's CPU work, wherever it ran.
+    pub launched_gpu_ms: f64,
     pub idle_host_wait_ms: Option<f64>,
     pub kernels: u64,
     pub short_kernels: u64,
@@ -184,6 +186,12 @@ impl Report {
                     start_ms: (w.start - origin) as f64 / MS,
                     duration_ms: (w.end - w.start) as f64 / MS,
                     gpu_busy_pct: m.main_device().map(|d| pct(d.busy, m.dur())),
+                    launched_gpu_ms: a
+                        .steps
+                        .launched_in(w)
+                        .map(|g| t.events.dur[g as usize])
+                        .sum::<i64>() as f64
+                        / MS,
                     idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / MS),
                     kernels: m.kernels,
                     short_kernels: m.short_kernels,

@@ -65,6 +65,8 @@ impl StepWindows {
 pub struct Steps {
     pub source: StepSource,
     pub steps: Vec<StepWindows>,
+    /// Every piece of GPU work with the start of the CPU call that launched it, by that start.
+    launched: Vec<(i64, u32)>,
 }
 
 impl Steps {
@@ -82,6 +84,14 @@ impl Steps {
 
     pub fn windows(&self) -> impl Iterator<Item = &Window> {
         self.steps.iter().flat_map(|s| s.windows.iter())
+    }
+
+    /// The GPU work launched from the window's CPU work (launch calls that start in it),
+    /// wherever the GPU ran it: a window's own GPU work, not what merely overlaps it in time.
+    pub fn launched_in(&self, w: &Window) -> impl Iterator<Item = u32> + '_ {
+        let from = self.launched.partition_point(|l| l.0 < w.start);
+        let to = self.launched.partition_point(|l| l.0 < w.end);
+        self.launched[from..to].iter().map(|l| l.1)
     }
 }
 
@@ -160,7 +170,14 @@ pub fn split(t: &Trace) -> Steps {
             }
         })
         .collect();
+    let mut launched: Vec<(i64, u32)> = t
+        .launches
+        .iter()
+        .map(|l| (e.start[l.launch as usize], l.gpu))
+        .collect();
+    launched.sort_unstable();
     Steps {
+        launched,
         source: t.step_source,
         steps,
     }

@@ -86,3 +86,37 @@ fn the_injected_window_stands_out_in_its_features() {
         }
     }
 }
+
+#[test]
+fn a_window_owns_the_gpu_work_its_cpu_work_launched() {
+    // A GPU-bound training step: the optimizer window's CPU launches three fused-SGD kernels
+    // while the GPU still runs the backward; its own GPU work is those three kernels only.
+    let c = Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 4,
+        batch: 64,
+        seed: 5,
+        injections: Vec::new(),
+    };
+    let t = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
+        .unwrap()
+        .trace;
+    let steps = split(&t);
+    let optimizer: Vec<&torchtraceap::window::Window> = steps
+        .windows()
+        .filter(|w| w.phase == Phase::Optimizer)
+        .collect();
+    assert_eq!(optimizer.len(), 4);
+    for w in optimizer {
+        let own: Vec<u32> = steps.launched_in(w).collect();
+        assert_eq!(own.len(), 3);
+        assert!(own
+            .iter()
+            .all(|&g| t.name_of(g as usize).contains("multi_tensor_apply_kernel")));
+    }
+    // Every launched kernel belongs to exactly one window.
+    let owned: usize = steps.windows().map(|w| steps.launched_in(w).count()).sum();
+    assert_eq!(owned, t.launches.len());
+}

@@ -523,7 +523,9 @@ impl Framer {
         // Take just enough to double the carry: the bytes after the event are framed again,
         // so taking more would only copy them twice.
         let want = self.carry.len().max(64);
-        let take = (chunk.len() - i).min(want).min(MAX_VALUE_BYTES - self.carry.len());
+        let take = (chunk.len() - i)
+            .min(want)
+            .min(MAX_VALUE_BYTES - self.carry.len());
         self.carry.extend_from_slice(&chunk[i..i + take]);
         let full = self.carry.len() >= MAX_VALUE_BYTES;
         if full || self.carry.len() >= 2 * self.carry_tried {

@@ -629,17 +629,16 @@ impl Framer {
         self.push_key_bytes(&[b]);
     }
 
-    /// Called at the end of input: delimits a carried event if its bytes tell, then says where
-    /// the input stopped if it stopped early. A bare value at the very end (`[1, 2` cut after
-    /// `2`) is complete only if the input really ends there, so it is not counted as an element.
-    pub fn finish(&mut self, out: &mut dyn Consumer) -> Result<(), Cut> {
-        while self.state == State::CarryEvent {
-            // What follows the last event is framed again; a syntax error there ends the input.
-            match self.decide_carried(out) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => break,
-            }
-        }
+    /// Called at the end of input: delimits a carried event if its bytes tell (framing what
+    /// follows it, which may fail like any input), then says where the input stopped if it
+    /// stopped early. A bare value at the very end (`[1, 2` cut after `2`) is complete only if
+    /// the input really ends there, so it is not counted as an element.
+    pub fn finish(&mut self, out: &mut dyn Consumer) -> Result<Result<(), Cut>, SyntaxError> {
+        while self.state == State::CarryEvent && self.decide_carried(out)? {}
+        Ok(self.end_state())
+    }
+
+    fn end_state(&self) -> Result<(), Cut> {
         match self.state {
             State::End => Ok(()),
             State::Start => Err(Cut::Empty),
@@ -702,7 +701,7 @@ mod tests {
         for c in input.chunks(chunk.max(1)) {
             f.push(c, &mut r).unwrap();
         }
-        let end = f.finish(&mut r);
+        let end = f.finish(&mut r).unwrap();
         (r.seen, end)
     }
 
@@ -866,6 +865,6 @@ mod tests {
                 Seen::Element("{\"ph\": \"X\"}".into())
             ]
         );
-        assert_eq!(f.finish(&mut r), Ok(()));
+        assert_eq!(f.finish(&mut r), Ok(Ok(())));
     }
 }

@@ -116,21 +116,27 @@ impl JsonSink {
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
-        self.framer.push(bytes, &mut self.builder).map_err(|e| {
-            if e.offset == 0 || self.builder.top.object.is_none() {
-                let head = &bytes[..bytes.len().min(8)];
-                IngestError::NotJson {
-                    first_bytes: head.to_vec(),
-                    looks_like: error::sniff_binary(head),
-                }
-            } else {
-                IngestError::Syntax {
-                    offset: e.offset,
-                    expected: e.expected,
-                    found: e.found,
-                }
-            }
-        })
+        self.framer
+            .push(bytes, &mut self.builder)
+            .map_err(|e| json_error(&e, self.builder.top.object.is_some(), bytes))
+    }
+}
+
+/// What a structural error means: not JSON at all when the document never opened, else JSON
+/// that breaks off at a byte. `bytes` is the chunk it happened in.
+fn json_error(e: &framer::SyntaxError, opened: bool, bytes: &[u8]) -> IngestError {
+    if e.offset == 0 || !opened {
+        let head = &bytes[..bytes.len().min(8)];
+        IngestError::NotJson {
+            first_bytes: head.to_vec(),
+            looks_like: error::sniff_binary(head),
+        }
+    } else {
+        IngestError::Syntax {
+            offset: e.offset,
+            expected: e.expected,
+            found: e.found,
+        }
     }
 }
 
@@ -289,7 +295,9 @@ impl Ingest {
             mut builder,
             ..
         } = sink;
-        let cut = framer.finish(&mut builder);
+        let cut = framer
+            .finish(&mut builder)
+            .map_err(|e| json_error(&e, builder.top.object.is_some(), &[]))?;
         let truncated = cut.is_err();
         match cut {
             Ok(()) => {}

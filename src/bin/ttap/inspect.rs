@@ -95,8 +95,13 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// A size in KiB below 1 MiB, in MiB above.
 fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    }
 }
 
 /// The human-readable report for one file.

@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 /// A size in KiB below 1 MiB, in MiB above.
-fn mib(bytes: u64) -> String {
+fn size(bytes: u64) -> String {
     if bytes < 1 << 20 {
         format!("{:.1} KiB", bytes as f64 / 1024.0)
     } else {
@@ -117,13 +117,13 @@ pub fn render(path: &Path, s: &Summary) -> String {
             torchtraceap::model::Container::Array => "bare array",
         },
         if f.gzip {
-            format!(" (gzip, {})", mib(f.input_bytes))
+            format!(" (gzip, {})", size(f.input_bytes))
         } else {
             String::new()
         },
         f.era_label,
         f.schema_version.as_deref().unwrap_or("-"),
-        mib(f.json_bytes),
+        size(f.json_bytes),
         if f.truncated { ", TRUNCATED" } else { "" }
     );
     if s.devices.is_empty() {

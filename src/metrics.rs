@@ -112,6 +112,30 @@ pub struct RangeMetrics {
 }
 
 impl RangeMetrics {
+    /// Adds one copy to the statistics of its direction and host memory kind.
+    fn count_copy(&mut self, c: &crate::model::CopyDetail, ns: i64) {
+        let stats = match self
+            .copies
+            .iter_mut()
+            .position(|s| s.direction == c.direction && s.host_memory == c.host_memory)
+        {
+            Some(k) => &mut self.copies[k],
+            None => {
+                self.copies.push(CopyStats {
+                    direction: c.direction,
+                    host_memory: c.host_memory,
+                    count: 0,
+                    bytes: 0,
+                    ns: 0,
+                });
+                self.copies.last_mut().expect("just pushed")
+            }
+        };
+        stats.count += 1;
+        stats.bytes += c.bytes.unwrap_or(0);
+        stats.ns += ns;
+    }
+
     pub fn dur(&self) -> i64 {
         self.end - self.start
     }
@@ -133,6 +157,11 @@ fn merge(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
         }
     }
     out
+}
+
+/// Length of the union of `[start, end)` intervals.
+pub(crate) fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
+    total(&merge(iv))
 }
 
 fn total(iv: &[(i64, i64)]) -> i64 {
@@ -244,7 +273,12 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                             }
                         }
                     }
-                    EventKind::Memcpy => memcpy.push(iv),
+                    EventKind::Memcpy => {
+                        memcpy.push(iv);
+                        if e.start[i] >= start && e.detail[i] != NONE {
+                            m.count_copy(&t.copies[e.detail[i] as usize], e.dur[i]);
+                        }
+                    }
                     _ => memset.push(iv),
                 }
             }
@@ -347,38 +381,6 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
         m.idle_after_sync_ns = idle_after(t, d, &sync_ends, 1_000_000, end);
     }
 
-    // Copies, by direction and host memory kind.
-    for (k, track) in t.tracks.iter().enumerate() {
-        if !track.gpu {
-            continue;
-        }
-        for i in in_range(t, k, start, end) {
-            if e.kind[i] != EventKind::Memcpy || e.start[i] < start || e.detail[i] == NONE {
-                continue;
-            }
-            let c = &t.copies[e.detail[i] as usize];
-            let stats = match m
-                .copies
-                .iter_mut()
-                .find(|s| s.direction == c.direction && s.host_memory == c.host_memory)
-            {
-                Some(s) => s,
-                None => {
-                    m.copies.push(CopyStats {
-                        direction: c.direction,
-                        host_memory: c.host_memory,
-                        count: 0,
-                        bytes: 0,
-                        ns: 0,
-                    });
-                    m.copies.last_mut().expect("just pushed")
-                }
-            };
-            stats.count += 1;
-            stats.bytes += c.bytes.unwrap_or(0);
-            stats.ns += e.dur[i];
-        }
-    }
     m
 }
 

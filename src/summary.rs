@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::ingest::Ingested;
+use crate::metrics::union_ns;
 use crate::model::{EventKind, StepSource, Trace};
 
 #[derive(Clone, Debug, Serialize)]
@@ -91,24 +92,6 @@ fn pct(part: i64, whole: i64) -> f64 {
     } else {
         0.0
     }
-}
-
-/// Union length of `[start, end)` intervals.
-fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let mut total = 0;
-    let mut cur: Option<(i64, i64)> = None;
-    for (s, e) in iv {
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                cur = Some((s, e));
-            }
-            None => cur = Some((s, e)),
-        }
-    }
-    total + cur.map_or(0, |(s, e)| e - s)
 }
 
 impl Summary {
@@ -270,7 +253,7 @@ impl Summary {
 
 #[cfg(test)]
 mod tests {
-    use super::union_ns;
+    use crate::metrics::union_ns;
 
     #[test]
     fn busy_time_is_the_union_of_overlapping_intervals() {

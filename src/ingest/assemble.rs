@@ -86,8 +86,9 @@ pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
     nest(&mut events, &tracks);
     let mut launches = link_by_correlation(&b, &events);
     let forward_backward = link_flows(&b.flows, &events, &tracks, &mut launches);
-    let (steps, step_source) = find_steps(&b, &events);
-    let meta = meta(&b, &events);
+    let span = span(&events);
+    let (steps, step_source) = find_steps(&b, &events, span);
+    let meta = meta(&b, span);
 
     let mut trace = Trace {
         meta,
@@ -304,7 +305,8 @@ fn link_flows(
     fwdbwd
 }
 
-fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
+/// `span` is that of all events, the fallback step of a trace without GPU work.
+fn find_steps(b: &Builder, e: &Events, span: Option<(i64, i64)>) -> (Vec<Step>, StepSource) {
     let mut steps: Vec<Step> = (0..e.len())
         .filter(|&i| e.kind[i] == EventKind::ProfilerStep)
         .map(|i| Step {
@@ -333,7 +335,7 @@ fn find_steps(b: &Builder, e: &Events) -> (Vec<Step>, StepSource) {
         });
         let span = match active {
             Some((s, end)) => Some((first_launch.map_or(s, |l| l.min(s)), end)),
-            None => span(e),
+            None => span,
         };
         return (
             span.map(|(start, end)| {
@@ -370,7 +372,7 @@ fn span(e: &Events) -> Option<(i64, i64)> {
     Some((start, end))
 }
 
-fn meta(b: &Builder, e: &Events) -> TraceMeta {
+fn meta(b: &Builder, span: Option<(i64, i64)>) -> TraceMeta {
     let v = &b.top.values;
     let int = |key: &str, field: &str| v.get(key).and_then(|d| d.get(field)).and_then(json_int);
     let era = if b.kineto_events() == 0 {
@@ -414,7 +416,7 @@ fn meta(b: &Builder, e: &Events) -> TraceMeta {
             .and_then(|d| d.get("backend"))
             .and_then(|s| s.as_str())
             .map(str::to_owned),
-        span: span(e),
+        span,
     }
 }
 

@@ -167,26 +167,13 @@ impl Builder {
         }
     }
 
-    /// One element of the event array.
+    /// An element of the event array that is not an object (objects go to `element_in_place`).
     pub fn element(&mut self, bytes: &[u8]) {
         self.elements += 1;
-        match bytes.first() {
-            Some(b'{') => {}
-            Some(b'[') => {
-                self.array_elements += 1;
-                self.skip(skip::NOT_AN_OBJECT);
-                return;
-            }
-            _ => {
-                self.skip(skip::NOT_AN_OBJECT);
-                return;
-            }
+        if bytes.first() == Some(&b'[') {
+            self.array_elements += 1;
         }
-        let mut ev = RawEvent::default();
-        match parse_event(bytes, &mut ev) {
-            Ok(_) => self.event(&ev),
-            Err(_) => self.skip(skip::MALFORMED),
-        }
+        self.skip(skip::NOT_AN_OBJECT);
     }
 
     /// An element read in place from the chunk, if it ends inside `rest` and is well formed.

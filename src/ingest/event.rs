@@ -194,7 +194,7 @@ enum Scalar {
 }
 
 #[inline(always)]
-fn is_ws(b: u8) -> bool {
+pub(super) fn is_ws(b: u8) -> bool {
     b <= b' ' && matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 

@@ -14,7 +14,7 @@
 
 use memchr::{memchr, memchr2, memchr3};
 
-use super::event::{Stop, Stopped};
+use super::event::{is_ws, Stop, Stopped};
 
 /// Largest single event (or captured top-level value) that is kept; larger ones are skipped and
 /// counted, so a corrupted file cannot make memory grow without bound.
@@ -171,10 +171,6 @@ fn next_line_object(chunk: &[u8], mut from: usize) -> Option<usize> {
     }
 }
 
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 /// Where an object element that starts at `bytes[0]` ends, as far as `bytes` tells.
 #[derive(Debug, PartialEq, Eq)]
 enum Delimited {
@@ -208,9 +204,7 @@ fn delimit(bytes: &[u8], out: &mut dyn Consumer) -> Delimited {
 
 /// Where the braces of the object at `bytes[0]` close (strings skipped), if inside `bytes`.
 fn bracket_end(bytes: &[u8]) -> Option<usize> {
-    let mut scan = ValueScan::start(b'{');
-    scan.depth = 1;
-    scan.scan(bytes, 1)
+    ValueScan::inside_object().scan(bytes, 1)
 }
 
 impl ValueScan {
@@ -227,6 +221,14 @@ impl ValueScan {
             depth: 0,
             in_string: false,
             escape: false,
+        }
+    }
+
+    /// The scan of an object just past its opening brace.
+    fn inside_object() -> ValueScan {
+        ValueScan {
+            depth: 1,
+            ..ValueScan::start(b'{')
         }
     }
 
@@ -532,8 +534,7 @@ impl Framer {
             self.carry_tried = self.carry.len();
             if !self.decide_carried(out)? && full {
                 // Too large to keep: skip it by its braces, like any oversized value.
-                let mut scan = ValueScan::start(b'{');
-                scan.depth = 1;
+                let mut scan = ValueScan::inside_object();
                 let ended = scan.scan(&self.carry, 1);
                 debug_assert!(
                     ended.is_none(),
@@ -758,6 +759,17 @@ mod tests {
         assert_eq!(elements.len(), 5, "{seen:?}");
     }
 
+    /// Every chunk size gives `expected` and a complete input.
+    fn assert_every_chunking(text: &[u8], expected: &[Seen]) {
+        for size in 1..text.len() + 1 {
+            assert_eq!(
+                frames(text, size),
+                (expected.to_vec(), Ok(())),
+                "chunk size {size}"
+            );
+        }
+    }
+
     #[test]
     fn a_malformed_event_is_cut_at_the_next_line_so_the_rest_survives() {
         let text = b"[\n{\"name\": \"un\"escaped\", \"ph\": \"X\"},\n  {\"ph\": \"X\"},\n{\"ph\": \"i\"}\n]";
@@ -767,13 +779,7 @@ mod tests {
             Seen::Element("{\"ph\": \"X\"}".into()),
             Seen::Element("{\"ph\": \"i\"}".into()),
         ];
-        for size in 1..text.len() + 1 {
-            assert_eq!(
-                frames(text, size),
-                (expected.clone(), Ok(())),
-                "chunk size {size}"
-            );
-        }
+        assert_every_chunking(text, &expected);
     }
 
     #[test]
@@ -786,13 +792,7 @@ mod tests {
             Seen::Malformed,
             Seen::Element(r#"{"ph": "i"}"#.into()),
         ];
-        for size in 1..text.len() + 1 {
-            assert_eq!(
-                frames(text, size),
-                (expected.clone(), Ok(())),
-                "chunk size {size}"
-            );
-        }
+        assert_every_chunking(text, &expected);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! Format history: version 1 (first release): `trace`, `findings`, `steps`, `windows`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::detect::{Analysis, Finding};
 use crate::metrics::measure;
@@ -14,9 +14,9 @@ use crate::metrics::measure;
 pub const FORMAT: &str = "torchtraceap.report";
 pub const VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    pub format: &'static str,
+    pub format: String,
     pub version: u32,
     /// `torchtraceap@<version>` that wrote it.
     pub exporter: String,
@@ -27,35 +27,35 @@ pub struct Report {
     pub windows: Vec<WindowEntry>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceFacts {
-    pub era: &'static str,
+    pub era: String,
     pub devices: Vec<String>,
     pub rank: Option<i64>,
     pub world_size: Option<i64>,
     /// `profiler_steps` or `whole_trace` (no `ProfilerStep#` ranges: one step over the trace).
-    pub step_source: &'static str,
+    pub step_source: String,
     pub steady_steps: usize,
     pub warmup_steps: Vec<i64>,
     pub mean_step_ms: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FindingEntry {
-    pub id: &'static str,
-    pub title: &'static str,
+    pub id: String,
+    pub title: String,
     pub summary: String,
-    pub severity: &'static str,
+    pub severity: String,
     pub impact_ms_per_step: f64,
     pub impact_pct_of_step: f64,
-    pub impact_method: &'static str,
+    pub impact_method: String,
     pub confidence: f32,
     pub evidence: Vec<EvidenceEntry>,
     pub fix: String,
     pub fix_snippet: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceEntry {
     pub what: String,
     pub steps: Vec<i64>,
@@ -63,7 +63,7 @@ pub struct EvidenceEntry {
     pub count: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepEntry {
     pub number: i64,
     pub warmup: bool,
@@ -88,7 +88,7 @@ pub struct StepEntry {
 }
 
 /// One GPU stream's time in a step.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StreamEntry {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -99,10 +99,10 @@ pub struct StreamEntry {
     pub idle_ms: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowEntry {
     pub step: i64,
-    pub phase: &'static str,
+    pub phase: String,
     pub label: Option<String>,
     /// Milliseconds from the trace's first event.
     pub start_ms: f64,
@@ -181,7 +181,7 @@ impl Report {
                 let m = measure(t, w.start, w.end);
                 WindowEntry {
                     step: a.steps.steps[w.step].number,
-                    phase: w.phase.label(),
+                    phase: w.phase.label().to_string(),
                     label: w.label.clone(),
                     start_ms: (w.start - origin) as f64 / MS,
                     duration_ms: (w.end - w.start) as f64 / MS,
@@ -201,11 +201,11 @@ impl Report {
             })
             .collect();
         Report {
-            format: FORMAT,
+            format: FORMAT.to_string(),
             version: VERSION,
             exporter: format!("torchtraceap@{}", env!("CARGO_PKG_VERSION")),
             trace: TraceFacts {
-                era: t.meta.era.label(),
+                era: t.meta.era.label().to_string(),
                 devices: t
                     .meta
                     .devices
@@ -218,7 +218,8 @@ impl Report {
                 step_source: match a.steps.source {
                     crate::model::StepSource::ProfilerSteps => "profiler_steps",
                     crate::model::StepSource::WholeTrace => "whole_trace",
-                },
+                }
+                .to_string(),
                 steady_steps: a.steady.len(),
                 warmup_steps: a
                     .steps
@@ -232,13 +233,13 @@ impl Report {
             findings: findings
                 .iter()
                 .map(|f| FindingEntry {
-                    id: f.id,
-                    title: f.title,
+                    id: f.id.to_string(),
+                    title: f.title.to_string(),
                     summary: f.summary.clone(),
-                    severity: f.severity.label(),
+                    severity: f.severity.label().to_string(),
                     impact_ms_per_step: f.impact.ms_per_step,
                     impact_pct_of_step: f.impact.pct_of_step,
-                    impact_method: f.impact.method,
+                    impact_method: f.impact.method.to_string(),
                     confidence: f.confidence,
                     evidence: f
                         .evidence

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ingest::Ingested;
 use crate::metrics::union_ns;
 use crate::model::{EventKind, StepSource, Trace};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub format: Format,
     pub devices: Vec<DeviceLine>,
@@ -20,7 +20,7 @@ pub struct Summary {
     /// From the first event's start to the last event's end.
     pub span_ms: f64,
     pub steps: Steps,
-    pub events_by_kind: BTreeMap<&'static str, u64>,
+    pub events_by_kind: BTreeMap<String, u64>,
     pub cpu_threads: usize,
     pub gpu_streams: usize,
     /// GPU work linked to the CPU call that launched it, out of all GPU work.
@@ -28,15 +28,17 @@ pub struct Summary {
     pub gpu_events: u64,
     pub gpu_busy: Vec<GpuBusy>,
     pub top_kernels: Vec<KernelTime>,
+    /// CPU operators (`cpu_op`) by total time, with their self time (minus nested operators).
+    pub top_operators: Vec<OperatorTime>,
     pub skipped: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Format {
     pub container: crate::model::Container,
     pub era: crate::model::Era,
-    pub era_label: &'static str,
+    pub era_label: String,
     pub schema_version: Option<String>,
     pub gzip: bool,
     pub input_bytes: u64,
@@ -44,7 +46,7 @@ pub struct Format {
     pub truncated: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceLine {
     pub id: Option<i64>,
     pub name: String,
@@ -53,7 +55,7 @@ pub struct DeviceLine {
     pub sms: Option<i64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Steps {
     pub source: StepSource,
     pub count: usize,
@@ -61,7 +63,7 @@ pub struct Steps {
     pub mean_ms: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuBusy {
     pub device: Option<i64>,
     pub streams: usize,
@@ -72,9 +74,11 @@ pub struct GpuBusy {
     pub busy_pct_of_span: f64,
     /// `busy_ms` over the device's active window (first GPU work start to last end).
     pub busy_pct_of_active: f64,
+    /// Busy share (0–100) in each of [`TIMELINE_BINS`] equal slices of the trace span.
+    pub timeline_pct: Vec<f32>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelTime {
     pub name: String,
     pub count: u64,
@@ -84,7 +88,50 @@ pub struct KernelTime {
     pub pct: f64,
 }
 
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperatorTime {
+    pub name: String,
+    pub count: u64,
+    pub total_ms: f64,
+    /// Total time minus the time of the operators nested in it.
+    pub self_ms: f64,
+    pub mean_us: f64,
+}
+
+/// How many slices of the trace span the GPU busy timeline has.
+pub const TIMELINE_BINS: usize = 200;
+
 const NS_PER_MS: f64 = 1e6;
+
+/// Busy share (0–100) of each of `TIMELINE_BINS` equal slices of `span`, from the union of
+/// `intervals` (sorted or not, overlapping or not).
+fn busy_timeline(mut intervals: Vec<(i64, i64)>, span: (i64, i64)) -> Vec<f32> {
+    let (start, end) = span;
+    let len = (end - start).max(1) as f64;
+    let width = len / TIMELINE_BINS as f64;
+    let mut busy = vec![0f64; TIMELINE_BINS];
+    intervals.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(intervals.len());
+    for (s, e) in intervals {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    for (s, e) in merged {
+        let (s, e) = ((s - start) as f64, (e - start) as f64);
+        let first = ((s / width) as usize).min(TIMELINE_BINS - 1);
+        let last = ((e / width) as usize).min(TIMELINE_BINS - 1);
+        for (b, slot) in busy.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = s.max(b as f64 * width);
+            let hi = e.min((b + 1) as f64 * width);
+            *slot += (hi - lo).max(0.0);
+        }
+    }
+    busy.iter()
+        .map(|b| (100.0 * b / width).min(100.0) as f32)
+        .collect()
+}
 
 fn pct(part: i64, whole: i64) -> f64 {
     if whole > 0 {
@@ -103,7 +150,7 @@ impl Summary {
 
         let mut events_by_kind = BTreeMap::new();
         for (k, n) in t.count_by_kind() {
-            events_by_kind.insert(k.label(), n as u64);
+            events_by_kind.insert(k.label().to_string(), n as u64);
         }
 
         /// The GPU work of one device.
@@ -138,6 +185,7 @@ impl Summary {
                 )| {
                     let active = iv.iter().map(|v| v.1).max().unwrap_or(0)
                         - iv.iter().map(|v| v.0).min().unwrap_or(0);
+                    let timeline_pct = busy_timeline(iv.clone(), t.meta.span.unwrap_or((0, 0)));
                     let busy = union_ns(iv);
                     GpuBusy {
                         device,
@@ -146,6 +194,7 @@ impl Summary {
                         busy_ms: busy as f64 / NS_PER_MS,
                         busy_pct_of_span: pct(busy, span_ns),
                         busy_pct_of_active: pct(busy, active),
+                        timeline_pct,
                     }
                 },
             )
@@ -187,6 +236,8 @@ impl Summary {
         });
         top_kernels.truncate(top);
 
+        let top_operators = top_operators(t, top);
+
         let durations_ms: Vec<(i64, f64)> = t
             .steps
             .iter()
@@ -202,7 +253,7 @@ impl Summary {
             format: Format {
                 container: t.meta.container,
                 era: t.meta.era,
-                era_label: t.meta.era.label(),
+                era_label: t.meta.era.label().to_string(),
                 schema_version: t.meta.schema_version.clone(),
                 gzip: r.gzip,
                 input_bytes: r.input_bytes,
@@ -245,15 +296,67 @@ impl Summary {
             gpu_events,
             gpu_busy,
             top_kernels,
+            top_operators,
             skipped: r.skipped.clone(),
             warnings: r.warnings.clone(),
         }
     }
 }
 
+/// CPU operators by total time; self time subtracts the operators directly nested in each.
+fn top_operators(t: &Trace, top: usize) -> Vec<OperatorTime> {
+    let e = &t.events;
+    let mut by_name: FxHashMap<u32, (u64, i64, i64)> = FxHashMap::default();
+    for i in 0..e.len() {
+        if e.kind[i] != EventKind::CpuOp {
+            continue;
+        }
+        let entry = by_name.entry(e.name[i]).or_default();
+        entry.0 += 1;
+        entry.1 += e.dur[i];
+        entry.2 += e.dur[i];
+        let p = e.parent[i];
+        if p != crate::model::NONE && e.kind[p as usize] == EventKind::CpuOp {
+            by_name.entry(e.name[p as usize]).or_default().2 -= e.dur[i];
+        }
+    }
+    let mut ops: Vec<OperatorTime> = by_name
+        .into_iter()
+        .filter(|(_, (count, _, _))| *count > 0)
+        .map(|(name, (count, total, own))| OperatorTime {
+            name: t.strings.get(name).to_string(),
+            count,
+            total_ms: total as f64 / NS_PER_MS,
+            self_ms: own.max(0) as f64 / NS_PER_MS,
+            mean_us: total as f64 / count as f64 / 1e3,
+        })
+        .collect();
+    ops.sort_by(|a, b| {
+        b.total_ms
+            .total_cmp(&a.total_ms)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    ops.truncate(top);
+    ops
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{busy_timeline, TIMELINE_BINS};
     use crate::metrics::union_ns;
+
+    #[test]
+    fn the_busy_timeline_spreads_each_interval_over_the_slices_it_covers() {
+        // A span of 200 ns: one slice per nanosecond.
+        let t = busy_timeline(vec![(10, 12), (11, 13), (150, 200), (199, 400)], (0, 200));
+        assert_eq!(t.len(), TIMELINE_BINS);
+        assert_eq!(&t[9..14], &[0.0, 100.0, 100.0, 100.0, 0.0]);
+        assert!(t[150..].iter().all(|&b| b == 100.0));
+        // Half a slice busy.
+        let t = busy_timeline(vec![(0, 1)], (0, 400));
+        assert_eq!(t[0], 50.0);
+        assert!(t[1..].iter().all(|&b| b == 0.0));
+    }
 
     #[test]
     fn busy_time_is_the_union_of_overlapping_intervals() {

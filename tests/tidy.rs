@@ -1,4 +1,5 @@
-//! Tidy checks that run with the tests: ARCHITECTURE.md names every source file, so the map
+//! Tidy checks that run with the tests: ARCHITECTURE.md names every source file (Rust, and the
+//! end-to-end tests' JavaScript), so the map
 //! cannot drift from the code.
 
 use std::path::Path;
@@ -8,7 +9,7 @@ fn source_files(dir: &Path, out: &mut Vec<String>) {
         let path = entry.path();
         if path.is_dir() {
             source_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "mjs") {
             out.push(path.file_name().unwrap().to_string_lossy().into_owned());
         }
     }
@@ -19,8 +20,9 @@ fn architecture_md_names_every_source_file() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
     let mut files = Vec::new();
-    source_files(&root.join("src"), &mut files);
-    source_files(&root.join("tests"), &mut files);
+    for dir in ["src", "tests", "web/src", "web/tests", "e2e"] {
+        source_files(&root.join(dir), &mut files);
+    }
     let missing: Vec<&String> = files
         .iter()
         .filter(|f| *f != "lib.rs" && !doc.contains(f.as_str()))

@@ -14,7 +14,7 @@ pub mod kernels;
 pub mod kind;
 pub mod strings;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use kind::{CopyDirection, EventKind, HostMemory, RuntimeClass};
 pub use strings::{StrId, Strings};
@@ -170,7 +170,7 @@ pub struct Step {
 }
 
 /// Where the steps came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepSource {
     /// `ProfilerStep#N` ranges recorded by `torch.profiler.profile(schedule=…)` and `prof.step()`.
@@ -198,7 +198,7 @@ pub struct Device {
 }
 
 /// How the JSON was laid out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Container {
     /// `{"traceEvents": [...], ...}` as written by Kineto.
@@ -208,7 +208,7 @@ pub enum Container {
 }
 
 /// Which generation of the PyTorch profiler wrote the trace, as far as its content tells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Era {
     /// PyTorch 1.8–1.10: capitalised categories (`Operator`, `Kernel`, `Runtime`).

@@ -1,0 +1,75 @@
+// Shared set-up for the end-to-end tests: a static server over the built site (dist/) and
+// Debian's Chromium driven by playwright-core.
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
+export const DIST = join(ROOT, 'dist');
+export const SHARED_TRACES = process.env.TTAP_SHARED_TRACES ?? join(ROOT, '../shared/traces');
+export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.css': 'text/css',
+  '.gz': 'application/gzip',
+  '.json': 'application/json',
+};
+
+/** Serves `root` on 127.0.0.1 under the sub-path `base` (the site must work under any sub-path). */
+export async function serve(root = DIST, base = '/ttap/') {
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (!path.startsWith(base)) {
+      res.writeHead(404).end();
+      return;
+    }
+    let file = normalize(join(root, path.slice(base.length)));
+    if (!file.startsWith(root)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const url = `http://127.0.0.1:${server.address().port}${base}`;
+  return { url, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+}
+
+/** A page that records every request it makes, and fails the test on a page error. */
+export async function openPage(browser, url) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const requests = [];
+  const errors = [];
+  context.on('request', (r) => requests.push({ url: r.url(), method: r.method(), body: r.postData() }));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('#sample');
+  return { context, page, requests, errors };
+}
+
+/** Where screenshots go (the closing note names the ones looked at). */
+export const SHOTS = join(ROOT, 'target', 'screenshots');

@@ -1,0 +1,127 @@
+//! The findings, ranked by the time they cost per step: severity, impact, evidence, the fix and
+//! its code with a copy button.
+
+use std::rc::Rc;
+
+use torchtraceap::report::FindingEntry;
+use yew::prelude::*;
+
+use super::format::{count, ms};
+use crate::protocol::Outcome;
+
+#[derive(Properties, PartialEq)]
+pub struct FindingsProps {
+    pub file: Rc<Outcome>,
+}
+
+#[function_component(Findings)]
+pub fn findings(props: &FindingsProps) -> Html {
+    let copied = use_state(|| None::<usize>);
+    let Ok(a) = &props.file.result else {
+        return Html::default();
+    };
+    let findings = &a.report.findings;
+    if findings.is_empty() {
+        return html! {
+            <section class="findings empty">
+                <h2>{"No anti-pattern found"}</h2>
+                <p>{format!(
+                    "None of the detectors' thresholds is crossed in the {} steady step(s) of this trace.",
+                    a.report.trace.steady_steps
+                )}</p>
+            </section>
+        };
+    }
+    html! {
+        <section class="findings">
+            { for findings.iter().enumerate().map(|(i, f)| card(i, f, &copied)) }
+        </section>
+    }
+}
+
+fn card(i: usize, f: &FindingEntry, copied: &UseStateHandle<Option<usize>>) -> Html {
+    let on_copy = {
+        let copied = copied.clone();
+        let snippet = f.fix_snippet.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(window) = web_sys::window() {
+                // The promise settles on its own; a refused write leaves the button as it was.
+                let _ = window.navigator().clipboard().write_text(&snippet);
+                copied.set(Some(i));
+            }
+        })
+    };
+    let copy_label = if **copied == Some(i) {
+        "Copied"
+    } else {
+        "Copy"
+    };
+    html! {
+        <article class={classes!("finding", f.severity.clone())} id={format!("finding-{}", f.id)}>
+            <header>
+                <span class={classes!("severity", f.severity.clone())}>{&f.severity}</span>
+                <h3>{&f.title}</h3>
+                <span class="impact" title={f.impact_method.clone()}>
+                    {format!("{} per step ({:.1}%)", ms(f.impact_ms_per_step), f.impact_pct_of_step)}
+                </span>
+            </header>
+            <p class="summary">{&f.summary}</p>
+            <details open={i == 0}>
+                <summary>{format!("Evidence ({}) · confidence {:.0}%", f.evidence.len(), f.confidence * 100.0)}</summary>
+                <ul class="evidence">
+                    { for f.evidence.iter().map(|e| html! {
+                        <li>
+                            {&e.what}
+                            if let Some(n) = e.count { <span class="count">{format!(" ×{}", count(n))}</span> }
+                            if !e.steps.is_empty() {
+                                <span class="steps">{format!(" · steps {}", steps_text(&e.steps))}</span>
+                            }
+                            if !e.events.is_empty() {
+                                <ul class="events">{ for e.events.iter().map(|ev| html! { <li><code>{ev}</code></li> }) }</ul>
+                            }
+                        </li>
+                    }) }
+                </ul>
+            </details>
+            <div class="fix">
+                <p><strong>{"Fix: "}</strong>{&f.fix}</p>
+                if !f.fix_snippet.is_empty() {
+                    <div class="snippet">
+                        <button class="copy" onclick={on_copy}>{copy_label}</button>
+                        <pre><code>{&f.fix_snippet}</code></pre>
+                    </div>
+                }
+            </div>
+        </article>
+    }
+}
+
+/// Steps as ranges: 3-6, 9.
+fn steps_text(steps: &[i64]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < steps.len() {
+        let mut j = i;
+        while j + 1 < steps.len() && steps[j + 1] == steps[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}–{}", steps[i], steps[j])
+        } else {
+            steps[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn consecutive_steps_read_as_ranges() {
+        assert_eq!(super::steps_text(&[3, 4, 5, 6, 9, 11, 12]), "3–6, 9, 11–12");
+        assert_eq!(super::steps_text(&[]), "");
+    }
+}

@@ -1,0 +1,352 @@
+//! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
+//! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
+
+mod charts;
+mod findings;
+mod format;
+mod load;
+mod overview;
+mod table;
+
+use std::rc::Rc;
+
+use gloo_timers::callback::Interval;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, File, MessageEvent, Worker};
+use yew::prelude::*;
+
+use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
+use format::{bytes, count, duration_s};
+
+/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
+const WORKER_URL: &str = "./worker_loader.js";
+/// The sample trace bundled with the site (`www/samples/`, made by `ttap synth`).
+pub const SAMPLE_URL: &str = "samples/resnet50-a100-dataloader.pt.trace.json.gz";
+
+pub enum Msg {
+    Open(Vec<File>),
+    OpenSample,
+    SampleFailed(String),
+    FromWorker(FromWorker),
+    WorkerFailed(String),
+    Cancel,
+    Tick,
+    Select(usize),
+    Show(Tab),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    Findings,
+    Kernels,
+    Operators,
+}
+
+/// A load in progress: its worker, and the results that have come back so far.
+struct Loading {
+    worker: Worker,
+    // Kept alive as long as the worker: they are its message and error handlers.
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(ErrorEvent)>,
+    _ticker: Interval,
+    names: Vec<String>,
+    /// The files, until the worker is ready for them.
+    files: Option<js_sys::Array>,
+    progress: Option<Progress>,
+    outcomes: Vec<Outcome>,
+    started_ms: f64,
+    now_ms: f64,
+}
+
+pub struct App {
+    loading: Option<Loading>,
+    /// The files of the last completed load; a cancelled or failed load leaves them as they are.
+    files: Vec<Rc<Outcome>>,
+    selected: usize,
+    tab: Tab,
+    notice: Option<String>,
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+impl Component for App {
+    type Message = Msg;
+    type Properties = ();
+
+    fn create(_ctx: &Context<Self>) -> Self {
+        App {
+            loading: None,
+            files: Vec::new(),
+            selected: 0,
+            tab: Tab::Overview,
+            notice: None,
+        }
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        match msg {
+            Msg::Open(files) => {
+                if files.is_empty() {
+                    return false;
+                }
+                self.start(ctx, files);
+            }
+            Msg::OpenSample => {
+                self.notice = None;
+                ctx.link().send_future(async {
+                    match load::fetch_sample(SAMPLE_URL).await {
+                        Ok(file) => Msg::Open(vec![file]),
+                        Err(e) => Msg::SampleFailed(e),
+                    }
+                });
+                return false;
+            }
+            Msg::SampleFailed(e) => self.notice = Some(e),
+            Msg::FromWorker(FromWorker::Ready) => {
+                let Some(l) = &mut self.loading else {
+                    return false;
+                };
+                let Some(files) = l.files.take() else {
+                    return false;
+                };
+                if let Err(e) = l.worker.post_message(&files) {
+                    if let Some(l) = self.loading.take() {
+                        l.worker.terminate();
+                    }
+                    self.notice = Some(format!("Could not hand the files to the worker: {e:?}"));
+                }
+            }
+            Msg::FromWorker(FromWorker::Progress(p)) => {
+                if let Some(l) = &mut self.loading {
+                    l.progress = Some(p);
+                    l.now_ms = now_ms();
+                }
+            }
+            Msg::FromWorker(FromWorker::Done(outcome)) => {
+                if let Some(l) = &mut self.loading {
+                    l.outcomes.push(*outcome);
+                }
+            }
+            Msg::FromWorker(FromWorker::Finished) => {
+                if let Some(l) = self.loading.take() {
+                    l.worker.terminate();
+                    self.files = l.outcomes.into_iter().map(Rc::new).collect();
+                    self.selected = 0;
+                    self.tab = if self.files.iter().any(|f| f.result.is_ok()) {
+                        Tab::Findings
+                    } else {
+                        Tab::Overview
+                    };
+                }
+            }
+            Msg::WorkerFailed(message) => {
+                if let Some(l) = self.loading.take() {
+                    l.worker.terminate();
+                }
+                self.notice = Some(format!(
+                    "The analysis stopped unexpectedly: {message}. This is a bug in TorchTraceAP; \
+                     the previous results (if any) are kept. Please report it with the trace's \
+                     PyTorch version."
+                ));
+            }
+            Msg::Cancel => {
+                if let Some(l) = self.loading.take() {
+                    l.worker.terminate();
+                    self.notice = Some(if self.files.is_empty() {
+                        "Loading cancelled.".into()
+                    } else {
+                        "Loading cancelled; the previous analysis is still shown.".into()
+                    });
+                }
+            }
+            Msg::Tick => match &mut self.loading {
+                Some(l) => l.now_ms = now_ms(),
+                None => return false,
+            },
+            Msg::Select(i) => self.selected = i,
+            Msg::Show(tab) => self.tab = tab,
+        }
+        true
+    }
+
+    fn view(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        html! {
+            <load::DropZone on_files={link.callback(Msg::Open)}>
+                <header class="top">
+                    <div class="brand">
+                        <h1>{"TorchTraceAP"}</h1>
+                        <p class="tagline">{"PyTorch profiler traces, analyzed in your browser. Nothing is uploaded."}</p>
+                    </div>
+                    <load::Picker
+                        on_files={link.callback(Msg::Open)}
+                        on_sample={link.callback(|_| Msg::OpenSample)}
+                        busy={self.loading.is_some()} />
+                </header>
+                if let Some(notice) = &self.notice {
+                    <p class="notice" role="status">{notice}</p>
+                }
+                if let Some(l) = &self.loading {
+                    { self.view_loading(ctx, l) }
+                }
+                if self.files.is_empty() && self.loading.is_none() {
+                    { load::welcome() }
+                } else {
+                    { self.view_files(ctx) }
+                }
+            </load::DropZone>
+        }
+    }
+}
+
+impl App {
+    fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
+        if let Some(old) = self.loading.take() {
+            old.worker.terminate();
+        }
+        self.notice = None;
+        let worker = match Worker::new(WORKER_URL) {
+            Ok(w) => w,
+            Err(e) => {
+                self.notice = Some(format!(
+                    "Could not start the analysis worker ({e:?}). The page needs Web Workers: \
+                     open it over http(s), not as a local file."
+                ));
+                return;
+            }
+        };
+        let link = ctx.link().clone();
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            let text = e.data().as_string().unwrap_or_default();
+            match serde_json::from_str::<FromWorker>(&text) {
+                Ok(m) => link.send_message(Msg::FromWorker(m)),
+                Err(err) => link.send_message(Msg::WorkerFailed(format!(
+                    "unreadable message from the worker ({err})"
+                ))),
+            }
+        });
+        let link = ctx.link().clone();
+        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+            e.prevent_default();
+            link.send_message(Msg::WorkerFailed(e.message()));
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let names = files.iter().map(File::name).collect();
+        let link = ctx.link().clone();
+        self.loading = Some(Loading {
+            worker,
+            _on_message: on_message,
+            _on_error: on_error,
+            _ticker: Interval::new(250, move || link.send_message(Msg::Tick)),
+            names,
+            files: Some(files.iter().collect()),
+            progress: None,
+            outcomes: Vec::new(),
+            started_ms: now_ms(),
+            now_ms: now_ms(),
+        });
+    }
+
+    fn view_loading(&self, ctx: &Context<Self>, l: &Loading) -> Html {
+        let elapsed = duration_s((l.now_ms - l.started_ms) / 1e3);
+        let (label, fraction, detail) = match &l.progress {
+            Some(p) => {
+                let of = if l.names.len() > 1 {
+                    format!(" (file {} of {})", p.file + 1, l.names.len())
+                } else {
+                    String::new()
+                };
+                let label = match p.stage {
+                    Stage::Reading => format!("Reading {}{of}", p.name),
+                    Stage::Analyzing => format!("Analyzing {}{of}", p.name),
+                };
+                let fraction = if p.total_bytes > 0 {
+                    p.bytes as f64 / p.total_bytes as f64
+                } else {
+                    1.0
+                };
+                let detail = format!(
+                    "{} of {} · {} events · {elapsed}",
+                    bytes(p.bytes),
+                    bytes(p.total_bytes),
+                    count(p.events)
+                );
+                (label, fraction, detail)
+            }
+            None => (format!("Starting on {}", l.names.join(", ")), 0.0, elapsed),
+        };
+        html! {
+            <section class="loading" aria-live="polite">
+                <div class="loading-head">
+                    <span class="loading-label">{label}</span>
+                    <button class="cancel" onclick={ctx.link().callback(|_| Msg::Cancel)}>{"Cancel"}</button>
+                </div>
+                <progress max="1" value={fraction.to_string()}></progress>
+                <span class="loading-detail">{detail}</span>
+            </section>
+        }
+    }
+
+    fn view_files(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let tabs_for_files = if self.files.len() > 1 {
+            html! {
+                <nav class="files" aria-label="Files">
+                    { for self.files.iter().enumerate().map(|(i, f)| {
+                        let class = classes!("file-tab", (i == self.selected).then_some("active"),
+                            f.result.is_err().then_some("failed"));
+                        html! { <button {class} onclick={link.callback(move |_| Msg::Select(i))}>{&f.name}</button> }
+                    }) }
+                </nav>
+            }
+        } else {
+            Html::default()
+        };
+        let Some(file) = self.files.get(self.selected) else {
+            return Html::default();
+        };
+        let body = match &file.result {
+            Err(message) => html! {
+                <section class="error-panel" role="alert">
+                    <h2>{format!("Could not analyze {}", file.name)}</h2>
+                    <p class="error-size">{format!("{} read.", bytes(file.size))}</p>
+                    <p class="error-message">{message}</p>
+                </section>
+            },
+            Ok(analyzed) => self.view_analysis(ctx, file, analyzed),
+        };
+        html! { <>{tabs_for_files}{body}</> }
+    }
+
+    fn view_analysis(&self, ctx: &Context<Self>, file: &Rc<Outcome>, a: &Analyzed) -> Html {
+        let link = ctx.link();
+        let tab = |t: Tab, label: String| {
+            let class = classes!("tab", (self.tab == t).then_some("active"));
+            html! { <button {class} role="tab" aria-selected={(self.tab == t).to_string()}
+            onclick={link.callback(move |_| Msg::Show(t))}>{label}</button> }
+        };
+        let analysis = Rc::clone(file);
+        let content = match self.tab {
+            Tab::Overview => html! { <overview::Overview file={analysis} /> },
+            Tab::Findings => html! { <findings::Findings file={analysis} /> },
+            Tab::Kernels => table::kernels(&a.summary.top_kernels),
+            Tab::Operators => table::operators(&a.summary.top_operators),
+        };
+        html! {
+            <section class="analysis">
+                <nav class="tabs" role="tablist">
+                    { tab(Tab::Overview, "Overview".into()) }
+                    { tab(Tab::Findings, format!("Findings ({})", a.report.findings.len())) }
+                    { tab(Tab::Kernels, format!("Kernels ({})", a.summary.top_kernels.len())) }
+                    { tab(Tab::Operators, format!("Operators ({})", a.summary.top_operators.len())) }
+                </nav>
+                { content }
+            </section>
+        }
+    }
+}

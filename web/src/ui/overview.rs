@@ -1,0 +1,124 @@
+//! The overview: what the trace is (devices, rank, steps, format) and where each step's time goes.
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use super::charts::{percent_area, stacked_bars, Bar, Series};
+use super::format::{bytes, count, ms, pct};
+use crate::protocol::Outcome;
+
+#[derive(Properties, PartialEq)]
+pub struct OverviewProps {
+    pub file: Rc<Outcome>,
+}
+
+fn fact(label: &str, value: String) -> Html {
+    html! { <div class="fact"><dt>{label}</dt><dd>{value}</dd></div> }
+}
+
+const STEP_SERIES: [Series; 4] = [
+    Series {
+        label: "GPU busy",
+        class: "busy",
+    },
+    Series {
+        label: "GPU idle: waiting for the host",
+        class: "host-wait",
+    },
+    Series {
+        label: "GPU idle: waiting on a kernel",
+        class: "kernel-wait",
+    },
+    Series {
+        label: "GPU idle: other",
+        class: "other",
+    },
+];
+
+#[function_component(Overview)]
+pub fn overview(props: &OverviewProps) -> Html {
+    let Ok(a) = &props.file.result else {
+        return Html::default();
+    };
+    let s = &a.summary;
+    let r = &a.report;
+    let devices = if s.devices.is_empty() {
+        "not recorded".to_string()
+    } else {
+        s.devices
+            .iter()
+            .map(|d| match d.memory_gib {
+                Some(m) => format!("{} ({m:.0} GiB)", d.name),
+                None => d.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rank = match (s.rank, s.world_size) {
+        (Some(r), Some(w)) => format!("{r} of {w}"),
+        (Some(r), None) => r.to_string(),
+        _ => "single process".into(),
+    };
+    let steps = match r.trace.step_source.as_str() {
+        "whole_trace" => "no ProfilerStep ranges: the trace is one step".to_string(),
+        _ => format!(
+            "{} ({} steady, {} warm-up)",
+            s.steps.count,
+            r.trace.steady_steps,
+            r.trace.warmup_steps.len()
+        ),
+    };
+    let events: u64 = s.events_by_kind.values().sum();
+    let format = format!(
+        "{}{}, {}",
+        s.format.era_label,
+        if s.format.gzip { ", gzip" } else { "" },
+        bytes(s.format.input_bytes)
+    );
+    let bars: Vec<Bar> = r
+        .steps
+        .iter()
+        .map(|st| {
+            let busy = st.gpu_busy_pct.unwrap_or(0.0) / 100.0 * st.duration_ms;
+            let host = st.idle_host_wait_ms.unwrap_or(0.0);
+            let kernel = st.idle_kernel_wait_ms.unwrap_or(0.0);
+            let other = (st.duration_ms - busy - host - kernel).max(0.0);
+            Bar {
+                label: format!("{}{}", st.number, if st.warmup { "*" } else { "" }),
+                values: vec![busy, host, kernel, other],
+            }
+        })
+        .collect();
+    html! {
+        <div class="overview">
+            <dl class="facts">
+                { fact("Devices", devices) }
+                { fact("Rank", rank) }
+                { fact("Steps", steps) }
+                { fact("Mean step", ms(r.trace.mean_step_ms)) }
+                { fact("Trace span", ms(s.span_ms)) }
+                { fact("Events", count(events)) }
+                { fact("Format", format) }
+                { fact("GPU work linked to its launch", format!("{} of {}", count(s.linked_gpu_events), count(s.gpu_events))) }
+            </dl>
+            if !s.warnings.is_empty() {
+                <ul class="warnings">
+                    { for s.warnings.iter().map(|w| html! { <li>{w}</li> }) }
+                </ul>
+            }
+            if !bars.is_empty() {
+                { stacked_bars("Step time (warm-up steps marked *)", &STEP_SERIES, &bars, ms) }
+            }
+            { for s.gpu_busy.iter().map(|g| {
+                let device = g.device.map_or_else(|| "GPU".to_string(), |d| format!("GPU {d}"));
+                percent_area(
+                    &format!("{device} busy over the trace ({} of its active time)", pct(g.busy_pct_of_active)),
+                    &g.timeline_pct,
+                    s.span_ms,
+                    ms,
+                )
+            }) }
+        </div>
+    }
+}

@@ -1,0 +1,107 @@
+//! The analysis worker: reads each posted file slice by slice (`FileReaderSync`, so no whole-file
+//! copy), feeds the slices to the streaming ingester, runs the analysis and posts the results.
+//!
+//! The worker is busy for the whole analysis and does not read messages meanwhile: the page
+//! cancels by terminating it.
+
+use js_sys::{Array, Uint8Array};
+use torchtraceap::ingest::{Ingest, IngestOptions};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent};
+
+use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
+
+/// Bytes read from the file per slice.
+const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+
+/// Installs the message handler; called once when the worker starts.
+pub fn start() {
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let reply = scope.clone();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let files: Array = event.data().unchecked_into();
+        for (index, file) in files.iter().enumerate() {
+            let outcome = analyze_blob(&reply, index, file.unchecked_ref());
+            post(&reply, &FromWorker::Done(Box::new(outcome)));
+        }
+        post(&reply, &FromWorker::Finished);
+    });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(&scope, &FromWorker::Ready);
+}
+
+fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
+    let text = serde_json::to_string(message).expect("worker messages serialize");
+    // Posting a string to the page cannot fail: the page exists while its worker runs.
+    let _ = scope.post_message(&JsValue::from_str(&text));
+}
+
+fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -> Outcome {
+    let name = blob
+        .dyn_ref::<File>()
+        .map_or_else(|| format!("file {}", index + 1), File::name);
+    let size = blob.size();
+    let mut progress = Progress {
+        file: index,
+        name: name.clone(),
+        stage: Stage::Reading,
+        bytes: 0,
+        total_bytes: size as u64,
+        events: 0,
+    };
+    let result = read(scope, blob, &mut progress).and_then(|ingest| {
+        progress.stage = Stage::Analyzing;
+        post(scope, &FromWorker::Progress(progress.clone()));
+        ingest
+            .finish()
+            .map(|ingested| Analyzed::of(&ingested))
+            .map_err(|e| e.to_string())
+    });
+    Outcome {
+        file: index,
+        name,
+        size: size as u64,
+        result,
+    }
+}
+
+/// Feeds the blob to a new ingester, a slice at a time, posting progress after each slice.
+fn read(
+    scope: &DedicatedWorkerGlobalScope,
+    blob: &Blob,
+    progress: &mut Progress,
+) -> Result<Ingest, String> {
+    let reader =
+        FileReaderSync::new().map_err(|e| js_failure("could not create a file reader", &e))?;
+    let size = blob.size();
+    let mut ingest = Ingest::new(IngestOptions::default());
+    let mut chunk = Vec::new();
+    let mut offset = 0.0;
+    while offset < size {
+        let end = (offset + SLICE_BYTES).min(size);
+        let bytes = blob
+            .slice_with_f64_and_f64(offset, end)
+            .and_then(|slice| reader.read_as_array_buffer(&slice))
+            .map_err(|e| js_failure(&format!("could not read bytes {offset}..{end}"), &e))?;
+        let bytes = Uint8Array::new(&bytes);
+        chunk.resize(bytes.length() as usize, 0);
+        bytes.copy_to(&mut chunk);
+        ingest.feed(&chunk).map_err(|e| e.to_string())?;
+        offset = end;
+        progress.bytes = offset as u64;
+        progress.events = ingest.progress().events;
+        post(scope, &FromWorker::Progress(progress.clone()));
+    }
+    Ok(ingest)
+}
+
+fn js_failure(what: &str, error: &JsValue) -> String {
+    let detail = error
+        .dyn_ref::<js_sys::Error>()
+        .map_or_else(|| format!("{error:?}"), |e| String::from(e.message()));
+    format!(
+        "{what}: {detail}. The file may have been moved, changed or deleted since it was chosen: choose it again."
+    )
+}

@@ -1,0 +1,35 @@
+//! The core in the browser: the worker's analysis, run by wasm in headless Chromium.
+
+use torchtraceap::ingest::{Ingest, IngestOptions};
+use torchtraceap_web::protocol::Analyzed;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// The site's bundled sample: ResNet-50 on an A100 with a DataLoader stall in steps 12-15.
+const SAMPLE: &[u8] = include_bytes!("../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+
+#[wasm_bindgen_test]
+fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
+    let mut ingest = Ingest::new(IngestOptions::default());
+    // Odd-sized slices, as the worker reads them from a File (but smaller).
+    for slice in SAMPLE.chunks(65_521) {
+        ingest.feed(slice).expect("the sample ingests");
+    }
+    let ingested = ingest.finish().expect("the sample is a Kineto trace");
+    assert!(ingested.report.gzip);
+    let a = Analyzed::of(&ingested);
+    assert_eq!(a.summary.steps.count, 6);
+    assert!(a.summary.devices[0].name.contains("A100"));
+    let ids: Vec<&str> = a.report.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids.first(), Some(&"dataloader-bottleneck"), "findings: {ids:?}");
+    // The GPU waits for the host in exactly the injected steps.
+    let stalled: Vec<i64> = a
+        .report
+        .steps
+        .iter()
+        .filter(|s| s.idle_host_wait_ms.unwrap_or(0.0) > 5.0)
+        .map(|s| s.number)
+        .collect();
+    assert_eq!(stalled, [12, 13, 14, 15]);
+}

@@ -1,15 +1,22 @@
-// End-to-end: the built site in headless Chromium, driven like a user.
+// End-to-end: the built site (dist/) in headless Chromium, driven like a user.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { serve, launch, openPage, SHOTS } from './support.mjs';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { serve, launch, openPage, load, shownFindings, traceFiles, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+
+const TTAP = join(ROOT, 'target/debug/ttap');
 
 let site;
 let browser;
+let scratch;
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });
+  scratch = await mkdtemp(join(tmpdir(), 'ttap-e2e-'));
   site = await serve();
   browser = await launch();
 });
@@ -19,17 +26,121 @@ after(async () => {
   await site?.close();
 });
 
-test('the sample trace is one click away and shows its findings', async () => {
+test('the sample trace is one click away and shows its findings, overview and tables', async () => {
   const { page, context, errors } = await openPage(browser, site.url);
   await page.screenshot({ path: join(SHOTS, 'welcome.png') });
-  await page.click('#sample');
-  await page.waitForSelector('.finding', { timeout: 60_000 });
-  const titles = await page.locator('.finding h3').allTextContents();
-  assert.ok(titles.some((t) => /DataLoader|input pipeline/i.test(t)), `findings: ${titles}`);
+  await load(page, () => page.click('#sample'));
+  assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck']);
   await page.screenshot({ path: join(SHOTS, 'findings-sample.png'), fullPage: true });
-  await page.click('text=Overview');
-  await page.waitForSelector('.chart svg');
+
+  await page.click('.tab:has-text("Overview")');
+  assert.match(await page.locator('.facts').innerText(), /A100[\s\S]*6 \(5 steady, 1 warm-up\)/);
+  assert.equal(await page.locator('.chart').count(), 2, 'step-time and GPU-busy charts');
   await page.screenshot({ path: join(SHOTS, 'overview-sample.png'), fullPage: true });
+
+  await page.click('.tab:has-text("Operators")');
+  const rows = page.locator('tbody tr');
+  const all = await rows.count();
+  await page.fill('.search', 'conv');
+  const convs = await rows.locator('td.name').allTextContents();
+  assert.ok(convs.length > 0 && convs.length < all, `${convs.length} of ${all}`);
+  assert.ok(convs.every((n) => n.toLowerCase().includes('conv')));
+  // Sort by calls, ascending then descending.
+  await page.click('th:has-text("Calls") button');
+  await page.click('th:has-text("Calls") button');
+  assert.equal(await page.locator('th:has-text("Calls")').getAttribute('aria-sort'), 'ascending');
+  await page.screenshot({ path: join(SHOTS, 'operators-sample.png') });
   assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a trace made by the generator shows the anti-pattern injected in it', async () => {
+  const out = join(scratch, 'vit-h100-sync.pt.trace.json');
+  const made = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', '--inject', 'host-device-sync@2:0.8', '--out', out]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const { page, context } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', out));
+  const ids = await shownFindings(page);
+  assert.ok(ids.includes('host-device-sync'), `findings: ${ids}`);
+  await context.close();
+});
+
+test('a broken file gets an error panel that says what was found, and the previous analysis stays', async () => {
+  const notJson = join(scratch, 'notes.pt.trace.json');
+  await writeFile(notJson, 'these are my notes, not a trace\n');
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await load(page, () => page.setInputFiles('#file-input', notJson));
+  const panel = page.locator('.error-panel');
+  assert.match(await panel.locator('h2').innerText(), /Could not analyze notes\.pt\.trace\.json/);
+  assert.match(await panel.locator('.error-message').innerText(), /JSON/);
+  assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck'], 'the sample is still shown');
+  await page.screenshot({ path: join(SHOTS, 'error-not-json.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a long load can be cancelled, and the page keeps what it showed', async () => {
+  // A large generated trace: long enough to cancel mid-way.
+  const big = join(scratch, 'big.pt.trace.json');
+  const made = spawnSync(TTAP, ['synth', '--model', 'resnet50', '--gpu', 'a100', '--steps', '400', '--out', big]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const { page, context } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await page.setInputFiles('#file-input', big);
+  await page.waitForSelector('.loading progress');
+  await page.screenshot({ path: join(SHOTS, 'loading.png') });
+  await page.click('button.cancel');
+  assert.equal(await page.locator('.loading').count(), 0);
+  assert.match(await page.locator('.notice').innerText(), /cancelled; the previous analysis is still shown/);
+  assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck']);
+  // The page still works: the same file loads in full afterwards.
+  await load(page, () => page.setInputFiles('#file-input', big));
+  assert.equal(await page.locator('.error-panel').count(), 0);
+  await context.close();
+});
+
+test('every shared trace reads as the CLI reads it: the same findings, or an error panel', async (t) => {
+  if (!existsSync(SHARED_TRACES)) {
+    t.skip(`SKIPPED: ${SHARED_TRACES} is absent (set TTAP_SHARED_TRACES)`);
+    return;
+  }
+  const files = await traceFiles(SHARED_TRACES);
+  const cli = spawnSync(TTAP, ['analyze', '--format', 'json', ...files], { maxBuffer: 1 << 30 });
+  const native = new Map(JSON.parse(String(cli.stdout)).map((r) => [r.file, r.report.findings.map((f) => f.id)]));
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', files), 600_000);
+  const tabs = page.locator('.file-tab');
+  assert.equal(await tabs.count(), files.length);
+  let refused = 0;
+  for (let i = 0; i < files.length; i++) {
+    await tabs.nth(i).click();
+    const shown = await shownFindings(page);
+    const expected = native.get(files[i]) ?? null;
+    assert.deepEqual(shown, expected, basename(files[i]));
+    if (shown === null) refused += 1;
+    if (basename(files[i]).includes('alexnet')) {
+      await page.screenshot({ path: join(SHOTS, 'findings-alexnet.png'), fullPage: true });
+    }
+  }
+  assert.ok(refused < files.length / 4, `${refused} of ${files.length} refused`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('analysis makes no network request but for the site itself: no trace data leaves the page', async () => {
+  const { page, context, requests } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await load(page, () => page.setInputFiles('#file-input', join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz')));
+  for (const tab of ['Overview', 'Kernels', 'Operators', 'Findings']) await page.click(`.tab:has-text("${tab}")`);
+  const offsite = requests.filter((r) => !r.url.startsWith(site.url));
+  assert.deepEqual(offsite, [], 'requests to anywhere else');
+  const withBody = requests.filter((r) => r.method !== 'GET' || r.body);
+  assert.deepEqual(withBody, [], 'requests that carry data');
+  const files = requests.map((r) => r.url.slice(site.url.length)).sort();
+  assert.deepEqual([...new Set(files)], [
+    '', 'app.js', 'app_bg.wasm', 'samples/resnet50-a100-dataloader.pt.trace.json.gz',
+    'style.css', 'worker.js', 'worker_bg.wasm', 'worker_loader.js',
+  ]);
   await context.close();
 });

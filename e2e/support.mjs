@@ -73,3 +73,28 @@ export async function openPage(browser, url) {
 
 /** Where screenshots go (the closing note names the ones looked at). */
 export const SHOTS = join(ROOT, 'target', 'screenshots');
+
+/** Every trace file under `dir`, recursively, with its path (sorted). */
+export async function traceFiles(dir) {
+  const { readdir } = await import('node:fs/promises');
+  const out = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile() && !/\.(md|tsv)$/.test(entry.name)) out.push(join(entry.parentPath, entry.name));
+  }
+  return out.sort();
+}
+
+/** Runs `action` (which starts a load) and waits until that load has ended. */
+export async function load(page, action, timeout = 120_000) {
+  const ended = Number(await page.locator('main').getAttribute('data-loads'));
+  await action();
+  await page.waitForSelector(`main[data-loads="${ended + 1}"]`, { timeout });
+}
+
+/** The finding ids the page shows for the selected file, or null when it shows an error. */
+export async function shownFindings(page) {
+  if (!(await page.locator('.analysis').count())) return null;
+  const tab = page.locator('.tab', { hasText: 'Findings' });
+  if (!(await tab.getAttribute('class')).includes('active')) await tab.click();
+  return page.locator('article.finding').evaluateAll((els) => els.map((e) => e.id.replace(/^finding-/, '')));
+}

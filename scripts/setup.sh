@@ -1,41 +1,72 @@
 #!/usr/bin/env bash
-# Idempotent set-up of the web toolchain for TorchTraceAP on a Debian machine that already has
-# rustup and cargo: the wasm32 target and Trunk 0.21.14. Pieces already installed are skipped.
+# Idempotent set-up of everything TorchTraceAP's site and tests need on a Debian machine that
+# already has rustup, cargo and Node.js: the wasm32 target, Trunk, wasm-bindgen-cli at the version
+# web/Cargo.toml pins, Debian's Chromium and ChromeDriver, and the Node packages (binaryen's
+# wasm-opt, playwright-core). Pieces already installed at the right version are skipped.
 #
-# Trunk is compiled from source (no registry has a prebuilt one): expect 10-25 minutes the first time.
-# Set CARGO_BUILD_JOBS to limit the parallel compile jobs on a busy machine.
+# Trunk and wasm-bindgen-cli compile from source (no registry has them prebuilt): expect 15-20
+# minutes the first time on two cores. Set CARGO_BUILD_JOBS to limit parallel compile jobs.
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 TRUNK_VERSION=0.21.14
+# Must equal the `wasm-bindgen = "=X"` pin in web/Cargo.toml (and Trunk.toml's [tools]).
+WASM_BINDGEN_VERSION=0.2.130
 WASM_TARGET=wasm32-unknown-unknown
 
 # cargo installs binaries here; make them visible even when the shell profile was not sourced.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
-for tool in rustup cargo; do
+say() { echo "setup: $*"; }
+
+for tool in rustup cargo node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "setup: '$tool' not found; install Rust with rustup first (https://rustup.rs)" >&2
+    say "'$tool' not found; install Rust with rustup (https://rustup.rs) and Node.js 20 first" >&2
     exit 1
   fi
 done
 
 if rustup target list --installed | grep -qx "$WASM_TARGET"; then
-  echo "setup: rust target $WASM_TARGET already installed, skipping"
+  say "rust target $WASM_TARGET already installed, skipping"
 else
-  echo "setup: installing rust target $WASM_TARGET"
+  say "installing rust target $WASM_TARGET"
   rustup target add "$WASM_TARGET"
 fi
 
-installed_trunk=""
-if command -v trunk >/dev/null 2>&1; then
-  # `trunk --version` prints "trunk 0.21.14".
-  installed_trunk="$(trunk --version 2>/dev/null | awk '{print $2}' || true)"
-fi
-if [[ "$installed_trunk" == "$TRUNK_VERSION" ]]; then
-  echo "setup: trunk $TRUNK_VERSION already installed, skipping"
+# Prints the version a tool reports as its second word ("trunk 0.21.14"), or nothing.
+version_of() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | awk '{print $2}' || true; }
+
+if [[ "$(version_of trunk)" == "$TRUNK_VERSION" ]]; then
+  say "trunk $TRUNK_VERSION already installed, skipping"
 else
-  echo "setup: installing trunk $TRUNK_VERSION (found: ${installed_trunk:-none}); this compiles from source"
+  say "installing trunk $TRUNK_VERSION; this compiles from source"
   cargo install trunk --version "$TRUNK_VERSION" --locked
 fi
 
-echo "setup: done"
+if [[ "$(version_of wasm-bindgen)" == "$WASM_BINDGEN_VERSION" ]]; then
+  say "wasm-bindgen-cli $WASM_BINDGEN_VERSION already installed, skipping"
+else
+  # Not --locked: its lock file names a webpki-roots version the registry no longer has.
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION; this compiles from source"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
+  say "chromium and chromedriver already installed, skipping"
+else
+  say "installing Debian's chromium and chromium-driver"
+  sudo_cmd=()
+  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+fi
+
+if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core ]] \
+  && node -e 'process.exit(require("./node_modules/binaryen/package.json").version === require("./package-lock.json").packages["node_modules/binaryen"].version ? 0 : 1)'; then
+  say "node packages already installed, skipping"
+else
+  say "installing node packages (binaryen's wasm-opt, playwright-core)"
+  npm ci --no-audit --no-fund
+fi
+
+say "done"

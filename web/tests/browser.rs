@@ -22,7 +22,11 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
     assert_eq!(a.summary.steps.count, 6);
     assert!(a.summary.devices[0].name.contains("A100"));
     let ids: Vec<&str> = a.report.findings.iter().map(|f| f.id.as_str()).collect();
-    assert_eq!(ids.first(), Some(&"dataloader-bottleneck"), "findings: {ids:?}");
+    assert_eq!(
+        ids.first(),
+        Some(&"dataloader-bottleneck"),
+        "findings: {ids:?}"
+    );
     // The GPU waits for the host in exactly the injected steps.
     let stalled: Vec<i64> = a
         .report

@@ -11,6 +11,7 @@ fn files_of(list: Option<FileList>) -> Vec<File> {
 #[derive(Properties, PartialEq)]
 pub struct DropZoneProps {
     pub on_files: Callback<Vec<File>>,
+    pub loads_ended: u32,
     pub children: Html,
 }
 
@@ -39,7 +40,8 @@ pub fn drop_zone(props: &DropZoneProps) -> Html {
         })
     };
     html! {
-        <main class={classes!("page", (*over).then_some("dragging"))} {ondragover} {ondragleave} {ondrop}>
+        <main class={classes!("page", (*over).then_some("dragging"))} data-loads={props.loads_ended.to_string()}
+              {ondragover} {ondragleave} {ondrop}>
             { props.children.clone() }
         </main>
     }

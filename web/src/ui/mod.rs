@@ -62,11 +62,17 @@ struct Loading {
 
 pub struct App {
     loading: Option<Loading>,
-    /// The files of the last completed load; a cancelled or failed load leaves them as they are.
+    /// The files of the last load that read at least one trace; a cancelled load, or one where
+    /// every file failed, leaves them as they are.
     files: Vec<Rc<Outcome>>,
+    /// The files of the last load when none of them could be read, shown above `files`.
+    failed: Vec<Outcome>,
     selected: usize,
     tab: Tab,
     notice: Option<String>,
+    /// Loads that have ended (finished, failed or cancelled): the page shows it as `data-loads`,
+    /// for tests to wait on.
+    loads_ended: u32,
 }
 
 fn now_ms() -> f64 {
@@ -81,9 +87,11 @@ impl Component for App {
         App {
             loading: None,
             files: Vec::new(),
+            failed: Vec::new(),
             selected: 0,
             tab: Tab::Overview,
             notice: None,
+            loads_ended: 0,
         }
     }
 
@@ -133,18 +141,20 @@ impl Component for App {
             }
             Msg::FromWorker(FromWorker::Finished) => {
                 if let Some(l) = self.loading.take() {
+                    self.loads_ended += 1;
                     l.worker.terminate();
-                    self.files = l.outcomes.into_iter().map(Rc::new).collect();
-                    self.selected = 0;
-                    self.tab = if self.files.iter().any(|f| f.result.is_ok()) {
-                        Tab::Findings
+                    if l.outcomes.iter().any(|f| f.result.is_ok()) {
+                        self.files = l.outcomes.into_iter().map(Rc::new).collect();
+                        self.selected = 0;
+                        self.tab = Tab::Findings;
                     } else {
-                        Tab::Overview
-                    };
+                        self.failed = l.outcomes;
+                    }
                 }
             }
             Msg::WorkerFailed(message) => {
                 if let Some(l) = self.loading.take() {
+                    self.loads_ended += 1;
                     l.worker.terminate();
                 }
                 self.notice = Some(format!(
@@ -155,6 +165,7 @@ impl Component for App {
             }
             Msg::Cancel => {
                 if let Some(l) = self.loading.take() {
+                    self.loads_ended += 1;
                     l.worker.terminate();
                     self.notice = Some(if self.files.is_empty() {
                         "Loading cancelled.".into()
@@ -176,7 +187,7 @@ impl Component for App {
     fn view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         html! {
-            <load::DropZone on_files={link.callback(Msg::Open)}>
+            <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}>
                 <header class="top">
                     <div class="brand">
                         <h1>{"TorchTraceAP"}</h1>
@@ -193,7 +204,8 @@ impl Component for App {
                 if let Some(l) = &self.loading {
                     { self.view_loading(ctx, l) }
                 }
-                if self.files.is_empty() && self.loading.is_none() {
+                { for self.failed.iter().map(error_panel) }
+                if self.files.is_empty() && self.loading.is_none() && self.failed.is_empty() {
                     { load::welcome() }
                 } else {
                     { self.view_files(ctx) }
@@ -203,12 +215,27 @@ impl Component for App {
     }
 }
 
+/// Why a file could not be analyzed; nothing for a file that could.
+fn error_panel(file: &Outcome) -> Html {
+    let Err(message) = &file.result else {
+        return Html::default();
+    };
+    html! {
+        <section class="error-panel" role="alert">
+            <h2>{format!("Could not analyze {}", file.name)}</h2>
+            <p class="error-size">{format!("A file of {}.", bytes(file.size))}</p>
+            <p class="error-message">{message}</p>
+        </section>
+    }
+}
+
 impl App {
     fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
         if let Some(old) = self.loading.take() {
             old.worker.terminate();
         }
         self.notice = None;
+        self.failed.clear();
         let worker = match Worker::new(WORKER_URL) {
             Ok(w) => w,
             Err(e) => {
@@ -311,13 +338,7 @@ impl App {
             return Html::default();
         };
         let body = match &file.result {
-            Err(message) => html! {
-                <section class="error-panel" role="alert">
-                    <h2>{format!("Could not analyze {}", file.name)}</h2>
-                    <p class="error-size">{format!("{} read.", bytes(file.size))}</p>
-                    <p class="error-message">{message}</p>
-                </section>
-            },
+            Err(_) => error_panel(file),
             Ok(analyzed) => self.view_analysis(ctx, file, analyzed),
         };
         html! { <>{tabs_for_files}{body}</> }

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # Every test layer of TorchTraceAP, as CI runs it: formatting, lints, the Rust tests (unit,
 # integration, the real traces of ../shared/traces checked against a Python oracle, the CLI),
-# and the core's build for the browser (wasm32).
+# the web app's wasm tests (Node.js and headless Chromium), the release build of the site, and
+# the end-to-end tests that drive the built site in headless Chromium.
+# Installs what is missing first (scripts/setup.sh; skips what is there).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "toolchain"
+step "set-up (skips what is installed)"
+bash scripts/setup.sh
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  rustup target add wasm32-unknown-unknown
-fi
 command -v python3 >/dev/null || { echo "test: python3 is needed for the shared-trace oracle" >&2; exit 1; }
 
 step "cargo fmt --check"
-cargo fmt --check
+cargo fmt --all --check
 
-step "cargo clippy --all-targets -D warnings"
+step "cargo clippy -D warnings (core and CLI; web app for wasm32)"
 cargo clippy --all-targets --locked -- -D warnings
+cargo clippy -p torchtraceap-web --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 
 if [ -d ../shared/traces ] || [ -n "${TTAP_SHARED_TRACES:-}" ]; then
   echo "real traces: ${TTAP_SHARED_TRACES:-../shared/traces}"
@@ -27,13 +28,25 @@ else
   echo "SKIPPED: ../shared/traces is absent, so the real-trace tests will skip (set TTAP_SHARED_TRACES to run them)"
 fi
 
-step "cargo test"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-cargo test --locked 2>&1 | tee "$log"
 
-step "the core builds for the browser (wasm32-unknown-unknown)"
-cargo build --locked --lib --target wasm32-unknown-unknown
+step "cargo test (core and CLI, native)"
+cargo test --locked 2>&1 | tee -a "$log"
+
+step "cargo test for wasm32 (the web app: Node.js, and headless Chromium through chromedriver)"
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --locked -p torchtraceap-web --target wasm32-unknown-unknown 2>&1 | tee -a "$log"
+
+step "trunk build --release (the site, into dist/)"
+TRUNK_SKIP_VERSION_CHECK=true env -u NO_COLOR trunk build --release --offline --locked
+
+step "end-to-end tests (Playwright driving headless Chromium against dist/)"
+# node --test prints "# pass N" / "# fail N"; rewrite them like cargo's summary for the count.
+node --test e2e/ 2>&1 | tee /dev/stderr | sed -n 's/^# pass \([0-9]*\)/\1 passed/p; s/^# fail \([0-9]*\)/\1 failed/p' >> "$log"
+if grep -q '^[1-9][0-9]* failed' "$log"; then
+  echo "end-to-end tests failed" >&2
+  exit 1
+fi
 
 passed=$(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -o '[0-9]* failed' "$log" | awk '{s+=$1} END {print s+0}')

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub file: usize,
     pub name: String,
     pub size: u64,
+    /// The worker's wasm memory after this file: its peak so far (wasm memory only grows).
+    pub worker_memory_bytes: u64,
     pub result: Result<Analyzed, String>,
 }
 

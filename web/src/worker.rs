@@ -1,14 +1,16 @@
-//! The analysis worker: reads each posted file slice by slice (`FileReaderSync`, so no whole-file
-//! copy), feeds the slices to the streaming ingester, runs the analysis and posts the results.
+//! The analysis worker: reads each posted file slice by slice (`Blob::arrayBuffer`, so no
+//! whole-file copy), feeds the slices to the streaming ingester, runs the analysis and posts the
+//! results. The next slice is requested before the current one is ingested, so the browser reads
+//! the file while the worker computes.
 //!
-//! The worker is busy for the whole analysis and does not read messages meanwhile: the page
-//! cancels by terminating it.
+//! The page posts one list of files per worker and cancels by terminating the worker.
 
 use js_sys::{Array, Uint8Array};
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
 use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
 
@@ -21,11 +23,14 @@ pub fn start() {
     let reply = scope.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let files: Array = event.data().unchecked_into();
-        for (index, file) in files.iter().enumerate() {
-            let outcome = analyze_blob(&reply, index, file.unchecked_ref());
-            post(&reply, &FromWorker::Done(Box::new(outcome)));
-        }
-        post(&reply, &FromWorker::Finished);
+        let reply = reply.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            for (index, file) in files.iter().enumerate() {
+                let outcome = analyze_blob(&reply, index, file.unchecked_ref()).await;
+                post(&reply, &FromWorker::Done(Box::new(outcome)));
+            }
+            post(&reply, &FromWorker::Finished);
+        });
     });
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
@@ -38,7 +43,7 @@ fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
     let _ = scope.post_message(&JsValue::from_str(&text));
 }
 
-fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -> Outcome {
+async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -> Outcome {
     let name = blob
         .dyn_ref::<File>()
         .map_or_else(|| format!("file {}", index + 1), File::name);
@@ -51,7 +56,7 @@ fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -
         total_bytes: size as u64,
         events: 0,
     };
-    let result = read(scope, blob, &mut progress).and_then(|ingest| {
+    let result = read(scope, blob, &mut progress).await.and_then(|ingest| {
         progress.stage = Stage::Analyzing;
         post(scope, &FromWorker::Progress(progress.clone()));
         ingest
@@ -63,28 +68,50 @@ fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -
         file: index,
         name,
         size: size as u64,
+        worker_memory_bytes: memory_bytes(),
         result,
     }
 }
 
+/// The size of this worker's wasm memory.
+fn memory_bytes() -> u64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    memory
+        .buffer()
+        .unchecked_into::<js_sys::ArrayBuffer>()
+        .byte_length() as u64
+}
+
 /// Feeds the blob to a new ingester, a slice at a time, posting progress after each slice.
-fn read(
+async fn read(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
 ) -> Result<Ingest, String> {
-    let reader =
-        FileReaderSync::new().map_err(|e| js_failure("could not create a file reader", &e))?;
     let size = blob.size();
+    // Starts reading bytes `offset..` (one slice); the browser reads while the worker computes.
+    let request = |offset: f64| -> Result<JsFuture, String> {
+        let end = (offset + SLICE_BYTES).min(size);
+        blob.slice_with_f64_and_f64(offset, end)
+            .map(|slice| JsFuture::from(slice.array_buffer()))
+            .map_err(|e| js_failure(&format!("could not slice bytes {offset}..{end}"), &e))
+    };
     let mut ingest = Ingest::new(IngestOptions::default());
     let mut chunk = Vec::new();
     let mut offset = 0.0;
-    while offset < size {
+    let mut pending = if size > 0.0 {
+        Some(request(0.0)?)
+    } else {
+        None
+    };
+    while let Some(read) = pending.take() {
+        let bytes = read
+            .await
+            .map_err(|e| js_failure(&format!("could not read bytes from {offset}"), &e))?;
         let end = (offset + SLICE_BYTES).min(size);
-        let bytes = blob
-            .slice_with_f64_and_f64(offset, end)
-            .and_then(|slice| reader.read_as_array_buffer(&slice))
-            .map_err(|e| js_failure(&format!("could not read bytes {offset}..{end}"), &e))?;
+        if end < size {
+            pending = Some(request(end)?);
+        }
         let bytes = Uint8Array::new(&bytes);
         chunk.resize(bytes.length() as usize, 0);
         bytes.copy_to(&mut chunk);

@@ -13,12 +13,14 @@ use std::rc::Rc;
 use gloo_timers::callback::Interval;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, File, MessageEvent, Worker};
+use web_sys::{ErrorEvent, File, HtmlSelectElement, MessageEvent, Worker};
 use yew::prelude::*;
 
 use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
 use format::{bytes, count, duration_s};
 
+/// Up to this many files get a button each; more get a drop-down list.
+const MAX_FILE_TABS: usize = 8;
 /// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
 const WORKER_URL: &str = "./worker_loader.js";
 /// The sample trace bundled with the site (`www/samples/`, made by `ttap synth`).
@@ -321,18 +323,43 @@ impl App {
 
     fn view_files(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
-        let tabs_for_files = if self.files.len() > 1 {
-            html! {
+        let label = |f: &Outcome| {
+            if f.result.is_err() {
+                format!("{} (not read)", f.name)
+            } else {
+                f.name.clone()
+            }
+        };
+        let tabs_for_files = match self.files.len() {
+            0 | 1 => Html::default(),
+            // A few files (the ranks of a small run): one button each.
+            2..=MAX_FILE_TABS => html! {
                 <nav class="files" aria-label="Files">
                     { for self.files.iter().enumerate().map(|(i, f)| {
                         let class = classes!("file-tab", (i == self.selected).then_some("active"),
                             f.result.is_err().then_some("failed"));
-                        html! { <button {class} onclick={link.callback(move |_| Msg::Select(i))}>{&f.name}</button> }
+                        html! { <button {class} onclick={link.callback(move |_| Msg::Select(i))}>{label(f)}</button> }
                     }) }
                 </nav>
+            },
+            // More: a list to choose from.
+            n => {
+                let onchange = link.callback(|e: Event| {
+                    let select: HtmlSelectElement = e.target_unchecked_into();
+                    Msg::Select(select.selected_index().max(0) as usize)
+                });
+                html! {
+                    <nav class="files" aria-label="Files">
+                        <label>{format!("File ({} of {n}): ", self.selected + 1)}
+                            <select class="file-select" {onchange}>
+                                { for self.files.iter().enumerate().map(|(i, f)| html! {
+                                    <option selected={i == self.selected}>{label(f)}</option>
+                                }) }
+                            </select>
+                        </label>
+                    </nav>
+                }
             }
-        } else {
-            Html::default()
         };
         let Some(file) = self.files.get(self.selected) else {
             return Html::default();

@@ -101,6 +101,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { fact("Events", count(events)) }
                 { fact("Format", format) }
                 { fact("GPU work linked to its launch", format!("{} of {}", count(s.linked_gpu_events), count(s.gpu_events))) }
+                { fact("Memory used to analyze it", bytes(props.file.worker_memory_bytes)) }
             </dl>
             if !s.warnings.is_empty() {
                 <ul class="warnings">

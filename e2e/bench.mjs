@@ -1,0 +1,71 @@
+// Browser speed: ingest + analysis of a large trace in headless Chromium (the built site, dist/),
+// next to the native CLI on the same file, in the same run. Prints ratios; fails on nothing.
+//
+//   node e2e/bench.mjs [TRACE]     (default: target/bench/bench-1024MiB.json, made by `ttap bench`)
+//
+// Needs the release CLI (cargo build --release) and the release site (trunk build --release).
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, launch, openPage, load, ROOT } from './support.mjs';
+
+const TTAP = join(ROOT, 'target/release/ttap');
+const trace = process.argv[2] ?? join(ROOT, 'target/bench/bench-1024MiB.json');
+const runs = Number(process.env.RUNS ?? 2);
+
+if (!existsSync(TTAP)) throw new Error(`${TTAP} is missing: run cargo build --release first`);
+if (!existsSync(trace)) {
+  console.log(`making ${trace} with ttap bench (a real trace repeated to 1 GiB)…`);
+  const made = spawnSync(TTAP, ['bench', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
+  if (made.status !== 0) throw new Error('ttap bench failed');
+}
+const size = statSync(trace).size;
+const mb = size / 1e6;
+
+function best(times) {
+  return Math.min(...times);
+}
+
+// Native: the whole CLI analysis (read, ingest, detect, report), best of `runs`.
+const native = [];
+for (let i = 0; i < runs; i++) {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(TTAP, ['analyze', '--format', 'json', trace], { maxBuffer: 1 << 30 });
+  if (r.status !== 0) throw new Error(`ttap analyze failed: ${r.stderr}`);
+  native.push(Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+// Browser: from handing the file to the page to the analysis shown, best of `runs`, each in a
+// fresh page (a fresh worker).
+const site = await serve();
+const browser = await launch();
+const inBrowser = [];
+const reading = [];
+let memory = '';
+for (let i = 0; i < runs; i++) {
+  const { page, context, errors } = await openPage(browser, site.url);
+  const t0 = Date.now();
+  await load(page, async () => {
+    await page.setInputFiles('#file-input', trace);
+    // The worker says when it has read the whole file and starts the analysis proper.
+    await page.waitForSelector('.loading-label:has-text("Analyzing")', { timeout: 900_000 });
+    reading.push((Date.now() - t0) / 1e3);
+  }, 900_000);
+  inBrowser.push((Date.now() - t0) / 1e3);
+  if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
+  if (errors.length) throw new Error(errors.join('\n'));
+  await page.click('.tab:has-text("Overview")');
+  memory = await page.locator('.fact', { hasText: 'Memory used' }).locator('dd').innerText();
+  await context.close();
+}
+await browser.close();
+await site.close();
+
+const nativeBest = best(native);
+const browserBest = best(inBrowser);
+console.log(`trace: ${trace} (${mb.toFixed(1)} MB)`);
+console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
+console.log(`browser (worker):   ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
+console.log(`  of which reading and ingesting: ${reading.map((t) => t.toFixed(2)).join(' s, ')} s`);
+console.log(`browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
+console.log(`worker wasm memory at the end: ${memory} for a ${mb.toFixed(0)} MB trace`);

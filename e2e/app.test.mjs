@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { serve, launch, openPage, load, shownFindings, traceFiles, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
@@ -51,6 +51,21 @@ test('the sample trace is one click away and shows its findings, overview and ta
   assert.equal(await page.locator('th:has-text("Calls")').getAttribute('aria-sort'), 'ascending');
   await page.screenshot({ path: join(SHOTS, 'operators-sample.png') });
   assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the report downloads as JSON (the CLI\'s format) and as Markdown', async () => {
+  const { page, context } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  const [json] = await Promise.all([page.waitForEvent('download'), page.click('.download-json')]);
+  assert.equal(json.suggestedFilename(), 'resnet50-a100-dataloader.report.json');
+  const report = JSON.parse(await readFile(await json.path(), 'utf8'));
+  assert.equal(report.format, 'torchtraceap.report');
+  assert.equal(report.version, 1);
+  assert.deepEqual(report.findings.map((f) => f.id), ['dataloader-bottleneck']);
+  const [md] = await Promise.all([page.waitForEvent('download'), page.click('.download-md')]);
+  assert.equal(md.suggestedFilename(), 'resnet50-a100-dataloader.report.md');
+  assert.match(await readFile(await md.path(), 'utf8'), /DataLoader/);
   await context.close();
 });
 

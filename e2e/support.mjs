@@ -60,7 +60,7 @@ export async function launch() {
 
 /** A page that records every request it makes, and fails the test on a page error. */
 export async function openPage(browser, url) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   const page = await context.newPage();
   const requests = [];
   const errors = [];

@@ -2,6 +2,7 @@
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
 
 mod charts;
+mod export;
 mod findings;
 mod format;
 mod load;
@@ -30,6 +31,8 @@ pub enum Msg {
     Open(Vec<File>),
     OpenSample,
     SampleFailed(String),
+    /// Something the user asked for failed; the message says what and what to do.
+    Failed(String),
     FromWorker(FromWorker),
     WorkerFailed(String),
     Cancel,
@@ -115,7 +118,7 @@ impl Component for App {
                 });
                 return false;
             }
-            Msg::SampleFailed(e) => self.notice = Some(e),
+            Msg::SampleFailed(e) | Msg::Failed(e) => self.notice = Some(e),
             Msg::FromWorker(FromWorker::Ready) => {
                 let Some(l) = &mut self.loading else {
                     return false;
@@ -392,6 +395,8 @@ impl App {
                     { tab(Tab::Findings, format!("Findings ({})", a.report.findings.len())) }
                     { tab(Tab::Kernels, format!("Kernels ({})", a.summary.top_kernels.len())) }
                     { tab(Tab::Operators, format!("Operators ({})", a.summary.top_operators.len())) }
+                    <export::Export file={Rc::clone(file)}
+                        on_error={link.callback(Msg::Failed)} />
                 </nav>
                 { content }
             </section>

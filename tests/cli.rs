@@ -163,7 +163,7 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let report = &v[0]["report"];
     assert_eq!(report["format"], "torchtraceap.report");
-    assert_eq!(report["version"], 1);
+    assert_eq!(report["version"], 2);
     assert_eq!(report["steps"].as_array().unwrap().len(), 2);
     // Per stream: three 500 µs kernels on stream 7 of device 0, in a 9 ms step.
     let stream = &report["steps"][1]["streams"][0];

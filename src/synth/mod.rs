@@ -101,8 +101,8 @@ impl AntiPattern {
         AntiPattern::ALL.into_iter().find(|p| p.id() == id)
     }
 
-    /// The phases of the step whose windows it affects.
-    fn phases(self) -> &'static [&'static str] {
+    /// The phases of the step whose windows it affects (as `window::Phase::label`).
+    pub fn phases(self) -> &'static [&'static str] {
         match self {
             AntiPattern::DataLoader | AntiPattern::PageableCopy => &["data loading"],
             AntiPattern::HostSync | AntiPattern::AllocatorChurn => &["forward"],

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::detect::{Analysis, Finding};
 use crate::features::of_trace;
 use crate::metrics::measure;
-use crate::ml::Model;
+use crate::ml::{self, Model};
 
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
@@ -123,11 +123,12 @@ pub struct WindowEntry {
     pub short_kernels: u64,
     pub sync_calls: u64,
     pub communication_ms: Option<f64>,
-    /// The window detector's probability that the window holds an anti-pattern.
-    pub anomaly_probability: f32,
+    /// The window detector's probability that the window holds an anti-pattern; `None` on a
+    /// trace without GPU work, outside the detector's domain (`ml::applies_to`).
+    pub anomaly_probability: Option<f32>,
     /// The anti-pattern (a detector id) the window detector finds most likely, whatever the
-    /// probability.
-    pub predicted_type: String,
+    /// probability; `None` where the probability is.
+    pub predicted_type: Option<String>,
 }
 
 /// A window the detector flags and no finding explains.
@@ -201,6 +202,7 @@ impl Report {
             })
             .collect();
         let model = Model::embedded();
+        let scored = ml::applies_to(t);
         let features = of_trace(t, &a.steps);
         let windows: Vec<WindowEntry> = a
             .steps
@@ -208,7 +210,7 @@ impl Report {
             .zip(&features)
             .map(|(w, f)| {
                 let m = measure(t, w.start, w.end);
-                let score = model.score(&f.values);
+                let score = scored.then(|| model.score(&f.values));
                 WindowEntry {
                     step: a.steps.steps[w.step].number,
                     phase: w.phase.label(),
@@ -227,8 +229,8 @@ impl Report {
                     short_kernels: m.short_kernels,
                     sync_calls: m.sync_calls,
                     communication_ms: m.main_device().map(|d| d.communication as f64 / MS),
-                    anomaly_probability: score.probability,
-                    predicted_type: score.kind.to_string(),
+                    anomaly_probability: score.map(|s| s.probability),
+                    predicted_type: score.map(|s| s.kind.to_string()),
                 }
             })
             .collect();
@@ -236,20 +238,18 @@ impl Report {
             .steps
             .windows()
             .zip(&windows)
-            .filter(|(w, e)| {
-                !a.steps.steps[w.step].warmup
-                    && e.anomaly_probability >= model.threshold
-                    && !findings
-                        .iter()
-                        .any(|f| f.id == e.predicted_type && f.cites(e.step))
-            })
-            .map(|(_, e)| UnexplainedEntry {
-                step: e.step,
-                phase: e.phase,
-                start_ms: e.start_ms,
-                duration_ms: e.duration_ms,
-                anomaly_probability: e.anomaly_probability,
-                predicted_type: e.predicted_type.clone(),
+            .filter(|(w, _)| !a.steps.steps[w.step].warmup)
+            .filter_map(|(_, e)| {
+                let (p, kind) = (e.anomaly_probability?, e.predicted_type.as_deref()?);
+                let explained = findings.iter().any(|f| f.id == kind && f.cites(e.step));
+                (p >= model.threshold && !explained).then(|| UnexplainedEntry {
+                    step: e.step,
+                    phase: e.phase,
+                    start_ms: e.start_ms,
+                    duration_ms: e.duration_ms,
+                    anomaly_probability: p,
+                    predicted_type: kind.to_string(),
+                })
             })
             .collect();
         unexplained.sort_by(|x, y| y.anomaly_probability.total_cmp(&x.anomaly_probability));
@@ -388,8 +388,19 @@ impl Report {
     /// The top-scoring windows and the unexplained ones.
     fn window_detector_markdown(&self, o: &mut String) {
         use std::fmt::Write as _;
-        let mut top: Vec<&WindowEntry> = self.windows.iter().collect();
-        top.sort_by(|x, y| y.anomaly_probability.total_cmp(&x.anomaly_probability));
+        let mut top: Vec<(&WindowEntry, f32, &str)> = self
+            .windows
+            .iter()
+            .filter_map(|w| Some((w, w.anomaly_probability?, w.predicted_type.as_deref()?)))
+            .collect();
+        if top.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n## Window detector\n\nNot applied: the trace holds no GPU work, and the detector is trained on GPU steps."
+            );
+            return;
+        }
+        top.sort_by(|x, y| y.1.total_cmp(&x.1));
         let _ = writeln!(
             o,
             "\n## Window detector\n\nThe {} windows the model finds most suspicious \
@@ -397,16 +408,15 @@ impl Report {
              | step | phase | start | duration | probability | likely type |\n|---|---|---|---|---|---|",
             top.len().min(TOP_WINDOWS)
         );
-        for w in top.iter().take(TOP_WINDOWS) {
+        for (w, p, kind) in top.iter().take(TOP_WINDOWS) {
             let _ = writeln!(
                 o,
-                "| {} | {} | {:.3} ms | {:.3} ms | {:.0}% | `{}` |",
+                "| {} | {} | {:.3} ms | {:.3} ms | {:.0}% | `{kind}` |",
                 w.step,
                 w.phase,
                 w.start_ms,
                 w.duration_ms,
-                100.0 * w.anomaly_probability,
-                w.predicted_type
+                100.0 * p
             );
         }
         if self.unexplained.is_empty() {

@@ -149,13 +149,18 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
             .iter()
             .find(|w| w.step == 13 && w.phase == phase)
             .unwrap();
-        assert!(w.anomaly_probability >= 0.5, "{w:?}");
-        assert_eq!(w.predicted_type, "launch-bound-small-kernels");
+        assert!(w.anomaly_probability.unwrap() >= 0.5, "{w:?}");
+        assert_eq!(
+            w.predicted_type.as_deref(),
+            Some("launch-bound-small-kernels")
+        );
     }
     // Tiny kernels in one step of five stay under the rule's steady-state threshold: the rule is
     // silent, so these windows are unexplained suspicious regions, and the only ones.
     assert!(
-        !findings.iter().any(|f| f.id == "launch-bound-small-kernels"),
+        !findings
+            .iter()
+            .any(|f| f.id == "launch-bound-small-kernels"),
         "{findings:?}"
     );
     let mut unexplained: Vec<(i64, &str)> = report
@@ -168,4 +173,29 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
     assert!(report
         .to_markdown("t")
         .contains("Unexplained suspicious regions (flagged, and no finding of that type concerns the step): step 13"));
+}
+
+#[test]
+fn a_cpu_only_trace_is_outside_the_detector_s_domain() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/traces/local__torch-2.15-cpu/resnet18_train_step_cpu.pt.trace.json.gz");
+    let Ok(bytes) = std::fs::read(&path) else {
+        eprintln!("SKIPPED: {} is absent", path.display());
+        return;
+    };
+    let t = ingest_bytes(&bytes, IngestOptions::default())
+        .unwrap()
+        .trace;
+    assert!(!torchtraceap::ml::applies_to(&t));
+    let a = Analysis::new(&t);
+    let report = Report::new(&a, &detect::run(&a));
+    assert!(!report.windows.is_empty());
+    assert!(report
+        .windows
+        .iter()
+        .all(|w| w.anomaly_probability.is_none() && w.predicted_type.is_none()));
+    assert!(report.unexplained.is_empty());
+    assert!(report
+        .to_markdown("t")
+        .contains("Not applied: the trace holds no GPU work"));
 }

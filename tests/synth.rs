@@ -58,7 +58,7 @@ fn scenarios_are_deterministic_and_labelled_at_steady_state_steps() {
         assert!(c
             .injections
             .iter()
-            .all(|i| (1..c.steps).contains(&i.step) && (0.25..=1.0).contains(&i.severity)));
+            .all(|i| (1..c.steps).contains(&i.step) && (0.1..=1.0).contains(&i.severity)));
     }
 }
 

@@ -17,10 +17,17 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use crate::features::{WindowFeatures, NAMES};
+use crate::model::Trace;
 
 /// The model file's format name; readers check it and [`VERSION`].
 pub const FORMAT: &str = "torchtraceap.window-forest";
 pub const VERSION: u32 = 1;
+
+/// Whether the detector applies to the trace: it is trained on GPU steps, and every feature but
+/// a few speaks of GPU work, so a trace without any (a CPU-only profile) is outside its domain.
+pub fn applies_to(t: &Trace) -> bool {
+    t.tracks.iter().any(|tr| tr.gpu && !tr.events.is_empty())
+}
 
 /// `feature` of a leaf node.
 pub const LEAF: u8 = u8::MAX;

@@ -128,9 +128,10 @@ pub struct Config {
     pub batch: u32,
     pub seed: u64,
     pub injections: Vec<Injection>,
-    /// Realistic noise that is not labelled: per-step GPU clock drift (±10%), an occasional
-    /// slow batch from the DataLoader (up to 4× its usual time) and an occasional `.item()` in
-    /// the forward pass (one logged loss), each in about one step in four.
+    /// Realistic noise that is not labelled: per-step GPU clock drift (±10%) and, each in about
+    /// one step in four, a slow batch from the DataLoader (up to 4× its usual time), one
+    /// `.item()` in the forward pass (a logged loss), one to three device mallocs, and the
+    /// targets copied from pageable memory.
     pub noise: bool,
 }
 
@@ -185,7 +186,7 @@ impl Rng {
 
 /// A random scenario, for training and evaluating the window detector: one of `models` on one of
 /// `gpus`, training (three times in four) or inference, a batch of 16 to 128, 6 to 8 steps, and
-/// up to three anti-patterns, each at its own steady-state step, with severities in [0.25, 1].
+/// up to three anti-patterns, each at its own steady-state step, with severities in [0.1, 1].
 /// The same seed gives the same scenario.
 pub fn scenario(models: &[Model], gpus: &[Gpu], seed: u64) -> Config {
     let mut rng = Rng(seed ^ 0x5CE4_A210_5EED_0001);
@@ -202,7 +203,7 @@ pub fn scenario(models: &[Model], gpus: &[Gpu], seed: u64) -> Config {
             Injection {
                 pattern: rng.pick(&AntiPattern::ALL),
                 step,
-                severity: 0.25 + 0.75 * rng.unit(),
+                severity: 0.1 + 0.9 * rng.unit(),
             }
         })
         .collect();
@@ -539,6 +540,50 @@ impl Writer {
     }
 }
 
+/// The unlabelled noise of one step (`Config::noise`).
+struct StepNoise {
+    /// GPU clock drift: a factor on kernel times.
+    drift: f64,
+    /// A factor on the DataLoader's time.
+    loader_hiccup: f64,
+    /// The forward layer after which a loss is logged with `.item()`.
+    logged_at: Option<usize>,
+    /// Device mallocs (each with its free) in the forward pass.
+    mallocs: usize,
+    /// The targets (8 bytes a sample) copied from pageable memory.
+    pageable_targets: bool,
+}
+
+impl StepNoise {
+    const QUIET: StepNoise = StepNoise {
+        drift: 1.0,
+        loader_hiccup: 1.0,
+        logged_at: None,
+        mallocs: 0,
+        pageable_targets: false,
+    };
+
+    /// Each kind of noise in about one step in four (the drift in every step).
+    fn draw(rng: &mut Rng, layers: usize) -> StepNoise {
+        let sometimes = |rng: &mut Rng| rng.unit() < 0.25;
+        StepNoise {
+            drift: rng.jitter(0.1),
+            loader_hiccup: if sometimes(rng) {
+                1.0 + 3.0 * rng.unit()
+            } else {
+                1.0
+            },
+            logged_at: sometimes(rng).then(|| rng.next() as usize % layers),
+            mallocs: if sometimes(rng) {
+                1 + rng.next() as usize % 3
+            } else {
+                0
+            },
+            pageable_targets: sometimes(rng),
+        }
+    }
+}
+
 /// Generates the trace and its labels.
 pub fn generate(c: &Config) -> Generated {
     let mut w = Writer {
@@ -575,19 +620,12 @@ pub fn generate(c: &Config) -> Generated {
         let warmup = k == 0;
         // The first step autotunes (slower kernels) and fills the caching allocator.
         // Unlabelled noise: clock drift, a slow batch, a logged loss (`Config::noise`).
-        let (drift, loader_hiccup, logged_at) = if c.noise {
-            let drift = w.rng.jitter(0.1);
-            let hiccup = if w.rng.unit() < 0.25 {
-                1.0 + 3.0 * w.rng.unit()
-            } else {
-                1.0
-            };
-            let logged = (w.rng.unit() < 0.25).then(|| w.rng.next() as usize % layers.len());
-            (drift, hiccup, logged)
+        let noise = if c.noise {
+            StepNoise::draw(&mut w.rng, layers.len())
         } else {
-            (1.0, 1.0, None)
+            StepNoise::QUIET
         };
-        w.slow = drift * if warmup { 1.6 } else { 1.0 };
+        w.slow = noise.drift * if warmup { 1.6 } else { 1.0 };
         w.simt = injected(AntiPattern::Fp32Simt).is_some();
         if w.simt {
             w.slow *= 3.0;
@@ -599,15 +637,18 @@ pub fn generate(c: &Config) -> Generated {
         w.annotation(MAIN, &format!("ProfilerStep#{number}"), |w| {
             let loader_us = match injected(AntiPattern::DataLoader) {
                 Some(s) => forward_us * 3.0 * s,
-                None => 150.0 * loader_hiccup,
+                None => 150.0 * noise.loader_hiccup,
             };
             w.ops(MAIN, &["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], |w| {
                 let d = loader_us * w.rng.jitter(0.05);
                 w.advance(MAIN, d);
             });
             w.copy_input(input_bytes, injected(AntiPattern::PageableCopy).is_some());
+            if noise.pageable_targets {
+                w.copy_input(u64::from(c.batch) * 8, true);
+            }
             let syncs = injected(AntiPattern::HostSync).map_or(0, |s| (s * layers.len() as f64 / 6.0).ceil() as usize);
-            let churn = injected(AntiPattern::AllocatorChurn).map_or(0, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
+            let churn = injected(AntiPattern::AllocatorChurn).map_or(noise.mallocs, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
             w.annotation(MAIN, "## forward ##", |w| {
                 for (n, (ops, kernel, share)) in layers.iter().enumerate() {
                     if n < churn || (warmup && n % 3 == 0) {
@@ -623,7 +664,7 @@ pub fn generate(c: &Config) -> Generated {
                     if n > 0 && n % 6 == 0 && n / 6 <= syncs {
                         w.item(400.0);
                     }
-                    if logged_at == Some(n) {
+                    if noise.logged_at == Some(n) {
                         w.item(100.0);
                     }
                 }

@@ -14,7 +14,7 @@ use torchtraceap::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
 use torchtraceap::ml::train::{
     data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
 };
-use torchtraceap::ml::Model;
+use torchtraceap::ml::{self, Model};
 use torchtraceap::synth::{scenario, AntiPattern};
 
 use crate::inspect::read_file;
@@ -250,13 +250,17 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
          exactly when the model flags a steady-state window of that type.\n\n\
          | trace | windows | flagged | model's types | rules' types | agreement (of 6) |\n|---|---|---|---|---|---|"
     );
-    let (mut agree, mut pairs, mut skipped) = (0, 0, 0);
+    let (mut agree, mut pairs, mut skipped, mut cpu_only) = (0, 0, 0, 0);
     for path in &files {
         let Ok(ingested) = read_file(path, IngestOptions::default()) else {
             skipped += 1;
             continue;
         };
         let t = &ingested.trace;
+        if !ml::applies_to(t) {
+            cpu_only += 1;
+            continue;
+        }
         let a = Analysis::new(t);
         let findings = detect::run(&a);
         let features = of_trace(t, &a.steps);
@@ -301,8 +305,9 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
     }
     let _ = writeln!(
         o,
-        "\nOverall: {agree} of {pairs} (trace, type) pairs agree ({:.1}%); {skipped} files \
-         were not traces the engine reads.",
+        "\nOverall: {agree} of {pairs} (trace, type) pairs agree ({:.1}%). Left out: {cpu_only} \
+         traces without GPU work (outside the detector's domain, `ml::applies_to`) and {skipped} \
+         files that are not traces the engine reads.",
         100.0 * agree as f64 / pairs.max(1) as f64
     );
 }

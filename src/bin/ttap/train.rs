@@ -70,7 +70,7 @@ fn train(args: &Args) -> Result<(), String> {
         "# Window detector: training report\n\n\
          Written by `ttap train --traces {traces} --seed {seed} --trees {trees} --max-depth {depth}`.\n\n\
          - Scenarios: {traces} generated traces (`synth::scenario`, seeds {seed}..{end}) of {models} on {gpus}; \
-         training three times in four, batch 16–128, 6–8 steps, 0–3 anti-patterns each at its own steady-state step, severity 0.25–1.\n\
+         training three times in four, batch 16–128, 6–8 steps, 0–3 anti-patterns each at its own steady-state step, severity 0.1–1, with unlabelled noise (`Config::noise`).\n\
          - Windows: {windows}, of which {anomalous} anomalous ({share:.1}%).\n\
          - Forests: {trees} trees each, depth ≤ {depth}, ≥ {leaf} samples per leaf, √40 = 6 features tried per split (smartcore 0.7); \
          anomaly forest {anodes} nodes, type forest {knodes} nodes.\n\

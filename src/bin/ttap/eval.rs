@@ -251,6 +251,8 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
          | trace | windows | flagged | model's types | rules' types | agreement (of 6) |\n|---|---|---|---|---|---|"
     );
     let (mut agree, mut pairs, mut skipped, mut cpu_only) = (0, 0, 0, 0);
+    // Per type: traces where both, only the model, only the rules find it.
+    let mut per_type = [[0usize; 3]; AntiPattern::ALL.len()];
     for path in &files {
         let Ok(ingested) = read_file(path, IngestOptions::default()) else {
             skipped += 1;
@@ -281,10 +283,16 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
             .map(|f| f.id)
             .filter(|id| AntiPattern::parse(id).is_some())
             .collect();
-        let same = AntiPattern::ALL
-            .iter()
-            .filter(|k| model_types.contains(&k.id()) == rule_types.contains(&k.id()))
-            .count();
+        let mut same = 0;
+        for (k, counts) in AntiPattern::ALL.iter().zip(&mut per_type) {
+            match (model_types.contains(&k.id()), rule_types.contains(&k.id())) {
+                (true, true) => counts[0] += 1,
+                (true, false) => counts[1] += 1,
+                (false, true) => counts[2] += 1,
+                (false, false) => {}
+            }
+            same += usize::from(model_types.contains(&k.id()) == rule_types.contains(&k.id()));
+        }
         agree += same;
         pairs += AntiPattern::ALL.len();
         let list = |l: &[&str]| {
@@ -310,4 +318,11 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
          files that are not traces the engine reads.",
         100.0 * agree as f64 / pairs.max(1) as f64
     );
+    let _ = writeln!(
+        o,
+        "\n| type | traces where both find it | the model only | the rules only |\n|---|---|---|---|"
+    );
+    for (k, [both, model_only, rules_only]) in AntiPattern::ALL.iter().zip(per_type) {
+        let _ = writeln!(o, "| `{}` | {both} | {model_only} | {rules_only} |", k.id());
+    }
 }

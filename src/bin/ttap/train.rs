@@ -11,7 +11,7 @@ use torchtraceap::synth::AntiPattern;
 #[derive(clap::Args)]
 pub struct Args {
     /// How many generated scenarios (traces) to train on.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 1000)]
     traces: usize,
     /// The first scenario's seed (the others follow it).
     #[arg(long, default_value_t = 1)]

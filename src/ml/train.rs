@@ -160,21 +160,33 @@ fn forest(x: &[Vec<f64>], y: &[u32], classes: Vec<String>, p: Params) -> Result<
         ));
     }
     let matrix = DenseMatrix::from_2d_vec(&x.to_vec()).map_err(|e| e.to_string())?;
+    let rf = smartcore_forest(&matrix, y, p)?;
+    Ok(Forest {
+        classes,
+        trees: export(&rf)?,
+    })
+}
+
+type SmartcoreForest = RandomForestClassifier<f64, u32, DenseMatrix<f64>, Vec<u32>>;
+
+fn smartcore_forest(x: &DenseMatrix<f64>, y: &[u32], p: Params) -> Result<SmartcoreForest, String> {
     let params = RandomForestClassifierParameters::default()
         .with_n_trees(p.trees)
         .with_max_depth(p.max_depth)
         .with_min_samples_leaf(p.min_samples_leaf)
         .with_seed(p.seed);
-    let rf =
-        RandomForestClassifier::fit(&matrix, &y.to_vec(), params).map_err(|e| e.to_string())?;
-    let form = serde_json::to_value(&rf).map_err(|e| e.to_string())?;
-    let trees = form["trees"]
+    RandomForestClassifier::fit(x, &y.to_vec(), params).map_err(|e| e.to_string())
+}
+
+/// The forest's trees, read from its serde form.
+fn export(rf: &SmartcoreForest) -> Result<Vec<Tree>, String> {
+    let form = serde_json::to_value(rf).map_err(|e| e.to_string())?;
+    form["trees"]
         .as_array()
         .ok_or("smartcore's forest serialized without trees")?
         .iter()
         .map(export_tree)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Forest { classes, trees })
+        .collect()
 }
 
 /// One smartcore tree (its serde form) in preorder columns.
@@ -240,5 +252,65 @@ fn at_most(t: f64) -> f32 {
         f.next_down()
     } else {
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exported trees vote as smartcore's forest predicts on every row, though every value
+    /// is one of four adjacent `f32`s, so that each threshold (a midpoint) rounds to one of them
+    /// unless rounded down. One tree, so that no vote hides another.
+    #[test]
+    fn the_exported_trees_vote_as_smartcore_predicts() {
+        let mut state = 7u64;
+        let mut step = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 62) as usize
+        };
+        let adjacent = |k: usize| (0..k).fold(0.1f32, |v, _| v.next_up());
+        let steps: Vec<Vec<usize>> = (0..300)
+            .map(|_| (0..NAMES.len()).map(|_| step()).collect())
+            .collect();
+        let y: Vec<u32> = steps
+            .iter()
+            .map(|k| u32::from(k[3] + k[7] >= 4 || k[11] == 3))
+            .collect();
+        let rows: Vec<Vec<f32>> = steps
+            .iter()
+            .map(|k| k.iter().map(|&k| adjacent(k)).collect())
+            .collect();
+        let x: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|r| r.iter().map(|&v| f64::from(v)).collect())
+            .collect();
+        let matrix = DenseMatrix::from_2d_vec(&x).unwrap();
+        let p = Params {
+            trees: 1,
+            max_depth: 16,
+            min_samples_leaf: 1,
+            seed: 3,
+        };
+        let rf = smartcore_forest(&matrix, &y, p).unwrap();
+        let predicted = rf.predict(&matrix).unwrap();
+        let forest = Forest {
+            classes: vec!["normal".into(), "anomalous".into()],
+            trees: export(&rf).unwrap(),
+        };
+        for (row, smartcore) in rows.iter().zip(predicted) {
+            let ours = u32::from(forest.shares(row)[1] > 0.5);
+            assert_eq!(ours, smartcore, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn thresholds_round_down_to_f32() {
+        let t = 0.1f64;
+        let f = at_most(t);
+        assert!(f64::from(f) <= t && f64::from(f.next_up()) > t);
+        assert_eq!(at_most(0.5), 0.5);
     }
 }

@@ -29,7 +29,7 @@ pub struct Report {
     pub findings: Vec<FindingEntry>,
     pub steps: Vec<StepEntry>,
     pub windows: Vec<WindowEntry>,
-    /// Steady-state windows the window detector flags (probability at least its threshold) that
+    /// Steady-state windows the window detector flags (probability above its threshold) that
     /// no finding explains (no finding of the predicted type concerns the step), most probable
     /// first: the regions to look at beyond the rules.
     pub unexplained: Vec<UnexplainedEntry>,
@@ -242,7 +242,7 @@ impl Report {
             .filter_map(|(_, e)| {
                 let (p, kind) = (e.anomaly_probability?, e.predicted_type.as_deref()?);
                 let explained = findings.iter().any(|f| f.id == kind && f.cites(e.step));
-                (p >= model.threshold && !explained).then(|| UnexplainedEntry {
+                (model.flags(p) && !explained).then(|| UnexplainedEntry {
                     step: e.step,
                     phase: e.phase,
                     start_ms: e.start_ms,

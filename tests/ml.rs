@@ -66,11 +66,11 @@ fn the_embedded_model_flags_injected_windows_of_an_unseen_architecture_and_gpu()
             .find(|l| l.step == w.step && l.phase == w.phase.label());
         match label {
             Some(l) => {
-                assert!(s.probability >= 0.5, "{l:?}: {s:?}");
+                assert!(model.flags(s.probability), "{l:?}: {s:?}");
                 assert_eq!(s.kind, l.pattern, "{l:?}");
             }
             None => assert!(
-                s.probability < 0.5,
+                !model.flags(s.probability),
                 "step {} {}: {s:?}",
                 w.step,
                 w.phase.label()
@@ -98,7 +98,7 @@ fn a_tiny_forest_trains_and_round_trips_through_its_file() {
     // It has learnt its own training windows.
     let right = rows
         .iter()
-        .filter(|r| (model.score(&r.features.values).probability >= 0.5) == r.label.is_some())
+        .filter(|r| model.flags(model.score(&r.features.values).probability) == r.label.is_some())
         .count();
     assert!(
         right as f64 >= 0.9 * rows.len() as f64,
@@ -149,7 +149,10 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
             .iter()
             .find(|w| w.step == 13 && w.phase == phase)
             .unwrap();
-        assert!(w.anomaly_probability.unwrap() >= 0.5, "{w:?}");
+        assert!(
+            Model::embedded().flags(w.anomaly_probability.unwrap()),
+            "{w:?}"
+        );
         assert_eq!(
             w.predicted_type.as_deref(),
             Some("launch-bound-small-kernels")

@@ -108,7 +108,7 @@ pub struct Model {
     pub anomaly: Forest,
     /// Classes: the anti-pattern ids (detector ids), trained on anomalous windows only.
     pub kind: Forest,
-    /// A window whose probability reaches this is flagged.
+    /// A window whose probability is above this is flagged (more than half the trees, at 0.5).
     pub threshold: f32,
 }
 
@@ -181,6 +181,11 @@ impl Model {
             kind: &self.kind.classes[best],
             kind_share: kinds[best],
         }
+    }
+
+    /// Whether a window of this probability is flagged.
+    pub fn flags(&self, probability: f32) -> bool {
+        probability > self.threshold
     }
 
     /// Scores every window.

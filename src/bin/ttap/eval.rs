@@ -91,7 +91,7 @@ fn evaluate(args: &Args) -> Result<(), String> {
         names(TRAIN_MODELS.map(|m| m.id())),
         names(TRAIN_GPUS.map(|g| g.id())),
     );
-    held_out_section(&mut o, &held_out);
+    held_out_section(&mut o, &model, &held_out);
     speed_section(&mut o, &model, &train_rows);
     real_section(&mut o, &model, &args.real);
     std::fs::write(&args.out, &o).map_err(|e| {
@@ -108,7 +108,7 @@ fn names<const N: usize>(list: [&str; N]) -> String {
     list.join(", ")
 }
 
-fn held_out_section(o: &mut String, rows: &[Scored]) {
+fn held_out_section(o: &mut String, model: &Model, rows: &[Scored]) {
     let positive: Vec<bool> = rows.iter().map(|r| r.label.is_some()).collect();
     let anomalous: Vec<&Scored> = rows.iter().filter(|r| r.label.is_some()).collect();
     let share = |hit: &dyn Fn(&Scored) -> bool| {
@@ -144,7 +144,7 @@ fn held_out_section(o: &mut String, rows: &[Scored]) {
         let a = auroc(scores, &positive).map_or("n/a".into(), |a| format!("{a:.3}"));
         let _ = writeln!(o, "| {name} | {a} | {:.3} |", accuracy);
     }
-    let flagged = |r: &Scored| r.forest >= 0.5;
+    let flagged = |r: &Scored| model.flags(r.forest);
     let tp = rows
         .iter()
         .filter(|r| flagged(r) && r.label.is_some())
@@ -155,9 +155,10 @@ fn held_out_section(o: &mut String, rows: &[Scored]) {
         .count();
     let _ = writeln!(
         o,
-        "\nAt the model's threshold (0.5): {tp} of {} anomalous windows flagged (recall {:.3}), \
-         {fp} normal windows flagged (precision {:.3}).\n\n\
+        "\nFlagged (probability above {}): {tp} of {} anomalous windows (recall {:.3}), \
+         {fp} normal windows (precision {:.3}).\n\n\
          | type | windows | forest AUROC (this type against normal windows) | forest type accuracy |\n|---|---|---|---|",
+        model.threshold,
         anomalous.len(),
         tp as f64 / anomalous.len().max(1) as f64,
         tp as f64 / (tp + fp).max(1) as f64
@@ -198,7 +199,7 @@ fn speed_section(o: &mut String, model: &Model, rows: &[LabelledWindow]) {
         let start = Instant::now();
         flagged = windows
             .iter()
-            .filter(|w| model.score(w).probability >= model.threshold)
+            .filter(|w| model.flags(model.score(w).probability))
             .count();
         best = best.min(start.elapsed().as_secs_f64());
     }
@@ -270,7 +271,7 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
         let mut flagged = 0;
         for (w, f) in a.steps.windows().zip(&features) {
             let s = model.score(&f.values);
-            if s.probability >= model.threshold && !a.steps.steps[w.step].warmup {
+            if model.flags(s.probability) && !a.steps.steps[w.step].warmup {
                 flagged += 1;
                 if !model_types.contains(&s.kind) {
                     model_types.push(s.kind);

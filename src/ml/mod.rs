@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::features::{WindowFeatures, NAMES};
+use crate::features::NAMES;
 use crate::model::Trace;
 
 /// The model file's format name; readers check it and [`VERSION`].
@@ -186,10 +186,5 @@ impl Model {
     /// Whether a window of this probability is flagged.
     pub fn flags(&self, probability: f32) -> bool {
         probability > self.threshold
-    }
-
-    /// Scores every window.
-    pub fn score_windows(&self, rows: &[WindowFeatures]) -> Vec<WindowScore<'_>> {
-        rows.iter().map(|r| self.score(&r.values)).collect()
     }
 }

@@ -215,7 +215,7 @@ fn speed_section(o: &mut String, model: &Model, rows: &[LabelledWindow]) {
     );
 }
 
-/// Every `.json` and `.json.gz` file below `dir`, sorted.
+/// Every `.json` and `.json.gz` file below `dir`.
 fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -228,7 +228,6 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
-    out.sort();
 }
 
 /// Per real trace: windows, flagged windows and their types, the rules' injectable findings,
@@ -237,6 +236,7 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn real_section(o: &mut String, model: &Model, dir: &Path) {
     let mut files = Vec::new();
     trace_files(dir, &mut files);
+    files.sort();
     if files.is_empty() {
         let _ = writeln!(
             o,

@@ -128,10 +128,11 @@ pub struct Config {
     pub batch: u32,
     pub seed: u64,
     pub injections: Vec<Injection>,
-    /// Realistic noise that is not labelled: per-step GPU clock drift (±10%) and, each in about
-    /// one step in four, a slow batch from the DataLoader (up to 4× its usual time), one
-    /// `.item()` in the forward pass (a logged loss), one to three device mallocs, and the
-    /// targets copied from pageable memory.
+    /// Realistic noise that is not labelled: host overhead over the whole trace (CPU ops and
+    /// launches 1× to 8× slower: profiler overhead, a slow host), per-step GPU clock drift (±10%)
+    /// and, each in about one step in four, a slow batch from the DataLoader (up to 4× its usual
+    /// time), one `.item()` in the forward pass (a logged loss), one to three device mallocs, and
+    /// the targets copied from pageable memory.
     pub noise: bool,
 }
 
@@ -236,6 +237,8 @@ struct Writer {
     correlation: u64,
     /// Kernel-time multiplier of the step being written (injections, warm-up).
     slow: f64,
+    /// Host-time multiplier of CPU ops and launches (profiler overhead, a slow host).
+    host: f64,
     simt: bool,
     tiny_kernels: bool,
 }
@@ -270,13 +273,13 @@ impl Writer {
     /// Nested CPU ops around `body` (outermost first); each range ends after its children.
     fn ops(&mut self, tid: i64, names: &[&str], body: impl FnOnce(&mut Writer)) {
         let start = self.now(tid);
-        let d = 3.0 * self.rng.jitter(0.3);
+        let d = 3.0 * self.host * self.rng.jitter(0.3);
         self.advance(tid, d);
         match names.split_first() {
             Some((_, rest)) if !rest.is_empty() => self.ops(tid, rest, body),
             _ => body(self),
         }
-        let d = 2.0 * self.rng.jitter(0.3);
+        let d = 2.0 * self.host * self.rng.jitter(0.3);
         self.advance(tid, d);
         let end = self.now(tid);
         self.x(
@@ -341,7 +344,7 @@ impl Writer {
         self.events.push(json!({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": PID, "tid": tid, "ts": call_start}));
         self.events.push(json!({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": STREAM, "ts": start, "bp": "e"}));
         self.stream_free = start + dur;
-        let d = call + 15.0 * self.rng.jitter(0.4);
+        let d = call + 15.0 * self.host * self.rng.jitter(0.4);
         self.advance(tid, d);
     }
 
@@ -540,6 +543,11 @@ impl Writer {
     }
 }
 
+/// The host-time multipliers a noisy trace draws from: half run at the usual speed, the others
+/// with the profiler's overhead (`record_shapes`, `with_stack`) or a slow host, up to host-bound
+/// steps whose GPU waits between kernels.
+const HOST_OVERHEAD: [f64; 6] = [1.0, 1.0, 1.0, 2.0, 4.0, 8.0];
+
 /// The unlabelled noise of one step (`Config::noise`).
 struct StepNoise {
     /// GPU clock drift: a factor on kernel times.
@@ -594,9 +602,13 @@ pub fn generate(c: &Config) -> Generated {
         stream_free: 0.0,
         correlation: 0,
         slow: 1.0,
+        host: 1.0,
         simt: false,
         tiny_kernels: false,
     };
+    if c.noise {
+        w.host = w.rng.pick(&HOST_OVERHEAD);
+    }
     let layers = forward_layers(c.model);
     // Forward GPU time of the batch on this GPU, spread over the layers by their shares.
     let forward_us = c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0;

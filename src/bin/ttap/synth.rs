@@ -26,7 +26,8 @@ pub struct Args {
     /// severity in (0, 1], default 0.5), e.g. dataloader-bottleneck@3:0.8. Repeatable.
     #[arg(long)]
     inject: Vec<String>,
-    /// Add unlabelled noise: clock drift, occasional slow batches and logged losses.
+    /// Add unlabelled noise: host overhead, clock drift, occasional slow batches, logged losses,
+    /// stray mallocs and pageable copies.
     #[arg(long)]
     noise: bool,
     /// Where the trace goes.

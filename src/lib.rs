@@ -8,6 +8,7 @@ pub mod detect;
 pub mod features;
 pub mod ingest;
 pub mod metrics;
+pub mod ml;
 pub mod model;
 pub mod report;
 pub mod summary;

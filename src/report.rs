@@ -4,15 +4,19 @@
 //! carry no serde derives; the report copies what a reader needs into its own types.
 //!
 //! Format history: version 1 (first release): `trace`, `findings`, `steps`, `windows`.
+//! Version 2: each window carries the window detector's `anomaly_probability` and
+//! `predicted_type`; `unexplained` lists the windows it flags that no finding explains.
 
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{Analysis, Finding};
+use crate::features::of_trace;
 use crate::metrics::measure;
+use crate::ml::{self, Model};
 
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -25,6 +29,10 @@ pub struct Report {
     pub findings: Vec<FindingEntry>,
     pub steps: Vec<StepEntry>,
     pub windows: Vec<WindowEntry>,
+    /// Steady-state windows the window detector flags (probability above its threshold) that
+    /// no finding explains (no finding of the predicted type concerns the step), most probable
+    /// first: the regions to look at beyond the rules.
+    pub unexplained: Vec<UnexplainedEntry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,9 +123,28 @@ pub struct WindowEntry {
     pub short_kernels: u64,
     pub sync_calls: u64,
     pub communication_ms: Option<f64>,
+    /// The window detector's probability that the window holds an anti-pattern; `None` on a
+    /// trace without GPU work, outside the detector's domain (`ml::applies_to`).
+    pub anomaly_probability: Option<f32>,
+    /// The anti-pattern (a detector id) the window detector finds most likely, whatever the
+    /// probability; `None` where the probability is.
+    pub predicted_type: Option<String>,
+}
+
+/// A window the detector flags and no finding explains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnexplainedEntry {
+    pub step: i64,
+    pub phase: String,
+    pub start_ms: f64,
+    pub duration_ms: f64,
+    pub anomaly_probability: f32,
+    pub predicted_type: String,
 }
 
 const MS: f64 = 1e6;
+/// Windows listed in the Markdown's window-detector table.
+const TOP_WINDOWS: usize = 5;
 
 fn pct(part: i64, whole: i64) -> f64 {
     if whole > 0 {
@@ -174,11 +201,16 @@ impl Report {
                 }
             })
             .collect();
-        let windows = a
+        let model = Model::embedded();
+        let scored = ml::applies_to(t);
+        let features = of_trace(t, &a.steps);
+        let windows: Vec<WindowEntry> = a
             .steps
             .windows()
-            .map(|w| {
+            .zip(&features)
+            .map(|(w, f)| {
                 let m = measure(t, w.start, w.end);
+                let score = scored.then(|| model.score(&f.values));
                 WindowEntry {
                     step: a.steps.steps[w.step].number,
                     phase: w.phase.label().to_string(),
@@ -197,9 +229,30 @@ impl Report {
                     short_kernels: m.short_kernels,
                     sync_calls: m.sync_calls,
                     communication_ms: m.main_device().map(|d| d.communication as f64 / MS),
+                    anomaly_probability: score.map(|s| s.probability),
+                    predicted_type: score.map(|s| s.kind.to_string()),
                 }
             })
             .collect();
+        let mut unexplained: Vec<UnexplainedEntry> = a
+            .steps
+            .windows()
+            .zip(&windows)
+            .filter(|(w, _)| !a.steps.steps[w.step].warmup)
+            .filter_map(|(_, e)| {
+                let (p, kind) = (e.anomaly_probability?, e.predicted_type.as_deref()?);
+                let explained = findings.iter().any(|f| f.id == kind && f.cites(e.step));
+                (model.flags(p) && !explained).then(|| UnexplainedEntry {
+                    step: e.step,
+                    phase: e.phase.clone(),
+                    start_ms: e.start_ms,
+                    duration_ms: e.duration_ms,
+                    anomaly_probability: p,
+                    predicted_type: kind.to_string(),
+                })
+            })
+            .collect();
+        unexplained.sort_by(|x, y| y.anomaly_probability.total_cmp(&x.anomaly_probability));
         Report {
             format: FORMAT.to_string(),
             version: VERSION,
@@ -257,6 +310,7 @@ impl Report {
                 .collect(),
             steps,
             windows,
+            unexplained,
         }
     }
 
@@ -328,6 +382,65 @@ impl Report {
                 let _ = writeln!(o, "- Fix: {}\n\n```python\n{}\n```", f.fix, f.fix_snippet);
             }
         }
+        self.window_detector_markdown(&mut o);
         o
+    }
+
+    /// The top-scoring windows and the unexplained ones.
+    fn window_detector_markdown(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let mut top: Vec<(&WindowEntry, f32, &str)> = self
+            .windows
+            .iter()
+            .filter_map(|w| Some((w, w.anomaly_probability?, w.predicted_type.as_deref()?)))
+            .collect();
+        if top.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n## Window detector\n\nNot applied: the trace holds no GPU work, and the detector is trained on GPU steps."
+            );
+            return;
+        }
+        top.sort_by(|x, y| y.1.total_cmp(&x.1));
+        let _ = writeln!(
+            o,
+            "\n## Window detector\n\nThe {} windows the model finds most suspicious \
+             (probability that the window holds an anti-pattern, and its most likely type):\n\n\
+             | step | phase | start | duration | probability | likely type |\n|---|---|---|---|---|---|",
+            top.len().min(TOP_WINDOWS)
+        );
+        for (w, p, kind) in top.iter().take(TOP_WINDOWS) {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.3} ms | {:.3} ms | {:.0}% | `{kind}` |",
+                w.step,
+                w.phase,
+                w.start_ms,
+                w.duration_ms,
+                100.0 * p
+            );
+        }
+        if self.unexplained.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nNo flagged window is left unexplained by the findings."
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "\nUnexplained suspicious regions (flagged, and no finding of that type concerns the step): {}.",
+                self.unexplained
+                    .iter()
+                    .map(|u| format!(
+                        "step {} {} ({:.0}%, `{}`)",
+                        u.step,
+                        u.phase,
+                        100.0 * u.anomaly_probability,
+                        u.predicted_type
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
 }

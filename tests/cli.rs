@@ -163,7 +163,7 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let report = &v[0]["report"];
     assert_eq!(report["format"], "torchtraceap.report");
-    assert_eq!(report["version"], 1);
+    assert_eq!(report["version"], 2);
     assert_eq!(report["steps"].as_array().unwrap().len(), 2);
     // Per stream: three 500 µs kernels on stream 7 of device 0, in a 9 ms step.
     let stream = &report["steps"][1]["streams"][0];
@@ -262,4 +262,59 @@ fn synth_writes_a_trace_and_labels_that_features_joins() {
         "{}",
         stderr(&bad)
     );
+}
+
+#[test]
+fn train_writes_a_model_that_eval_reads_and_reports_on() {
+    let dir = std::env::temp_dir().join(format!("ttap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (model, training, evaluation) = (
+        dir.join("model.json"),
+        dir.join("TRAINING.md"),
+        dir.join("EVALUATION.md"),
+    );
+    let out = ttap(&[
+        "train",
+        "--traces",
+        "10",
+        "--trees",
+        "3",
+        "--out",
+        model.to_str().unwrap(),
+        "--report",
+        training.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(&training).unwrap();
+    assert!(report.contains("10 generated traces"), "{report}");
+    let out = ttap(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--traces",
+        "4",
+        "--kmeans-traces",
+        "10",
+        "--clusters",
+        "3",
+        "--real",
+        dir.join("no-traces-here").to_str().unwrap(),
+        "--out",
+        evaluation.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(&evaluation).unwrap();
+    for line in [
+        "| random forest (this model) |",
+        "| rule detectors (finding confidence as score) |",
+        "| k-means (distance to the nearest centroid) |",
+        "Scoring 10000 windows",
+        "SKIPPED: no trace under",
+    ] {
+        assert!(report.contains(line), "{line} missing from:\n{report}");
+    }
+    // A model file that is not one is refused with the file's name.
+    let out = ttap(&["eval", "--model", training.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("TRAINING.md: not a window-forest model"));
 }

@@ -64,6 +64,7 @@ fn the_injected_window_stands_out_in_its_features() {
         batch: 64,
         seed: 3,
         injections,
+        noise: false,
     };
     let t = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
         .unwrap()
@@ -99,6 +100,7 @@ fn a_window_owns_the_gpu_work_its_cpu_work_launched() {
         batch: 64,
         seed: 5,
         injections: Vec::new(),
+        noise: false,
     };
     let t = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
         .unwrap()

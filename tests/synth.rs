@@ -3,7 +3,9 @@
 
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
+use torchtraceap::synth::{
+    generate, scenario, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP,
+};
 
 fn config(model: Model, gpu: Gpu, training: bool) -> Config {
     Config {
@@ -14,6 +16,7 @@ fn config(model: Model, gpu: Gpu, training: bool) -> Config {
         batch: 64,
         seed: 7,
         injections: Vec::new(),
+        noise: false,
     }
 }
 
@@ -26,7 +29,37 @@ fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
     let c = config(Model::VitB16, Gpu::H100, true);
     let a = generate(&c).trace;
     assert_eq!(a, generate(&c).trace);
-    assert_ne!(a, generate(&Config { seed: 8, ..c }).trace);
+    assert_ne!(
+        a,
+        generate(&Config {
+            seed: 8,
+            ..c.clone()
+        })
+        .trace
+    );
+    // Noise is drawn from the same seed: still deterministic, and not the clean trace.
+    let noisy = Config { noise: true, ..c };
+    assert_eq!(generate(&noisy).trace, generate(&noisy).trace);
+    assert_ne!(generate(&noisy).trace, a);
+}
+
+#[test]
+fn scenarios_are_deterministic_and_labelled_at_steady_state_steps() {
+    let models = [Model::SwinT, Model::Video3d];
+    let gpus = [Gpu::H100, Gpu::Rtx4090];
+    for seed in 0..40 {
+        let c = scenario(&models, &gpus, seed);
+        assert_eq!(c, scenario(&models, &gpus, seed));
+        assert!(models.contains(&c.model) && gpus.contains(&c.gpu) && c.noise);
+        let mut steps: Vec<u32> = c.injections.iter().map(|i| i.step).collect();
+        steps.sort_unstable();
+        steps.dedup();
+        assert_eq!(steps.len(), c.injections.len(), "one injection per step");
+        assert!(c
+            .injections
+            .iter()
+            .all(|i| (1..c.steps).contains(&i.step) && (0.1..=1.0).contains(&i.severity)));
+    }
 }
 
 #[test]
@@ -79,7 +112,13 @@ fn every_model_gpu_and_mode_ingests_cleanly_with_a_warm_up_step_and_no_finding()
 #[test]
 fn each_injected_anti_pattern_is_found_by_its_rule_and_labelled_where_it_was_put() {
     for pattern in AntiPattern::ALL {
-        for (model, gpu) in [(Model::ResNet50, Gpu::A100), (Model::VitB16, Gpu::Mi300x)] {
+        for (model, gpu) in [
+            (Model::ResNet50, Gpu::A100),
+            (Model::VitB16, Gpu::Mi300x),
+            (Model::SwinT, Gpu::H100),
+            (Model::Detr, Gpu::T4),
+            (Model::Video3d, Gpu::Rtx4090),
+        ] {
             // Injected in every steady-state step, since the rules judge the steady-state mean.
             let injections = (1..6)
                 .map(|step| Injection {
@@ -177,6 +216,7 @@ fn the_bundled_sample_is_this_generator_s_output() {
         batch: 32,
         seed: 1,
         injections,
+        noise: false,
     };
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz");

@@ -170,6 +170,15 @@ pub struct Finding {
     pub fix: Fix,
 }
 
+impl Finding {
+    /// Whether the finding concerns step `number`: its evidence names it, or names no step at
+    /// all (the whole trace).
+    pub fn cites(&self, number: i64) -> bool {
+        self.evidence.iter().all(|e| e.steps.is_empty())
+            || self.evidence.iter().any(|e| e.steps.contains(&number))
+    }
+}
+
 /// One anti-pattern's detector.
 pub trait Detector: Sync {
     /// Stable id, e.g. `dataloader-bottleneck`.

@@ -21,15 +21,30 @@ pub use gpu::Gpu;
 pub enum Model {
     ResNet50,
     VitB16,
+    /// Swin-T: shifted-window attention in four stages (2, 2, 6, 2 blocks).
+    SwinT,
+    /// A DETR-style detector: a ResNet-50 backbone, then a transformer encoder and decoder.
+    Detr,
+    /// An R(2+1)D-18-style video classifier: (2+1)D convolutions over 16-frame clips.
+    Video3d,
 }
 
 impl Model {
-    pub const ALL: [Model; 2] = [Model::ResNet50, Model::VitB16];
+    pub const ALL: [Model; 5] = [
+        Model::ResNet50,
+        Model::VitB16,
+        Model::SwinT,
+        Model::Detr,
+        Model::Video3d,
+    ];
 
     pub fn id(self) -> &'static str {
         match self {
             Model::ResNet50 => "resnet50",
             Model::VitB16 => "vit_b16",
+            Model::SwinT => "swin_t",
+            Model::Detr => "detr",
+            Model::Video3d => "video3d",
         }
     }
 
@@ -42,6 +57,9 @@ impl Model {
         match self {
             Model::ResNet50 => 22_000.0,
             Model::VitB16 => 45_000.0,
+            Model::SwinT => 26_000.0,
+            Model::Detr => 60_000.0,
+            Model::Video3d => 80_000.0,
         }
     }
 }
@@ -83,8 +101,8 @@ impl AntiPattern {
         AntiPattern::ALL.into_iter().find(|p| p.id() == id)
     }
 
-    /// The phases of the step whose windows it affects.
-    fn phases(self) -> &'static [&'static str] {
+    /// The phases of the step whose windows it affects (as `window::Phase::label`).
+    pub fn phases(self) -> &'static [&'static str] {
         match self {
             AntiPattern::DataLoader | AntiPattern::PageableCopy => &["data loading"],
             AntiPattern::HostSync | AntiPattern::AllocatorChurn => &["forward"],
@@ -110,6 +128,12 @@ pub struct Config {
     pub batch: u32,
     pub seed: u64,
     pub injections: Vec<Injection>,
+    /// Realistic noise that is not labelled: host overhead over the whole trace (CPU ops and
+    /// launches 1× to 8× slower: profiler overhead, a slow host), per-step GPU clock drift (±10%)
+    /// and, each in about one step in four, a slow batch from the DataLoader (up to 4× its usual
+    /// time), one `.item()` in the forward pass (a logged loss), one to three device mallocs, and
+    /// the targets copied from pageable memory.
+    pub noise: bool,
 }
 
 /// Where an anti-pattern was injected: a step and a phase of it.
@@ -145,10 +169,54 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// A number in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// A factor in `[1 - spread, 1 + spread]`.
     fn jitter(&mut self, spread: f64) -> f64 {
-        let unit = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        1.0 + spread * (2.0 * unit - 1.0)
+        1.0 + spread * (2.0 * self.unit() - 1.0)
+    }
+
+    /// One of `items`.
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+/// A random scenario, for training and evaluating the window detector: one of `models` on one of
+/// `gpus`, training (three times in four) or inference, a batch of 16 to 128, 6 to 8 steps, and
+/// up to three anti-patterns, each at its own steady-state step, with severities in [0.1, 1].
+/// The same seed gives the same scenario.
+pub fn scenario(models: &[Model], gpus: &[Gpu], seed: u64) -> Config {
+    let mut rng = Rng(seed ^ 0x5CE4_A210_5EED_0001);
+    let model = rng.pick(models);
+    let gpu = rng.pick(gpus);
+    let training = rng.unit() < 0.75;
+    let batch = rng.pick(&[16, 32, 64, 128]);
+    let steps = rng.pick(&[6, 7, 8]);
+    let count = rng.pick(&[0, 1, 1, 2, 2, 3]);
+    let mut free: Vec<u32> = (1..steps).collect();
+    let injections = (0..count)
+        .map(|_| {
+            let step = free.remove((rng.next() % free.len() as u64) as usize);
+            Injection {
+                pattern: rng.pick(&AntiPattern::ALL),
+                step,
+                severity: 0.1 + 0.9 * rng.unit(),
+            }
+        })
+        .collect();
+    Config {
+        model,
+        gpu,
+        training,
+        steps,
+        batch,
+        seed,
+        injections,
+        noise: true,
     }
 }
 
@@ -169,6 +237,8 @@ struct Writer {
     correlation: u64,
     /// Kernel-time multiplier of the step being written (injections, warm-up).
     slow: f64,
+    /// Host-time multiplier of CPU ops and launches (profiler overhead, a slow host).
+    host: f64,
     simt: bool,
     tiny_kernels: bool,
 }
@@ -203,13 +273,13 @@ impl Writer {
     /// Nested CPU ops around `body` (outermost first); each range ends after its children.
     fn ops(&mut self, tid: i64, names: &[&str], body: impl FnOnce(&mut Writer)) {
         let start = self.now(tid);
-        let d = 3.0 * self.rng.jitter(0.3);
+        let d = 3.0 * self.host * self.rng.jitter(0.3);
         self.advance(tid, d);
         match names.split_first() {
             Some((_, rest)) if !rest.is_empty() => self.ops(tid, rest, body),
             _ => body(self),
         }
-        let d = 2.0 * self.rng.jitter(0.3);
+        let d = 2.0 * self.host * self.rng.jitter(0.3);
         self.advance(tid, d);
         let end = self.now(tid);
         self.x(
@@ -274,7 +344,7 @@ impl Writer {
         self.events.push(json!({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": PID, "tid": tid, "ts": call_start}));
         self.events.push(json!({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": STREAM, "ts": start, "bp": "e"}));
         self.stream_free = start + dur;
-        let d = call + 15.0 * self.rng.jitter(0.4);
+        let d = call + 15.0 * self.host * self.rng.jitter(0.4);
         self.advance(tid, d);
     }
 
@@ -349,6 +419,13 @@ const SDPA: &[&str] = &[
     "aten::_flash_attention_forward",
 ];
 const ADD_OP: &[&str] = &["aten::add"];
+const ROLL_OP: &[&str] = &["aten::roll"];
+const CONV3D: &[&str] = &[
+    "aten::conv3d",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+];
 const GELU_OP: &[&str] = &["aten::gelu"];
 
 /// A layer: its op chain, its kernel, and its share of the forward GPU time.
@@ -375,26 +452,64 @@ const VIT_BLOCK: [Layer; 10] = [
     (ADD_OP, Kernel::Add, 0.02),
 ];
 
+/// One Swin-T block: attention within shifted windows (12 of them).
+const SWIN_BLOCK: [Layer; 11] = [
+    (LAYER_NORM, Kernel::LayerNorm, 0.02),
+    (ROLL_OP, Kernel::Elementwise, 0.03),
+    (LINEAR, Kernel::Gemm, 0.15),
+    (SDPA, Kernel::Attention, 0.20),
+    (LINEAR, Kernel::Gemm, 0.07),
+    (ADD_OP, Kernel::Add, 0.02),
+    (LAYER_NORM, Kernel::LayerNorm, 0.02),
+    (LINEAR, Kernel::Gemm, 0.20),
+    (GELU_OP, Kernel::Gelu, 0.05),
+    (LINEAR, Kernel::Gemm, 0.20),
+    (ADD_OP, Kernel::Add, 0.02),
+];
+
+/// One (2+1)D convolution of the video model: a spatial (1×3×3) and a temporal (3×1×1) 3D
+/// convolution, each with batch norm and ReLU (16 of them).
+const VIDEO_UNIT: [Layer; 6] = [
+    (CONV3D, Kernel::Conv, 0.46),
+    (BATCH_NORM, Kernel::BatchNorm, 0.08),
+    (RELU, Kernel::Elementwise, 0.06),
+    (CONV3D, Kernel::Conv, 0.26),
+    (BATCH_NORM, Kernel::BatchNorm, 0.08),
+    (RELU, Kernel::Elementwise, 0.06),
+];
+
+/// `unit` repeated `n` times, sharing `share` of the forward time among the repeats.
+fn repeat(unit: &[Layer], n: usize, share: f64) -> Vec<Layer> {
+    (0..n)
+        .flat_map(|_| {
+            unit.iter()
+                .map(move |&(ops, k, s)| (ops, k, s * share / n as f64))
+        })
+        .collect()
+}
+
 /// The model's forward layers, each with its share of the forward GPU time.
 fn forward_layers(model: Model) -> Vec<Layer> {
-    // A unit repeated `n` times shares its time among the repeats.
-    let repeat = |unit: &[Layer], n: usize| -> Vec<Layer> {
-        (0..n)
-            .flat_map(|_| {
-                unit.iter()
-                    .map(move |&(ops, k, share)| (ops, k, share / n as f64))
-            })
-            .collect()
-    };
-    match model {
-        Model::ResNet50 => repeat(&RESNET_UNIT, 53),
-        Model::VitB16 => {
-            let mut layers = vec![(CONV, Kernel::Conv, 0.02)];
-            layers.extend(repeat(&VIT_BLOCK, 12));
-            layers.push((LINEAR, Kernel::Gemm, 0.02));
-            layers
+    let mut layers = match model {
+        Model::ResNet50 => return repeat(&RESNET_UNIT, 53, 1.0),
+        Model::VitB16 => repeat(&VIT_BLOCK, 12, 1.0),
+        Model::SwinT => repeat(&SWIN_BLOCK, 12, 0.96),
+        Model::Detr => {
+            let mut l = repeat(&RESNET_UNIT, 53, 0.55);
+            l.extend(repeat(&VIT_BLOCK, 6, 0.2));
+            l.extend(repeat(&VIT_BLOCK, 6, 0.21));
+            l
         }
-    }
+        Model::Video3d => repeat(&VIDEO_UNIT, 16, 0.96),
+    };
+    let stem = if model == Model::Video3d {
+        CONV3D
+    } else {
+        CONV
+    };
+    layers.insert(0, (stem, Kernel::Conv, 0.02));
+    layers.push((LINEAR, Kernel::Gemm, 0.02));
+    layers
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -428,6 +543,55 @@ impl Writer {
     }
 }
 
+/// The host-time multipliers a noisy trace draws from: half run at the usual speed, the others
+/// with the profiler's overhead (`record_shapes`, `with_stack`) or a slow host, up to host-bound
+/// steps whose GPU waits between kernels.
+const HOST_OVERHEAD: [f64; 6] = [1.0, 1.0, 1.0, 2.0, 4.0, 8.0];
+
+/// The unlabelled noise of one step (`Config::noise`).
+struct StepNoise {
+    /// GPU clock drift: a factor on kernel times.
+    drift: f64,
+    /// A factor on the DataLoader's time.
+    loader_hiccup: f64,
+    /// The forward layer after which a loss is logged with `.item()`.
+    logged_at: Option<usize>,
+    /// Device mallocs (each with its free) in the forward pass.
+    mallocs: usize,
+    /// The targets (8 bytes a sample) copied from pageable memory.
+    pageable_targets: bool,
+}
+
+impl StepNoise {
+    const QUIET: StepNoise = StepNoise {
+        drift: 1.0,
+        loader_hiccup: 1.0,
+        logged_at: None,
+        mallocs: 0,
+        pageable_targets: false,
+    };
+
+    /// Each kind of noise in about one step in four (the drift in every step).
+    fn draw(rng: &mut Rng, layers: usize) -> StepNoise {
+        let sometimes = |rng: &mut Rng| rng.unit() < 0.25;
+        StepNoise {
+            drift: rng.jitter(0.1),
+            loader_hiccup: if sometimes(rng) {
+                1.0 + 3.0 * rng.unit()
+            } else {
+                1.0
+            },
+            logged_at: sometimes(rng).then(|| rng.next() as usize % layers),
+            mallocs: if sometimes(rng) {
+                1 + rng.next() as usize % 3
+            } else {
+                0
+            },
+            pageable_targets: sometimes(rng),
+        }
+    }
+}
+
 /// Generates the trace and its labels.
 pub fn generate(c: &Config) -> Generated {
     let mut w = Writer {
@@ -438,9 +602,13 @@ pub fn generate(c: &Config) -> Generated {
         stream_free: 0.0,
         correlation: 0,
         slow: 1.0,
+        host: 1.0,
         simt: false,
         tiny_kernels: false,
     };
+    if c.noise {
+        w.host = w.rng.pick(&HOST_OVERHEAD);
+    }
     let layers = forward_layers(c.model);
     // Forward GPU time of the batch on this GPU, spread over the layers by their shares.
     let forward_us = c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0;
@@ -463,7 +631,13 @@ pub fn generate(c: &Config) -> Generated {
         }
         let warmup = k == 0;
         // The first step autotunes (slower kernels) and fills the caching allocator.
-        w.slow = if warmup { 1.6 } else { 1.0 };
+        // Unlabelled noise: clock drift, a slow batch, a logged loss (`Config::noise`).
+        let noise = if c.noise {
+            StepNoise::draw(&mut w.rng, layers.len())
+        } else {
+            StepNoise::QUIET
+        };
+        w.slow = noise.drift * if warmup { 1.6 } else { 1.0 };
         w.simt = injected(AntiPattern::Fp32Simt).is_some();
         if w.simt {
             w.slow *= 3.0;
@@ -475,15 +649,18 @@ pub fn generate(c: &Config) -> Generated {
         w.annotation(MAIN, &format!("ProfilerStep#{number}"), |w| {
             let loader_us = match injected(AntiPattern::DataLoader) {
                 Some(s) => forward_us * 3.0 * s,
-                None => 150.0,
+                None => 150.0 * noise.loader_hiccup,
             };
             w.ops(MAIN, &["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], |w| {
                 let d = loader_us * w.rng.jitter(0.05);
                 w.advance(MAIN, d);
             });
             w.copy_input(input_bytes, injected(AntiPattern::PageableCopy).is_some());
+            if noise.pageable_targets {
+                w.copy_input(u64::from(c.batch) * 8, true);
+            }
             let syncs = injected(AntiPattern::HostSync).map_or(0, |s| (s * layers.len() as f64 / 6.0).ceil() as usize);
-            let churn = injected(AntiPattern::AllocatorChurn).map_or(0, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
+            let churn = injected(AntiPattern::AllocatorChurn).map_or(noise.mallocs, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
             w.annotation(MAIN, "## forward ##", |w| {
                 for (n, (ops, kernel, share)) in layers.iter().enumerate() {
                     if n < churn || (warmup && n % 3 == 0) {
@@ -498,6 +675,9 @@ pub fn generate(c: &Config) -> Generated {
                     }
                     if n > 0 && n % 6 == 0 && n / 6 <= syncs {
                         w.item(400.0);
+                    }
+                    if noise.logged_at == Some(n) {
+                        w.item(100.0);
                     }
                 }
             });

@@ -2,9 +2,11 @@
 
 mod analyze;
 mod bench;
+mod eval;
 mod features;
 mod inspect;
 mod synth;
+mod train;
 
 use std::process::ExitCode;
 
@@ -38,6 +40,12 @@ enum Command {
     Synth(synth::Args),
     /// Print the feature vector of every window as JSON lines, labelled from `synth --labels`.
     Features(features::Args),
+    /// Train the window detector on generated scenarios: writes the model and its training
+    /// report.
+    Train(train::Args),
+    /// Evaluate the window detector on held-out scenarios (unseen architectures and GPUs)
+    /// against the rules and k-means, and against the rules on real traces; writes a report.
+    Eval(eval::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -64,6 +72,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Features(args) => features::run(&args),
+        Command::Train(args) => train::run(&args),
+        Command::Eval(args) => eval::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -7,7 +7,7 @@ use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// resnet50 or vit_b16.
+    /// resnet50, vit_b16, swin_t, detr or video3d.
     #[arg(long, default_value = "resnet50")]
     model: String,
     /// v100, t4, a100, rtx4090, h100 or mi300x.
@@ -26,6 +26,10 @@ pub struct Args {
     /// severity in (0, 1], default 0.5), e.g. dataloader-bottleneck@3:0.8. Repeatable.
     #[arg(long)]
     inject: Vec<String>,
+    /// Add unlabelled noise: host overhead, clock drift, occasional slow batches, logged losses,
+    /// stray mallocs and pageable copies.
+    #[arg(long)]
+    noise: bool,
     /// Where the trace goes.
     #[arg(long)]
     out: PathBuf,
@@ -63,8 +67,14 @@ fn injection(spec: &str) -> Result<Injection, String> {
 }
 
 fn config(args: &Args) -> Result<Config, String> {
-    let model = Model::parse(&args.model)
-        .ok_or_else(|| format!("unknown model '{}': use resnet50 or vit_b16", args.model))?;
+    let model = Model::parse(&args.model).ok_or_else(|| {
+        let known: Vec<&str> = Model::ALL.iter().map(|m| m.id()).collect();
+        format!(
+            "unknown model '{}': use one of {}",
+            args.model,
+            known.join(", ")
+        )
+    })?;
     let gpu = Gpu::parse(&args.gpu).ok_or_else(|| {
         let known: Vec<&str> = Gpu::ALL.iter().map(|g| g.id()).collect();
         format!(
@@ -96,6 +106,7 @@ fn config(args: &Args) -> Result<Config, String> {
         batch: args.batch,
         seed: args.seed,
         injections,
+        noise: args.noise,
     })
 }
 

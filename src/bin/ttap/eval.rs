@@ -1,0 +1,329 @@
+//! `ttap eval`: the window detector against the rules and k-means on held-out scenarios (unseen
+//! architectures on unseen GPUs), its scoring speed, and its agreement with the rules on the real
+//! traces; written as a Markdown report.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::features::of_trace;
+use torchtraceap::ingest::IngestOptions;
+use torchtraceap::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
+use torchtraceap::ml::train::{
+    data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
+};
+use torchtraceap::ml::{self, Model};
+use torchtraceap::synth::{scenario, AntiPattern};
+
+use crate::inspect::read_file;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A model file written by `ttap train` (default: the embedded model).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// How many held-out scenarios to score.
+    #[arg(long, default_value_t = 300)]
+    traces: usize,
+    /// The first held-out scenario's seed (far from the training seeds).
+    #[arg(long, default_value_t = 1_000_000)]
+    seed: u64,
+    /// Training scenarios for the k-means baseline (seeds from 1, as `ttap train`).
+    #[arg(long, default_value_t = 300)]
+    kmeans_traces: usize,
+    /// Clusters of the k-means baseline.
+    #[arg(long, default_value_t = 12)]
+    clusters: usize,
+    /// The real traces to compare the model with the rules on (every .json and .json.gz below).
+    #[arg(long, default_value = "../shared/traces")]
+    real: PathBuf,
+    /// Where the report (Markdown) goes.
+    #[arg(long, default_value = "models/EVALUATION.md")]
+    out: PathBuf,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    match evaluate(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: ttap eval: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(args: &Args) -> Result<Model, String> {
+    match &args.model {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("reading the model {}: {e}", path.display()))?;
+            Model::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => Ok(Model::embedded().clone()),
+    }
+}
+
+fn evaluate(args: &Args) -> Result<(), String> {
+    let model = load(args)?;
+    let train_rows = data_set(&TRAIN_MODELS, &TRAIN_GPUS, args.kmeans_traces, 1)?;
+    let kmeans = KMeansBaseline::fit(&train_rows, args.clusters)?;
+    let mut held_out: Vec<Scored> = Vec::new();
+    for k in 0..args.traces {
+        let c = scenario(&HELD_OUT_MODELS, &HELD_OUT_GPUS, args.seed + k as u64);
+        held_out.extend(score_scenario(&model, &kmeans, &c)?);
+    }
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Window detector: evaluation\n\n\
+         Written by `ttap eval --traces {} --seed {} --kmeans-traces {} --clusters {}`.\n\n\
+         Held out: {} scenarios (`synth::scenario`, with noise) of {} on {}: architectures and GPUs \
+         the model never saw (it is trained on {} on {}).",
+        args.traces,
+        args.seed,
+        args.kmeans_traces,
+        args.clusters,
+        args.traces,
+        names(HELD_OUT_MODELS.map(|m| m.id())),
+        names(HELD_OUT_GPUS.map(|g| g.id())),
+        names(TRAIN_MODELS.map(|m| m.id())),
+        names(TRAIN_GPUS.map(|g| g.id())),
+    );
+    held_out_section(&mut o, &model, &held_out);
+    speed_section(&mut o, &model, &train_rows);
+    real_section(&mut o, &model, &args.real);
+    std::fs::write(&args.out, &o).map_err(|e| {
+        format!(
+            "writing {}: {e} (does its folder exist?)",
+            args.out.display()
+        )
+    })?;
+    crate::out(&o);
+    Ok(())
+}
+
+fn names<const N: usize>(list: [&str; N]) -> String {
+    list.join(", ")
+}
+
+fn held_out_section(o: &mut String, model: &Model, rows: &[Scored]) {
+    let positive: Vec<bool> = rows.iter().map(|r| r.label.is_some()).collect();
+    let anomalous: Vec<&Scored> = rows.iter().filter(|r| r.label.is_some()).collect();
+    let share = |hit: &dyn Fn(&Scored) -> bool| {
+        anomalous.iter().filter(|r| hit(r)).count() as f64 / anomalous.len().max(1) as f64
+    };
+    let id = |r: &Scored| r.label.map_or("", AntiPattern::id);
+    let methods: [(&str, Vec<f32>, f64); 3] = [
+        (
+            "random forest (this model)",
+            rows.iter().map(|r| r.forest).collect(),
+            share(&|r| r.forest_kind == id(r)),
+        ),
+        (
+            "rule detectors (finding confidence as score)",
+            rows.iter().map(|r| r.rules).collect(),
+            share(&|r| r.rules_kind == Some(id(r))),
+        ),
+        (
+            "k-means (distance to the nearest centroid)",
+            rows.iter().map(|r| r.kmeans).collect(),
+            share(&|r| r.kmeans_kind == r.label),
+        ),
+    ];
+    let _ = writeln!(
+        o,
+        "\n## Held-out windows\n\n{} windows, {} anomalous ({:.1}%).\n\n\
+         | method | window AUROC | type accuracy (anomalous windows) |\n|---|---|---|",
+        rows.len(),
+        anomalous.len(),
+        100.0 * anomalous.len() as f64 / rows.len().max(1) as f64
+    );
+    for (name, scores, accuracy) in &methods {
+        let a = auroc(scores, &positive).map_or("n/a".into(), |a| format!("{a:.3}"));
+        let _ = writeln!(o, "| {name} | {a} | {:.3} |", accuracy);
+    }
+    let flagged = |r: &Scored| model.flags(r.forest);
+    let tp = rows
+        .iter()
+        .filter(|r| flagged(r) && r.label.is_some())
+        .count();
+    let fp = rows
+        .iter()
+        .filter(|r| flagged(r) && r.label.is_none())
+        .count();
+    let _ = writeln!(
+        o,
+        "\nFlagged (probability above {}): {tp} of {} anomalous windows (recall {:.3}), \
+         {fp} normal windows (precision {:.3}).\n\n\
+         | type | windows | forest AUROC (this type against normal windows) | forest type accuracy |\n|---|---|---|---|",
+        model.threshold,
+        anomalous.len(),
+        tp as f64 / anomalous.len().max(1) as f64,
+        tp as f64 / (tp + fp).max(1) as f64
+    );
+    for kind in AntiPattern::ALL {
+        let (scores, positive): (Vec<f32>, Vec<bool>) = rows
+            .iter()
+            .filter(|r| r.label.is_none() || r.label == Some(kind))
+            .map(|r| (r.forest, r.label.is_some()))
+            .unzip();
+        let of_kind: Vec<&&Scored> = anomalous.iter().filter(|r| r.label == Some(kind)).collect();
+        let right = of_kind
+            .iter()
+            .filter(|r| r.forest_kind == kind.id())
+            .count();
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {:.3} |",
+            kind.id(),
+            of_kind.len(),
+            auroc(&scores, &positive).map_or("n/a".into(), |a| format!("{a:.3}")),
+            right as f64 / of_kind.len().max(1) as f64
+        );
+    }
+}
+
+/// Scores 10,000 windows (the training windows, cycled) and reports the fastest of five runs.
+fn speed_section(o: &mut String, model: &Model, rows: &[LabelledWindow]) {
+    let windows: Vec<&[f32]> = rows
+        .iter()
+        .cycle()
+        .take(10_000)
+        .map(|r| r.features.values.as_slice())
+        .collect();
+    let mut best = f64::INFINITY;
+    let mut flagged = 0;
+    for _ in 0..5 {
+        let start = Instant::now();
+        flagged = windows
+            .iter()
+            .filter(|w| model.flags(model.score(w).probability))
+            .count();
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    let bytes = serde_json::to_string(model).map_or(0, |j| j.len());
+    let _ = writeln!(
+        o,
+        "\n## Size and speed\n\nModel file: {bytes} bytes ({} + {} trees). Scoring {} windows \
+         (both forests): {:.1} ms, fastest of 5 runs, in this build ({flagged} flagged).",
+        model.anomaly.trees.len(),
+        model.kind.trees.len(),
+        windows.len(),
+        best * 1e3
+    );
+}
+
+/// Every `.json` and `.json.gz` file below `dir`.
+fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        let name = path.to_string_lossy();
+        if path.is_dir() {
+            trace_files(&path, out);
+        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+            out.push(path);
+        }
+    }
+}
+
+/// Per real trace: windows, flagged windows and their types, the rules' injectable findings,
+/// and whether the two agree on each of the six types (found by the rules ⇔ flagged by the model
+/// in a steady-state window).
+fn real_section(o: &mut String, model: &Model, dir: &Path) {
+    let mut files = Vec::new();
+    trace_files(dir, &mut files);
+    files.sort();
+    if files.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Real traces\n\nSKIPPED: no trace under {} (pass --real DIR).",
+            dir.display()
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n## Real traces\n\nAgreement on each of the six types: the rules find it in the trace \
+         exactly when the model flags a steady-state window of that type.\n\n\
+         | trace | windows | flagged | model's types | rules' types | agreement (of 6) |\n|---|---|---|---|---|---|"
+    );
+    let (mut agree, mut pairs, mut skipped, mut cpu_only) = (0, 0, 0, 0);
+    // Per type: traces where both, only the model, only the rules find it.
+    let mut per_type = [[0usize; 3]; AntiPattern::ALL.len()];
+    for path in &files {
+        let Ok(ingested) = read_file(path, IngestOptions::default()) else {
+            skipped += 1;
+            continue;
+        };
+        let t = &ingested.trace;
+        if !ml::applies_to(t) {
+            cpu_only += 1;
+            continue;
+        }
+        let a = Analysis::new(t);
+        let findings = detect::run(&a);
+        let features = of_trace(t, &a.steps);
+        let mut model_types: Vec<&str> = Vec::new();
+        let mut flagged = 0;
+        for (w, f) in a.steps.windows().zip(&features) {
+            let s = model.score(&f.values);
+            if model.flags(s.probability) && !a.steps.steps[w.step].warmup {
+                flagged += 1;
+                if !model_types.contains(&s.kind) {
+                    model_types.push(s.kind);
+                }
+            }
+        }
+        model_types.sort_unstable();
+        let rule_types: Vec<&str> = findings
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| AntiPattern::parse(id).is_some())
+            .collect();
+        let mut same = 0;
+        for (k, counts) in AntiPattern::ALL.iter().zip(&mut per_type) {
+            match (model_types.contains(&k.id()), rule_types.contains(&k.id())) {
+                (true, true) => counts[0] += 1,
+                (true, false) => counts[1] += 1,
+                (false, true) => counts[2] += 1,
+                (false, false) => {}
+            }
+            same += usize::from(model_types.contains(&k.id()) == rule_types.contains(&k.id()));
+        }
+        agree += same;
+        pairs += AntiPattern::ALL.len();
+        let list = |l: &[&str]| {
+            if l.is_empty() {
+                "-".into()
+            } else {
+                l.join(", ")
+            }
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {flagged} | {} | {} | {same} |",
+            path.strip_prefix(dir).unwrap_or(path).display(),
+            features.len(),
+            list(&model_types),
+            list(&rule_types),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nOverall: {agree} of {pairs} (trace, type) pairs agree ({:.1}%). Left out: {cpu_only} \
+         traces without GPU work (outside the detector's domain, `ml::applies_to`) and {skipped} \
+         files that are not traces the engine reads.",
+        100.0 * agree as f64 / pairs.max(1) as f64
+    );
+    let _ = writeln!(
+        o,
+        "\n| type | traces where both find it | the model only | the rules only |\n|---|---|---|---|"
+    );
+    for (k, [both, model_only, rules_only]) in AntiPattern::ALL.iter().zip(per_type) {
+        let _ = writeln!(o, "| `{}` | {both} | {model_only} | {rules_only} |", k.id());
+    }
+}

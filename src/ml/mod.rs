@@ -1,0 +1,190 @@
+//! The window detector: two random forests over the window features ([`crate::features`]), one
+//! giving the probability that a window holds an anti-pattern (the share of its trees voting
+//! "anomalous"), one naming which.
+//!
+//! The forests are trained natively by `ttap train` ([`train`], smartcore) and exported into the
+//! compact form below, which this module walks: no smartcore, no threads, no clock and no file
+//! in the scoring path, so the browser scores windows like the CLI. The trained model is
+//! embedded from `models/window-forest.v1.json` ([`Model::embedded`]).
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod eval;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod train;
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::features::NAMES;
+use crate::model::Trace;
+
+/// The model file's format name; readers check it and [`VERSION`].
+pub const FORMAT: &str = "torchtraceap.window-forest";
+pub const VERSION: u32 = 1;
+
+/// Whether the detector applies to the trace: it is trained on GPU steps, and every feature but
+/// a few speaks of GPU work, so a trace without any (a CPU-only profile) is outside its domain.
+pub fn applies_to(t: &Trace) -> bool {
+    t.tracks.iter().any(|tr| tr.gpu && !tr.events.is_empty())
+}
+
+/// `feature` of a leaf node.
+pub const LEAF: u8 = u8::MAX;
+
+/// One decision tree in preorder, as columns: node `i`'s left child is node `i + 1`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    /// The feature a node tests (index into [`NAMES`]), or [`LEAF`].
+    pub feature: Vec<u8>,
+    /// The threshold (left when the value is at most this), or at a leaf the class index.
+    pub value: Vec<f32>,
+    /// The right child's index; 0 at a leaf.
+    pub right: Vec<u32>,
+}
+
+impl Tree {
+    /// The class the tree votes for.
+    fn class(&self, x: &[f32]) -> usize {
+        let mut i = 0;
+        loop {
+            let f = self.feature[i];
+            if f == LEAF {
+                return self.value[i] as usize;
+            }
+            i = if x[usize::from(f)] <= self.value[i] {
+                i + 1
+            } else {
+                self.right[i] as usize
+            };
+        }
+    }
+
+    /// Whether walking the tree always ends at a leaf naming one of `classes` classes.
+    fn is_well_formed(&self, classes: usize) -> bool {
+        let n = self.feature.len();
+        n > 0
+            && self.value.len() == n
+            && self.right.len() == n
+            && (0..n).all(|i| match self.feature[i] {
+                LEAF => (self.value[i] as usize) < classes && self.value[i] >= 0.0,
+                f => {
+                    usize::from(f) < NAMES.len()
+                        && i + 1 < n
+                        && (self.right[i] as usize) > i + 1
+                        && (self.right[i] as usize) < n
+                }
+            })
+    }
+}
+
+/// Trees voting among named classes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forest {
+    pub classes: Vec<String>,
+    pub trees: Vec<Tree>,
+}
+
+impl Forest {
+    /// The share of the trees voting for each class.
+    pub fn shares(&self, x: &[f32]) -> Vec<f32> {
+        let mut votes = vec![0u32; self.classes.len()];
+        for t in &self.trees {
+            votes[t.class(x)] += 1;
+        }
+        let n = self.trees.len().max(1) as f32;
+        votes.into_iter().map(|v| v as f32 / n).collect()
+    }
+}
+
+/// The window detector: whether a window holds an anti-pattern, and which.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub format: String,
+    pub version: u32,
+    /// The feature names the forests were trained on ([`NAMES`]).
+    pub features: Vec<String>,
+    /// Classes `normal`, `anomalous`.
+    pub anomaly: Forest,
+    /// Classes: the anti-pattern ids (detector ids), trained on anomalous windows only.
+    pub kind: Forest,
+    /// A window whose probability is above this is flagged (more than half the trees, at 0.5).
+    pub threshold: f32,
+}
+
+/// What the model says about one window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowScore<'m> {
+    /// The share of the anomaly forest's trees voting "anomalous".
+    pub probability: f32,
+    /// The most likely anti-pattern (a detector id), whatever the probability.
+    pub kind: &'m str,
+    /// The share of the type forest's trees voting for `kind`.
+    pub kind_share: f32,
+}
+
+const EMBEDDED: &str = include_str!("../../models/window-forest.v1.json");
+
+impl Model {
+    /// The model trained by `ttap train` and committed with the code.
+    pub fn embedded() -> &'static Model {
+        static MODEL: OnceLock<Model> = OnceLock::new();
+        MODEL.get_or_init(|| {
+            Model::from_json(EMBEDDED).unwrap_or_else(|e| {
+                panic!("models/window-forest.v1.json: {e}; rebuild it with `ttap train`")
+            })
+        })
+    }
+
+    /// Reads and checks a model file's text.
+    pub fn from_json(text: &str) -> Result<Model, String> {
+        let m: Model =
+            serde_json::from_str(text).map_err(|e| format!("not a window-forest model ({e})"))?;
+        if m.format != FORMAT || m.version != VERSION {
+            return Err(format!(
+                "format {} version {}, expected {FORMAT} version {VERSION}",
+                m.format, m.version
+            ));
+        }
+        if m.features != NAMES {
+            return Err(format!(
+                "trained on other features ({} names, expected the {} of features::NAMES)",
+                m.features.len(),
+                NAMES.len()
+            ));
+        }
+        for (what, f, classes) in [("anomaly", &m.anomaly, 2), ("kind", &m.kind, 1)] {
+            if f.trees.is_empty() || f.classes.len() < classes {
+                return Err(format!("the {what} forest has no trees or no classes"));
+            }
+            if let Some(k) = f
+                .trees
+                .iter()
+                .position(|t| !t.is_well_formed(f.classes.len()))
+            {
+                return Err(format!("the {what} forest's tree {k} is malformed"));
+            }
+        }
+        Ok(m)
+    }
+
+    /// Scores one feature vector (in [`NAMES`] order).
+    pub fn score(&self, x: &[f32]) -> WindowScore<'_> {
+        debug_assert_eq!(x.len(), NAMES.len());
+        let probability = self.anomaly.shares(x)[1];
+        let kinds = self.kind.shares(x);
+        let best = (0..kinds.len())
+            .max_by(|&a, &b| kinds[a].total_cmp(&kinds[b]).then(b.cmp(&a)))
+            .unwrap_or(0);
+        WindowScore {
+            probability,
+            kind: &self.kind.classes[best],
+            kind_share: kinds[best],
+        }
+    }
+
+    /// Whether a window of this probability is flagged.
+    pub fn flags(&self, probability: f32) -> bool {
+        probability > self.threshold
+    }
+}

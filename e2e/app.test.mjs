@@ -35,7 +35,12 @@ test('the sample trace is one click away and shows its findings, overview and ta
 
   await page.click('.tab:has-text("Overview")');
   assert.match(await page.locator('.facts').innerText(), /A100[\s\S]*6 \(5 steady, 1 warm-up\)/);
-  assert.equal(await page.locator('.chart').count(), 2, 'step-time and GPU-busy charts');
+  assert.equal(await page.locator('.chart').count(), 3, 'step-time chart, window scores, GPU busy');
+  // The window detector's strip: the stalled steps' data-loading windows are the darkest.
+  const scores = await page.locator('.chart.strip rect.heat').evaluateAll((els) =>
+    els.map((e) => [e.querySelector('title').textContent, Number(e.getAttribute('fill-opacity'))]));
+  const flagged = scores.filter(([, p]) => p > 0.5).map(([t]) => t.split(':')[0]);
+  assert.deepEqual(flagged, [12, 13, 14, 15].map((s) => `step ${s} data loading`));
   await page.screenshot({ path: join(SHOTS, 'overview-sample.png'), fullPage: true });
 
   await page.click('.tab:has-text("Operators")');
@@ -61,7 +66,8 @@ test('the report downloads as JSON (the CLI\'s format) and as Markdown', async (
   assert.equal(json.suggestedFilename(), 'resnet50-a100-dataloader.report.json');
   const report = JSON.parse(await readFile(await json.path(), 'utf8'));
   assert.equal(report.format, 'torchtraceap.report');
-  assert.equal(report.version, 1);
+  assert.equal(report.version, 2);
+  assert.ok(report.windows.every((w) => typeof w.anomaly_probability === 'number'));
   assert.deepEqual(report.findings.map((f) => f.id), ['dataloader-bottleneck']);
   const [md] = await Promise.all([page.waitForEvent('download'), page.click('.download-md')]);
   assert.equal(md.suggestedFilename(), 'resnet50-a100-dataloader.report.md');

@@ -36,4 +36,21 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
         .map(|s| s.number)
         .collect();
     assert_eq!(stalled, [12, 13, 14, 15]);
+    // The window detector (the embedded forest) scores every window in wasm, and flags the
+    // data-loading windows of the stalled steps.
+    let windows = &a.report.windows;
+    assert!(windows.iter().all(|w| w.anomaly_probability.is_some()));
+    let loading: Vec<_> = windows
+        .iter()
+        .filter(|w| w.phase == "data loading")
+        .collect();
+    assert_eq!(loading.len(), 6, "one data-loading window per step");
+    for w in loading {
+        let p = w.anomaly_probability.unwrap();
+        let injected = (12..=15).contains(&w.step);
+        assert_eq!(p > 0.5, injected, "step {} data window: {p}", w.step);
+        if injected {
+            assert_eq!(w.predicted_type.as_deref(), Some("dataloader-bottleneck"));
+        }
+    }
 }

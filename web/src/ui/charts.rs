@@ -123,3 +123,59 @@ pub fn percent_area(title: &str, values: &[f32], span_ms: f64, fmt: fn(f64) -> S
         </figure>
     }
 }
+
+/// One cell of a heat strip: a time range and a value in 0–1.
+pub struct Cell {
+    pub start_ms: f64,
+    pub duration_ms: f64,
+    pub value: f64,
+    pub tooltip: String,
+}
+
+const STRIP_HEIGHT: f64 = 36.0;
+
+/// Cells placed by time along the strip, coloured by value (transparent at 0, full at 1);
+/// `marks` label points of the time axis (e.g. where each step starts).
+pub fn heat_strip(title: &str, cells: &[Cell], marks: &[(f64, String)]) -> Html {
+    let start = cells
+        .iter()
+        .map(|c| c.start_ms)
+        .fold(f64::INFINITY, f64::min);
+    let end = cells
+        .iter()
+        .map(|c| c.start_ms + c.duration_ms)
+        .fold(f64::NEG_INFINITY, f64::max);
+    if end <= start {
+        return Html::default();
+    }
+    let plot_w = WIDTH - AXIS;
+    let x = |t: f64| AXIS + (t - start) / (end - start) * plot_w;
+    let rects = cells.iter().map(|c| {
+        let (x0, x1) = (x(c.start_ms), x(c.start_ms + c.duration_ms));
+        html! {
+            <rect class="heat" x={x0.to_string()} y="0" width={(x1 - x0).max(0.5).to_string()}
+                  height={STRIP_HEIGHT.to_string()} fill-opacity={c.value.clamp(0.0, 1.0).to_string()}>
+                <title>{&c.tooltip}</title>
+            </rect>
+        }
+    });
+    let ticks = marks.iter().map(|(t, label)| {
+        let tx = x(*t);
+        html! {
+            <g>
+                <line class="grid" x1={tx.to_string()} x2={tx.to_string()} y1="0" y2={(STRIP_HEIGHT + 4.0).to_string()} />
+                <text class="tick" x={(tx + 2.0).to_string()} y={(STRIP_HEIGHT + 14.0).to_string()}>{label}</text>
+            </g>
+        }
+    });
+    html! {
+        <figure class="chart strip">
+            <figcaption>{title}</figcaption>
+            <svg viewBox={format!("0 0 {WIDTH} {}", STRIP_HEIGHT + 18.0)} role="img" aria-label={title.to_string()}>
+                <rect class="strip-bg" x={AXIS.to_string()} y="0" width={plot_w.to_string()} height={STRIP_HEIGHT.to_string()} />
+                { for rects }
+                { for ticks }
+            </svg>
+        </figure>
+    }
+}

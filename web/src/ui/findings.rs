@@ -21,20 +21,35 @@ pub fn findings(props: &FindingsProps) -> Html {
         return Html::default();
     };
     let findings = &a.report.findings;
-    if findings.is_empty() {
-        return html! {
-            <section class="findings empty">
-                <h2>{"No anti-pattern found"}</h2>
-                <p>{format!(
-                    "None of the detectors' thresholds is crossed in the {} steady step(s) of this trace.",
-                    a.report.trace.steady_steps
-                )}</p>
-            </section>
-        };
-    }
+    let unexplained = &a.report.unexplained;
     html! {
         <section class="findings">
+            if findings.is_empty() {
+                <div class="empty">
+                    <h2>{"No anti-pattern found by the rules"}</h2>
+                    <p>{format!(
+                        "None of the detectors' thresholds is crossed in the {} steady step(s) of this trace.",
+                        a.report.trace.steady_steps
+                    )}</p>
+                </div>
+            }
             { for findings.iter().enumerate().map(|(i, f)| card(i, f, &copied)) }
+            if !unexplained.is_empty() {
+                <article class="unexplained">
+                    <h3>{"Unexplained suspicious regions"}</h3>
+                    <p>{"Windows the window detector flags where no rule finding of that type concerns \
+                         the step: worth a look on the timeline, or a question for the LLM."}</p>
+                    <ul>
+                        { for unexplained.iter().map(|u| html! {
+                            <li>
+                                {format!("Step {} {} ({} long): {:.0}% anomalous, most like ",
+                                    u.step, u.phase, ms(u.duration_ms), u.anomaly_probability * 100.0)}
+                                <code>{&u.predicted_type}</code>
+                            </li>
+                        }) }
+                    </ul>
+                </article>
+            }
         </section>
     }
 }

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::charts::{percent_area, stacked_bars, Bar, Series};
+use super::charts::{heat_strip, percent_area, stacked_bars, Bar, Cell, Series};
 use super::format::{bytes, count, ms, pct};
 use crate::protocol::Outcome;
 
@@ -90,6 +90,38 @@ pub fn overview(props: &OverviewProps) -> Html {
             }
         })
         .collect();
+    let cells: Vec<Cell> = r
+        .windows
+        .iter()
+        .filter_map(|w| {
+            let p = w.anomaly_probability?;
+            Some(Cell {
+                start_ms: w.start_ms,
+                duration_ms: w.duration_ms,
+                value: f64::from(p),
+                tooltip: format!(
+                    "step {} {}: {:.0}% anomalous{}",
+                    w.step,
+                    w.phase,
+                    p * 100.0,
+                    w.predicted_type
+                        .as_deref()
+                        .map(|t| format!(", most like {t}"))
+                        .unwrap_or_default()
+                ),
+            })
+        })
+        .collect();
+    let step_marks: Vec<(f64, String)> = r
+        .windows
+        .iter()
+        .scan(None, |last, w| {
+            let first = *last != Some(w.step);
+            *last = Some(w.step);
+            Some(first.then(|| (w.start_ms, format!("step {}", w.step))))
+        })
+        .flatten()
+        .collect();
     html! {
         <div class="overview">
             <dl class="facts">
@@ -111,6 +143,7 @@ pub fn overview(props: &OverviewProps) -> Html {
             if !bars.is_empty() {
                 { stacked_bars("Step time (warm-up steps marked *)", &STEP_SERIES, &bars, ms) }
             }
+            { heat_strip("Window anomaly scores (the window detector; darker is more likely an anti-pattern)", &cells, &step_marks) }
             { for s.gpu_busy.iter().map(|g| {
                 let device = g.device.map_or_else(|| "GPU".to_string(), |d| format!("GPU {d}"));
                 percent_area(

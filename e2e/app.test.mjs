@@ -59,7 +59,7 @@ test('the sample trace is one click away and shows its findings, overview and ta
   await context.close();
 });
 
-test('the report downloads as JSON (the CLI\'s format) and as Markdown', async () => {
+test('the report downloads as JSON and as Markdown, and the JSON opens again', async () => {
   const { page, context } = await openPage(browser, site.url);
   await load(page, () => page.click('#sample'));
   const [json] = await Promise.all([page.waitForEvent('download'), page.click('.download-json')]);
@@ -72,6 +72,17 @@ test('the report downloads as JSON (the CLI\'s format) and as Markdown', async (
   const [md] = await Promise.all([page.waitForEvent('download'), page.click('.download-md')]);
   assert.equal(md.suggestedFilename(), 'resnet50-a100-dataloader.report.md');
   assert.match(await readFile(await md.path(), 'utf8'), /DataLoader/);
+
+  // The saved JSON opens again, as a report without its trace.
+  const saved = join(scratch, 'resnet50-a100-dataloader.report.json');
+  await json.saveAs(saved);
+  await load(page, () => page.setInputFiles('#file-input', saved));
+  assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck']);
+  assert.match(await page.locator('.report-only').innerText(), /trace itself is not included/);
+  assert.equal(await page.locator('.tab:has-text("Kernels")').count(), 0);
+  await page.click('.tab:has-text("Overview")');
+  assert.match(await page.locator('.facts').innerText(), /A100[\s\S]*6 \(5 steady, 1 warm-up\)/);
+  await page.screenshot({ path: join(SHOTS, 'saved-report.png'), fullPage: true });
   await context.close();
 });
 

@@ -31,7 +31,8 @@ pub struct Report {
     pub windows: Vec<WindowEntry>,
     /// Steady-state windows the window detector flags (probability above its threshold) that
     /// no finding explains (no finding of the predicted type concerns the step), most probable
-    /// first: the regions to look at beyond the rules.
+    /// first: the regions to look at beyond the rules. Absent from version 1.
+    #[serde(default)]
     pub unexplained: Vec<UnexplainedEntry>,
 }
 
@@ -312,6 +313,36 @@ impl Report {
             windows,
             unexplained,
         }
+    }
+
+    /// Reads a saved report of this version or an older one, saying what is wrong otherwise.
+    pub fn from_json(text: &str) -> Result<Report, String> {
+        #[derive(Deserialize)]
+        struct Head {
+            format: String,
+            version: u32,
+        }
+        let head: Head = serde_json::from_str(text).map_err(|e| {
+            format!("not a TorchTraceAP report: {e}. A saved report is the JSON that the app's \"Save the report\" or `ttap analyze --format json` writes.")
+        })?;
+        if head.format != FORMAT {
+            return Err(format!(
+                "not a TorchTraceAP report: its format is \"{}\", not \"{FORMAT}\"",
+                head.format
+            ));
+        }
+        if head.version > VERSION {
+            return Err(format!(
+                "this report was written by a newer TorchTraceAP (report version {}; this one reads versions 1 to {VERSION}): open it with a newer version",
+                head.version
+            ));
+        }
+        serde_json::from_str(text).map_err(|e| {
+            format!(
+                "a {FORMAT} version {} document, but it is damaged or edited: {e}",
+                head.version
+            )
+        })
     }
 
     /// A Markdown rendering to paste into a ticket.

@@ -229,12 +229,7 @@ impl Summary {
                 },
             })
             .collect();
-        top_kernels.sort_by(|a, b| {
-            b.total_ms
-                .total_cmp(&a.total_ms)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        top_kernels.truncate(top);
+        keep_largest(&mut top_kernels, top, |k| (k.total_ms, &k.name));
 
         let top_operators = top_operators(t, top);
 
@@ -331,13 +326,17 @@ fn top_operators(t: &Trace, top: usize) -> Vec<OperatorTime> {
             mean_us: total as f64 / count as f64 / 1e3,
         })
         .collect();
-    ops.sort_by(|a, b| {
-        b.total_ms
-            .total_cmp(&a.total_ms)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    ops.truncate(top);
+    keep_largest(&mut ops, top, |o| (o.total_ms, &o.name));
     ops
+}
+
+/// Keeps the `top` rows with the largest total time, largest first (ties by name).
+fn keep_largest<T>(rows: &mut Vec<T>, top: usize, key: impl Fn(&T) -> (f64, &String)) {
+    rows.sort_by(|a, b| {
+        let (a, b) = (key(a), key(b));
+        b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1))
+    });
+    rows.truncate(top);
 }
 
 #[cfg(test)]

@@ -55,10 +55,11 @@ pub struct Outcome {
     pub result: Result<Analyzed, String>,
 }
 
-/// What the views show of one trace.
+/// What the views show of one trace: its summary and report; or, for a saved report opened
+/// again, the report alone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Analyzed {
-    pub summary: Summary,
+    pub summary: Option<Summary>,
     pub report: Report,
 }
 
@@ -68,7 +69,7 @@ impl Analyzed {
         let analysis = Analysis::new(&ingested.trace);
         let findings = detect::run(&analysis);
         Analyzed {
-            summary: Summary::of(ingested, TABLE_ROWS),
+            summary: Some(Summary::of(ingested, TABLE_ROWS)),
             report: Report::new(&analysis, &findings),
         }
     }

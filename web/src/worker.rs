@@ -7,6 +7,7 @@
 
 use js_sys::{Array, Uint8Array};
 use torchtraceap::ingest::{Ingest, IngestOptions};
+use torchtraceap::report::Report;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -56,14 +57,11 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
         total_bytes: size as u64,
         events: 0,
     };
-    let result = read(scope, blob, &mut progress).await.and_then(|ingest| {
-        progress.stage = Stage::Analyzing;
-        post(scope, &FromWorker::Progress(progress.clone()));
-        ingest
-            .finish()
-            .map(|ingested| Analyzed::of(&ingested))
-            .map_err(|e| e.to_string())
-    });
+    let result = if is_saved_report(blob).await {
+        read_report(blob).await
+    } else {
+        analyze_trace(scope, blob, &mut progress).await
+    };
     Outcome {
         file: index,
         name,
@@ -71,6 +69,50 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
         worker_memory_bytes: memory_bytes(),
         result,
     }
+}
+
+/// Saved reports are small; larger files are traces.
+const MAX_REPORT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+
+/// Whether the blob starts like a saved report (`{"format": "torchtraceap.report", …`).
+async fn is_saved_report(blob: &Blob) -> bool {
+    if blob.size() > MAX_REPORT_BYTES {
+        return false;
+    }
+    let Ok(head) = blob.slice_with_f64_and_f64(0.0, 256.0) else {
+        return false;
+    };
+    let text = JsFuture::from(head.text())
+        .await
+        .ok()
+        .and_then(|t| t.as_string());
+    text.is_some_and(|t| t.contains(&format!("\"{}\"", torchtraceap::report::FORMAT)))
+}
+
+async fn read_report(blob: &Blob) -> Result<Analyzed, String> {
+    let text = JsFuture::from(blob.text())
+        .await
+        .map_err(|e| js_failure("could not read the file", &e))?;
+    let report = Report::from_json(&text.as_string().unwrap_or_default())?;
+    Ok(Analyzed {
+        summary: None,
+        report,
+    })
+}
+
+async fn analyze_trace(
+    scope: &DedicatedWorkerGlobalScope,
+    blob: &Blob,
+    progress: &mut Progress,
+) -> Result<Analyzed, String> {
+    read(scope, blob, progress).await.and_then(|ingest| {
+        progress.stage = Stage::Analyzing;
+        post(scope, &FromWorker::Progress(progress.clone()));
+        ingest
+            .finish()
+            .map(|ingested| Analyzed::of(&ingested))
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// The size of this worker's wasm memory.

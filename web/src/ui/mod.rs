@@ -382,19 +382,30 @@ impl App {
             onclick={link.callback(move |_| Msg::Show(t))}>{label}</button> }
         };
         let analysis = Rc::clone(file);
-        let content = match self.tab {
-            Tab::Overview => html! { <overview::Overview file={analysis} /> },
-            Tab::Findings => html! { <findings::Findings file={analysis} /> },
-            Tab::Kernels => table::kernels(&a.summary.top_kernels),
-            Tab::Operators => table::operators(&a.summary.top_operators),
+        let summary = a.summary.as_ref();
+        let content = match (self.tab, summary) {
+            (Tab::Findings, _) => html! { <findings::Findings file={analysis} /> },
+            (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
+            (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
+            _ => html! { <overview::Overview file={analysis} /> },
         };
+        let note = summary.is_none().then(|| html! {
+            <p class="notice report-only">{format!(
+                "A saved report ({}, written by {}): the findings and step metrics as analyzed then. \
+                 The trace itself is not included; open it to see the kernel and operator tables.",
+                file.name, a.report.exporter
+            )}</p>
+        });
         html! {
             <section class="analysis">
+                { for note }
                 <nav class="tabs" role="tablist">
                     { tab(Tab::Overview, "Overview".into()) }
                     { tab(Tab::Findings, format!("Findings ({})", a.report.findings.len())) }
-                    { tab(Tab::Kernels, format!("Kernels ({})", a.summary.top_kernels.len())) }
-                    { tab(Tab::Operators, format!("Operators ({})", a.summary.top_operators.len())) }
+                    if let Some(s) = summary {
+                        { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
+                        { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
+                    }
                     <export::Export file={Rc::clone(file)}
                         on_error={link.callback(Msg::Failed)} />
                 </nav>

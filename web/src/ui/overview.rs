@@ -41,21 +41,23 @@ pub fn overview(props: &OverviewProps) -> Html {
     let Ok(a) = &props.file.result else {
         return Html::default();
     };
-    let s = &a.summary;
     let r = &a.report;
-    let devices = if s.devices.is_empty() {
-        "not recorded".to_string()
-    } else {
-        s.devices
+    // A saved or shared report has no summary: its facts come from the report alone.
+    let s = a.summary.as_ref();
+    let devices = match s {
+        Some(s) if !s.devices.is_empty() => s
+            .devices
             .iter()
             .map(|d| match d.memory_gib {
                 Some(m) => format!("{} ({m:.0} GiB)", d.name),
                 None => d.name.clone(),
             })
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        None if !r.trace.devices.is_empty() => r.trace.devices.join(", "),
+        _ => "not recorded".to_string(),
     };
-    let rank = match (s.rank, s.world_size) {
+    let rank = match (r.trace.rank, r.trace.world_size) {
         (Some(r), Some(w)) => format!("{r} of {w}"),
         (Some(r), None) => r.to_string(),
         _ => "single process".into(),
@@ -64,18 +66,29 @@ pub fn overview(props: &OverviewProps) -> Html {
         "whole_trace" => "no ProfilerStep ranges: the trace is one step".to_string(),
         _ => format!(
             "{} ({} steady, {} warm-up)",
-            s.steps.count,
+            r.steps.len(),
             r.trace.steady_steps,
             r.trace.warmup_steps.len()
         ),
     };
-    let events: u64 = s.events_by_kind.values().sum();
-    let format = format!(
-        "{}{}, {}",
-        s.format.era_label,
-        if s.format.gzip { ", gzip" } else { "" },
-        bytes(s.format.input_bytes)
-    );
+    let trace_facts = s.map(|s| {
+        let events: u64 = s.events_by_kind.values().sum();
+        let format = format!(
+            "{}{}, {}",
+            s.format.era_label,
+            if s.format.gzip { ", gzip" } else { "" },
+            bytes(s.format.input_bytes)
+        );
+        html! {
+            <>
+                { fact("Trace span", ms(s.span_ms)) }
+                { fact("Events", count(events)) }
+                { fact("Format", format) }
+                { fact("GPU work linked to its launch", format!("{} of {}", count(s.linked_gpu_events), count(s.gpu_events))) }
+                { fact("Memory used to analyze it", bytes(props.file.worker_memory_bytes)) }
+            </>
+        }
+    });
     let bars: Vec<Bar> = r
         .steps
         .iter()
@@ -129,13 +142,9 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { fact("Rank", rank) }
                 { fact("Steps", steps) }
                 { fact("Mean step", ms(r.trace.mean_step_ms)) }
-                { fact("Trace span", ms(s.span_ms)) }
-                { fact("Events", count(events)) }
-                { fact("Format", format) }
-                { fact("GPU work linked to its launch", format!("{} of {}", count(s.linked_gpu_events), count(s.gpu_events))) }
-                { fact("Memory used to analyze it", bytes(props.file.worker_memory_bytes)) }
+                { for trace_facts }
             </dl>
-            if !s.warnings.is_empty() {
+            if let Some(s) = s.filter(|s| !s.warnings.is_empty()) {
                 <ul class="warnings">
                     { for s.warnings.iter().map(|w| html! { <li>{w}</li> }) }
                 </ul>
@@ -144,7 +153,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { stacked_bars("Step time (warm-up steps marked *)", &STEP_SERIES, &bars, ms) }
             }
             { heat_strip("Window anomaly scores (the window detector; darker is more likely an anti-pattern)", &cells, &step_marks) }
-            { for s.gpu_busy.iter().map(|g| {
+            { for s.iter().flat_map(|s| s.gpu_busy.iter().map(move |g| (s, g))).map(|(s, g)| {
                 let device = g.device.map_or_else(|| "GPU".to_string(), |d| format!("GPU {d}"));
                 percent_area(
                     &format!("{device} busy over the trace ({} of its active time)", pct(g.busy_pct_of_active)),

@@ -30,7 +30,7 @@ pub struct Row {
 #[derive(Properties, PartialEq)]
 pub struct TableProps {
     pub caption: &'static str,
-    pub columns: Rc<Vec<Column>>,
+    pub columns: &'static [Column],
     pub rows: Rc<Vec<Row>>,
 }
 
@@ -42,62 +42,50 @@ fn us(v: f64) -> String {
     ms(v / 1000.0)
 }
 
+const fn column(label: &'static str, fmt: fn(f64) -> String) -> Column {
+    Column { label, fmt }
+}
+
+const KERNEL_COLUMNS: [Column; 4] = [
+    column("Calls", count_f),
+    column("Total", ms),
+    column("Mean", us),
+    column("Share of kernel time", pct),
+];
+
+const OPERATOR_COLUMNS: [Column; 4] = [
+    column("Calls", count_f),
+    column("Total", ms),
+    column("Self", ms),
+    column("Mean", us),
+];
+
+fn row(name: &str, values: Vec<f64>) -> Row {
+    Row {
+        name: name.to_string(),
+        values,
+    }
+}
+
 pub fn kernels(kernels: &[KernelTime]) -> Html {
-    let columns = vec![
-        Column {
-            label: "Calls",
-            fmt: count_f,
-        },
-        Column {
-            label: "Total",
-            fmt: ms,
-        },
-        Column {
-            label: "Mean",
-            fmt: us,
-        },
-        Column {
-            label: "Share of kernel time",
-            fmt: pct,
-        },
-    ];
     let rows = kernels
         .iter()
-        .map(|k| Row {
-            name: k.name.clone(),
-            values: vec![k.count as f64, k.total_ms, k.mean_us, k.pct],
-        })
+        .map(|k| row(&k.name, vec![k.count as f64, k.total_ms, k.mean_us, k.pct]))
         .collect();
-    html! { <Table caption="GPU kernels by total time" columns={Rc::new(columns)} rows={Rc::new(rows)} /> }
+    html! { <Table caption="GPU kernels by total time" columns={&KERNEL_COLUMNS[..]} rows={Rc::new(rows)} /> }
 }
 
 pub fn operators(ops: &[OperatorTime]) -> Html {
-    let columns = vec![
-        Column {
-            label: "Calls",
-            fmt: count_f,
-        },
-        Column {
-            label: "Total",
-            fmt: ms,
-        },
-        Column {
-            label: "Self",
-            fmt: ms,
-        },
-        Column {
-            label: "Mean",
-            fmt: us,
-        },
-    ];
     let rows = ops
         .iter()
-        .map(|o| Row {
-            name: o.name.clone(),
-            values: vec![o.count as f64, o.total_ms, o.self_ms, o.mean_us],
+        .map(|o| {
+            row(
+                &o.name,
+                vec![o.count as f64, o.total_ms, o.self_ms, o.mean_us],
+            )
         })
         .collect();
-    html! { <Table caption="CPU operators by total time" columns={Rc::new(columns)} rows={Rc::new(rows)} /> }
+    html! { <Table caption="CPU operators by total time" columns={&OPERATOR_COLUMNS[..]} rows={Rc::new(rows)} /> }
 }
 
 /// Which column the rows are sorted by (`None`: the name) and in which direction.

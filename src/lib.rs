@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod model;
 pub mod report;
+pub mod share;
 pub mod summary;
 pub mod synth;
 pub mod window;

@@ -197,25 +197,25 @@ impl Part {
 impl fmt::Display for Omitted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.count;
+        let s = if n == 1 { "" } else { "s" };
+        let ids = self.ids.join(", ");
         match self.part {
-            Part::Windows => write!(f, "{n} per-window rows"),
-            Part::StepStreams => write!(f, "{n} per-stream rows of the steps"),
+            Part::Windows => write!(f, "{n} per-window row{s}"),
+            Part::StepStreams => write!(f, "{n} per-stream row{s} of the steps"),
             Part::Steps => write!(
                 f,
-                "{n} per-step rows (the trace facts keep the mean step time)"
+                "{n} per-step row{s} (the trace facts keep the mean step time)"
             ),
-            Part::LowFindings => write!(f, "{n} low-severity findings ({})", self.ids.join(", ")),
+            Part::LowFindings => write!(f, "{n} low-severity finding{s} ({ids})"),
             Part::EvidenceEvents => write!(
                 f,
-                "{n} event names of the evidence (the first {EVIDENCE_EVENTS_KEPT} of each list are kept)"
+                "{n} event name{s} of the evidence (the first {EVIDENCE_EVENTS_KEPT} of each list are kept)"
             ),
-            Part::Diagnoses => write!(f, "{n} diagnoses"),
-            Part::FixSnippets => write!(f, "{n} code snippets of the fixes"),
-            Part::MediumFindings => {
-                write!(f, "{n} medium-severity findings ({})", self.ids.join(", "))
-            }
-            Part::Evidence => write!(f, "{n} evidence entries"),
-            Part::Other => write!(f, "{n} parts that a newer TorchTraceAP left out"),
+            Part::Diagnoses => write!(f, "{n} diagnos{}", if n == 1 { "is" } else { "es" }),
+            Part::FixSnippets => write!(f, "{n} code snippet{s} of the fixes"),
+            Part::MediumFindings => write!(f, "{n} medium-severity finding{s} ({ids})"),
+            Part::Evidence => write!(f, "{n} evidence entr{}", if n == 1 { "y" } else { "ies" }),
+            Part::Other => write!(f, "{n} part{s} that a newer TorchTraceAP left out"),
         }
     }
 }

@@ -4,6 +4,7 @@ mod analyze;
 mod bench;
 mod features;
 mod inspect;
+mod share;
 mod synth;
 
 use std::process::ExitCode;
@@ -38,6 +39,9 @@ enum Command {
     Synth(synth::Args),
     /// Print the feature vector of every window as JSON lines, labelled from `synth --labels`.
     Features(features::Args),
+    /// Print a link that carries the analysis of a trace (never the trace itself) in its
+    /// fragment, within a size budget; or, with --decode, the report a link carries.
+    Share(share::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Features(args) => features::run(&args),
+        Command::Share(args) => share::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -313,7 +313,7 @@ pub enum ShareError {
     Json { detail: String },
     /// The JSON nests deeper than [`MAX_DEPTH`].
     TooDeep { path: String },
-    /// A text longer than [`MAX_TEXT_BYTES`] or a list longer than [`MAX_ITEMS`].
+    /// A text or key longer than [`MAX_TEXT_BYTES`], or a list longer than [`MAX_ITEMS`].
     TooLarge {
         path: String,
         what: &'static str,
@@ -382,7 +382,8 @@ impl fmt::Display for ShareError {
             ),
             ShareError::TooLarge { path, what, len, max } => write!(
                 f,
-                "the link's JSON has a {what} of {len} at {path}, more than the {max} allowed: refused (a hostile or broken link)"
+                "the link's JSON has a {what} of {len} {} at {path}, more than the {max} allowed: refused (a hostile or broken link)",
+                if *what == "list" { "items" } else { "bytes" }
             ),
             ShareError::Shape { detail } => write!(
                 f,
@@ -526,15 +527,22 @@ fn payload_of(fragment: &str) -> Result<&str, ShareError> {
         return Err(not_a_link());
     }
     let version = &rest[..digits];
-    match version.parse::<u32>() {
-        Ok(VERSION) => Ok(&rest[digits + 1..]),
-        Ok(v) if v < VERSION => Err(ShareError::Unsupported {
-            version: version.to_string(),
+    check_version(version.parse().ok(), version)?;
+    Ok(&rest[digits + 1..])
+}
+
+/// A link format version: this one, an older one (none was ever written), or a newer one
+/// (`None`: too large a number to read).
+fn check_version(version: Option<u64>, text: &str) -> Result<(), ShareError> {
+    match version {
+        Some(v) if v == u64::from(VERSION) => Ok(()),
+        Some(v) if v < u64::from(VERSION) => Err(ShareError::Unsupported {
+            version: text.to_string(),
             why: "no TorchTraceAP ever wrote it (format 1 is the first): the link is damaged or was not made by TorchTraceAP",
         }),
         _ => Err(ShareError::Newer {
             what: "link format",
-            version: version.to_string(),
+            version: text.to_string(),
             reads: VERSION,
         }),
     }
@@ -549,7 +557,9 @@ fn base64_detail(e: &base64::DecodeError, offset: usize) -> String {
             char::from(byte),
             at + offset
         ),
-        E::InvalidLength(n) => format!("{n} characters cannot be base64 (one too many or too few)"),
+        E::InvalidLength(n) => {
+            format!("{n} characters is not a possible length: characters are missing or extra")
+        }
         E::InvalidLastSymbol(at, byte) => format!(
             "the last character {:?} at position {} has bits set that no encoder writes",
             char::from(byte),
@@ -612,10 +622,10 @@ fn check_limits(v: &Value, path: &mut String, depth: usize) -> Result<(), ShareE
     };
     match v {
         Value::String(s) if s.len() > MAX_TEXT_BYTES => {
-            too_large(path, "text (bytes)", s.len(), MAX_TEXT_BYTES)
+            too_large(path, "text", s.len(), MAX_TEXT_BYTES)
         }
         Value::Array(items) if items.len() > MAX_ITEMS => {
-            too_large(path, "list (items)", items.len(), MAX_ITEMS)
+            too_large(path, "list", items.len(), MAX_ITEMS)
         }
         Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
             let len = path.len();
@@ -626,7 +636,7 @@ fn check_limits(v: &Value, path: &mut String, depth: usize) -> Result<(), ShareE
         }),
         Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
             if key.len() > MAX_TEXT_BYTES {
-                return too_large(path, "key (bytes)", key.len(), MAX_TEXT_BYTES);
+                return too_large(path, "key", key.len(), MAX_TEXT_BYTES);
             }
             let len = path.len();
             let _ = write!(path, ".{key}");
@@ -655,12 +665,9 @@ fn check_format(v: &Value) -> Result<(), ShareError> {
         }
     }
     match v.get("version").and_then(Value::as_u64) {
-        Some(v) if v > u64::from(VERSION) => Err(ShareError::Newer {
-            what: "link format",
-            version: v.to_string(),
-            reads: VERSION,
-        }),
-        _ => Ok(()),
+        Some(version) => check_version(Some(version), &version.to_string()),
+        // Not a whole number: the typed reading says so.
+        None => Ok(()),
     }
 }
 

@@ -527,6 +527,11 @@ fn wrong_content_is_refused_by_kind() {
             }
         )
     });
+    let older_payload = json_with(|v| v["version"] = serde_json::json!(0));
+    refused(
+        &link_of(&older_payload),
+        |e| matches!(e, ShareError::Unsupported { version, .. } if version == "0"),
+    );
     let newer_report = json_with(|v| v["report"]["version"] = serde_json::json!(2));
     refused(&link_of(&newer_report), |e| {
         matches!(

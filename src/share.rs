@@ -47,7 +47,8 @@ pub const DEFAULT_MAX_BYTES: usize = 8192;
 pub const MAX_LINK_BYTES: usize = 2 << 20;
 /// The largest decompressed JSON [`decode`] accepts; decompression stops there.
 pub const MAX_JSON_BYTES: usize = 1 << 20;
-/// The deepest JSON nesting [`decode`] accepts (a shared report nests 6 deep).
+/// The deepest JSON nesting [`decode`] accepts (a shared report's deepest values, evidence event
+/// names, lie 7 deep).
 pub const MAX_DEPTH: usize = 16;
 /// The longest text (string or key) [`decode`] accepts, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 << 10;

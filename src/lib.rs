@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod ml;
 pub mod model;
 pub mod report;
+pub mod share;
 pub mod summary;
 pub mod synth;
 pub mod window;

@@ -2,37 +2,16 @@
 //! as an independent oracle (Python's stock json module, `tests/oracle/count_events.py`); each
 //! negative file gets its expected message. Skips, saying so, where the folder is absent.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{shared_traces, trace_files};
 use serde_json::Value;
 use torchtraceap::ingest::{IngestError, IngestOptions, Ingested};
 use torchtraceap::model::{EventKind, StepSource, Trace};
-
-fn shared_traces() -> Option<PathBuf> {
-    let dir = std::env::var_os("TTAP_SHARED_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"));
-    dir.is_dir().then_some(dir)
-}
-
-fn trace_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for sub in std::fs::read_dir(dir).unwrap().flatten() {
-        if sub.path().is_dir() {
-            for f in std::fs::read_dir(sub.path()).unwrap().flatten() {
-                let p = f.path();
-                let name = p.file_name().unwrap().to_string_lossy().to_string();
-                if name.ends_with(".json") || name.ends_with(".gz") {
-                    files.push(p);
-                }
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// Tells whether an error is the expected one.
 type Check = fn(&IngestError) -> bool;

@@ -5,6 +5,7 @@ mod bench;
 mod eval;
 mod features;
 mod inspect;
+mod share;
 mod synth;
 mod train;
 
@@ -46,6 +47,9 @@ enum Command {
     /// Evaluate the window detector on held-out scenarios (unseen architectures and GPUs)
     /// against the rules and k-means, and against the rules on real traces; writes a report.
     Eval(eval::Args),
+    /// Print a link that carries the analysis of a trace (never the trace itself) in its
+    /// fragment, within a size budget; or, with --decode, the report a link carries.
+    Share(share::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Features(args) => features::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Share(args) => share::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -1,0 +1,62 @@
+//! Fuzzes share-link decoding (`torchtraceap::share::decode`): any input must give `Ok` or `Err`,
+//! never a panic, a hang or unbounded memory; what decodes must be bounded and share again to
+//! the same report.
+//!
+//! Input layout: `[control, payload...]`; `control % 4` chooses what is decoded:
+//! - 0: the payload as text (a whole link or a fragment);
+//! - 1: `ttap1.` and the payload as text (arbitrary base64 characters);
+//! - 2: `ttap1.` and base64url(zlib(payload)): the payload is the JSON, so that mutations reach
+//!   the limits and shape checks behind a valid prefix, base64 and checksum;
+//! - 3: `ttap1.` and base64url(payload): arbitrary compressed data.
+#![no_main]
+
+use std::io::Write;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use flate2::{write::ZlibEncoder, Compression};
+use libfuzzer_sys::fuzz_target;
+use torchtraceap::share::{self, ShareError, ShareOptions, MAX_JSON_BYTES};
+
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
+    z.write_all(bytes).unwrap();
+    z.finish().unwrap()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&control, payload)) = data.split_first() else {
+        return;
+    };
+    let link = match control % 4 {
+        0 => String::from_utf8_lossy(payload).into_owned(),
+        1 => format!("ttap1.{}", String::from_utf8_lossy(payload)),
+        2 => format!("ttap1.{}", URL_SAFE_NO_PAD.encode(zlib(payload))),
+        _ => format!("ttap1.{}", URL_SAFE_NO_PAD.encode(payload)),
+    };
+    let Ok(shared) = share::decode(&link) else {
+        return;
+    };
+    // Bounded: what decodes came from at most MAX_JSON_BYTES of JSON; written back compactly it
+    // grows at most by number formatting (`1` in a float field is written `1.0`).
+    let json = serde_json::to_vec(&shared).expect("a decoded report serializes");
+    assert!(
+        json.len() <= 4 * MAX_JSON_BYTES,
+        "{} bytes of JSON",
+        json.len()
+    );
+    // Shared again without a budget, it decodes to the very same report.
+    let again = share::encode(
+        &shared,
+        &ShareOptions {
+            max_bytes: usize::MAX,
+        },
+    )
+    .expect("no budget, nothing to leave out");
+    assert!(again.dropped() == shared.omitted.as_slice());
+    match share::decode(&again.fragment) {
+        Ok(back) => assert!(back == shared, "shared again, it decodes differently"),
+        Err(ShareError::TooBig) => assert!(json.len() > MAX_JSON_BYTES),
+        Err(e) => panic!("shared again, it does not decode: {e}"),
+    }
+});

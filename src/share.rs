@@ -1,0 +1,811 @@
+//! Sharing an analysis as a link: the report travels in the URL fragment (`#…`, which browsers
+//! never send to a server), never the trace.
+//!
+//! A link's fragment is `ttap1.` followed by the base64url (no padding) of the zlib-compressed
+//! (best level) JSON of a [`SharedReport`]: the [`Report`] (trace facts, ranked findings with their
+//! evidence, per-step metrics, windows), a [`fingerprint`] of the trace, what was left out to fit
+//! the size budget, and the sharer's selection and diagnoses. zlib rather than raw deflate: its
+//! checksum turns a damaged link into an error instead of a report with altered numbers.
+//!
+//! [`encode`] keeps the fragment within [`ShareOptions::max_bytes`] (8192 by default) by leaving
+//! out the least important parts first ([`Part`], in [`Part::ALL`]'s order) and recording each in
+//! [`SharedReport::omitted`], so that the opened link can say what is missing.
+//!
+//! [`decode`] reads links from any source with bounded work and memory: the fragment's length,
+//! the decompressed size ([`MAX_JSON_BYTES`], however well the data compresses), the JSON's
+//! nesting, each text's length and each list's length are capped, and every failure is a
+//! [`ShareError`] that says what failed, where and what to do.
+//!
+//! Decoded strings are plain text, exactly as the sharer's report held them (`<script>` stays the
+//! eight characters it is): front ends must render them as text, never as HTML.
+//!
+//! Format history: link format 1 (`ttap1.`) is the first; no older one was ever written.
+
+use std::fmt;
+
+use base64::alphabet::URL_SAFE;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine as _;
+use flate2::write::ZlibEncoder;
+use flate2::{Compression, Decompress, FlushDecompress, Status};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::Trace;
+use crate::report::{self, Report};
+
+/// The payload's format name; [`decode`] checks it.
+pub const FORMAT: &str = "torchtraceap.share";
+/// The link format this version writes and reads: the `1` of `ttap1.`.
+pub const VERSION: u32 = 1;
+/// What every fragment starts with, before the version.
+pub const PREFIX: &str = "ttap";
+/// The default size budget of a fragment, in bytes (= characters: the fragment is ASCII).
+pub const DEFAULT_MAX_BYTES: usize = 8192;
+/// The longest fragment [`decode`] reads.
+pub const MAX_LINK_BYTES: usize = 2 << 20;
+/// The largest decompressed JSON [`decode`] accepts; decompression stops there.
+pub const MAX_JSON_BYTES: usize = 1 << 20;
+/// The deepest JSON nesting [`decode`] accepts (a shared report's deepest values, evidence event
+/// names, lie 7 deep).
+pub const MAX_DEPTH: usize = 16;
+/// The longest text (string or key) [`decode`] accepts, in bytes.
+pub const MAX_TEXT_BYTES: usize = 64 << 10;
+/// The longest list [`decode`] accepts.
+pub const MAX_ITEMS: usize = 100_000;
+/// Event names kept per evidence entry once [`Part::EvidenceEvents`] is left out.
+pub const EVIDENCE_EVENTS_KEPT: usize = 3;
+
+/// What a link carries: the report, the trace's fingerprint, what was left out, and what the
+/// sharer had selected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedReport {
+    /// [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`].
+    pub version: u32,
+    /// [`fingerprint`] of the trace the report was made from.
+    pub fingerprint: String,
+    pub report: Report,
+    /// The parts left out to fit the size budget, in the order they were left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<Omitted>,
+    /// The id of the finding the sharer had open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_finding: Option<String>,
+    /// The timeline range the sharer had selected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_range: Option<TimeRange>,
+    /// Diagnoses (an LLM's, or the sharer's) the sharer chose to include, per finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<Diagnosis>,
+}
+
+/// A time range in milliseconds from the trace's first event (as `WindowEntry::start_ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeRange {
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+/// Plain text about one finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The finding's id (`FindingEntry::id`).
+    pub finding: String,
+    pub text: String,
+}
+
+/// One kind of part left out of a link, and how many.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Omitted {
+    pub part: Part,
+    pub count: u64,
+    /// The ids of the findings left out, for [`Part::LowFindings`] and [`Part::MediumFindings`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+}
+
+/// The parts [`encode`] can leave out, least important first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// Every per-window row.
+    Windows,
+    /// The per-stream breakdown of each step.
+    StepStreams,
+    /// Every per-step row (the trace facts keep the mean step time).
+    Steps,
+    /// Findings of low severity, with their diagnoses.
+    LowFindings,
+    /// Evidence event names beyond the first [`EVIDENCE_EVENTS_KEPT`] of each list.
+    EvidenceEvents,
+    /// Every diagnosis.
+    Diagnoses,
+    /// The fixes' code snippets.
+    FixSnippets,
+    /// Findings of medium severity, with their diagnoses.
+    MediumFindings,
+    /// Every evidence entry.
+    Evidence,
+    /// A part a newer TorchTraceAP left out.
+    #[serde(other)]
+    Other,
+}
+
+impl Part {
+    /// The order in which [`encode`] leaves parts out.
+    pub const ALL: [Part; 9] = [
+        Part::Windows,
+        Part::StepStreams,
+        Part::Steps,
+        Part::LowFindings,
+        Part::EvidenceEvents,
+        Part::Diagnoses,
+        Part::FixSnippets,
+        Part::MediumFindings,
+        Part::Evidence,
+    ];
+
+    /// Leaves this part out of `s`; returns how many items went, and the ids of findings.
+    fn leave_out(self, s: &mut SharedReport) -> (usize, Vec<String>) {
+        let r = &mut s.report;
+        match self {
+            Part::Windows => (std::mem::take(&mut r.windows).len(), Vec::new()),
+            Part::StepStreams => (
+                r.steps
+                    .iter_mut()
+                    .map(|st| std::mem::take(&mut st.streams).len())
+                    .sum(),
+                Vec::new(),
+            ),
+            Part::Steps => (std::mem::take(&mut r.steps).len(), Vec::new()),
+            Part::LowFindings => s.leave_out_findings("low"),
+            Part::MediumFindings => s.leave_out_findings("medium"),
+            Part::EvidenceEvents => (
+                r.findings
+                    .iter_mut()
+                    .flat_map(|f| &mut f.evidence)
+                    .map(|e| {
+                        let n = e.events.len();
+                        e.events.truncate(EVIDENCE_EVENTS_KEPT);
+                        n - e.events.len()
+                    })
+                    .sum(),
+                Vec::new(),
+            ),
+            Part::Diagnoses => (std::mem::take(&mut s.diagnoses).len(), Vec::new()),
+            Part::FixSnippets => (
+                r.findings
+                    .iter_mut()
+                    .map(|f| usize::from(!std::mem::take(&mut f.fix_snippet).is_empty()))
+                    .sum(),
+                Vec::new(),
+            ),
+            Part::Evidence => (
+                r.findings
+                    .iter_mut()
+                    .map(|f| std::mem::take(&mut f.evidence).len())
+                    .sum(),
+                Vec::new(),
+            ),
+            Part::Other => (0, Vec::new()),
+        }
+    }
+}
+
+impl fmt::Display for Omitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.count;
+        let s = if n == 1 { "" } else { "s" };
+        let ids = self.ids.join(", ");
+        match self.part {
+            Part::Windows => write!(f, "{n} per-window row{s}"),
+            Part::StepStreams => write!(f, "{n} per-stream row{s} of the steps"),
+            Part::Steps => write!(
+                f,
+                "{n} per-step row{s} (the trace facts keep the mean step time)"
+            ),
+            Part::LowFindings => write!(f, "{n} low-severity finding{s} ({ids})"),
+            Part::EvidenceEvents => write!(
+                f,
+                "{n} event name{s} of the evidence (the first {EVIDENCE_EVENTS_KEPT} of each list are kept)"
+            ),
+            Part::Diagnoses => write!(f, "{n} diagnos{}", if n == 1 { "is" } else { "es" }),
+            Part::FixSnippets => write!(f, "{n} code snippet{s} of the fixes"),
+            Part::MediumFindings => write!(f, "{n} medium-severity finding{s} ({ids})"),
+            Part::Evidence => write!(f, "{n} evidence entr{}", if n == 1 { "y" } else { "ies" }),
+            Part::Other => write!(f, "{n} part{s} that a newer TorchTraceAP left out"),
+        }
+    }
+}
+
+impl SharedReport {
+    /// A link's content for `report`, made from the trace whose [`fingerprint`] is given; no
+    /// selection, no diagnoses, nothing left out yet.
+    pub fn new(report: Report, fingerprint: String) -> SharedReport {
+        SharedReport {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            fingerprint,
+            report,
+            omitted: Vec::new(),
+            selected_finding: None,
+            selected_range: None,
+            diagnoses: Vec::new(),
+        }
+    }
+
+    /// Leaves out the findings of one severity and their diagnoses.
+    fn leave_out_findings(&mut self, severity: &str) -> (usize, Vec<String>) {
+        let (gone, kept) = std::mem::take(&mut self.report.findings)
+            .into_iter()
+            .partition(|f| f.severity == severity);
+        self.report.findings = kept;
+        let ids: Vec<String> = gone.into_iter().map(|f| f.id).collect();
+        self.diagnoses.retain(|d| !ids.contains(&d.finding));
+        (ids.len(), ids)
+    }
+}
+
+/// How [`encode`] sizes a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareOptions {
+    /// The longest fragment to write, in bytes; parts are left out until it fits.
+    pub max_bytes: usize,
+}
+
+impl Default for ShareOptions {
+    fn default() -> ShareOptions {
+        ShareOptions {
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// A link's fragment and what it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Encoded {
+    /// The part after `#`, without the `#`.
+    pub fragment: String,
+    /// The fragment's length in bytes.
+    pub bytes: usize,
+    /// What the fragment holds (what [`decode`] gives back): the report with its omissions, for
+    /// a preview.
+    pub kept: SharedReport,
+}
+
+impl Encoded {
+    /// What was left out to fit the budget, including what the input had already left out.
+    pub fn dropped(&self) -> &[Omitted] {
+        &self.kept.omitted
+    }
+}
+
+/// Why a link could not be read or written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShareError {
+    /// Nothing after the `#`.
+    Empty,
+    /// The fragment does not start with `ttap<version>.`.
+    NotALink { start: String },
+    /// A link (or a payload) of a format newer than this version reads.
+    Newer {
+        what: &'static str,
+        version: String,
+        reads: u32,
+    },
+    /// A link format this version does not read, and why.
+    Unsupported { version: String, why: &'static str },
+    /// The fragment is longer than [`MAX_LINK_BYTES`].
+    TooLong { bytes: usize },
+    /// The characters after the prefix are not base64url.
+    Base64 { detail: String },
+    /// The compressed data ends before its end marker.
+    Truncated { bytes: usize },
+    /// The compressed data is damaged.
+    Corrupt { at: u64, detail: String },
+    /// The data decompresses to more than [`MAX_JSON_BYTES`].
+    TooBig,
+    /// The decompressed data is not UTF-8 text.
+    NotText { at: usize },
+    /// The decompressed text is not JSON.
+    Json { detail: String },
+    /// The JSON nests deeper than [`MAX_DEPTH`].
+    TooDeep { path: String },
+    /// A text or key longer than [`MAX_TEXT_BYTES`], or a list longer than [`MAX_ITEMS`].
+    TooLarge {
+        path: String,
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// The JSON is not a shared report (a field missing or of the wrong type).
+    Shape { detail: String },
+    /// The JSON names another format.
+    WrongFormat { found: String },
+    /// [`encode`]: even with every part left out, the fragment is over the budget.
+    CannotFit { bytes: usize, max: usize },
+}
+
+impl fmt::Display for ShareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const RECOPY: &str = "the link was probably cut or changed when it was copied: copy the whole link again from where it was shared";
+        match self {
+            ShareError::Empty => write!(
+                f,
+                "the link carries no report (nothing after '#'): copy the whole link, including the part after '#'"
+            ),
+            ShareError::NotALink { start } => write!(
+                f,
+                "not a TorchTraceAP link: the part after '#' starts with {start:?}, where '{PREFIX}{VERSION}.' is expected; open a link made by TorchTraceAP's Share action or `ttap share`"
+            ),
+            ShareError::Newer { what, version, reads } => write!(
+                f,
+                "this link was made by a newer TorchTraceAP ({what} {version}; this version reads {what} {reads} and older): open it with the newer TorchTraceAP, or ask the sharer for the report as JSON"
+            ),
+            ShareError::Unsupported { version, why } => write!(
+                f,
+                "link format {version} cannot be opened: {why}"
+            ),
+            ShareError::TooLong { bytes } => write!(
+                f,
+                "the link's fragment is {bytes} bytes, more than the {MAX_LINK_BYTES} a TorchTraceAP link can have: it is not a link made by TorchTraceAP"
+            ),
+            ShareError::Base64 { detail } => write!(
+                f,
+                "the link's data is not base64url ({detail}); {RECOPY}"
+            ),
+            ShareError::Truncated { bytes } => write!(
+                f,
+                "the link's data ends early (the compressed report stops after {bytes} bytes, before its end); {RECOPY}"
+            ),
+            ShareError::Corrupt { at, detail } => write!(
+                f,
+                "the link's compressed data is damaged at byte {at} ({detail}); {RECOPY}"
+            ),
+            ShareError::TooBig => write!(
+                f,
+                "the link's data decompresses to more than {MAX_JSON_BYTES} bytes, far more than any shared report: refused without reading further (a hostile or broken link)"
+            ),
+            ShareError::NotText { at } => write!(
+                f,
+                "the link's data is not UTF-8 text (invalid byte at {at} of the decompressed data); {RECOPY}"
+            ),
+            ShareError::Json { detail } => write!(
+                f,
+                "the link's data is not valid JSON ({detail}); {RECOPY}"
+            ),
+            ShareError::TooDeep { path } => write!(
+                f,
+                "the link's JSON nests deeper than {MAX_DEPTH} levels (at {path}), which no shared report does: refused (a hostile or broken link)"
+            ),
+            ShareError::TooLarge { path, what, len, max } => write!(
+                f,
+                "the link's JSON has a {what} of {len} {} at {path}, more than the {max} allowed: refused (a hostile or broken link)",
+                if *what == "list" { "items" } else { "bytes" }
+            ),
+            ShareError::Shape { detail } => write!(
+                f,
+                "the link's JSON is not a shared TorchTraceAP report ({detail}); if it was made by another version of TorchTraceAP, open it with that version"
+            ),
+            ShareError::WrongFormat { found } => write!(
+                f,
+                "the link's JSON is a {found:?} document, not a {FORMAT:?} one; open it with the tool that made it"
+            ),
+            ShareError::CannotFit { bytes, max } => write!(
+                f,
+                "the report does not fit in a link of {max} bytes even with every optional part left out ({bytes} bytes); allow a longer link"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShareError {}
+
+/// base64url, no padding written; padding accepted when reading.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// The fragment for `shared`, with parts left out (least important first) until it is at most
+/// `options.max_bytes` long.
+pub fn encode(shared: &SharedReport, options: &ShareOptions) -> Result<Encoded, ShareError> {
+    let mut kept = shared.clone();
+    let mut parts = Part::ALL.iter();
+    loop {
+        let fragment = pack(&kept);
+        if fragment.len() <= options.max_bytes {
+            return Ok(Encoded {
+                bytes: fragment.len(),
+                fragment,
+                kept,
+            });
+        }
+        let Some(&part) = parts.next() else {
+            return Err(ShareError::CannotFit {
+                bytes: fragment.len(),
+                max: options.max_bytes,
+            });
+        };
+        let (count, ids) = part.leave_out(&mut kept);
+        if count == 0 {
+            continue;
+        }
+        match kept.omitted.iter_mut().find(|o| o.part == part) {
+            Some(o) => {
+                o.count += count as u64;
+                o.ids.extend(ids);
+            }
+            None => kept.omitted.push(Omitted {
+                part,
+                count: count as u64,
+                ids,
+            }),
+        }
+    }
+}
+
+/// `ttap1.` + base64url(zlib(JSON)).
+fn pack(shared: &SharedReport) -> String {
+    use std::io::Write as _;
+    let json = serde_json::to_vec(shared).expect("a shared report serializes");
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+    z.write_all(&json).expect("writing to memory");
+    let compressed = z.finish().expect("writing to memory");
+    format!("{PREFIX}{VERSION}.{}", BASE64.encode(compressed))
+}
+
+/// The fragment of a link: what follows the first `#`, or the whole text when it has none;
+/// surrounding white space removed.
+pub fn fragment_of(link: &str) -> &str {
+    let link = link.trim();
+    link.split_once('#').map_or(link, |(_, f)| f.trim())
+}
+
+/// Reads a link's fragment (with or without its `#`; a whole link is accepted too).
+pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
+    let fragment = fragment_of(fragment);
+    if fragment.is_empty() {
+        return Err(ShareError::Empty);
+    }
+    if fragment.len() > MAX_LINK_BYTES {
+        return Err(ShareError::TooLong {
+            bytes: fragment.len(),
+        });
+    }
+    let data = payload_of(fragment)?;
+    let compressed = BASE64.decode(data).map_err(|e| ShareError::Base64 {
+        detail: base64_detail(&e, fragment.len() - data.len()),
+    })?;
+    let json = inflate(&compressed)?;
+    let text = std::str::from_utf8(&json).map_err(|e| ShareError::NotText {
+        at: e.valid_up_to(),
+    })?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            ShareError::TooDeep {
+                path: format!("line {} column {}", e.line(), e.column()),
+            }
+        } else {
+            ShareError::Json {
+                detail: e.to_string(),
+            }
+        }
+    })?;
+    check_limits(&value, &mut String::from("$"), 0)?;
+    check_format(&value)?;
+    let shared: SharedReport = serde_json::from_str(text).map_err(|e| ShareError::Shape {
+        detail: e.to_string(),
+    })?;
+    if shared.report.format != report::FORMAT {
+        return Err(ShareError::WrongFormat {
+            found: shared.report.format,
+        });
+    }
+    if shared.report.version > report::VERSION {
+        return Err(ShareError::Newer {
+            what: "report format",
+            version: shared.report.version.to_string(),
+            reads: report::VERSION,
+        });
+    }
+    Ok(shared)
+}
+
+/// Checks the prefix and version; returns the base64 text after `ttap<version>.`.
+fn payload_of(fragment: &str) -> Result<&str, ShareError> {
+    let not_a_link = || ShareError::NotALink {
+        start: fragment.chars().take(12).collect(),
+    };
+    let rest = fragment.strip_prefix(PREFIX).ok_or_else(not_a_link)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || rest.as_bytes().get(digits) != Some(&b'.') {
+        return Err(not_a_link());
+    }
+    let version = &rest[..digits];
+    check_version(version.parse().ok(), version)?;
+    Ok(&rest[digits + 1..])
+}
+
+/// A link format version: this one, an older one (none was ever written), or a newer one
+/// (`None`: too large a number to read).
+fn check_version(version: Option<u64>, text: &str) -> Result<(), ShareError> {
+    match version {
+        Some(v) if v == u64::from(VERSION) => Ok(()),
+        Some(v) if v < u64::from(VERSION) => Err(ShareError::Unsupported {
+            version: text.to_string(),
+            why: "no TorchTraceAP ever wrote it (format 1 is the first): the link is damaged or was not made by TorchTraceAP",
+        }),
+        _ => Err(ShareError::Newer {
+            what: "link format",
+            version: text.to_string(),
+            reads: VERSION,
+        }),
+    }
+}
+
+/// A base64 error, its offset counted from the fragment's start.
+fn base64_detail(e: &base64::DecodeError, offset: usize) -> String {
+    use base64::DecodeError as E;
+    match *e {
+        E::InvalidByte(at, byte) => format!(
+            "the character {:?} at position {} is not one of A-Z a-z 0-9 - _",
+            char::from(byte),
+            at + offset
+        ),
+        E::InvalidLength(n) => {
+            format!("{n} characters is not a possible length: characters are missing or extra")
+        }
+        E::InvalidLastSymbol(at, byte) => format!(
+            "the last character {:?} at position {} has bits set that no encoder writes",
+            char::from(byte),
+            at + offset
+        ),
+        E::InvalidPadding => "the '=' padding is wrong".to_string(),
+    }
+}
+
+/// zlib decompression that stops at [`MAX_JSON_BYTES`] of output and insists on the stream's end
+/// (and its checksum).
+fn inflate(compressed: &[u8]) -> Result<Vec<u8>, ShareError> {
+    let mut z = Decompress::new(true);
+    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(MAX_JSON_BYTES + 1));
+    loop {
+        let before = (z.total_in(), z.total_out());
+        let input = &compressed[z.total_in() as usize..];
+        let status = z
+            .decompress_vec(input, &mut out, FlushDecompress::None)
+            .map_err(|e| ShareError::Corrupt {
+                at: z.total_in(),
+                detail: e.to_string(),
+            })?;
+        if out.len() > MAX_JSON_BYTES {
+            return Err(ShareError::TooBig);
+        }
+        if status == Status::StreamEnd {
+            let extra = compressed.len() - z.total_in() as usize;
+            if extra > 0 {
+                return Err(ShareError::Corrupt {
+                    at: z.total_in(),
+                    detail: format!("{extra} bytes follow the end of the compressed data"),
+                });
+            }
+            return Ok(out);
+        }
+        if out.len() == out.capacity() {
+            out.reserve_exact(out.len().clamp(4096, MAX_JSON_BYTES + 1 - out.len()));
+        } else if (z.total_in(), z.total_out()) == before || input.is_empty() {
+            return Err(ShareError::Truncated {
+                bytes: compressed.len(),
+            });
+        }
+    }
+}
+
+/// Caps nesting, text and list lengths, naming the place (`$.report.findings[0].summary`).
+fn check_limits(v: &Value, path: &mut String, depth: usize) -> Result<(), ShareError> {
+    use std::fmt::Write as _;
+    if depth > MAX_DEPTH {
+        return Err(ShareError::TooDeep { path: path.clone() });
+    }
+    let too_large = |path: &String, what, len, max| {
+        Err(ShareError::TooLarge {
+            path: path.clone(),
+            what,
+            len,
+            max,
+        })
+    };
+    match v {
+        Value::String(s) if s.len() > MAX_TEXT_BYTES => {
+            too_large(path, "text", s.len(), MAX_TEXT_BYTES)
+        }
+        Value::Array(items) if items.len() > MAX_ITEMS => {
+            too_large(path, "list", items.len(), MAX_ITEMS)
+        }
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+            let len = path.len();
+            let _ = write!(path, "[{i}]");
+            check_limits(item, path, depth + 1)?;
+            path.truncate(len);
+            Ok(())
+        }),
+        Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
+            if key.len() > MAX_TEXT_BYTES {
+                return too_large(path, "key", key.len(), MAX_TEXT_BYTES);
+            }
+            let len = path.len();
+            let _ = write!(path, ".{key}");
+            check_limits(item, path, depth + 1)?;
+            path.truncate(len);
+            Ok(())
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The payload's own format name and version, before its shape is read: a newer payload says so
+/// rather than failing on a field it does not know.
+fn check_format(v: &Value) -> Result<(), ShareError> {
+    match v.get("format").and_then(Value::as_str) {
+        Some(FORMAT) => {}
+        Some(other) => {
+            return Err(ShareError::WrongFormat {
+                found: other.chars().take(64).collect(),
+            })
+        }
+        None => {
+            return Err(ShareError::Shape {
+                detail: "no \"format\" field at the top level".to_string(),
+            })
+        }
+    }
+    match v.get("version").and_then(Value::as_u64) {
+        Some(version) => check_version(Some(version), &version.to_string()),
+        // Not a whole number: the typed reading says so.
+        None => Ok(()),
+    }
+}
+
+/// 64-bit FNV-1a: small, and the same on every platform (no `usize`, no seeds).
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    fn text(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+}
+
+/// A stable hash of what identifies a trace, without revealing it: `fp1-` and 16 hex digits.
+///
+/// It covers the event count, the span, the device names and every event's name, start and
+/// duration. Events are combined by a wrapping sum of their hashes, so the result depends on
+/// what the trace holds, not on the order the model keeps events or interns names in. The same
+/// trace gives the same fingerprint plain or gzip-compressed, natively and in wasm32. A new
+/// algorithm gets a new `fpN-` prefix.
+pub fn fingerprint(trace: &Trace) -> String {
+    let ev = &trace.events;
+    let mut names: Vec<Option<u64>> = vec![None; trace.strings.len()];
+    let mut events = 0u64;
+    for i in 0..ev.len() {
+        let id = ev.name[i];
+        let name = *names[id as usize].get_or_insert_with(|| {
+            let mut h = Fnv::new();
+            h.text(trace.strings.get(id));
+            h.0
+        });
+        let mut h = Fnv::new();
+        h.u64(name);
+        h.u64(ev.start[i] as u64);
+        h.u64(ev.dur[i] as u64);
+        events = events.wrapping_add(h.0);
+    }
+    let mut h = Fnv::new();
+    h.text("torchtraceap fingerprint 1");
+    h.u64(ev.len() as u64);
+    let (first, last) = trace.meta.span.unwrap_or((0, 0));
+    h.u64(first as u64);
+    h.u64(last as u64);
+    for d in &trace.meta.devices {
+        h.text(d.name.as_deref().unwrap_or(""));
+    }
+    h.u64(events);
+    format!("fp1-{:016x}", h.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_1a_matches_its_published_test_vectors() {
+        for (text, want) in [
+            ("", 0xcbf2_9ce4_8422_2325u64),
+            ("a", 0xaf63_dc4c_8601_ec8c),
+            ("foobar", 0x8594_4171_f739_67e8),
+        ] {
+            let mut h = Fnv::new();
+            h.bytes(text.as_bytes());
+            assert_eq!(h.0, want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_fragment_is_found_in_a_link_or_given_alone() {
+        assert_eq!(fragment_of(" http://h/p/#ttap1.abc \n"), "ttap1.abc");
+        assert_eq!(fragment_of("#ttap1.abc"), "ttap1.abc");
+        assert_eq!(fragment_of("ttap1.abc"), "ttap1.abc");
+        assert_eq!(fragment_of("http://h/#"), "");
+    }
+
+    #[test]
+    fn the_prefix_names_the_version() {
+        assert_eq!(payload_of("ttap1.xyz"), Ok("xyz"));
+        assert!(matches!(
+            payload_of("ttap2.xyz"),
+            Err(ShareError::Newer { .. })
+        ));
+        assert!(matches!(
+            payload_of("ttap99999999999999999999999.xyz"),
+            Err(ShareError::Newer { .. })
+        ));
+        assert!(matches!(
+            payload_of("ttap0.xyz"),
+            Err(ShareError::Unsupported { .. })
+        ));
+        for bad in ["ttap.xyz", "ttap1xyz", "ttapx.1", "perfetto", "TTAP1.x"] {
+            assert!(
+                matches!(payload_of(bad), Err(ShareError::NotALink { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn inflate_stops_at_the_cap_and_needs_the_end() {
+        use std::io::Write as _;
+        let zip = |data: &[u8]| {
+            let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+            z.write_all(data).unwrap();
+            z.finish().unwrap()
+        };
+        let small = zip(b"{\"a\": 1}");
+        assert_eq!(inflate(&small).unwrap(), b"{\"a\": 1}");
+        for cut in 1..small.len() {
+            assert!(inflate(&small[..cut]).is_err(), "cut at {cut}");
+        }
+        let exact = vec![b' '; MAX_JSON_BYTES];
+        assert_eq!(inflate(&zip(&exact)).unwrap().len(), MAX_JSON_BYTES);
+        let over = vec![b' '; MAX_JSON_BYTES + 1];
+        assert!(matches!(inflate(&zip(&over)), Err(ShareError::TooBig)));
+    }
+
+    #[test]
+    fn limits_name_the_place() {
+        let v: Value = serde_json::json!({"a": [1, {"b": "x".repeat(MAX_TEXT_BYTES + 1)}]});
+        match check_limits(&v, &mut String::from("$"), 0) {
+            Err(ShareError::TooLarge { path, .. }) => assert_eq!(path, "$.a[1].b"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

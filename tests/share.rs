@@ -13,7 +13,7 @@ use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::Compression;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
-use torchtraceap::report::{EvidenceEntry, FindingEntry, Report};
+use torchtraceap::report::{self, EvidenceEntry, FindingEntry, Report};
 use torchtraceap::share::{
     self, decode, encode, Diagnosis, Part, ShareError, ShareOptions, SharedReport, TimeRange,
 };
@@ -50,6 +50,7 @@ fn generated(steps: u32, seed: u64, injections: Vec<Injection>) -> Ingested {
         batch: 64,
         seed,
         injections,
+        noise: false,
     };
     read(synth::generate(&c).trace.as_bytes())
 }
@@ -532,7 +533,8 @@ fn wrong_content_is_refused_by_kind() {
         &link_of(&older_payload),
         |e| matches!(e, ShareError::Unsupported { version, .. } if version == "0"),
     );
-    let newer_report = json_with(|v| v["report"]["version"] = serde_json::json!(2));
+    let newer_report =
+        json_with(|v| v["report"]["version"] = serde_json::json!(report::VERSION + 1));
     refused(&link_of(&newer_report), |e| {
         matches!(
             e,

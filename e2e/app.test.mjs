@@ -2,6 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -104,7 +105,7 @@ test('a broken file gets an error panel that says what was found, and the previo
   await load(page, () => page.click('#sample'));
   await load(page, () => page.setInputFiles('#file-input', notJson));
   const panel = page.locator('.error-panel');
-  assert.match(await panel.locator('h2').innerText(), /Could not analyze notes\.pt\.trace\.json/);
+  assert.match(await panel.locator('h2').innerText(), /Could not read notes\.pt\.trace\.json/);
   assert.match(await panel.locator('.error-message').innerText(), /JSON/);
   assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck'], 'the sample is still shown');
   await page.screenshot({ path: join(SHOTS, 'error-not-json.png') });
@@ -129,6 +130,72 @@ test('a long load can be cancelled, and the page keeps what it showed', async ()
   // The page still works: the same file loads in full afterwards.
   await load(page, () => page.setInputFiles('#file-input', big));
   assert.equal(await page.locator('.error-panel').count(), 0);
+  await context.close();
+});
+
+test('a shared link opens in a fresh browser without the trace; the trace brings the full view back', async () => {
+  const sample = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
+  const a = await openPage(browser, site.url);
+  await load(a.page, () => a.page.click('#sample'));
+  await a.page.click('#finding-dataloader-bottleneck header');
+  const before = a.requests.length;
+  await a.page.click('.share-button');
+  const link = await a.page.inputValue('#share-link');
+  assert.match(await a.page.locator('.share-panel').innerText(), /Never in it: the trace's events/);
+  await a.page.screenshot({ path: join(SHOTS, 'share-preview.png') });
+  assert.equal(a.requests.length, before, 'sharing makes no request');
+  assert.ok(link.startsWith(`${site.url}#ttap1.`), link);
+  assert.ok(link.length - site.url.length < 8192, `${link.length} bytes`);
+  await a.context.close();
+
+  // Another browser context: nothing shared with the first but the link.
+  const b = await openPage(browser, link);
+  assert.deepEqual(await shownFindings(b.page), ['dataloader-bottleneck']);
+  assert.match(await b.page.locator('.link-note').innerText(), /trace is not\s+included/);
+  assert.match(await b.page.locator('#finding-dataloader-bottleneck').getAttribute('class'), /selected/);
+  assert.equal(await b.page.locator('.tab:has-text("Kernels")').count(), 0);
+  await b.page.screenshot({ path: join(SHOTS, 'shared-link-opened.png'), fullPage: true });
+  assert.deepEqual(b.requests.filter((r) => !r.url.startsWith(site.url) || r.method !== 'GET'), []);
+  await load(b.page, () => b.page.setInputFiles('#file-input', sample));
+  assert.match(await b.page.locator('.notice').innerText(), /Full view restored/);
+  assert.equal(await b.page.locator('.tab:has-text("Kernels")').count(), 1);
+  assert.match(await b.page.locator('#finding-dataloader-bottleneck').getAttribute('class'), /selected/);
+  await b.context.close();
+
+  // The wrong trace is recognised as such.
+  const wrong = join(scratch, 'other.pt.trace.json');
+  assert.equal(spawnSync(TTAP, ['synth', '--model', 'resnet50', '--gpu', 't4', '--out', wrong]).status, 0);
+  const c = await openPage(browser, link);
+  await load(c.page, () => c.page.setInputFiles('#file-input', wrong));
+  assert.match(await c.page.locator('.notice').innerText(), /not the trace the shared link was made from/);
+  await c.context.close();
+});
+
+test('broken, newer and hostile links get a clear error, and nothing in a link renders as HTML', async () => {
+  const cases = [
+    ['#ttap1.AAAA', /damaged/],
+    ['#ttap9.eJwrSS0u0c1LLVcozs8FAB7iBKs', /newer/],
+    ['#hello', /not a TorchTraceAP link|does not start/i],
+  ];
+  for (const [fragment, message] of cases) {
+    const { page, context } = await openPage(browser, site.url + fragment);
+    assert.match(await page.locator('.error-panel h2').innerText(), /Could not read the shared link/);
+    assert.match(await page.locator('.error-panel .error-message').innerText(), message);
+    await context.close();
+  }
+  // A link whose texts are markup: shown as text, never run.
+  const made = spawnSync(TTAP, ['share', join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz'), '--base-url', site.url]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const fragment = String(made.stdout).trim().split('#')[1];
+  const shared = JSON.parse(inflateSync(Buffer.from(fragment.slice('ttap1.'.length), 'base64url')));
+  const markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=1</script>';
+  shared.report.findings[0].title = markup;
+  shared.report.findings[0].summary = markup;
+  const hostile = `${site.url}#ttap1.${deflateSync(JSON.stringify(shared)).toString('base64url')}`;
+  const { page, context } = await openPage(browser, hostile);
+  assert.equal(await page.locator('.finding h3').innerText(), markup);
+  assert.equal(await page.locator('.finding img, .finding script').count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
   await context.close();
 });
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::report::Report;
+use torchtraceap::share;
 use torchtraceap::summary::Summary;
 
 /// How many kernels and operators the tables keep (the largest by total time).
@@ -61,6 +62,9 @@ pub struct Outcome {
 pub struct Analyzed {
     pub summary: Option<Summary>,
     pub report: Report,
+    /// `share::fingerprint` of the trace: how a shared link finds its trace again. `None` for a
+    /// saved report opened again.
+    pub fingerprint: Option<String>,
 }
 
 impl Analyzed {
@@ -71,6 +75,7 @@ impl Analyzed {
         Analyzed {
             summary: Some(Summary::of(ingested, TABLE_ROWS)),
             report: Report::new(&analysis, &findings),
+            fingerprint: Some(share::fingerprint(&ingested.trace)),
         }
     }
 }

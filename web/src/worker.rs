@@ -97,6 +97,7 @@ async fn read_report(blob: &Blob) -> Result<Analyzed, String> {
     Ok(Analyzed {
         summary: None,
         report,
+        fingerprint: None,
     })
 }
 

@@ -12,11 +12,25 @@ use crate::protocol::Outcome;
 #[derive(Properties, PartialEq)]
 pub struct FindingsProps {
     pub file: Rc<Outcome>,
+    /// The finding the user opened (it is shown open and scrolled to).
+    pub selected: Option<String>,
+    pub on_select: Callback<String>,
 }
 
 #[function_component(Findings)]
 pub fn findings(props: &FindingsProps) -> Html {
     let copied = use_state(|| None::<usize>);
+    // Bring the selected finding into view when it changes (a shared link's selection).
+    use_effect_with(props.selected.clone(), |selected| {
+        let element = selected.as_ref().and_then(|id| {
+            web_sys::window()?
+                .document()?
+                .get_element_by_id(&format!("finding-{id}"))
+        });
+        if let Some(element) = element {
+            element.scroll_into_view();
+        }
+    });
     let Ok(a) = &props.file.result else {
         return Html::default();
     };
@@ -33,7 +47,10 @@ pub fn findings(props: &FindingsProps) -> Html {
                     )}</p>
                 </div>
             }
-            { for findings.iter().enumerate().map(|(i, f)| card(i, f, &copied)) }
+            { for findings.iter().enumerate().map(|(i, f)| {
+                let selected = props.selected.as_deref() == Some(f.id.as_str());
+                card(i, f, selected, &copied, &props.on_select)
+            }) }
             if !unexplained.is_empty() {
                 <article class="unexplained">
                     <h3>{"Unexplained suspicious regions"}</h3>
@@ -54,7 +71,17 @@ pub fn findings(props: &FindingsProps) -> Html {
     }
 }
 
-fn card(i: usize, f: &FindingEntry, copied: &UseStateHandle<Option<usize>>) -> Html {
+fn card(
+    i: usize,
+    f: &FindingEntry,
+    selected: bool,
+    copied: &UseStateHandle<Option<usize>>,
+    on_select: &Callback<String>,
+) -> Html {
+    let select = {
+        let id = f.id.clone();
+        on_select.reform(move |_: MouseEvent| id.clone())
+    };
     let on_copy = {
         let copied = copied.clone();
         let snippet = f.fix_snippet.clone();
@@ -72,8 +99,9 @@ fn card(i: usize, f: &FindingEntry, copied: &UseStateHandle<Option<usize>>) -> H
         "Copy"
     };
     html! {
-        <article class={classes!("finding", f.severity.clone())} id={format!("finding-{}", f.id)}>
-            <header>
+        <article class={classes!("finding", f.severity.clone(), selected.then_some("selected"))}
+                 id={format!("finding-{}", f.id)}>
+            <header onclick={select}>
                 <span class={classes!("severity", f.severity.clone())}>{&f.severity}</span>
                 <h3>{&f.title}</h3>
                 <span class="impact" title={f.impact_method.clone()}>
@@ -81,7 +109,7 @@ fn card(i: usize, f: &FindingEntry, copied: &UseStateHandle<Option<usize>>) -> H
                 </span>
             </header>
             <p class="summary">{&f.summary}</p>
-            <details open={i == 0}>
+            <details open={i == 0 || selected}>
                 <summary>{format!("Evidence ({}) · confidence {:.0}%", f.evidence.len(), f.confidence * 100.0)}</summary>
                 <ul class="evidence">
                     { for f.evidence.iter().map(|e| html! {

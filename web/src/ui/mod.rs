@@ -7,6 +7,7 @@ mod findings;
 mod format;
 mod load;
 mod overview;
+mod share;
 mod table;
 
 use std::rc::Rc;
@@ -16,6 +17,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, File, HtmlSelectElement, MessageEvent, Worker};
 use yew::prelude::*;
+
+use torchtraceap::share::Omitted;
 
 use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
 use format::{bytes, count, duration_s};
@@ -39,6 +42,8 @@ pub enum Msg {
     Tick,
     Select(usize),
     Show(Tab),
+    /// The user opened a finding (carried in a share link).
+    SelectFinding(String),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -78,6 +83,17 @@ pub struct App {
     /// Loads that have ended (finished, failed or cancelled): the page shows it as `data-loads`,
     /// for tests to wait on.
     loads_ended: u32,
+    /// Set while the page shows a shared link's report: how to recognise its trace when dropped.
+    shared: Option<SharedLink>,
+    /// The finding the user has open (from a link, or by clicking it).
+    selected_finding: Option<String>,
+}
+
+/// What a shared link said beyond its report.
+struct SharedLink {
+    fingerprint: String,
+    omitted: Vec<Omitted>,
+    selected_finding: Option<String>,
 }
 
 fn now_ms() -> f64 {
@@ -89,7 +105,7 @@ impl Component for App {
     type Properties = ();
 
     fn create(_ctx: &Context<Self>) -> Self {
-        App {
+        let mut app = App {
             loading: None,
             files: Vec::new(),
             failed: Vec::new(),
@@ -97,7 +113,14 @@ impl Component for App {
             tab: Tab::Overview,
             notice: None,
             loads_ended: 0,
+            shared: None,
+            selected_finding: None,
+        };
+        let fragment = share::page_fragment();
+        if !fragment.is_empty() {
+            app.open_link(&fragment);
         }
+        app
     }
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
@@ -152,6 +175,10 @@ impl Component for App {
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
                         self.tab = Tab::Findings;
+                        self.selected_finding = None;
+                        if let Some(link) = self.shared.take() {
+                            self.match_link(link);
+                        }
                     } else {
                         self.failed = l.outcomes;
                     }
@@ -185,6 +212,7 @@ impl Component for App {
             },
             Msg::Select(i) => self.selected = i,
             Msg::Show(tab) => self.tab = tab,
+            Msg::SelectFinding(id) => self.selected_finding = Some(id),
         }
         true
     }
@@ -227,7 +255,7 @@ fn error_panel(file: &Outcome) -> Html {
     };
     html! {
         <section class="error-panel" role="alert">
-            <h2>{format!("Could not analyze {}", file.name)}</h2>
+            <h2>{format!("Could not read {}", file.name)}</h2>
             <p class="error-size">{format!("A file of {}.", bytes(file.size))}</p>
             <p class="error-message">{message}</p>
         </section>
@@ -235,6 +263,62 @@ fn error_panel(file: &Outcome) -> Html {
 }
 
 impl App {
+    /// Shows the report a shared link carries (or why it cannot be read).
+    fn open_link(&mut self, fragment: &str) {
+        let (result, name) = match torchtraceap::share::decode(fragment) {
+            Ok(link) => {
+                self.selected_finding = link.selected_finding.clone();
+                self.tab = Tab::Findings;
+                self.shared = Some(SharedLink {
+                    fingerprint: link.fingerprint.clone(),
+                    omitted: link.omitted,
+                    selected_finding: link.selected_finding,
+                });
+                let analyzed = Analyzed {
+                    summary: None,
+                    report: link.report,
+                    fingerprint: Some(link.fingerprint),
+                };
+                (Ok(analyzed), "the shared analysis")
+            }
+            Err(e) => (Err(e.to_string()), "the shared link"),
+        };
+        let outcome = Outcome {
+            file: 0,
+            name: name.to_string(),
+            size: fragment.len() as u64,
+            worker_memory_bytes: 0,
+            result,
+        };
+        match outcome.result {
+            Ok(_) => self.files = vec![Rc::new(outcome)],
+            Err(_) => self.failed = vec![outcome],
+        }
+    }
+
+    /// After a load that follows a shared link: when one of the files is the link's trace,
+    /// shows it with what the sharer had selected.
+    fn match_link(&mut self, link: SharedLink) {
+        let found = self.files.iter().position(|f| {
+            f.result
+                .as_ref()
+                .is_ok_and(|a| a.fingerprint.as_deref() == Some(link.fingerprint.as_str()))
+        });
+        self.notice = Some(match found {
+            Some(i) => {
+                self.selected = i;
+                self.selected_finding = link.selected_finding;
+                format!(
+                    "Full view restored: {} is the trace the shared link was made from.",
+                    self.files[i].name
+                )
+            }
+            None => "This is not the trace the shared link was made from (their fingerprints \
+                     differ): showing its own analysis."
+                .to_string(),
+        });
+    }
+
     fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
         if let Some(old) = self.loading.take() {
             old.worker.terminate();
@@ -384,18 +468,38 @@ impl App {
         let analysis = Rc::clone(file);
         let summary = a.summary.as_ref();
         let content = match (self.tab, summary) {
-            (Tab::Findings, _) => html! { <findings::Findings file={analysis} /> },
+            (Tab::Findings, _) => html! {
+                <findings::Findings file={analysis} selected={self.selected_finding.clone()}
+                    on_select={link.callback(Msg::SelectFinding)} />
+            },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
             _ => html! { <overview::Overview file={analysis} /> },
         };
-        let note = summary.is_none().then(|| html! {
-            <p class="notice report-only">{format!(
-                "A saved report ({}, written by {}): the findings and step metrics as analyzed then. \
-                 The trace itself is not included; open it to see the kernel and operator tables.",
-                file.name, a.report.exporter
-            )}</p>
-        });
+        let note = match (&self.shared, summary) {
+            (Some(link), _) => Some(html! {
+                <div class="notice report-only link-note">
+                    <p>{format!(
+                        "A shared analysis, opened from a link (written by {}). The trace is not \
+                         included: drop it on this page to see the full view; it is recognised \
+                         by its fingerprint.",
+                        a.report.exporter
+                    )}</p>
+                    if !link.omitted.is_empty() {
+                        <p>{"Left out of the link to keep it short: "}
+                            {link.omitted.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")}{"."}</p>
+                    }
+                </div>
+            }),
+            (None, None) => Some(html! {
+                <p class="notice report-only">{format!(
+                    "A saved report ({}, written by {}): the findings and step metrics as analyzed then. \
+                     The trace itself is not included; open it to see the kernel and operator tables.",
+                    file.name, a.report.exporter
+                )}</p>
+            }),
+            (None, Some(_)) => None,
+        };
         html! {
             <section class="analysis">
                 { for note }
@@ -406,6 +510,7 @@ impl App {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                     }
+                    <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
                     <export::Export file={Rc::clone(file)}
                         on_error={link.callback(Msg::Failed)} />
                 </nav>

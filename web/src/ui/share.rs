@@ -1,0 +1,111 @@
+//! Sharing an analysis as a link: the report (never the trace) compressed into the URL's
+//! fragment, which browsers do not send to any server. The panel previews what the link carries
+//! and what was left out to fit its size budget before the user copies it.
+
+use std::rc::Rc;
+
+use torchtraceap::share::{self, ShareOptions, SharedReport};
+use yew::prelude::*;
+
+use super::format::bytes;
+use crate::protocol::Outcome;
+
+/// The page's address without its fragment: the base of every link it makes.
+pub fn page_address() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .map(|href| href.split('#').next().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
+
+/// The fragment of the page's address, without the `#`.
+pub fn page_fragment() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|h| h.trim_start_matches('#').to_string())
+        .unwrap_or_default()
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ShareProps {
+    pub file: Rc<Outcome>,
+    /// The finding the user has open, carried in the link.
+    pub selected_finding: Option<String>,
+}
+
+#[function_component(Share)]
+pub fn share_panel(props: &ShareProps) -> Html {
+    let open = use_state(|| false);
+    let copied = use_state(|| false);
+    let toggle = {
+        let (open, copied) = (open.clone(), copied.clone());
+        Callback::from(move |_: MouseEvent| {
+            open.set(!*open);
+            copied.set(false);
+        })
+    };
+    let button = html! {
+        <button class="share-button" onclick={toggle.clone()} aria-expanded={open.to_string()}>{"Share"}</button>
+    };
+    let Ok(analyzed) = &props.file.result else {
+        return Html::default();
+    };
+    if !*open {
+        return button;
+    }
+    let Some(fingerprint) = &analyzed.fingerprint else {
+        return html! {
+            <>{button}<div class="share-panel" role="dialog">
+                <p>{"A saved report has no trace fingerprint: open the trace itself to share it as a link."}</p>
+            </div></>
+        };
+    };
+    let mut content = SharedReport::new(analyzed.report.clone(), fingerprint.clone());
+    content.selected_finding = props.selected_finding.clone();
+    let body = match share::encode(&content, &ShareOptions::default()) {
+        Err(e) => html! { <p class="share-error">{format!("Could not make a link: {e}")}</p> },
+        Ok(encoded) => {
+            let link = format!("{}#{}", page_address(), encoded.fragment);
+            let on_copy = {
+                let (link, copied) = (link.clone(), copied.clone());
+                Callback::from(move |_: MouseEvent| {
+                    if let Some(window) = web_sys::window() {
+                        // The promise settles on its own; the link stays selectable below.
+                        let _ = window.navigator().clipboard().write_text(&link);
+                        copied.set(true);
+                    }
+                })
+            };
+            let r = &encoded.kept.report;
+            html! {
+                <>
+                    <p>{format!(
+                        "A link of {} that carries the analysis: {} finding(s) with their evidence and fixes, \
+                         {} step row(s), {} window score(s), the trace facts (devices, rank, steps) and a \
+                         fingerprint that recognises the trace.",
+                        bytes(encoded.bytes as u64), r.findings.len(), r.steps.len(), r.windows.len()
+                    )}</p>
+                    <p class="share-never">{"Never in it: the trace's events, file paths, or any LLM \
+                        endpoint or key. The part after # stays in the browser: it is not sent to the \
+                        server that hosts this page."}</p>
+                    if !encoded.dropped().is_empty() {
+                        <div class="share-dropped">
+                            <p>{"Left out to keep the link short:"}</p>
+                            <ul>{ for encoded.dropped().iter().map(|o| html! { <li>{o.to_string()}</li> }) }</ul>
+                        </div>
+                    }
+                    <div class="share-actions">
+                        <input id="share-link" readonly=true value={link} aria-label="The link" />
+                        <button class="copy-link" onclick={on_copy}>{ if *copied { "Copied" } else { "Copy link" } }</button>
+                    </div>
+                </>
+            }
+        }
+    };
+    html! {
+        <>
+            {button}
+            <div class="share-panel" role="dialog" aria-label="Share this analysis">{body}</div>
+        </>
+    }
+}

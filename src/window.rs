@@ -4,6 +4,9 @@
 //! Reads only the model. A window is a time range of one step; the CPU work in it is the events
 //! of the CPU tracks in that range, and its GPU work is what those CPU events launched.
 
+use std::sync::LazyLock;
+
+use crate::model::patterns::Patterns;
 use crate::model::{EventKind, RuntimeClass, StepSource, Trace, NONE};
 
 /// What part of a training or inference step a window holds.
@@ -107,21 +110,24 @@ pub const MAX_SLICES: i64 = 64;
 
 /// The phase a top-level CPU range announces by its name, if any.
 pub fn phase_of(name: &str) -> Option<Phase> {
+    static DATA: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["dataloader", "__next__"]));
+    static OPTIMIZER: LazyLock<Patterns> =
+        LazyLock::new(|| Patterns::new(&["optimizer", "zero_grad"]));
+    static BACKWARD: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["backward"]));
+    static COMMUNICATION: LazyLock<Patterns> = LazyLock::new(|| {
+        Patterns::new(&["nccl:", "record_param_comms", "allreduce", "all_reduce"])
+    });
+    static FORWARD: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["forward"]));
     let lower = name.to_ascii_lowercase();
-    if lower.contains("dataloader") || lower.contains("__next__") {
+    if DATA.any_in(&lower) {
         Some(Phase::DataLoading)
-    } else if lower.contains("optimizer") || lower.contains("zero_grad") {
+    } else if OPTIMIZER.any_in(&lower) {
         Some(Phase::Optimizer)
-    } else if lower.contains("backward") || lower.starts_with("autograd::engine") {
+    } else if BACKWARD.any_in(&lower) || lower.starts_with("autograd::engine") {
         Some(Phase::Backward)
-    } else if lower.contains("nccl:")
-        || lower.starts_with("c10d::")
-        || lower.contains("record_param_comms")
-        || lower.contains("allreduce")
-        || lower.contains("all_reduce")
-    {
+    } else if COMMUNICATION.any_in(&lower) || lower.starts_with("c10d::") {
         Some(Phase::Communication)
-    } else if lower.contains("forward") || lower.starts_with("nn.module") {
+    } else if FORWARD.any_in(&lower) || lower.starts_with("nn.module") {
         Some(Phase::Forward)
     } else {
         None

@@ -2,6 +2,10 @@
 //! convolution, element-wise work. One place for the spellings of every vendor and generation,
 //! read by the detectors and the window features.
 
+use std::sync::LazyLock;
+
+use super::patterns::Patterns;
+
 /// Kernel-name marks of tensor-core (or matrix-core) kernels: Volta to Blackwell HMMA/xmma
 /// names, Hopper wgmma, cutlass tensor-op, flash/fused attention, ROCm MFMA.
 const TENSOR_CORE_MARKS: [&str; 14] = [
@@ -19,17 +23,12 @@ const SIMT_MARKS: [&str; 6] = [
     "_sb_",
 ];
 
-/// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
-pub fn is_simt_fp32(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SIMT_MARKS.iter().any(|m| lower.contains(m))
-        && !TENSOR_CORE_MARKS.iter().any(|m| lower.contains(m))
-        && (!lower.contains("cijk_") || lower.contains("_sb_"))
-}
-
-/// Layout conversion kernels (NCHW↔NHWC), given the lower-cased name.
-pub fn is_layout(lower: &str) -> bool {
-    [
+static SIMT: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&SIMT_MARKS));
+static TENSOR_CORES: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&TENSOR_CORE_MARKS));
+static ROCM_GEMM: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["cijk_"]));
+static ROCM_SIMT: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["_sb_"]));
+static LAYOUT: LazyLock<Patterns> = LazyLock::new(|| {
+    Patterns::new(&[
         "nchwtonhwc",
         "nhwctonchw",
         "batched_transpose",
@@ -37,14 +36,10 @@ pub fn is_layout(lower: &str) -> bool {
         "transpose_cnhw",
         "nchw2nhwc",
         "nhwc2nchw",
-    ]
-    .iter()
-    .any(|m| lower.contains(m))
-}
-
-/// Convolution kernels, given the lower-cased name.
-pub fn is_convolution(lower: &str) -> bool {
-    [
+    ])
+});
+static CONVOLUTION: LazyLock<Patterns> = LazyLock::new(|| {
+    Patterns::new(&[
         "conv",
         "scudnn",
         "implicit_convolve",
@@ -55,23 +50,39 @@ pub fn is_convolution(lower: &str) -> bool {
         "dgrad",
         "wgrad",
         "winograd",
-    ]
-    .iter()
-    .any(|m| lower.contains(m))
+    ])
+});
+static ELEMENTWISE: LazyLock<Patterns> =
+    LazyLock::new(|| Patterns::new(&["elementwise_kernel", "reduce_kernel"]));
+static ATTENTION: LazyLock<Patterns> =
+    LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "softmax"]));
+
+/// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
+pub fn is_simt_fp32(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SIMT.any_in(&lower)
+        && !TENSOR_CORES.any_in(&lower)
+        && (!ROCM_GEMM.any_in(&lower) || ROCM_SIMT.any_in(&lower))
+}
+
+/// Layout conversion kernels (NCHW↔NHWC), given the lower-cased name.
+pub fn is_layout(lower: &str) -> bool {
+    LAYOUT.any_in(lower)
+}
+
+/// Convolution kernels, given the lower-cased name.
+pub fn is_convolution(lower: &str) -> bool {
+    CONVOLUTION.any_in(lower)
 }
 
 /// Element-wise (and small reduction) kernels.
 pub fn is_elementwise(name: &str) -> bool {
-    name.contains("elementwise_kernel")
-        || name.starts_with("triton_poi")
-        || name.contains("reduce_kernel")
+    ELEMENTWISE.any_in(name) || name.starts_with("triton_poi")
 }
 
 /// Attention kernels (fused flash / memory-efficient ones and softmax).
 pub fn is_attention(lower: &str) -> bool {
-    ["flash", "fmha", "attention", "softmax"]
-        .iter()
-        .any(|m| lower.contains(m))
+    ATTENTION.any_in(lower)
 }
 
 #[cfg(test)]

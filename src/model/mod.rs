@@ -12,6 +12,7 @@
 
 pub mod kernels;
 pub mod kind;
+pub mod patterns;
 pub mod strings;
 
 use serde::{Deserialize, Serialize};

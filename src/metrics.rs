@@ -4,7 +4,9 @@
 //! Reads only the model (and the window module's phase names). Definitions follow Holistic Trace
 //! Analysis where it has one; each field says how it is computed.
 
-use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, Trace, NONE};
+use rustc_hash::FxHashMap;
+
+use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StrId, Trace, NONE};
 use crate::window::{phase_of, Phase};
 
 /// Kernels shorter than this are "short" (the launch overhead is of the same order).
@@ -203,6 +205,13 @@ pub(crate) fn in_range(t: &Trace, track: usize, start: i64, end: i64) -> std::op
 /// Measures the range `[start, end)`.
 pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
     let e = &t.events;
+    // Whether a name is a DataLoader range, once per name (ops repeat their names).
+    let mut loading_names: FxHashMap<StrId, bool> = FxHashMap::default();
+    let mut loading = |name: StrId| {
+        *loading_names
+            .entry(name)
+            .or_insert_with(|| phase_of(t.strings.get(name)) == Some(Phase::DataLoading))
+    };
     let clip = |i: usize| (e.start[i].max(start), e.end(i).min(end));
     let mut m = RangeMetrics {
         start,
@@ -358,8 +367,8 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                         || name.starts_with("aten::_unique")
                     {
                         m.data_dependent_calls += 1;
-                    } else if phase_of(name) == Some(Phase::DataLoading)
-                        && parent_name(t, i).and_then(phase_of) != Some(Phase::DataLoading)
+                    } else if loading(e.name[i])
+                        && (e.parent[i] == NONE || !loading(e.name[e.parent[i] as usize]))
                     {
                         m.dataloader_ns += e.dur[i];
                     }

@@ -5,6 +5,7 @@ mod bench;
 mod eval;
 mod features;
 mod inspect;
+mod realism;
 mod synth;
 mod train;
 
@@ -46,6 +47,9 @@ enum Command {
     /// Evaluate the window detector on held-out scenarios (unseen architectures and GPUs)
     /// against the rules and k-means, and against the rules on real traces; writes a report.
     Eval(eval::Args),
+    /// Compare the generator's traces with the real ones of the same kind (kernel durations,
+    /// kernels and ops per step, launch gaps, GPU busy, kernel classes); writes a report.
+    Realism(realism::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Features(args) => features::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Realism(args) => realism::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -1,0 +1,368 @@
+//! `ttap realism`: the generator's traces next to real ones of the same kind (CNN training,
+//! vision inference), statistic by statistic; written as a Markdown report.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::realism::{KernelClass, Quantiles, Stats};
+use torchtraceap::synth::{generate, Config, Gpu, Model};
+
+use crate::inspect::read_file;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The shared real traces (the files of `REAL` below it).
+    #[arg(long, default_value = "../shared/traces")]
+    real: PathBuf,
+    /// Where the report (Markdown) goes.
+    #[arg(long, default_value = "models/REALISM.md")]
+    out: PathBuf,
+}
+
+/// A kind of workload the generator writes and the real traces show.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    CnnTraining,
+    VisionInference,
+}
+
+impl Kind {
+    const ALL: [Kind; 2] = [Kind::CnnTraining, Kind::VisionInference];
+
+    fn label(self) -> &'static str {
+        match self {
+            Kind::CnnTraining => "CNN training",
+            Kind::VisionInference => "vision inference",
+        }
+    }
+
+    /// The generated traces of this kind: models and mode.
+    fn generated(self) -> (&'static [Model], bool) {
+        match self {
+            Kind::CnnTraining => (&[Model::ResNet50, Model::Video3d], true),
+            Kind::VisionInference => (&Model::ALL, false),
+        }
+    }
+}
+
+/// The real traces with GPU work of a kind the generator writes, as `CATALOG.md` describes them:
+/// path under the shared traces, GPU, workload, kind. CPU-only profiles, LLM serving,
+/// micro-benchmarks, recommender models and the one transformer training trace (a tiny text
+/// model of 16 kernels a step, no match for ViT-B/16 or Swin-T) are left out.
+const REAL: [(&str, &str, &str, Kind); 8] = [
+    (
+        "haraldger__High-Performance-Deep-Learning/resnet50_trace.json",
+        "T4",
+        "ResNet-50 training step",
+        Kind::CnnTraining,
+    ),
+    (
+        "haraldger__High-Performance-Deep-Learning/resnet50_bottleneck_trace.json",
+        "T4",
+        "ResNet-50 training step (bottleneck experiment)",
+        Kind::CnnTraining,
+    ),
+    (
+        "haraldger__High-Performance-Deep-Learning/vgg16_trace.json",
+        "T4",
+        "VGG-16 training step",
+        Kind::CnnTraining,
+    ),
+    (
+        "facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+        "V100",
+        "ResNet-50 DDP training, 5 steps",
+        Kind::CnnTraining,
+    ),
+    (
+        "AMD-AGI__TraceLens/tests__traces__mi300__resnet_act_checkpoint.json.gz",
+        "MI300X",
+        "ResNet DDP training, activation checkpointing, 6 steps",
+        Kind::CnnTraining,
+    ),
+    (
+        "AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz",
+        "MI300X",
+        "ResNet-18 DDP training, caching allocator off",
+        Kind::CnnTraining,
+    ),
+    (
+        "AMD-AGI__TraceLens/tests__traces__mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
+        "MI300X",
+        "ViT-base inference, 2 steps",
+        Kind::VisionInference,
+    ),
+    (
+        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+        "MI300X",
+        "TimeSformer (video ViT) inference",
+        Kind::VisionInference,
+    ),
+];
+
+/// The generated trace of a model on a GPU: 6 steps of a batch of 64, with the unlabelled noise
+/// (`Config::noise`: each seed draws its own host overhead) and no injection.
+fn generated(model: Model, gpu: Gpu, training: bool, seed: u64) -> Result<Stats, String> {
+    let c = Config {
+        model,
+        gpu,
+        training,
+        steps: 6,
+        batch: 64,
+        seed,
+        injections: Vec::new(),
+        noise: true,
+    };
+    let ingested = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
+        .map_err(|e| format!("the generated {} trace on {}: {e}", model.id(), gpu.id()))?;
+    Ok(Stats::of(&ingested.trace))
+}
+
+/// One statistic: its name, how to read it from `Stats`, and whether it is a share (compared by
+/// percentage points) or a magnitude (compared by factor).
+type Statistic = (&'static str, fn(&Stats) -> Option<f64>, bool);
+
+fn q(s: Option<Quantiles>, pick: fn(&Quantiles) -> f64) -> Option<f64> {
+    s.as_ref().map(pick)
+}
+
+const STATISTICS: [Statistic; 20] = [
+    ("kernels per step", |s| Some(s.kernels_per_step), false),
+    ("CPU ops per step", |s| Some(s.cpu_ops_per_step), false),
+    ("kernel p10 (µs)", |s| q(s.kernel_us, |q| q.p10), false),
+    ("kernel p50 (µs)", |s| q(s.kernel_us, |q| q.p50), false),
+    ("kernel p90 (µs)", |s| q(s.kernel_us, |q| q.p90), false),
+    ("kernel p99 (µs)", |s| q(s.kernel_us, |q| q.p99), false),
+    (
+        "launch gap p10 (µs)",
+        |s| q(s.launch_gap_us, |q| q.p10),
+        false,
+    ),
+    (
+        "launch gap p50 (µs)",
+        |s| q(s.launch_gap_us, |q| q.p50),
+        false,
+    ),
+    (
+        "launch gap p90 (µs)",
+        |s| q(s.launch_gap_us, |q| q.p90),
+        false,
+    ),
+    (
+        "launch delay p50 (µs)",
+        |s| q(s.launch_delay_us, |q| q.p50),
+        false,
+    ),
+    (
+        "launch delay p90 (µs)",
+        |s| q(s.launch_delay_us, |q| q.p90),
+        false,
+    ),
+    ("GPU busy", |s| Some(s.gpu_busy), true),
+    ("conv share", |s| Some(s.share(KernelClass::Conv)), true),
+    ("gemm share", |s| Some(s.share(KernelClass::Gemm)), true),
+    (
+        "attention share",
+        |s| Some(s.share(KernelClass::Attention)),
+        true,
+    ),
+    ("norm share", |s| Some(s.share(KernelClass::Norm)), true),
+    (
+        "elementwise share",
+        |s| Some(s.share(KernelClass::Elementwise)),
+        true,
+    ),
+    ("layout share", |s| Some(s.share(KernelClass::Layout)), true),
+    (
+        "collective share",
+        |s| Some(s.share(KernelClass::Collective)),
+        true,
+    ),
+    ("other share", |s| Some(s.share(KernelClass::Other)), true),
+];
+
+fn cell(v: Option<f64>, share: bool) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if share => format!("{:.0}%", 100.0 * v),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+    }
+}
+
+/// Where `value` lies against the real range: within it, or by what factor (magnitudes) or how
+/// many percentage points (shares) it is off.
+fn verdict(value: f64, (lo, hi): (f64, f64), share: bool) -> String {
+    if value >= lo && value <= hi {
+        return "within".into();
+    }
+    let bound = if value < lo { lo } else { hi };
+    let side = if value < lo { "below" } else { "above" };
+    if share {
+        format!("{:.1} pp {side}", 100.0 * (value - bound).abs())
+    } else if value > 0.0 && bound > 0.0 {
+        let f = if value < lo { lo / value } else { value / hi };
+        format!("{f:.1}× {side}")
+    } else {
+        side.into()
+    }
+}
+
+fn range(values: &[f64]) -> Option<(f64, f64)> {
+    let lo = values.iter().copied().reduce(f64::min)?;
+    let hi = values.iter().copied().reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+fn table_header(o: &mut String, first: &str) {
+    let _ = write!(o, "| {first} |");
+    for (name, _, _) in STATISTICS {
+        let _ = write!(o, " {name} |");
+    }
+    let _ = write!(o, "\n|---|");
+    for _ in STATISTICS {
+        let _ = write!(o, "---|");
+    }
+    o.push('\n');
+}
+
+fn table_row(o: &mut String, first: &str, s: &Stats) {
+    let _ = write!(o, "| {first} |");
+    for (_, get, share) in STATISTICS {
+        let _ = write!(o, " {} |", cell(get(s), share));
+    }
+    o.push('\n');
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    match report(&args.real) {
+        Ok(text) => match std::fs::write(&args.out, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: ttap realism: writing {}: {e}", args.out.display());
+                ExitCode::from(2)
+            }
+        },
+        Err(e) => {
+            eprintln!("error: ttap realism: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn report(dir: &Path) -> Result<String, String> {
+    let mut real: Vec<(Kind, Stats)> = Vec::new();
+    let mut o = String::from(
+        "# The generator against real traces\n\n\
+         Written by `ttap realism`. Statistics of each trace over its steps (`realism::Stats`): \
+         kernels launched per step, CPU ops per step, kernel durations, start-to-start gaps \
+         between kernel launches on a thread, launch-to-kernel delays, GPU busy share of the \
+         step time, and the share of kernel time per kernel class. Generated traces: 6 steps of a \
+         batch of 64 with the unlabelled noise, no injection, seeds 1, 2, … in table order. \
+         ViT-B/16, Swin-T and DETR training have no real counterpart among the shared traces \
+         (the one transformer training trace is a tiny text model); they are compared as \
+         inference only.\n",
+    );
+    let _ = writeln!(o, "\n## Real traces\n");
+    table_header(&mut o, "trace (GPU, workload, kind)");
+    let mut missing = Vec::new();
+    for (path, gpu, workload, kind) in REAL {
+        let full = dir.join(path);
+        if !full.exists() {
+            missing.push(path);
+            continue;
+        }
+        let ingested =
+            read_file(&full, IngestOptions::default()).map_err(|e| format!("{path}: {e}"))?;
+        let s = Stats::of(&ingested.trace);
+        let name = path.rsplit('/').next().unwrap_or(path);
+        table_row(
+            &mut o,
+            &format!("`{name}` ({gpu}, {workload}, {})", kind.label()),
+            &s,
+        );
+        real.push((kind, s));
+    }
+    if !missing.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nNot found under {} (left out): {}.",
+            dir.display(),
+            missing.join(", ")
+        );
+    }
+    let mut generated_rows: Vec<(Kind, Model, Gpu, Stats)> = Vec::new();
+    for kind in Kind::ALL {
+        let (models, training) = kind.generated();
+        for &model in models {
+            for gpu in Gpu::ALL {
+                let seed = generated_rows.len() as u64 + 1;
+                generated_rows.push((kind, model, gpu, generated(model, gpu, training, seed)?));
+            }
+        }
+    }
+    let _ = writeln!(o, "\n## Generated traces\n");
+    table_header(&mut o, "model, GPU, kind");
+    for (kind, model, gpu, s) in &generated_rows {
+        table_row(
+            &mut o,
+            &format!("{} on {}, {}", model.id(), gpu.id(), kind.label()),
+            s,
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n## Verdicts\n\nPer kind and statistic: the range over the real traces of that kind, \
+         the range over the generated ones, and where the generated median lies against the real \
+         range (within it, by what factor it is off, or by how many percentage points for \
+         shares)."
+    );
+    for kind in Kind::ALL {
+        let reals: Vec<&Stats> = real
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, s)| s)
+            .collect();
+        let gens: Vec<&Stats> = generated_rows
+            .iter()
+            .filter(|r| r.0 == kind)
+            .map(|r| &r.3)
+            .collect();
+        let _ = writeln!(
+            o,
+            "\n### {} ({} real, {} generated)\n\n| statistic | real range | generated range | generated median | verdict |\n|---|---|---|---|---|",
+            kind.label(),
+            reals.len(),
+            gens.len()
+        );
+        for (name, get, share) in STATISTICS {
+            let rv: Vec<f64> = reals.iter().filter_map(|s| get(s)).collect();
+            let gv: Vec<f64> = gens.iter().filter_map(|s| get(s)).collect();
+            let show = |r: Option<(f64, f64)>| {
+                r.map_or("-".into(), |(lo, hi)| {
+                    format!("{} – {}", cell(Some(lo), share), cell(Some(hi), share))
+                })
+            };
+            let mid = median(gv.clone());
+            let v = match (mid, range(&rv)) {
+                (Some(m), Some(r)) => verdict(m, r, share),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {} | {} | {v} |",
+                show(range(&rv)),
+                show(range(&gv)),
+                cell(mid, share)
+            );
+        }
+    }
+    Ok(o)
+}

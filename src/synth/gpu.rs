@@ -142,6 +142,32 @@ impl Gpu {
         }
     }
 
+    /// The gradient all-reduce kernel of data-parallel training, as the shared traces show it:
+    /// NCCL 2.1x's per-collective names on Volta and Turing, 2.19+'s `ncclDevKernel_` ones
+    /// later, RCCL's generic kernel on ROCm.
+    pub fn all_reduce_kernel(self) -> &'static str {
+        match self {
+            Gpu::V100 | Gpu::T4 => "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            Gpu::A100 | Gpu::Rtx4090 | Gpu::H100 => {
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+            }
+            Gpu::Mi300x => "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+        }
+    }
+
+    /// Ring all-reduce bus bandwidth among eight of these GPUs in one node, GB/s (NVLink or
+    /// Infinity Fabric; PCIe for the T4 and the RTX 4090).
+    pub fn bus_gbps(self) -> f64 {
+        match self {
+            Gpu::V100 => 130.0,
+            Gpu::T4 => 10.0,
+            Gpu::A100 => 230.0,
+            Gpu::Rtx4090 => 12.0,
+            Gpu::H100 => 360.0,
+            Gpu::Mi300x => 300.0,
+        }
+    }
+
     pub fn parse(id: &str) -> Option<Gpu> {
         Gpu::ALL.into_iter().find(|g| g.id() == id)
     }

@@ -1,12 +1,95 @@
 //! Statistics that say whether a trace looks like a real one: kernel-duration quantiles, kernels
 //! and CPU ops per step, launch gaps and launch delays, GPU busy share, and the share of kernel
-//! time by kernel class. `ttap realism` compares the generator's traces with real ones on these.
+//! time by kernel class; and which of the shared real traces the generator's traces compare with
+//! (`REAL_TRACES`). `ttap realism` compares them on these statistics.
 //!
 //! Reads only the model.
 
 use crate::features::quantile;
 use crate::metrics::union_ns;
 use crate::model::{kernels, EventKind, RuntimeClass, Trace, NONE};
+
+/// A kind of workload the generator writes and the real traces show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    CnnTraining,
+    VisionInference,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 2] = [Workload::CnnTraining, Workload::VisionInference];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Workload::CnnTraining => "CNN training",
+            Workload::VisionInference => "vision inference",
+        }
+    }
+}
+
+/// A real trace to compare the generator with: its path under the shared traces
+/// (`../shared/traces`), GPU, workload, kind.
+pub struct RealTrace {
+    pub path: &'static str,
+    pub gpu: &'static str,
+    pub workload: &'static str,
+    pub kind: Workload,
+}
+
+/// The real traces with GPU work of a kind the generator writes, as the shared traces'
+/// `CATALOG.md` describes them. CPU-only profiles, LLM serving, micro-benchmarks, recommender
+/// models and the one transformer training trace (a tiny text model of 16 kernels a step, no
+/// match for ViT-B/16 or Swin-T) are left out.
+pub const REAL_TRACES: [RealTrace; 8] = [
+    RealTrace {
+        path: "haraldger__High-Performance-Deep-Learning/resnet50_trace.json",
+        gpu: "T4",
+        workload: "ResNet-50 training step",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "haraldger__High-Performance-Deep-Learning/resnet50_bottleneck_trace.json",
+        gpu: "T4",
+        workload: "ResNet-50 training step (bottleneck experiment)",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "haraldger__High-Performance-Deep-Learning/vgg16_trace.json",
+        gpu: "T4",
+        workload: "VGG-16 training step",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+        gpu: "V100",
+        workload: "ResNet-50 DDP training, 5 steps",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "AMD-AGI__TraceLens/tests__traces__mi300__resnet_act_checkpoint.json.gz",
+        gpu: "MI300X",
+        workload: "ResNet DDP training, activation checkpointing, 6 steps",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz",
+        gpu: "MI300X",
+        workload: "ResNet-18 DDP training, caching allocator off",
+        kind: Workload::CnnTraining,
+    },
+    RealTrace {
+        path: "AMD-AGI__TraceLens/tests__traces__mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
+        gpu: "MI300X",
+        workload: "ViT-base inference, 2 steps",
+        kind: Workload::VisionInference,
+    },
+    RealTrace {
+        path: "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+        gpu: "MI300X",
+        workload: "TimeSformer (video ViT) inference",
+        kind: Workload::VisionInference,
+    },
+];
 
 /// What a kernel does, as far as its name tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

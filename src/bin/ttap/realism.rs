@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
-use torchtraceap::realism::{KernelClass, Quantiles, Stats};
+use torchtraceap::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
 use torchtraceap::synth::{generate, Config, Gpu, Model};
 
 use crate::inspect::read_file;
@@ -21,86 +21,13 @@ pub struct Args {
     out: PathBuf,
 }
 
-/// A kind of workload the generator writes and the real traces show.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    CnnTraining,
-    VisionInference,
-}
-
-impl Kind {
-    const ALL: [Kind; 2] = [Kind::CnnTraining, Kind::VisionInference];
-
-    fn label(self) -> &'static str {
-        match self {
-            Kind::CnnTraining => "CNN training",
-            Kind::VisionInference => "vision inference",
-        }
-    }
-
-    /// The generated traces of this kind: models and mode.
-    fn generated(self) -> (&'static [Model], bool) {
-        match self {
-            Kind::CnnTraining => (&[Model::ResNet50, Model::Video3d], true),
-            Kind::VisionInference => (&Model::ALL, false),
-        }
+/// The generated traces of a kind of workload: models and mode.
+fn generated_kind(kind: Workload) -> (&'static [Model], bool) {
+    match kind {
+        Workload::CnnTraining => (&[Model::ResNet50, Model::Video3d], true),
+        Workload::VisionInference => (&Model::ALL, false),
     }
 }
-
-/// The real traces with GPU work of a kind the generator writes, as `CATALOG.md` describes them:
-/// path under the shared traces, GPU, workload, kind. CPU-only profiles, LLM serving,
-/// micro-benchmarks, recommender models and the one transformer training trace (a tiny text
-/// model of 16 kernels a step, no match for ViT-B/16 or Swin-T) are left out.
-const REAL: [(&str, &str, &str, Kind); 8] = [
-    (
-        "haraldger__High-Performance-Deep-Learning/resnet50_trace.json",
-        "T4",
-        "ResNet-50 training step",
-        Kind::CnnTraining,
-    ),
-    (
-        "haraldger__High-Performance-Deep-Learning/resnet50_bottleneck_trace.json",
-        "T4",
-        "ResNet-50 training step (bottleneck experiment)",
-        Kind::CnnTraining,
-    ),
-    (
-        "haraldger__High-Performance-Deep-Learning/vgg16_trace.json",
-        "T4",
-        "VGG-16 training step",
-        Kind::CnnTraining,
-    ),
-    (
-        "facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-        "V100",
-        "ResNet-50 DDP training, 5 steps",
-        Kind::CnnTraining,
-    ),
-    (
-        "AMD-AGI__TraceLens/tests__traces__mi300__resnet_act_checkpoint.json.gz",
-        "MI300X",
-        "ResNet DDP training, activation checkpointing, 6 steps",
-        Kind::CnnTraining,
-    ),
-    (
-        "AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz",
-        "MI300X",
-        "ResNet-18 DDP training, caching allocator off",
-        Kind::CnnTraining,
-    ),
-    (
-        "AMD-AGI__TraceLens/tests__traces__mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
-        "MI300X",
-        "ViT-base inference, 2 steps",
-        Kind::VisionInference,
-    ),
-    (
-        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
-        "MI300X",
-        "TimeSformer (video ViT) inference",
-        Kind::VisionInference,
-    ),
-];
 
 /// The generated trace of a model on a GPU: 6 steps of a batch of 64, with the unlabelled noise
 /// (`Config::noise`: each seed draws its own host overhead) and no injection.
@@ -258,7 +185,7 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn report(dir: &Path) -> Result<String, String> {
-    let mut real: Vec<(Kind, Stats)> = Vec::new();
+    let mut real: Vec<(Workload, Stats)> = Vec::new();
     let mut o = String::from(
         "# The generator against real traces\n\n\
          Written by `ttap realism`. Statistics of each trace over its steps (`realism::Stats`): \
@@ -273,7 +200,13 @@ fn report(dir: &Path) -> Result<String, String> {
     let _ = writeln!(o, "\n## Real traces\n");
     table_header(&mut o, "trace (GPU, workload, kind)");
     let mut missing = Vec::new();
-    for (path, gpu, workload, kind) in REAL {
+    for RealTrace {
+        path,
+        gpu,
+        workload,
+        kind,
+    } in REAL_TRACES
+    {
         let full = dir.join(path);
         if !full.exists() {
             missing.push(path);
@@ -298,9 +231,9 @@ fn report(dir: &Path) -> Result<String, String> {
             missing.join(", ")
         );
     }
-    let mut generated_rows: Vec<(Kind, Model, Gpu, Stats)> = Vec::new();
-    for kind in Kind::ALL {
-        let (models, training) = kind.generated();
+    let mut generated_rows: Vec<(Workload, Model, Gpu, Stats)> = Vec::new();
+    for kind in Workload::ALL {
+        let (models, training) = generated_kind(kind);
         for &model in models {
             for gpu in Gpu::ALL {
                 let seed = generated_rows.len() as u64 + 1;
@@ -324,7 +257,7 @@ fn report(dir: &Path) -> Result<String, String> {
          range (within it, by what factor it is off, or by how many percentage points for \
          shares)."
     );
-    for kind in Kind::ALL {
+    for kind in Workload::ALL {
         let reals: Vec<&Stats> = real
             .iter()
             .filter(|(k, _)| *k == kind)

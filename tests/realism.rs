@@ -94,6 +94,9 @@ fn shared_traces() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
+/// A statistic checked against the real range: its name and how to read it.
+type Check = (&'static str, fn(&Stats) -> f64);
+
 /// How far the generated ResNet-50 on an A100 may lie outside the real CNN training range.
 const FACTOR: f64 = 4.0;
 
@@ -129,7 +132,7 @@ fn generated_resnet50_training_on_an_a100_is_within_4x_of_the_real_cnn_training_
         noise: false,
     };
     let generated = stats(&generate(&c).trace);
-    let checks: [(&str, fn(&Stats) -> f64); 2] = [
+    let checks: [Check; 2] = [
         ("median kernel duration (µs)", |s| s.kernel_us.unwrap().p50),
         ("kernels per step", |s| s.kernels_per_step),
     ];

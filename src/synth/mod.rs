@@ -3,7 +3,8 @@
 //!
 //! The traces follow what the shared real traces show: `ProfilerStep#N` ranges, a DataLoader
 //! range, the input's host-to-device copy, `## forward ##` with the ATen op nesting of each
-//! layer, backward on autograd's own thread, a fused optimizer; every kernel launched by a
+//! layer (and autocast's weight cast before each layer with weights, with its backward),
+//! backward on autograd's own thread, a fused optimizer; every kernel launched by a
 //! runtime call that shares its correlation id (and an `ac2g` flow); kernel names of the GPU's
 //! generation; a slower first step (autotuning, first allocations) that analyses treat as
 //! warm-up; jitter on every duration. The output is deterministic for a given seed.
@@ -526,6 +527,14 @@ const CONV3D: &[&str] = &[
     "aten::cudnn_convolution",
 ];
 const GELU_OP: &[&str] = &["aten::gelu"];
+/// Autocast's cast of a layer's fp32 weights to half precision, and its backward.
+const CAST: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_"];
+const CAST_BACKWARD: &[&str] = &[
+    "autograd::engine::evaluate_function: ToCopyBackward0",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+];
 
 /// A layer: its op chain, its kernel, and its share of the forward GPU time.
 type Layer = (&'static [&'static str], Kernel, f64);
@@ -623,7 +632,22 @@ enum Kernel {
     Gelu,
 }
 
+impl Kernel {
+    /// Whether the layer has weights that autocast casts to half precision each step.
+    fn has_weights(self) -> bool {
+        matches!(self, Kernel::Conv | Kernel::Gemm)
+    }
+}
+
 impl Writer {
+    /// Autocast's weight cast (or its backward, `ops`): a short copy kernel before each layer
+    /// with weights, as mixed-precision traces show. fp32 (SIMT) steps have none.
+    fn cast(&mut self, tid: i64, ops: &[&str], us: f64) {
+        if !self.simt {
+            self.ops(tid, ops, |w| w.launch(tid, gpu::CAST, us));
+        }
+    }
+
     fn kernel_name(&self, k: Kernel, backward: bool) -> &'static str {
         let names = self.gpu.kernels();
         match k {
@@ -768,6 +792,15 @@ fn loader_stall_us(forward_us: f64, severity: f64) -> f64 {
     forward_us * 3.0 * severity.clamp(0.01, 1.0)
 }
 
+/// One weight cast's GPU time, µs: a few µs of launch latency, and the layer's share of the
+/// weights read in fp32 and written in half precision (6 bytes a parameter) at about 1.5 TB/s on
+/// an A100.
+fn cast_us(c: &Config, layers: &[Layer]) -> f64 {
+    let with_weights = layers.iter().filter(|l| l.1.has_weights()).count().max(1);
+    let params = c.model.params_m() * 1e6 / with_weights as f64;
+    2.0 + 6.0 * params / 1.5e6 * c.gpu.slowdown()
+}
+
 /// Forward GPU time of the configured batch on the configured GPU, µs.
 fn forward_us(c: &Config) -> f64 {
     c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0
@@ -805,6 +838,7 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
         .copied()
         .collect();
     let grad_bytes = c.model.params_m() * 1e6 * 4.0;
+    let cast_us = cast_us(c, &layers);
     let input_bytes = u64::from(c.batch) * 3 * 224 * 224 * 2;
     let mut labels = Vec::new();
     for k in 0..c.steps {
@@ -865,6 +899,9 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
                         let d = 60.0 * w.rng.jitter(0.3);
                         w.call(MAIN, "Malloc", d);
                     }
+                    if kernel.has_weights() {
+                        w.cast(MAIN, CAST, cast_us);
+                    }
                     let name = w.kernel_name(*kernel, false);
                     w.ops(MAIN, ops, |w| w.launch(MAIN, name, forward_us * share));
                     if n < churn {
@@ -880,7 +917,7 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
                 }
             });
             if c.training {
-                backward(w, &layers, forward_us, grad_bytes);
+                backward(w, &layers, forward_us, grad_bytes, cast_us);
                 w.ops(MAIN, &["Optimizer.zero_grad#SGD.zero_grad"], |w| w.advance(MAIN, 40.0));
                 w.ops(MAIN, &["Optimizer.step#SGD.step", "aten::_fused_sgd_"], |w| {
                     for _ in 0..3 {
@@ -933,7 +970,7 @@ fn distributed_info(rank: Option<&Rank>) -> Value {
 /// Backward on autograd's thread, layers in reverse, while the main thread waits in
 /// `## backward ##`. A data-parallel rank all-reduces `grad_bytes` of gradients in DDP buckets
 /// as they are computed, and the step's GPU work after backward waits for the last one.
-fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64) {
+fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64, cast_us: f64) {
     let start = w.now(MAIN);
     w.cpu[1] = start + 20.0;
     let buckets = (grad_bytes / BUCKET_BYTES).ceil().max(1.0) as usize;
@@ -960,6 +997,9 @@ fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64) 
             Kernel::Gelu => "aten::gelu_backward",
             Kernel::Elementwise | Kernel::Add => "aten::threshold_backward",
         };
+        if kernel.has_weights() {
+            w.cast(AUTOGRAD, CAST_BACKWARD, cast_us);
+        }
         w.ops(AUTOGRAD, &[node.as_str(), inner], |w| {
             w.launch(AUTOGRAD, dgrad, forward_us * share);
             if *kernel == Kernel::Conv || *kernel == Kernel::Gemm {

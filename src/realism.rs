@@ -145,15 +145,16 @@ impl KernelClass {
             KernelClass::Layout
         } else if kernels::is_attention(&lower) {
             KernelClass::Attention
-        } else if kernels::is_convolution(&lower) {
+        } else if ["norm", "bn_fw", "bn_bw"].iter().any(|m| lower.contains(m)) {
+            KernelClass::Norm
+        } else if kernels::is_convolution(&lower) || lower.contains("cudnn") {
+            // cuDNN's other kernels are its convolutions (`volta_fp16_s884cudnn_…`).
             KernelClass::Conv
         } else if ["gemm", "gemv", "cijk_", "cutlass", "matmul"]
             .iter()
             .any(|m| lower.contains(m))
         {
             KernelClass::Gemm
-        } else if ["norm", "bn_fw", "bn_bw"].iter().any(|m| lower.contains(m)) {
-            KernelClass::Norm
         } else if kernels::is_elementwise(name) || lower.contains("elementwise") {
             KernelClass::Elementwise
         } else {

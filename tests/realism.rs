@@ -75,6 +75,7 @@ fn the_statistics_of_a_small_trace_are_what_it_holds() {
 fn kernel_classes_follow_the_names_of_every_vendor() {
     for (name, class) in [
         ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32", KernelClass::Conv),
+        ("volta_fp16_s884cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1", KernelClass::Conv),
         ("Cijk_Alik_Bljk_BBS_BH_MT128x128x32_MI32x32x8x1_SN", KernelClass::Gemm),
         ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64> >(pytorch_flash::Flash_fwd_params)", KernelClass::Attention),
         ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, float, int, 512, true, 1, true>()", KernelClass::Norm),

@@ -424,7 +424,9 @@ impl Writer {
         };
         let (rank, world, free, wait) = (comm.rank, comm.world_size, comm.free, comm.wait);
         let n = f64::from(world);
-        let us = bytes * 2.0 * (n - 1.0) / n / (self.gpu.bus_gbps() * 1e3);
+        // A ring all-reduce moves 2(n-1)/n of the bucket through each GPU's links, after about
+        // 10 µs of latency.
+        let us = 10.0 + bytes * 2.0 * (n - 1.0) / n / (self.gpu.bus_gbps() * 1e3);
         let elements = (bytes / 4.0) as u64;
         self.ops(AUTOGRAD, &["c10d::allreduce_"], |w| {
             let args = json!({"External id": w.correlation, "Collective name": "allreduce", "In msg nelems": elements,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
-use torchtraceap::synth::{generate, Config, Gpu, Model};
+use torchtraceap::synth::{generate, generate_ranks, Config, DataParallel, Gpu, Model};
 
 use crate::inspect::read_file;
 
@@ -29,10 +29,10 @@ fn generated_kind(kind: Workload) -> (&'static [Model], bool) {
     }
 }
 
-/// The generated trace of a model on a GPU: 6 steps of a batch of 64, with the unlabelled noise
-/// (`Config::noise`: each seed draws its own host overhead) and no injection.
-fn generated(model: Model, gpu: Gpu, training: bool, seed: u64) -> Result<Stats, String> {
-    let c = Config {
+/// A model on a GPU: 6 steps of a batch of 64, with the unlabelled noise (`Config::noise`: each
+/// seed draws its own host overhead) and no injection.
+fn config(model: Model, gpu: Gpu, training: bool, seed: u64) -> Config {
+    Config {
         model,
         gpu,
         training,
@@ -41,11 +41,22 @@ fn generated(model: Model, gpu: Gpu, training: bool, seed: u64) -> Result<Stats,
         seed,
         injections: Vec::new(),
         noise: true,
-    };
-    let ingested = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
-        .map_err(|e| format!("the generated {} trace on {}: {e}", model.id(), gpu.id()))?;
+    }
+}
+
+fn stats(c: &Config, trace: &str) -> Result<Stats, String> {
+    let ingested = ingest_bytes(trace.as_bytes(), IngestOptions::default()).map_err(|e| {
+        format!(
+            "the generated {} trace on {}: {e}",
+            c.model.id(),
+            c.gpu.id()
+        )
+    })?;
     Ok(Stats::of(&ingested.trace))
 }
+
+/// Ranks of the generated data-parallel runs, as in the real DDP traces.
+const WORLD_SIZE: u32 = 8;
 
 /// One statistic: its name, how to read it from `Stats`, and whether it is a share (compared by
 /// percentage points) or a magnitude (compared by factor).
@@ -185,7 +196,7 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn report(dir: &Path) -> Result<String, String> {
-    let mut real: Vec<(Workload, Stats)> = Vec::new();
+    let mut real: Vec<(Workload, String, Stats)> = Vec::new();
     let mut o = String::from(
         "# The generator against real traces\n\n\
          Written by `ttap realism`. Statistics of each trace over its steps (`realism::Stats`): \
@@ -216,12 +227,9 @@ fn report(dir: &Path) -> Result<String, String> {
             read_file(&full, IngestOptions::default()).map_err(|e| format!("{path}: {e}"))?;
         let s = Stats::of(&ingested.trace);
         let name = path.rsplit('/').next().unwrap_or(path);
-        table_row(
-            &mut o,
-            &format!("`{name}` ({gpu}, {workload}, {})", kind.label()),
-            &s,
-        );
-        real.push((kind, s));
+        let label = format!("`{name}` ({gpu}, {workload}, {})", kind.label());
+        table_row(&mut o, &label, &s);
+        real.push((kind, label, s));
     }
     if !missing.is_empty() {
         let _ = writeln!(
@@ -236,8 +244,9 @@ fn report(dir: &Path) -> Result<String, String> {
         let (models, training) = generated_kind(kind);
         for &model in models {
             for gpu in Gpu::ALL {
-                let seed = generated_rows.len() as u64 + 1;
-                generated_rows.push((kind, model, gpu, generated(model, gpu, training, seed)?));
+                let c = config(model, gpu, training, generated_rows.len() as u64 + 1);
+                let s = stats(&c, &generate(&c).trace)?;
+                generated_rows.push((kind, model, gpu, s));
             }
         }
     }
@@ -260,8 +269,8 @@ fn report(dir: &Path) -> Result<String, String> {
     for kind in Workload::ALL {
         let reals: Vec<&Stats> = real
             .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, s)| s)
+            .filter(|(k, _, _)| *k == kind)
+            .map(|(_, _, s)| s)
             .collect();
         let gens: Vec<&Stats> = generated_rows
             .iter()
@@ -297,5 +306,36 @@ fn report(dir: &Path) -> Result<String, String> {
             );
         }
     }
+    data_parallel_section(&mut o, &real)?;
     Ok(o)
+}
+
+/// The real DDP training traces next to rank 0 of generated 8-rank ResNet-50 runs
+/// (`synth::generate_ranks`), for the collective kernels and their share.
+fn data_parallel_section(o: &mut String, real: &[(Workload, String, Stats)]) -> Result<(), String> {
+    let _ = writeln!(
+        o,
+        "\n## Data-parallel runs\n\nThe real DDP training traces and rank 0 of a generated \
+         {WORLD_SIZE}-rank ResNet-50 training run (`ttap synth --ranks {WORLD_SIZE}`, no \
+         straggler; seed 1, so each GPU draws the same host overhead).\n"
+    );
+    table_header(o, "trace");
+    for (_, label, s) in real.iter().filter(|(_, label, _)| label.contains("DDP")) {
+        table_row(o, label, s);
+    }
+    for gpu in [Gpu::V100, Gpu::A100, Gpu::Mi300x] {
+        let c = config(Model::ResNet50, gpu, true, 1);
+        let dp = DataParallel {
+            world_size: WORLD_SIZE,
+            rank_injections: Vec::new(),
+        };
+        let ranks = generate_ranks(&c, &dp);
+        let s = stats(&c, &ranks[0].trace)?;
+        table_row(
+            o,
+            &format!("resnet50 on {}, rank 0 of {WORLD_SIZE}", gpu.id()),
+            &s,
+        );
+    }
+    Ok(())
 }

@@ -36,8 +36,9 @@ enum Command {
     /// Measure ingest throughput and peak memory on a large trace built from a real one, against
     /// serde_json skimming the same bytes.
     Bench(bench::Args),
-    /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16) on a chosen GPU,
-    /// with anti-patterns injected at chosen steps, and its labels.
+    /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16, Swin-T, DETR, a
+    /// video model) on a chosen GPU, with anti-patterns injected at chosen steps, and its labels;
+    /// or, with --ranks, the rank traces of one data-parallel run.
     Synth(synth::Args),
     /// Print the feature vector of every window as JSON lines, labelled from `synth --labels`.
     Features(features::Args),

@@ -77,7 +77,7 @@ fn log_us(ns: i64) -> f32 {
     ((ns.max(0) as f64 / 1e3) + 1.0).ln() as f32
 }
 
-fn quantile(sorted: &[i64], q: f64) -> i64 {
+pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
         0
     } else {

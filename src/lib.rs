@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod ml;
 pub mod model;
+pub mod realism;
 pub mod report;
 pub mod share;
 pub mod summary;

@@ -265,6 +265,56 @@ fn synth_writes_a_trace_and_labels_that_features_joins() {
 }
 
 #[test]
+fn synth_with_ranks_writes_one_trace_and_labels_file_per_rank() {
+    let dir = std::env::temp_dir().join(format!("ttap-cli-ranks-{}", std::process::id()));
+    let out = ttap(&[
+        "synth",
+        "--ranks",
+        "2",
+        "--steps",
+        "3",
+        "--batch",
+        "8",
+        "--inject",
+        "dataloader-bottleneck@2:0.5@rank1",
+        "--out",
+        dir.to_str().unwrap(),
+        "--labels",
+        dir.join("labels-{rank}.json").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (rank, labelled) in [(0, false), (1, true)] {
+        let trace = dir.join(format!("rank-{rank}.pt.trace.json"));
+        let shown = ttap(&["inspect", trace.to_str().unwrap()]);
+        assert!(
+            stdout(&shown).contains(&format!("{rank} of 2 (nccl)")),
+            "{}",
+            stdout(&shown)
+        );
+        let labels = std::fs::read_to_string(dir.join(format!("labels-{rank}.json"))).unwrap();
+        assert_eq!(
+            labels.contains("dataloader-bottleneck"),
+            labelled,
+            "{labels}"
+        );
+    }
+    for (args, says) in [
+        (
+            &["--ranks", "2", "--inject", "dataloader-bottleneck@1@rank2"][..],
+            "past the last rank",
+        ),
+        (
+            &["--inject", "dataloader-bottleneck@1@rank0"][..],
+            "needs --ranks",
+        ),
+    ] {
+        let bad = ttap(&[&["synth", "--out", dir.to_str().unwrap()][..], args].concat());
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(stderr(&bad).contains(says), "{}", stderr(&bad));
+    }
+}
+
+#[test]
 fn train_writes_a_model_that_eval_reads_and_reports_on() {
     let dir = std::env::temp_dir().join(format!("ttap-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

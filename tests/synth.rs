@@ -3,8 +3,10 @@
 
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::model::EventKind;
 use torchtraceap::synth::{
-    generate, scenario, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP,
+    generate, generate_ranks, scenario, AntiPattern, Config, DataParallel, Gpu, Injection, Label,
+    Model, FIRST_STEP,
 };
 
 fn config(model: Model, gpu: Gpu, training: bool) -> Config {
@@ -230,4 +232,99 @@ fn the_bundled_sample_is_this_generator_s_output() {
         committed == generate(&c).trace,
         "regenerate the sample with the command above"
     );
+}
+
+#[test]
+fn a_data_parallel_run_writes_one_trace_per_rank_and_a_straggler_makes_the_others_wait_in_nccl() {
+    let c = Config {
+        batch: 32,
+        ..config(Model::ResNet50, Gpu::A100, true)
+    };
+    let straggler = Injection {
+        pattern: AntiPattern::DataLoader,
+        step: 3,
+        severity: 0.8,
+    };
+    let dp = DataParallel {
+        world_size: 4,
+        rank_injections: vec![(2, straggler)],
+    };
+    let ranks = generate_ranks(&c, &dp);
+    assert_eq!(ranks.len(), 4);
+    let again = generate_ranks(&c, &dp);
+    assert!(
+        ranks.iter().zip(&again).all(|(a, b)| a.trace == b.trace),
+        "deterministic for a given seed"
+    );
+    assert_ne!(
+        ranks[0].trace, ranks[1].trace,
+        "each rank has its own jitter"
+    );
+    let mut straggling_step = Vec::new();
+    for (r, generated) in ranks.iter().enumerate() {
+        let got = read(&generated.trace);
+        assert!(
+            got.report.skipped.is_empty() && got.report.warnings.is_empty(),
+            "rank {r}: {:?}",
+            got.report.warnings
+        );
+        let t = &got.trace;
+        assert_eq!(t.meta.rank, Some(r as i64));
+        assert_eq!(t.meta.world_size, Some(4));
+        assert_eq!(t.meta.backend.as_deref(), Some("nccl"));
+        // Gradient all-reduce on a stream of its own, overlapping backward.
+        let collectives: Vec<usize> = (0..t.events.len())
+            .filter(|&i| t.events.kind[i] == EventKind::Collective)
+            .collect();
+        // ResNet-50's 102 MB of fp32 gradients in 25 MiB buckets: four a step.
+        assert_eq!(collectives.len(), 6 * 4, "rank {r}");
+        assert!(collectives
+            .iter()
+            .all(|&i| t.tracks[t.events.track[i] as usize].stream == Some(13)));
+        assert_eq!(t.collectives.len(), 6 * 4, "rank {r}: record_param_comms");
+        let expected = if r == 2 {
+            vec![Label {
+                step: FIRST_STEP + 3,
+                phase: "data loading",
+                pattern: straggler.pattern.id(),
+            }]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(
+            generated.labels, expected,
+            "rank {r}: labelled on its rank only"
+        );
+        let found: Vec<&str> = detect::run(&Analysis::new(t))
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        if r == 2 {
+            assert_eq!(found, ["dataloader-bottleneck"], "the straggler");
+        } else {
+            assert_eq!(found, ["communication-exposed"], "rank {r} waits in NCCL");
+        }
+        let step = &t.steps[3];
+        straggling_step.push((step.end - step.start) as f64);
+    }
+    // Every rank's straggling step lasts as long as the straggler's (within 5%).
+    let longest = straggling_step.iter().copied().fold(0.0, f64::max);
+    assert!(
+        straggling_step.iter().all(|d| *d > 0.95 * longest),
+        "{straggling_step:?}"
+    );
+    // Without a straggler, the all-reduce hides behind backward: no finding on any rank.
+    let calm = DataParallel {
+        world_size: 2,
+        rank_injections: Vec::new(),
+    };
+    for generated in generate_ranks(&c, &calm) {
+        let got = read(&generated.trace);
+        let found = detect::run(&Analysis::new(&got.trace));
+        assert!(
+            found.is_empty(),
+            "{:?}",
+            found.iter().map(|f| f.id).collect::<Vec<_>>()
+        );
+    }
 }

@@ -29,6 +29,8 @@ pub const SIMT_GEMM: &str = "volta_sgemm_128x64_tn";
 pub const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)";
 pub const ADD: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3>)";
 pub const GELU: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2>)";
+/// A dtype-converting copy (autocast's weight casts).
+pub const CAST: &str = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)";
 pub const OPTIMIZER: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::FusedSgdMathFunctor<float, 3>, float*, double, double, double, bool, bool, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::FusedSgdMathFunctor<float, 3>, float*, double, double, double, bool, bool, bool, float*, float*)";
 
 impl Gpu {
@@ -139,6 +141,32 @@ impl Gpu {
                 batch_norm: "void at::native::batch_norm_collect_statistics_channels_last_kernel<c10::BFloat16, float, float, 4>(c10::BFloat16 const*, float*, float*, float volatile*, int*, int, int, float)",
                 layer_norm: "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
             },
+        }
+    }
+
+    /// The gradient all-reduce kernel of data-parallel training, as the shared traces show it:
+    /// NCCL 2.1x's per-collective names on Volta and Turing, 2.19+'s `ncclDevKernel_` ones
+    /// later, RCCL's generic kernel on ROCm.
+    pub fn all_reduce_kernel(self) -> &'static str {
+        match self {
+            Gpu::V100 | Gpu::T4 => "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            Gpu::A100 | Gpu::Rtx4090 | Gpu::H100 => {
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+            }
+            Gpu::Mi300x => "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+        }
+    }
+
+    /// Ring all-reduce bus bandwidth among eight of these GPUs in one node, GB/s (NVLink or
+    /// Infinity Fabric; PCIe for the T4 and the RTX 4090).
+    pub fn bus_gbps(self) -> f64 {
+        match self {
+            Gpu::V100 => 130.0,
+            Gpu::T4 => 10.0,
+            Gpu::A100 => 230.0,
+            Gpu::Rtx4090 => 12.0,
+            Gpu::H100 => 360.0,
+            Gpu::Mi300x => 300.0,
         }
     }
 

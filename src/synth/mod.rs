@@ -3,7 +3,8 @@
 //!
 //! The traces follow what the shared real traces show: `ProfilerStep#N` ranges, a DataLoader
 //! range, the input's host-to-device copy, `## forward ##` with the ATen op nesting of each
-//! layer, backward on autograd's own thread, a fused optimizer; every kernel launched by a
+//! layer (and autocast's weight cast before each layer with weights, with its backward),
+//! backward on autograd's own thread, a fused optimizer; every kernel launched by a
 //! runtime call that shares its correlation id (and an `ac2g` flow); kernel names of the GPU's
 //! generation; a slower first step (autotuning, first allocations) that analyses treat as
 //! warm-up; jitter on every duration. The output is deterministic for a given seed.
@@ -50,6 +51,17 @@ impl Model {
 
     pub fn parse(id: &str) -> Option<Model> {
         Model::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    /// Parameters, in millions: the gradients a data-parallel step all-reduces.
+    fn params_m(self) -> f64 {
+        match self {
+            Model::ResNet50 => 25.6,
+            Model::VitB16 => 86.6,
+            Model::SwinT => 28.3,
+            Model::Detr => 41.3,
+            Model::Video3d => 33.3,
+        }
     }
 
     /// Forward GPU time of a batch of 64 on an A100 in mixed precision, in µs.
@@ -147,6 +159,14 @@ pub struct Label {
     pub pattern: &'static str,
 }
 
+/// A data-parallel run (`generate_ranks`): its size, and the injections that only one rank gets
+/// (rank, injection), such as a straggler's DataLoader stall.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataParallel {
+    pub world_size: u32,
+    pub rank_injections: Vec<(u32, Injection)>,
+}
+
 /// A generated trace and its labels.
 pub struct Generated {
     pub trace: String,
@@ -223,7 +243,33 @@ pub fn scenario(models: &[Model], gpus: &[Gpu], seed: u64) -> Config {
 const MAIN: i64 = 1001;
 const AUTOGRAD: i64 = 1002;
 const STREAM: i64 = 7;
+/// The stream NCCL runs the gradient all-reduce on.
+const COMM_STREAM: i64 = 13;
 const PID: i64 = 1000;
+/// DDP's default gradient bucket (`bucket_cap_mb=25`).
+const BUCKET_BYTES: f64 = 25.0 * 1024.0 * 1024.0;
+
+/// One rank of a data-parallel run, as `generate_ranks` plans it.
+struct Rank {
+    rank: u32,
+    world_size: u32,
+    /// The injections of this rank only.
+    injections: Vec<Injection>,
+    /// Per step: extra DataLoader time of this rank (host skew), µs.
+    skew: Vec<f64>,
+    /// Per step: how far the slowest rank is behind this one, µs (`Comm::wait`).
+    waits: Vec<f64>,
+}
+
+/// The all-reduce state of a data-parallel rank's writer.
+struct Comm {
+    rank: u32,
+    world_size: u32,
+    /// When the communication stream is free again.
+    free: f64,
+    /// How far this step's slowest rank is behind this one, µs.
+    wait: f64,
+}
 
 /// Builds the event list while keeping the CPU threads' and the GPU stream's clocks (µs).
 struct Writer {
@@ -241,6 +287,7 @@ struct Writer {
     host: f64,
     simt: bool,
     tiny_kernels: bool,
+    comm: Option<Comm>,
 }
 
 fn thread_index(tid: i64) -> usize {
@@ -249,7 +296,11 @@ fn thread_index(tid: i64) -> usize {
 
 impl Writer {
     fn x(&mut self, cat: &str, name: &str, tid: i64, ts: f64, dur: f64, args: Value) {
-        let pid = if tid == STREAM { 0 } else { PID };
+        let pid = if tid == STREAM || tid == COMM_STREAM {
+            0
+        } else {
+            PID
+        };
         // Round start and end (not the duration) to the nanosecond, so that ranges that touch
         // in the generator touch in the trace.
         let start = (ts * 1000.0).round() / 1000.0;
@@ -315,6 +366,24 @@ impl Writer {
         } else {
             us * self.slow
         };
+        let (end, call) = self.enqueue(tid, STREAM, kernel, self.stream_free, us, f64::MIN);
+        self.stream_free = end;
+        let d = call + 15.0 * self.host * self.rng.jitter(0.4);
+        self.advance(tid, d);
+    }
+
+    /// A launch call on `tid` queueing `kernel` on `stream`, to start after `ready`, for `us`
+    /// (jittered), and not to end before `until` (a collective waiting for the slowest rank).
+    /// Returns the kernel's end and the call's duration (which the caller spends on `tid`).
+    fn enqueue(
+        &mut self,
+        tid: i64,
+        stream: i64,
+        kernel: &str,
+        ready: f64,
+        us: f64,
+        until: f64,
+    ) -> (f64, f64) {
         let call_start = self.now(tid);
         let call = 5.0 * self.rng.jitter(0.4);
         self.correlation += 1;
@@ -328,24 +397,57 @@ impl Writer {
             call,
             json!({"correlation": corr, "cbid": 211}),
         );
-        let start = self
-            .stream_free
-            .max(call_start + call + 3.0 * self.rng.jitter(0.5));
-        let dur = us * self.rng.jitter(0.08);
+        let start = ready.max(call_start + call + 3.0 * self.rng.jitter(0.5));
+        let dur = (us * self.rng.jitter(0.08)).max(until - start);
         self.x(
             "kernel",
             kernel,
-            STREAM,
+            stream,
             start,
             dur,
-            json!({"correlation": corr, "device": 0, "stream": STREAM, "grid": [128, 1, 1], "block": [256, 1, 1],
+            json!({"correlation": corr, "device": 0, "stream": stream, "grid": [128, 1, 1], "block": [256, 1, 1],
                    "registers per thread": 64, "shared memory": 16384, "est. achieved occupancy %": 50}),
         );
         self.events.push(json!({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": PID, "tid": tid, "ts": call_start}));
-        self.events.push(json!({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": STREAM, "ts": start, "bp": "e"}));
-        self.stream_free = start + dur;
-        let d = call + 15.0 * self.host * self.rng.jitter(0.4);
-        self.advance(tid, d);
+        self.events.push(json!({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": stream, "ts": start, "bp": "e"}));
+        (start + dur, call)
+    }
+
+    /// DDP's all-reduce of one gradient bucket of `bytes`, from autograd's thread, on the
+    /// communication stream once the bucket's gradients are computed: `c10d::allreduce_`,
+    /// `record_param_comms` with the collective's arguments, `nccl:all_reduce`, the kernel. A
+    /// rank ahead of the slowest one by `Comm::wait` finishes each all-reduce no earlier than
+    /// that much after its own gradients were ready: when the slowest rank's were.
+    fn all_reduce(&mut self, bytes: f64) {
+        let Some(comm) = self.comm.as_mut() else {
+            return;
+        };
+        let (rank, world, free, wait) = (comm.rank, comm.world_size, comm.free, comm.wait);
+        let n = f64::from(world);
+        // A ring all-reduce moves 2(n-1)/n of the bucket through each GPU's links, after about
+        // 10 µs of latency.
+        let us = 10.0 + bytes * 2.0 * (n - 1.0) / n / (self.gpu.bus_gbps() * 1e3);
+        let elements = (bytes / 4.0) as u64;
+        self.ops(AUTOGRAD, &["c10d::allreduce_"], |w| {
+            let args = json!({"External id": w.correlation, "Collective name": "allreduce", "In msg nelems": elements,
+                              "Out msg nelems": elements, "Group size": world, "dtype": "Float", "Rank": rank,
+                              "Process Group Name": "0", "Process Group Description": "default_pg"});
+            let inner = w.now(AUTOGRAD);
+            w.annotation(AUTOGRAD, "nccl:all_reduce", |w| {
+                let kernel = w.gpu.all_reduce_kernel();
+                let ready = w.stream_free;
+                let until = ready + wait + us;
+                let (end, call) = w.enqueue(AUTOGRAD, COMM_STREAM, kernel, free.max(ready), us, until);
+                w.advance(AUTOGRAD, call);
+                if let Some(c) = w.comm.as_mut() {
+                    c.free = end;
+                }
+            });
+            let end = w.now(AUTOGRAD);
+            w.x("cpu_op", "record_param_comms", AUTOGRAD, inner, end - inner, args);
+        });
+        let d = 10.0 * self.host * self.rng.jitter(0.3);
+        self.advance(AUTOGRAD, d);
     }
 
     /// A runtime call that does no GPU work (malloc, free, synchronize).
@@ -427,6 +529,14 @@ const CONV3D: &[&str] = &[
     "aten::cudnn_convolution",
 ];
 const GELU_OP: &[&str] = &["aten::gelu"];
+/// Autocast's cast of a layer's fp32 weights to half precision, and its backward.
+const CAST: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_"];
+const CAST_BACKWARD: &[&str] = &[
+    "autograd::engine::evaluate_function: ToCopyBackward0",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+];
 
 /// A layer: its op chain, its kernel, and its share of the forward GPU time.
 type Layer = (&'static [&'static str], Kernel, f64);
@@ -524,7 +634,22 @@ enum Kernel {
     Gelu,
 }
 
+impl Kernel {
+    /// Whether the layer has weights that autocast casts to half precision each step.
+    fn has_weights(self) -> bool {
+        matches!(self, Kernel::Conv | Kernel::Gemm)
+    }
+}
+
 impl Writer {
+    /// Autocast's weight cast (or its backward, `ops`): a short copy kernel before each layer
+    /// with weights, as mixed-precision traces show. fp32 (SIMT) steps have none.
+    fn cast(&mut self, tid: i64, ops: &[&str], us: f64) {
+        if !self.simt {
+            self.ops(tid, ops, |w| w.launch(tid, gpu::CAST, us));
+        }
+    }
+
     fn kernel_name(&self, k: Kernel, backward: bool) -> &'static str {
         let names = self.gpu.kernels();
         match k {
@@ -594,6 +719,96 @@ impl StepNoise {
 
 /// Generates the trace and its labels.
 pub fn generate(c: &Config) -> Generated {
+    generate_rank(c, None)
+}
+
+/// Generates the traces of every rank of a data-parallel run, rank 0 first: each rank runs `c`
+/// (its own seed, so its own jitter and noise) plus its own `rank_injections`, all-reduces its
+/// gradients in DDP buckets on a communication stream while backward runs, and starts each step
+/// a little later or earlier than the others (up to 0.3 ms of DataLoader skew). A rank ahead of
+/// the slowest one waits for it in its all-reduces (NCCL kernels that last until the slowest
+/// rank joins): a DataLoader stall injected on one rank (a straggler) makes every other rank
+/// wait in NCCL for as long, unlabelled (the label is the straggler's). Other rank-only
+/// injections slow their own rank only. Inference runs have no all-reduce.
+pub fn generate_ranks(c: &Config, dp: &DataParallel) -> Vec<Generated> {
+    let world = dp.world_size.max(1);
+    let forward = forward_us(c);
+    let mut rng = Rng(c.seed ^ 0xDA7A_9A2A_11E1_0001);
+    // Per step and rank: the DataLoader skew, and how late the rank reaches its first
+    // all-reduce (the skew and any injected stall), µs.
+    let skew: Vec<Vec<f64>> = (0..c.steps)
+        .map(|_| (0..world).map(|_| 300.0 * rng.unit()).collect())
+        .collect();
+    let lateness: Vec<Vec<f64>> = (0..c.steps)
+        .map(|k| {
+            (0..world)
+                .map(|r| {
+                    let stall: f64 = dp
+                        .rank_injections
+                        .iter()
+                        .filter(|(at, i)| {
+                            *at == r && i.step == k && i.pattern == AntiPattern::DataLoader
+                        })
+                        .map(|(_, i)| loader_stall_us(forward, i.severity) - LOADER_US)
+                        .sum();
+                    skew[k as usize][r as usize] + stall.max(0.0)
+                })
+                .collect()
+        })
+        .collect();
+    (0..world)
+        .map(|r| {
+            let plan = Rank {
+                rank: r,
+                world_size: world,
+                injections: dp
+                    .rank_injections
+                    .iter()
+                    .filter(|(at, _)| *at == r)
+                    .map(|(_, i)| *i)
+                    .collect(),
+                skew: skew.iter().map(|s| s[r as usize]).collect(),
+                waits: lateness
+                    .iter()
+                    .map(|l| l.iter().copied().fold(0.0, f64::max) - l[r as usize])
+                    .collect(),
+            };
+            generate_rank(
+                &Config {
+                    seed: c
+                        .seed
+                        .wrapping_add(u64::from(r).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    ..c.clone()
+                },
+                Some(&plan),
+            )
+        })
+        .collect()
+}
+
+/// The DataLoader's usual time in a step, µs.
+const LOADER_US: f64 = 150.0;
+
+/// The DataLoader's time in a step with an injected stall of `severity`, µs.
+fn loader_stall_us(forward_us: f64, severity: f64) -> f64 {
+    forward_us * 3.0 * severity.clamp(0.01, 1.0)
+}
+
+/// One weight cast's GPU time, µs: a few µs of launch latency, and the layer's share of the
+/// weights read in fp32 and written in half precision (6 bytes a parameter) at about 1.5 TB/s on
+/// an A100.
+fn cast_us(c: &Config, layers: &[Layer]) -> f64 {
+    let with_weights = layers.iter().filter(|l| l.1.has_weights()).count().max(1);
+    let params = c.model.params_m() * 1e6 / with_weights as f64;
+    2.0 + 6.0 * params / 1.5e6 * c.gpu.slowdown()
+}
+
+/// Forward GPU time of the configured batch on the configured GPU, µs.
+fn forward_us(c: &Config) -> f64 {
+    c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0
+}
+
+fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
     let mut w = Writer {
         events: Vec::new(),
         rng: Rng(c.seed),
@@ -605,24 +820,38 @@ pub fn generate(c: &Config) -> Generated {
         host: 1.0,
         simt: false,
         tiny_kernels: false,
+        comm: rank.map(|r| Comm {
+            rank: r.rank,
+            world_size: r.world_size,
+            free: 0.0,
+            wait: 0.0,
+        }),
     };
     if c.noise {
         w.host = w.rng.pick(&HOST_OVERHEAD);
     }
     let layers = forward_layers(c.model);
     // Forward GPU time of the batch on this GPU, spread over the layers by their shares.
-    let forward_us = c.model.forward_us() * c.gpu.slowdown() * f64::from(c.batch) / 64.0;
+    let forward_us = forward_us(c);
+    let injections: Vec<Injection> = c
+        .injections
+        .iter()
+        .chain(rank.map_or(&[][..], |r| &r.injections))
+        .copied()
+        .collect();
+    let grad_bytes = c.model.params_m() * 1e6 * 4.0;
+    let cast_us = cast_us(c, &layers);
     let input_bytes = u64::from(c.batch) * 3 * 224 * 224 * 2;
     let mut labels = Vec::new();
     for k in 0..c.steps {
         let number = FIRST_STEP + i64::from(k);
         let injected = |p: AntiPattern| {
-            c.injections
+            injections
                 .iter()
                 .find(|i| i.pattern == p && i.step == k)
                 .map(|i| i.severity.clamp(0.01, 1.0))
         };
-        for i in c.injections.iter().filter(|i| i.step == k) {
+        for i in injections.iter().filter(|i| i.step == k) {
             labels.extend(i.pattern.phases().iter().map(|&phase| Label {
                 step: number,
                 phase,
@@ -643,14 +872,19 @@ pub fn generate(c: &Config) -> Generated {
             w.slow *= 3.0;
         }
         w.tiny_kernels = injected(AntiPattern::LaunchBound).is_some();
+        let skew = rank.map_or(0.0, |r| r.skew[k as usize]);
+        if let (Some(comm), Some(r)) = (w.comm.as_mut(), rank) {
+            comm.wait = r.waits[k as usize];
+        }
         // Both threads start the step together, after the GPU caught up with the last one.
         let start = w.cpu[0].max(w.cpu[1]).max(w.stream_free - 200.0);
         w.cpu = [start, start];
         w.annotation(MAIN, &format!("ProfilerStep#{number}"), |w| {
-            let loader_us = match injected(AntiPattern::DataLoader) {
-                Some(s) => forward_us * 3.0 * s,
-                None => 150.0 * noise.loader_hiccup,
-            };
+            let loader_us = skew
+                + match injected(AntiPattern::DataLoader) {
+                    Some(s) => loader_stall_us(forward_us, s),
+                    None => LOADER_US * noise.loader_hiccup,
+                };
             w.ops(MAIN, &["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], |w| {
                 let d = loader_us * w.rng.jitter(0.05);
                 w.advance(MAIN, d);
@@ -667,6 +901,9 @@ pub fn generate(c: &Config) -> Generated {
                         let d = 60.0 * w.rng.jitter(0.3);
                         w.call(MAIN, "Malloc", d);
                     }
+                    if kernel.has_weights() {
+                        w.cast(MAIN, CAST, cast_us);
+                    }
                     let name = w.kernel_name(*kernel, false);
                     w.ops(MAIN, ops, |w| w.launch(MAIN, name, forward_us * share));
                     if n < churn {
@@ -682,7 +919,7 @@ pub fn generate(c: &Config) -> Generated {
                 }
             });
             if c.training {
-                backward(w, &layers, forward_us);
+                backward(w, &layers, forward_us, grad_bytes, cast_us);
                 w.ops(MAIN, &["Optimizer.zero_grad#SGD.zero_grad"], |w| w.advance(MAIN, 40.0));
                 w.ops(MAIN, &["Optimizer.step#SGD.step", "aten::_fused_sgd_"], |w| {
                     for _ in 0..3 {
@@ -704,9 +941,12 @@ pub fn generate(c: &Config) -> Generated {
                               "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
                               "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
                               "sharedMemPerMultiprocessor": 167936, "numSms": sms}],
-        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+        "distributedInfo": distributed_info(rank),
         "traceEvents": w.events,
-        "traceName": format!("synth_{}_{}_seed{}.pt.trace.json", c.model.id(), c.gpu.id(), c.seed),
+        "traceName": match rank {
+            None => format!("synth_{}_{}_seed{}.pt.trace.json", c.model.id(), c.gpu.id(), c.seed),
+            Some(r) => format!("synth_{}_{}_seed{}_rank{}.pt.trace.json", c.model.id(), c.gpu.id(), c.seed, r.rank),
+        },
         "displayTimeUnit": "ms",
         "baseTimeNanoseconds": 1_700_000_000_000_000_000u64,
     });
@@ -716,12 +956,29 @@ pub fn generate(c: &Config) -> Generated {
     }
 }
 
+/// `distributedInfo` as Kineto writes it: one process group of every rank.
+fn distributed_info(rank: Option<&Rank>) -> Value {
+    match rank {
+        None => json!({"backend": "nccl", "rank": 0, "world_size": 1}),
+        Some(r) => {
+            json!({"backend": "nccl", "rank": r.rank, "world_size": r.world_size, "pg_count": 1,
+                          "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
+                                         "pg_size": r.world_size, "ranks": (0..r.world_size).collect::<Vec<u32>>()}],
+                          "nccl_version": "2.21.5"})
+        }
+    }
+}
+
 /// Backward on autograd's thread, layers in reverse, while the main thread waits in
-/// `## backward ##`.
-fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64) {
+/// `## backward ##`. A data-parallel rank all-reduces `grad_bytes` of gradients in DDP buckets
+/// as they are computed, and the step's GPU work after backward waits for the last one.
+fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64, cast_us: f64) {
     let start = w.now(MAIN);
     w.cpu[1] = start + 20.0;
-    for (ops, kernel, share) in layers.iter().rev() {
+    let buckets = (grad_bytes / BUCKET_BYTES).ceil().max(1.0) as usize;
+    let per_bucket = layers.len().div_ceil(buckets);
+    let bucket_bytes = grad_bytes / layers.len().div_ceil(per_bucket) as f64;
+    for (j, (ops, kernel, share)) in layers.iter().rev().enumerate() {
         let op = ops[0].trim_start_matches("aten::");
         let node = format!(
             "autograd::engine::evaluate_function: {}Backward0",
@@ -742,12 +999,21 @@ fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64) {
             Kernel::Gelu => "aten::gelu_backward",
             Kernel::Elementwise | Kernel::Add => "aten::threshold_backward",
         };
+        if kernel.has_weights() {
+            w.cast(AUTOGRAD, CAST_BACKWARD, cast_us);
+        }
         w.ops(AUTOGRAD, &[node.as_str(), inner], |w| {
             w.launch(AUTOGRAD, dgrad, forward_us * share);
             if *kernel == Kernel::Conv || *kernel == Kernel::Gemm {
                 w.launch(AUTOGRAD, wgrad, forward_us * share);
             }
         });
+        if (j + 1) % per_bucket == 0 || j + 1 == layers.len() {
+            w.all_reduce(bucket_bytes);
+        }
+    }
+    if let Some(comm) = &w.comm {
+        w.stream_free = w.stream_free.max(comm.free);
     }
     let end = w.now(AUTOGRAD).max(w.stream_free);
     w.x(

@@ -5,6 +5,7 @@ mod bench;
 mod eval;
 mod features;
 mod inspect;
+mod realism;
 mod share;
 mod synth;
 mod train;
@@ -36,8 +37,9 @@ enum Command {
     /// Measure ingest throughput and peak memory on a large trace built from a real one, against
     /// serde_json skimming the same bytes.
     Bench(bench::Args),
-    /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16) on a chosen GPU,
-    /// with anti-patterns injected at chosen steps, and its labels.
+    /// Write a synthetic Kineto trace of a vision model (ResNet-50, ViT-B/16, Swin-T, DETR, a
+    /// video model) on a chosen GPU, with anti-patterns injected at chosen steps, and its labels;
+    /// or, with --ranks, the rank traces of one data-parallel run.
     Synth(synth::Args),
     /// Print the feature vector of every window as JSON lines, labelled from `synth --labels`.
     Features(features::Args),
@@ -50,6 +52,9 @@ enum Command {
     /// Print a link that carries the analysis of a trace (never the trace itself) in its
     /// fragment, within a size budget; or, with --decode, the report a link carries.
     Share(share::Args),
+    /// Compare the generator's traces with the real ones of the same kind (kernel durations,
+    /// kernels and ops per step, launch gaps, GPU busy, kernel classes); writes a report.
+    Realism(realism::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -79,6 +84,7 @@ fn main() -> ExitCode {
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Share(args) => share::run(&args),
+        Command::Realism(args) => realism::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -1,9 +1,11 @@
-//! `ttap synth`: write a labelled synthetic trace.
+//! `ttap synth`: write a labelled synthetic trace, or the rank traces of a data-parallel run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap::synth::{
+    generate, generate_ranks, AntiPattern, Config, DataParallel, Generated, Gpu, Injection, Model,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,15 +24,22 @@ pub struct Args {
     batch: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// An anti-pattern to inject, as DETECTOR-ID@STEP[:SEVERITY] (step 0 is the first,
-    /// severity in (0, 1], default 0.5), e.g. dataloader-bottleneck@3:0.8. Repeatable.
+    /// An anti-pattern to inject, as DETECTOR-ID@STEP[:SEVERITY][@rankR] (step 0 is the first,
+    /// severity in (0, 1], default 0.5; with --ranks, @rankR injects on rank R only, e.g. a
+    /// straggler: dataloader-bottleneck@3:0.8@rank2). Repeatable.
     #[arg(long)]
     inject: Vec<String>,
+    /// Write the N rank traces of one data-parallel (DDP) run: gradient all-reduce on an NCCL
+    /// stream during backward, per-rank skew; --out (and --labels) then name a directory, or a
+    /// pattern with {rank}.
+    #[arg(long)]
+    ranks: Option<u32>,
     /// Add unlabelled noise: host overhead, clock drift, occasional slow batches, logged losses,
     /// stray mallocs and pageable copies.
     #[arg(long)]
     noise: bool,
-    /// Where the trace goes.
+    /// Where the trace goes (with --ranks: a directory, which gets rank-R.pt.trace.json, or a
+    /// pattern with {rank}).
     #[arg(long)]
     out: PathBuf,
     /// Where the labels go (JSON: one entry per step and phase with an injected anti-pattern).
@@ -38,10 +47,21 @@ pub struct Args {
     labels: Option<PathBuf>,
 }
 
-fn injection(spec: &str) -> Result<Injection, String> {
+/// An injection and the rank it targets (`None`: every rank).
+fn injection(spec: &str) -> Result<(Option<u32>, Injection), String> {
     let (id, rest) = spec
         .split_once('@')
-        .ok_or_else(|| format!("'{spec}': expected DETECTOR-ID@STEP[:SEVERITY]"))?;
+        .ok_or_else(|| format!("'{spec}': expected DETECTOR-ID@STEP[:SEVERITY][@rankR]"))?;
+    let (rest, rank) = match rest.split_once("@rank") {
+        Some((rest, r)) => (
+            rest,
+            Some(
+                r.parse()
+                    .map_err(|_| format!("'{spec}': the rank must be a whole number"))?,
+            ),
+        ),
+        None => (rest, None),
+    };
     let pattern = AntiPattern::parse(id).ok_or_else(|| {
         let known: Vec<&str> = AntiPattern::ALL.iter().map(|p| p.id()).collect();
         format!(
@@ -59,14 +79,17 @@ fn injection(spec: &str) -> Result<Injection, String> {
     if !(severity > 0.0 && severity <= 1.0) {
         return Err(format!("'{spec}': the severity must be in (0, 1]"));
     }
-    Ok(Injection {
-        pattern,
-        step,
-        severity,
-    })
+    Ok((
+        rank,
+        Injection {
+            pattern,
+            step,
+            severity,
+        },
+    ))
 }
 
-fn config(args: &Args) -> Result<Config, String> {
+fn config(args: &Args) -> Result<(Config, DataParallel), String> {
     let model = Model::parse(&args.model).ok_or_else(|| {
         let known: Vec<&str> = Model::ALL.iter().map(|m| m.id()).collect();
         format!(
@@ -86,19 +109,41 @@ fn config(args: &Args) -> Result<Config, String> {
     if args.steps == 0 || args.batch == 0 {
         return Err("--steps and --batch must be at least 1".into());
     }
-    let injections = args
+    let world_size = args.ranks.unwrap_or(1);
+    if world_size == 0 {
+        return Err("--ranks must be at least 1".into());
+    }
+    let all = args
         .inject
         .iter()
         .map(|s| injection(s))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(i) = injections.iter().find(|i| i.step >= args.steps) {
+    if let Some((_, i)) = all.iter().find(|(_, i)| i.step >= args.steps) {
         return Err(format!(
             "an injection at step {} is past the last step ({})",
             i.step,
             args.steps - 1
         ));
     }
-    Ok(Config {
+    match all.iter().find_map(|(r, _)| *r) {
+        Some(r) if args.ranks.is_none() => {
+            return Err(format!("@rank{r} needs --ranks"));
+        }
+        Some(r) if r >= world_size => {
+            return Err(format!(
+                "@rank{r} is past the last rank ({})",
+                world_size - 1
+            ));
+        }
+        _ => {}
+    }
+    let injections = all
+        .iter()
+        .filter(|(r, _)| r.is_none())
+        .map(|(_, i)| *i)
+        .collect();
+    let rank_injections = all.iter().filter_map(|(r, i)| r.map(|r| (r, *i))).collect();
+    let c = Config {
         model,
         gpu,
         training: !args.inference,
@@ -107,27 +152,65 @@ fn config(args: &Args) -> Result<Config, String> {
         seed: args.seed,
         injections,
         noise: args.noise,
-    })
+    };
+    Ok((
+        c,
+        DataParallel {
+            world_size,
+            rank_injections,
+        },
+    ))
+}
+
+/// Rank `rank`'s file: `{rank}` in `base` replaced, or `base` taken as a directory (created)
+/// holding `rank-R.SUFFIX`.
+fn rank_path(base: &Path, rank: u32, suffix: &str) -> Result<PathBuf, String> {
+    let text = base.to_string_lossy();
+    if text.contains("{rank}") {
+        return Ok(PathBuf::from(text.replace("{rank}", &rank.to_string())));
+    }
+    std::fs::create_dir_all(base)
+        .map_err(|e| format!("creating the directory {}: {e}", base.display()))?;
+    Ok(base.join(format!("rank-{rank}.{suffix}")))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+fn write_generated(
+    generated: &Generated,
+    out: &Path,
+    labels: Option<&PathBuf>,
+) -> Result<(), String> {
+    write(out, &generated.trace)?;
+    match labels {
+        Some(path) => write(
+            path,
+            &serde_json::to_string_pretty(&generated.labels).expect("labels serialize"),
+        ),
+        None => Ok(()),
+    }
+}
+
+fn synthesize(args: &Args) -> Result<(), String> {
+    let (c, dp) = config(args)?;
+    if args.ranks.is_none() {
+        return write_generated(&generate(&c), &args.out, args.labels.as_ref());
+    }
+    for (r, generated) in (0..).zip(generate_ranks(&c, &dp)) {
+        let out = rank_path(&args.out, r, "pt.trace.json")?;
+        let labels = match &args.labels {
+            Some(base) => Some(rank_path(base, r, "labels.json")?),
+            None => None,
+        };
+        write_generated(&generated, &out, labels.as_ref())?;
+    }
+    Ok(())
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    let c = match config(args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: ttap synth: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let generated = generate(&c);
-    let write = |path: &PathBuf, text: &str| {
-        std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
-    };
-    let labels = serde_json::to_string_pretty(&generated.labels).expect("labels serialize");
-    let result = write(&args.out, &generated.trace).and_then(|()| match &args.labels {
-        Some(path) => write(path, &labels),
-        None => Ok(()),
-    });
-    match result {
+    match synthesize(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: ttap synth: {e}");

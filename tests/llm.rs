@@ -145,7 +145,7 @@ fn summary_sizes_on_the_shared_traces() {
         return;
     };
     let opts = SummaryOptions::default();
-    println!("trace | raw bytes | requests | window tokens (min–max) | request tokens (max) | lines dropped");
+    println!("trace | file bytes | JSON bytes | requests | window tokens (min–max) | request tokens (max) | lines dropped");
     for f in common::trace_files(&dir) {
         let bytes = std::fs::read(&f).unwrap();
         let Ok(ingested) = ingest_bytes(&bytes, IngestOptions::default()) else {
@@ -159,9 +159,10 @@ fn summary_sizes_on_the_shared_traces() {
         let r = prompts.iter().map(|p| p.tokens).max().unwrap_or(0);
         assert!(r <= opts.budget, "{}: {r} tokens", f.display());
         println!(
-            "{} | {} | {} | {}–{} | {} | {}",
+            "{} | {} | {} | {} | {}–{} | {} | {}",
             rel(&dir, &f),
             bytes.len(),
+            ingested.report.json_bytes,
             prompts.len(),
             w.iter().min().unwrap_or(&0),
             w.iter().max().unwrap_or(&0),
@@ -261,4 +262,47 @@ fn a_silent_server_times_out() {
     let err = send(&e, &prompt(), |_| {}).unwrap_err();
     assert_eq!(err, LlmError::Timeout { seconds: 1 });
     server.join().unwrap();
+}
+
+#[test]
+fn explain_dry_run_prints_the_exact_bodies() {
+    let dir = std::env::temp_dir().join(format!("ttap-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, generated()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ttap"))
+        .arg("explain")
+        .arg(&trace)
+        .args([
+            "--dry-run",
+            "--redact",
+            "--budget",
+            "900",
+            "--protocol",
+            "ollama",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let expected = prompts_of(
+        generated().as_bytes(),
+        &SummaryOptions {
+            budget: 900,
+            redact: true,
+            ..SummaryOptions::default()
+        },
+    );
+    assert_eq!(stdout.lines().count(), expected.len());
+    for (line, p) in stdout.lines().zip(&expected) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["messages"][1]["content"], p.user.as_str());
+        assert_eq!(v["model"], "codellama");
+        assert!(
+            stderr.contains(&format!("{} bytes, about {} tokens", line.len(), p.tokens)),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,7 +2,7 @@
 //!
 //! A flagged window is the window a rule finding points at (in the first steady-state step its
 //! evidence cites, the window the window detector finds most likely to hold that anti-pattern,
-//! else the longest) or one of the report's `unexplained` regions. Its summary is a list of
+//! else its most suspicious one, else the longest) or one of the report's `unexplained` regions. Its summary is a list of
 //! [`Line`]s, each with an importance; a request that is over its token budget loses its least
 //! important lines first (the last window's first), then whole windows, never its header lines.
 //!
@@ -307,7 +307,7 @@ fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
 
 /// The window a finding points at: in the first steady-state step its evidence cites (or the
 /// first steady-state step), the window the detector scores most likely to be of the finding's
-/// type, else the longest.
+/// type, else its most suspicious window, else the longest (traces without GPU work).
 fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usize, usize)> {
     let step = a
         .steady
@@ -322,21 +322,28 @@ fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usi
     let windows = &a.steps.steps[step].windows;
     let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
     let entries = report.windows.get(first..first + windows.len());
-    let typed = entries.and_then(|es| {
-        es.iter()
-            .enumerate()
-            .filter(|(_, e)| e.predicted_type.as_deref() == Some(f.id))
-            .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
-            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
-            .map(|(k, _)| k)
-    });
+    let likeliest = |typed: bool| {
+        entries.and_then(|es| {
+            es.iter()
+                .enumerate()
+                .filter(|(_, e)| !typed || e.predicted_type.as_deref() == Some(f.id))
+                .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
+                .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+                .map(|(k, _)| k)
+        })
+    };
     let longest = || {
         (0..windows.len()).max_by(|&x, &y| {
             let d = |k: usize| windows[k].end - windows[k].start;
             d(x).cmp(&d(y)).then(y.cmp(&x))
         })
     };
-    Some((step, typed.or_else(longest)?))
+    Some((
+        step,
+        likeliest(true)
+            .or_else(|| likeliest(false))
+            .or_else(longest)?,
+    ))
 }
 
 /// The step index and window index of a report window (by its step number and start).

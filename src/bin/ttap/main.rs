@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod eval;
+mod explain;
 mod features;
 mod inspect;
 mod share;
@@ -50,6 +51,9 @@ enum Command {
     /// Print a link that carries the analysis of a trace (never the trace itself) in its
     /// fragment, within a size budget; or, with --decode, the report a link carries.
     Share(share::Args),
+    /// Send compact summaries of the flagged windows (never the trace) to an LLM endpoint
+    /// (OpenAI-compatible or Ollama) and print its diagnoses; --dry-run prints the requests.
+    Explain(explain::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Share(args) => share::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -126,7 +126,7 @@ pub fn run(args: &Args) -> ExitCode {
             continue;
         }
         crate::out(&format!("## {} [{}]\n", p.title, p.key));
-        match send(&endpoint, p, |piece| crate::out(piece)) {
+        match send(&endpoint, p, crate::out) {
             Ok(text) => {
                 let a = parse_answer(&text);
                 let mut tail = String::from("\n");

@@ -105,9 +105,13 @@ fn redaction_hides_user_names_stably() {
     let module = plain
         .iter()
         .flat_map(|p| p.user.lines())
-        .find_map(|l| l.split("Module #1: ").nth(1))
+        .find_map(|l| {
+            ["Module #1: ", "Operator #1: "]
+                .iter()
+                .find_map(|m| l.split(m).nth(1))
+        })
         .map(|l| l.split(" — ").next().unwrap().to_string())
-        .expect("a module line");
+        .expect("a module or operator line");
     let opts = SummaryOptions {
         redact: true,
         module_names: vec![module.clone()],

@@ -507,7 +507,7 @@ fn ranked_lines(what: &str, items: Vec<(String, i64, u64)>, unit: &str) -> Vec<L
         .collect()
 }
 
-/// The CPU events of kind `kinds` that start in the window, on CPU tracks.
+/// The events of the CPU tracks that start in the window.
 fn cpu_events<'t>(t: &'t Trace, w: &Window) -> impl Iterator<Item = usize> + 't {
     let (from, to) = (w.start, w.end);
     t.tracks.iter().filter(|tr| !tr.gpu).flat_map(move |tr| {
@@ -678,22 +678,28 @@ fn is_path(w: &str) -> bool {
     rooted || source
 }
 
-/// A dotted host name with at least three labels and a letter-only last label
-/// (`node12.cluster.example.com`), or `host:port`-free names like that; IP addresses too.
+/// Top-level and site-local domains that end a host name (Python dotted paths such as
+/// `torch.nn.functional.relu` end otherwise).
+const HOST_SUFFIXES: &[&str] = &[
+    "com", "net", "org", "io", "ai", "dev", "edu", "gov", "cloud", "local", "lan", "internal",
+    "corp", "home", "cluster",
+];
+
+/// A dotted host name ending in one of [`HOST_SUFFIXES`] (`node7.corp.example.com`,
+/// `Annas-MacBook-Pro.local`), or an IPv4 address.
 fn is_host(w: &str) -> bool {
     let labels: Vec<&str> = w.split('.').collect();
     let ip = labels.len() == 4
         && labels
             .iter()
             .all(|l| !l.is_empty() && l.len() <= 3 && l.bytes().all(|c| c.is_ascii_digit()));
-    let dns = labels.len() >= 3
+    let dns = labels.len() >= 2
         && labels
             .iter()
             .all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'))
         && labels
             .last()
-            .is_some_and(|l| l.len() >= 2 && l.bytes().all(|c| c.is_ascii_alphabetic()))
-        && labels[0].bytes().any(|c| c.is_ascii_alphabetic());
+            .is_some_and(|l| HOST_SUFFIXES.contains(&l.to_ascii_lowercase().as_str()));
     ip || dns
 }
 

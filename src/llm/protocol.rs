@@ -7,12 +7,13 @@
 //! - Ollama's native `POST {base}/api/chat`: streamed as newline-delimited JSON objects, the last
 //!   with `"done": true`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::summary::Prompt;
 
 /// Which API the endpoint speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Protocol {
     /// `/v1/chat/completions`, server-sent events.
     OpenAi,
@@ -20,8 +21,9 @@ pub enum Protocol {
     Ollama,
 }
 
-/// Where and how to send, except the transport.
-#[derive(Clone, Debug, PartialEq)]
+/// Where and how to send, except the transport. Serializable for the app's settings (kept in
+/// the browser's storage); it holds the key, so it never goes into a report or a share link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Endpoint {
     /// The server's base URL (`http://127.0.0.1:8080`), or the full chat URL.
     pub url: String,
@@ -308,7 +310,7 @@ fn cut(s: &str) -> String {
 
 /// The model's answer, read leniently: the fields of the first JSON object in the text when
 /// there is one, and the text itself always.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub anti_pattern: Option<String>,
     pub explanation: Option<String>,

@@ -14,6 +14,8 @@
 //! the same prompts, natively and in wasm32.
 
 use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 use crate::detect::{Analysis, Finding};
@@ -40,7 +42,7 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 /// How the prompts are built.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SummaryOptions {
     /// The most estimated tokens of one request's messages (system and user).
     pub budget: usize,
@@ -64,14 +66,14 @@ impl Default for SummaryOptions {
 }
 
 /// One line of a summary: lower `importance` is kept longer (0: never dropped).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Line {
     pub importance: u8,
     pub text: String,
 }
 
 /// Why a window is flagged.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Flag {
     /// A rule finding (its detector id).
     Finding(String),
@@ -80,7 +82,7 @@ pub enum Flag {
 }
 
 /// The summary of one flagged window.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowSummary {
     /// Stable key for a front end: `finding:<id>` or `unexplained:<step>:<window index>`.
     pub key: String,
@@ -101,7 +103,7 @@ impl WindowSummary {
 }
 
 /// One request: the messages to send about one flagged window.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prompt {
     pub key: String,
     pub title: String,

@@ -7,6 +7,7 @@
 pub mod detect;
 pub mod features;
 pub mod ingest;
+pub mod llm;
 pub mod metrics;
 pub mod ml;
 pub mod model;

@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod eval;
+mod explain;
 mod features;
 mod inspect;
 mod realism;
@@ -55,6 +56,9 @@ enum Command {
     /// Compare the generator's traces with the real ones of the same kind (kernel durations,
     /// kernels and ops per step, launch gaps, GPU busy, kernel classes); writes a report.
     Realism(realism::Args),
+    /// Send compact summaries of the flagged windows (never the trace) to an LLM endpoint
+    /// (OpenAI-compatible or Ollama) and print its diagnoses; --dry-run prints the requests.
+    Explain(explain::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(&args),
         Command::Share(args) => share::run(&args),
         Command::Realism(args) => realism::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

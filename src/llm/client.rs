@@ -1,0 +1,98 @@
+//! The native transport for `ttap explain`: a blocking POST with `ureq`, the body streamed into
+//! [`StreamParser`] as it arrives.
+
+use std::io::Read;
+use std::time::Duration;
+
+use super::protocol::{error_from_status, parse_response, Endpoint, LlmError, StreamParser};
+use super::summary::Prompt;
+
+/// Sends `prompt` to `endpoint`; `on_text` gets each piece of the answer as it arrives (the
+/// whole answer at once when not streaming). Returns the whole answer text.
+pub fn send(
+    endpoint: &Endpoint,
+    prompt: &Prompt,
+    mut on_text: impl FnMut(&str),
+) -> Result<String, LlmError> {
+    let url = endpoint.chat_url();
+    let timeout = LlmError::Timeout {
+        seconds: endpoint.timeout_s,
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(endpoint.timeout_s)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.post(&url);
+    for (name, value) in endpoint.headers() {
+        request = request.header(name, value);
+    }
+    let response = request
+        .send(endpoint.body(prompt))
+        .map_err(|e| transport_error(e, &url, &timeout))?;
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut reader = body.as_reader();
+    if !(200..300).contains(&status) {
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(|e| io_error(e, &url, &timeout))?;
+        return Err(error_from_status(status, &text));
+    }
+    let mut answer = String::new();
+    if !endpoint.stream {
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(|e| io_error(e, &url, &timeout))?;
+        answer = parse_response(endpoint.protocol, &text)?;
+        on_text(&answer);
+        return Ok(answer);
+    }
+    let mut parser = StreamParser::new(endpoint.protocol);
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = reader
+            .read(&mut buf)
+            .map_err(|e| io_error(e, &url, &timeout))?;
+        let pieces = if n == 0 {
+            parser.finish()?
+        } else {
+            parser.feed(&buf[..n])?
+        };
+        for p in pieces {
+            on_text(&p);
+            answer.push_str(&p);
+        }
+        if n == 0 {
+            return Ok(answer);
+        }
+    }
+}
+
+fn transport_error(e: ureq::Error, url: &str, timeout: &LlmError) -> LlmError {
+    match e {
+        ureq::Error::Timeout(_) => timeout.clone(),
+        ureq::Error::Io(io) => io_error(io, url, timeout),
+        other => LlmError::Unreachable {
+            url: url.to_string(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+fn io_error(e: std::io::Error, url: &str, timeout: &LlmError) -> LlmError {
+    use std::io::ErrorKind;
+    let inner = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<ureq::Error>())
+        .map(|u| matches!(u, ureq::Error::Timeout(_)));
+    if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) || inner == Some(true) {
+        return timeout.clone();
+    }
+    LlmError::Unreachable {
+        url: url.to_string(),
+        detail: e.to_string(),
+    }
+}

@@ -1,0 +1,12 @@
+//! The LLM stage: compact summaries of the flagged windows, sent to an endpoint the user
+//! chooses, and the answers read back.
+//!
+//! - [`summary`]: the flagged windows as bounded, deterministic text; redaction; the prompts.
+//! - [`protocol`]: request bodies, stream parsers, answer parsing and error mapping, without a
+//!   transport (the web app sends with `fetch` and feeds the same parsers).
+//! - [`client`] (native only): the CLI's blocking HTTP transport.
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod client;
+pub mod protocol;
+pub mod summary;

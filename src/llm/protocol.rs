@@ -1,0 +1,560 @@
+//! The chat protocols, without a transport: request bodies, incremental stream parsers, the
+//! answer's lenient reading and the mapping of failures to messages. The CLI sends with
+//! [`super::client`]; the web app with `fetch`, feeding the same parsers.
+//!
+//! - OpenAI-compatible `POST {base}/v1/chat/completions` (vLLM, TGI, llama.cpp's llama-server,
+//!   Ollama's `/v1`): streamed as server-sent events, `data: {chunk}` lines then `data: [DONE]`.
+//! - Ollama's native `POST {base}/api/chat`: streamed as newline-delimited JSON objects, the last
+//!   with `"done": true`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::summary::Prompt;
+
+/// Which API the endpoint speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Protocol {
+    /// `/v1/chat/completions`, server-sent events.
+    OpenAi,
+    /// Ollama's `/api/chat`, newline-delimited JSON.
+    Ollama,
+}
+
+/// Where and how to send, except the transport. Serializable for the app's settings (kept in
+/// the browser's storage); it holds the key, so it never goes into a report or a share link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// The server's base URL (`http://127.0.0.1:8080`), or the full chat URL.
+    pub url: String,
+    pub protocol: Protocol,
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` when present.
+    pub api_key: Option<String>,
+    pub temperature: f32,
+    /// The most tokens of the answer.
+    pub max_tokens: u32,
+    pub stream: bool,
+    /// Seconds for the whole request.
+    pub timeout_s: u64,
+}
+
+impl Endpoint {
+    /// An endpoint with the defaults: temperature 0.2, 1024 answer tokens, streaming, 120 s.
+    pub fn new(url: &str, protocol: Protocol, model: &str) -> Endpoint {
+        Endpoint {
+            url: url.to_string(),
+            protocol,
+            model: model.to_string(),
+            api_key: None,
+            temperature: 0.2,
+            max_tokens: 1024,
+            stream: true,
+            timeout_s: 120,
+        }
+    }
+
+    /// The URL to POST to: the base URL with the protocol's path, unless it already ends with it.
+    pub fn chat_url(&self) -> String {
+        let path = match self.protocol {
+            Protocol::OpenAi => "/v1/chat/completions",
+            Protocol::Ollama => "/api/chat",
+        };
+        let base = self.url.trim_end_matches('/');
+        if base.ends_with(path) {
+            base.to_string()
+        } else if self.protocol == Protocol::OpenAi && base.ends_with("/v1") {
+            format!("{base}/chat/completions")
+        } else {
+            format!("{base}{path}")
+        }
+    }
+
+    /// The request headers (name, value), the key included when set.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
+        if let Some(k) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            h.push(("Authorization".to_string(), format!("Bearer {k}")));
+        }
+        h
+    }
+
+    /// The JSON request body for `prompt`: exactly what is sent.
+    pub fn body(&self, prompt: &Prompt) -> String {
+        let messages = json!([
+            {"role": "system", "content": prompt.system},
+            {"role": "user", "content": prompt.user},
+        ]);
+        let v = match self.protocol {
+            Protocol::OpenAi => json!({
+                "model": self.model,
+                "messages": messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "stream": self.stream,
+            }),
+            Protocol::Ollama => json!({
+                "model": self.model,
+                "messages": messages,
+                "stream": self.stream,
+                "options": {"temperature": self.temperature, "num_predict": self.max_tokens},
+            }),
+        };
+        v.to_string()
+    }
+}
+
+/// What went wrong, with what to do about it (`Display`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum LlmError {
+    /// 401 or 403: the key is missing or refused.
+    Unauthorized { status: u16, message: String },
+    /// The prompt is over the model's context.
+    ContextTooLong { message: String },
+    /// Any other HTTP error, with the server's message.
+    Http { status: u16, message: String },
+    /// The stream or response is not what the protocol says.
+    Malformed { message: String },
+    /// No complete answer within the time limit.
+    Timeout { seconds: u64 },
+    /// No connection (refused, unknown host, reset).
+    Unreachable { url: String, detail: String },
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LlmError::Unauthorized { status, message } => write!(
+                f,
+                "the endpoint refused the API key (HTTP {status}: {message}): set the key the server expects (--api-key or TTAP_LLM_API_KEY)"
+            ),
+            LlmError::ContextTooLong { message } => write!(
+                f,
+                "the prompt is longer than the model's context (server: {message}): lower the token budget (--budget) or start the server with a larger context"
+            ),
+            LlmError::Http { status, message } => write!(
+                f,
+                "the endpoint answered HTTP {status}: {message}; check the URL, protocol and model name"
+            ),
+            LlmError::Malformed { message } => write!(
+                f,
+                "the endpoint's answer is malformed ({message}): is the protocol (openai or ollama) the one this server speaks?"
+            ),
+            LlmError::Timeout { seconds } => write!(
+                f,
+                "no complete answer within {seconds} s: raise the timeout (--timeout) or lower max tokens"
+            ),
+            LlmError::Unreachable { url, detail } => write!(
+                f,
+                "cannot connect to {url} ({detail}): is the server running and the URL right?"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+/// The error for an HTTP status that is not success, from the response body.
+pub fn error_from_status(status: u16, body: &str) -> LlmError {
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    let err = v.as_ref().and_then(|v| v.get("error"));
+    let message = err
+        .and_then(|e| e.get("message").and_then(Value::as_str).or(e.as_str()))
+        .or_else(|| v.as_ref()?.get("message")?.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            let t = body.trim();
+            if t.is_empty() {
+                "no message".to_string()
+            } else {
+                t.chars().take(300).collect()
+            }
+        });
+    let kind = err
+        .and_then(|e| e.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let lower = message.to_lowercase();
+    let context = kind == "exceed_context_size_error"
+        || lower.contains("context length")
+        || lower.contains("context size")
+        || lower.contains("context window")
+        || (lower.contains("context") && lower.contains("exceed"));
+    match status {
+        401 | 403 => LlmError::Unauthorized { status, message },
+        400 | 413 | 422 if context => LlmError::ContextTooLong { message },
+        _ => LlmError::Http { status, message },
+    }
+}
+
+/// The text of a whole (non-streamed) response.
+pub fn parse_response(protocol: Protocol, body: &str) -> Result<String, LlmError> {
+    let v: Value = serde_json::from_str(body).map_err(|e| LlmError::Malformed {
+        message: format!("the response is not JSON: {e}"),
+    })?;
+    if let Some(e) = v.get("error") {
+        return Err(error_from_status(500, &json!({ "error": e }).to_string()));
+    }
+    let text = match protocol {
+        Protocol::OpenAi => v.pointer("/choices/0/message/content"),
+        Protocol::Ollama => v.pointer("/message/content"),
+    };
+    text.and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| LlmError::Malformed {
+            message: "no message content in the response".to_string(),
+        })
+}
+
+/// An incremental parser of a streamed answer: feed the bytes as they come, in any pieces.
+#[derive(Clone, Debug)]
+pub struct StreamParser {
+    protocol: Protocol,
+    line: Vec<u8>,
+    done: bool,
+}
+
+impl StreamParser {
+    pub fn new(protocol: Protocol) -> StreamParser {
+        StreamParser {
+            protocol,
+            line: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Whether the stream said it is complete (`data: [DONE]`, `"done": true`).
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The pieces of answer text completed by `bytes`.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, LlmError> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                self.line_done(&line, &mut out)?;
+            } else {
+                self.line.push(b);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The end of the stream: the last unterminated line, and an error when the stream stopped
+    /// before its end marker.
+    pub fn finish(&mut self) -> Result<Vec<String>, LlmError> {
+        let mut out = Vec::new();
+        let line = std::mem::take(&mut self.line);
+        self.line_done(&line, &mut out)?;
+        if self.done {
+            Ok(out)
+        } else {
+            Err(LlmError::Malformed {
+                message: match self.protocol {
+                    Protocol::OpenAi => "the event stream ended before `data: [DONE]`",
+                    Protocol::Ollama => "the stream ended before a `\"done\": true` object",
+                }
+                .to_string(),
+            })
+        }
+    }
+
+    fn line_done(&mut self, line: &[u8], out: &mut Vec<String>) -> Result<(), LlmError> {
+        let line = std::str::from_utf8(line).map_err(|e| LlmError::Malformed {
+            message: format!("a stream line is not UTF-8: {e}"),
+        })?;
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || self.done {
+            return Ok(());
+        }
+        let json = match self.protocol {
+            Protocol::OpenAi => {
+                if line.starts_with(':') || !line.starts_with("data:") {
+                    // Comments, and `event:`, `id:`, `retry:` fields: nothing to read.
+                    return Ok(());
+                }
+                let data = line["data:".len()..].trim();
+                if data == "[DONE]" {
+                    self.done = true;
+                    return Ok(());
+                }
+                data
+            }
+            Protocol::Ollama => line.trim(),
+        };
+        let v: Value = serde_json::from_str(json).map_err(|e| LlmError::Malformed {
+            message: format!("a stream chunk is not JSON ({e}): {}", cut(json)),
+        })?;
+        if let Some(e) = v.get("error") {
+            return Err(error_from_status(500, &json!({ "error": e }).to_string()));
+        }
+        let text = match self.protocol {
+            Protocol::OpenAi => v.pointer("/choices/0/delta/content"),
+            Protocol::Ollama => {
+                self.done = v.get("done").and_then(Value::as_bool) == Some(true);
+                v.pointer("/message/content")
+            }
+        };
+        if let Some(t) = text.and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            out.push(t.to_string());
+        }
+        Ok(())
+    }
+}
+
+fn cut(s: &str) -> String {
+    s.chars().take(120).collect()
+}
+
+/// The model's answer, read leniently: the fields of the first JSON object in the text when
+/// there is one, and the text itself always.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub anti_pattern: Option<String>,
+    pub explanation: Option<String>,
+    pub fix: Option<String>,
+    /// 0 to 1 when given as a number (or a number in a string; percentages are scaled).
+    pub confidence: Option<f32>,
+    /// The whole answer as the model wrote it.
+    pub text: String,
+}
+
+impl Answer {
+    /// Whether the model followed the format (an object with at least one known field).
+    pub fn structured(&self) -> bool {
+        self.anti_pattern.is_some() || self.explanation.is_some() || self.fix.is_some()
+    }
+}
+
+/// Reads an answer: a JSON object anywhere in it (in a code fence or after prose), with keys
+/// in any case and `_`/`-`/camel spelling; free text is kept as is.
+pub fn parse_answer(text: &str) -> Answer {
+    let mut a = Answer {
+        text: text.to_string(),
+        ..Answer::default()
+    };
+    let Some(obj) = first_object(text) else {
+        return a;
+    };
+    for (k, v) in obj {
+        let key: String = k
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_lowercase();
+        let s = match &v {
+            Value::String(s) => Some(s.trim().to_string()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        };
+        match key.as_str() {
+            "antipattern" | "pattern" | "issue" => a.anti_pattern = s,
+            "explanation" | "reason" | "why" => a.explanation = s,
+            "fix" | "suggestion" | "remedy" => a.fix = s,
+            "confidence" => {
+                let c = v
+                    .as_f64()
+                    .or_else(|| s.as_deref()?.trim_end_matches('%').trim().parse().ok());
+                a.confidence = c
+                    .map(|c| if c > 1.0 { c / 100.0 } else { c })
+                    .filter(|c| (0.0..=1.0).contains(c))
+                    .map(|c| c as f32);
+            }
+            _ => {}
+        }
+    }
+    a
+}
+
+/// The first `{…}` in `text` that parses as a JSON object.
+fn first_object(text: &str) -> Option<serde_json::Map<String, Value>> {
+    let mut from = 0;
+    while let Some(k) = text[from..].find('{') {
+        let start = from + k;
+        let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        if let Some(Ok(Value::Object(m))) = stream.next() {
+            return Some(m);
+        }
+        from = start + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SSE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+: keep-alive\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"Hé\"}}]}\r\n\r\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"llo \\\"wörld\\\"\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+data: [DONE]\n\n";
+
+    const NDJSON: &str = "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"Hé\"},\"done\":false}\n\
+{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"llo \\\"wörld\\\"\"},\"done\":false}\n\
+{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"eval_count\":2}";
+
+    /// The whole text of `input` fed in pieces split at `cuts`.
+    fn parse_split(protocol: Protocol, input: &[u8], cuts: &[usize]) -> Result<String, LlmError> {
+        let mut p = StreamParser::new(protocol);
+        let mut text = String::new();
+        let mut at = 0;
+        for &c in cuts.iter().chain(std::iter::once(&input.len())) {
+            text.extend(p.feed(&input[at..c])?);
+            at = c;
+        }
+        text.extend(p.finish()?);
+        Ok(text)
+    }
+
+    #[test]
+    fn streams_parse_the_same_at_every_chunk_boundary() {
+        for (protocol, input) in [(Protocol::OpenAi, SSE), (Protocol::Ollama, NDJSON)] {
+            let b = input.as_bytes();
+            assert_eq!(parse_split(protocol, b, &[]).unwrap(), "Héllo \"wörld\"");
+            for i in 0..=b.len() {
+                assert_eq!(
+                    parse_split(protocol, b, &[i]).unwrap(),
+                    "Héllo \"wörld\"",
+                    "{protocol:?} cut at {i}"
+                );
+                for j in (i..=b.len()).step_by(7) {
+                    assert_eq!(
+                        parse_split(protocol, b, &[i, j]).unwrap(),
+                        "Héllo \"wörld\""
+                    );
+                }
+            }
+            let bytewise: Vec<usize> = (1..b.len()).collect();
+            assert_eq!(
+                parse_split(protocol, b, &bytewise).unwrap(),
+                "Héllo \"wörld\""
+            );
+        }
+    }
+
+    #[test]
+    fn broken_streams_are_errors() {
+        let cut = &SSE[..SSE.find("data: [DONE]").unwrap()];
+        let e = parse_split(Protocol::OpenAi, cut.as_bytes(), &[]).unwrap_err();
+        assert!(matches!(e, LlmError::Malformed { .. }), "{e}");
+        let e = parse_split(Protocol::OpenAi, b"data: {not json\n\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("not JSON"), "{e}");
+        let e = parse_split(
+            Protocol::Ollama,
+            b"{\"message\":{\"content\":\"a\"}}\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("done"), "{e}");
+        let e = parse_split(
+            Protocol::OpenAi,
+            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            LlmError::Http {
+                status: 500,
+                message: "boom".into()
+            }
+        );
+        let e = parse_split(
+            Protocol::Ollama,
+            b"{\"error\":\"model 'x' not found\"}\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("model 'x' not found"), "{e}");
+    }
+
+    #[test]
+    fn statuses_map_to_clear_errors() {
+        let e = error_from_status(
+            401,
+            r#"{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}"#,
+        );
+        assert!(matches!(e, LlmError::Unauthorized { status: 401, .. }));
+        assert!(e.to_string().contains("Invalid API Key"));
+        let e = error_from_status(
+            400,
+            r#"{"error":{"code":400,"message":"request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}"#,
+        );
+        assert!(matches!(e, LlmError::ContextTooLong { .. }), "{e:?}");
+        let e = error_from_status(
+            400,
+            r#"{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError"}"#,
+        );
+        assert!(matches!(e, LlmError::ContextTooLong { .. }), "{e:?}");
+        let e = error_from_status(
+            404,
+            r#"{"error":"model \"llama9\" not found, try pulling it first"}"#,
+        );
+        assert_eq!(
+            e,
+            LlmError::Http {
+                status: 404,
+                message: "model \"llama9\" not found, try pulling it first".into()
+            }
+        );
+        let e = error_from_status(502, "<html>Bad Gateway</html>");
+        assert!(e.to_string().contains("HTTP 502: <html>Bad Gateway</html>"));
+        assert!(error_from_status(500, "")
+            .to_string()
+            .contains("no message"));
+    }
+
+    #[test]
+    fn answers_are_read_leniently() {
+        let a = parse_answer(
+            "Sure! ```json\n{\"anti_pattern\": \"host sync\", \"Explanation\": \"item() each step\", \"fix\": \"drop .item()\", \"confidence\": 0.8}\n```",
+        );
+        assert_eq!(a.anti_pattern.as_deref(), Some("host sync"));
+        assert_eq!(a.explanation.as_deref(), Some("item() each step"));
+        assert_eq!(a.fix.as_deref(), Some("drop .item()"));
+        assert_eq!(a.confidence, Some(0.8));
+        assert!(a.structured());
+        let b = parse_answer("{\"antiPattern\": \"x\", \"confidence\": \"85%\"}");
+        assert_eq!(b.anti_pattern.as_deref(), Some("x"));
+        assert_eq!(b.confidence, Some(0.85));
+        let c = parse_answer("the window {is} slow because of { the loader");
+        assert!(!c.structured());
+        assert_eq!(c.text, "the window {is} slow because of { the loader");
+        assert_eq!(parse_answer("").text, "");
+    }
+
+    #[test]
+    fn bodies_and_urls() {
+        let mut e = Endpoint::new("http://h:1/", Protocol::OpenAi, "m");
+        assert_eq!(e.chat_url(), "http://h:1/v1/chat/completions");
+        e.url = "http://h:1/v1".into();
+        assert_eq!(e.chat_url(), "http://h:1/v1/chat/completions");
+        e.url = "http://h:1/v1/chat/completions".into();
+        assert_eq!(e.chat_url(), "http://h:1/v1/chat/completions");
+        assert_eq!(e.headers().len(), 1);
+        e.api_key = Some("k".into());
+        assert_eq!(e.headers()[1], ("Authorization".into(), "Bearer k".into()));
+        let p = Prompt {
+            key: "k".into(),
+            title: "t".into(),
+            system: "S".into(),
+            user: "U".into(),
+            window_tokens: 1,
+            tokens: 2,
+            dropped_lines: 0,
+        };
+        let v: Value = serde_json::from_str(&e.body(&p)).unwrap();
+        assert_eq!(v["messages"][1]["content"], "U");
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["max_tokens"], 1024);
+        let o = Endpoint::new("http://h:11434", Protocol::Ollama, "codellama");
+        assert_eq!(o.chat_url(), "http://h:11434/api/chat");
+        let v: Value = serde_json::from_str(&o.body(&p)).unwrap();
+        assert_eq!(v["options"]["num_predict"], 1024);
+        assert_eq!(v["messages"][0]["role"], "system");
+    }
+}

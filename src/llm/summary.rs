@@ -1,0 +1,784 @@
+//! Compact, deterministic text summaries of the flagged windows, and the prompts built from them.
+//!
+//! A flagged window is the window a rule finding points at (in the first steady-state step its
+//! evidence cites, the window the window detector finds most likely to hold that anti-pattern,
+//! else its most suspicious one, else the longest) or one of the report's `unexplained` regions. Its summary is a list of
+//! [`Line`]s, each with an importance; a request that is over its token budget loses its least
+//! important lines first (the last window's first), then whole windows, never its header lines.
+//!
+//! **Token estimate:** `ceil(bytes / 4)` of the UTF-8 text ([`estimate_tokens`]). LLaMA-family
+//! tokenizers average 3.5–4.5 bytes per token on English and identifiers; the default budget
+//! ([`DEFAULT_BUDGET`]) leaves about a quarter of a 4096-token context for the answer.
+//!
+//! Reads the analysis, the findings and the report; pure (no clock, no I/O): the same trace gives
+//! the same prompts, natively and in wasm32.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+use crate::detect::{Analysis, Finding};
+use crate::metrics::measure;
+use crate::model::{EventKind, Trace};
+use crate::report::Report;
+use crate::window::Window;
+
+/// Default prompt budget, in estimated tokens: fits a 4096-token context with room for the
+/// answer (`max_tokens`).
+pub const DEFAULT_BUDGET: usize = 3072;
+/// Default number of flagged windows (findings first, then unexplained regions).
+pub const DEFAULT_MAX_WINDOWS: usize = 8;
+/// Operators, kernels and modules listed per window (the first [`KEEP_FIRST`] are more important).
+const TOP: usize = 6;
+const KEEP_FIRST: usize = 3;
+/// Names (kernels are C++ templates) are cut to this many characters.
+const MAX_NAME: usize = 120;
+const MS: f64 = 1e6;
+
+/// The estimated token count of `text`: one token per 4 bytes, rounded up.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// How the prompts are built.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryOptions {
+    /// The most estimated tokens of one request's messages (system and user).
+    pub budget: usize,
+    /// Flagged windows summarised, at most.
+    pub max_windows: usize,
+    /// Replace file paths, host names and [`SummaryOptions::module_names`] with placeholders.
+    pub redact: bool,
+    /// Names the user wants hidden (module, model or project names), replaced as substrings.
+    pub module_names: Vec<String>,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            budget: DEFAULT_BUDGET,
+            max_windows: DEFAULT_MAX_WINDOWS,
+            redact: false,
+            module_names: Vec::new(),
+        }
+    }
+}
+
+/// One line of a summary: lower `importance` is kept longer (0: never dropped).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub importance: u8,
+    pub text: String,
+}
+
+/// Why a window is flagged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Flag {
+    /// A rule finding (its detector id).
+    Finding(String),
+    /// A region the window detector flags that no finding explains (its predicted type).
+    Unexplained(String),
+}
+
+/// The summary of one flagged window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowSummary {
+    /// Stable key for a front end: `finding:<id>` or `unexplained:<step>:<window index>`.
+    pub key: String,
+    /// A short title: what flagged it, where.
+    pub title: String,
+    pub flag: Flag,
+    /// The step number and the window's index in it.
+    pub step: i64,
+    pub window: usize,
+    pub lines: Vec<Line>,
+}
+
+impl WindowSummary {
+    /// The summary as text (every line).
+    pub fn text(&self) -> String {
+        join(self.lines.iter())
+    }
+}
+
+/// One request: the messages to send about one flagged window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prompt {
+    pub key: String,
+    pub title: String,
+    pub system: String,
+    pub user: String,
+    /// Estimated tokens of the window's summary as sent.
+    pub window_tokens: usize,
+    /// Estimated tokens of the whole request's messages.
+    pub tokens: usize,
+    /// Summary lines left out to fit the budget.
+    pub dropped_lines: usize,
+}
+
+/// The system message: what to answer, as one JSON object.
+pub const SYSTEM: &str =
+    "You are a PyTorch performance engineer. You get a summary of one window of a \
+PyTorch profiler trace that an analyzer flagged, with the metrics and evidence that flagged it. \
+Answer with one JSON object and nothing else: {\"anti_pattern\": short name of the performance \
+anti-pattern, \"explanation\": why this window is slow, citing the numbers, \"fix\": the concrete \
+code or configuration change, \"confidence\": a number from 0 to 1}.";
+
+fn join<'a>(lines: impl Iterator<Item = &'a Line>) -> String {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(&l.text);
+        s.push('\n');
+    }
+    s
+}
+
+fn cut(name: &str) -> String {
+    match name.char_indices().nth(MAX_NAME) {
+        Some((i, _)) => format!("{}…", &name[..i]),
+        None => name.to_string(),
+    }
+}
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / MS
+}
+
+/// The flagged windows of an analysis, summarised: findings in rank order, then the report's
+/// unexplained regions, at most `opts.max_windows`. Redaction is applied when `opts.redact`.
+pub fn summarize(
+    a: &Analysis<'_>,
+    findings: &[Finding],
+    report: &Report,
+    opts: &SummaryOptions,
+) -> Vec<WindowSummary> {
+    let header = trace_line(a, report);
+    let mut out = Vec::new();
+    for f in findings {
+        if let Some((step, win)) = finding_window(a, report, f) {
+            let mut lines = vec![header.clone()];
+            lines.push(Line {
+                importance: 0,
+                text: format!(
+                    "Flagged by rule `{}` ({}): {}. Severity {}, about {:.2} ms per step ({:.1}% of the step), confidence {:.2}.",
+                    f.id,
+                    f.title,
+                    f.summary,
+                    f.severity.label(),
+                    f.impact.ms_per_step,
+                    f.impact.pct_of_step,
+                    f.confidence
+                ),
+            });
+            for e in &f.evidence {
+                let mut t = format!("Evidence: {}", e.what);
+                if let Some(n) = e.count {
+                    let _ = write!(t, " ({n})");
+                }
+                if !e.events.is_empty() {
+                    let names: Vec<String> = e.events.iter().take(3).map(|n| cut(n)).collect();
+                    let _ = write!(t, ": {}", names.join(", "));
+                }
+                lines.push(Line {
+                    importance: 1,
+                    text: t,
+                });
+            }
+            out.push(window_summary(
+                a,
+                format!("finding:{}", f.id),
+                format!("{} (step {})", f.title, a.steps.steps[step].number),
+                Flag::Finding(f.id.to_string()),
+                (step, win),
+                lines,
+            ));
+        }
+    }
+    for u in &report.unexplained {
+        let Some((step, win)) = locate(a, u.step, u.start_ms) else {
+            continue;
+        };
+        let lines = vec![
+            header.clone(),
+            Line {
+                importance: 0,
+                text: format!(
+                    "Flagged by the window detector: probability {:.2} that it holds an anti-pattern, most likely `{}`; no rule finding explains it.",
+                    u.anomaly_probability, u.predicted_type
+                ),
+            },
+        ];
+        out.push(window_summary(
+            a,
+            format!("unexplained:{}:{}", u.step, win),
+            format!("Unexplained {} window (step {})", u.phase, u.step),
+            Flag::Unexplained(u.predicted_type.clone()),
+            (step, win),
+            lines,
+        ));
+    }
+    out.truncate(opts.max_windows);
+    if opts.redact {
+        let mut r = Redactor::new(&opts.module_names);
+        for s in &mut out {
+            s.title = r.redact(&s.title);
+            for l in &mut s.lines {
+                l.text = r.redact(&l.text);
+            }
+        }
+    }
+    out
+}
+
+/// The prompts for `summaries`, one per flagged window, each within `opts.budget` estimated
+/// tokens when its never-dropped lines allow it (they are kept even when they do not fit).
+pub fn prompts(summaries: &[WindowSummary], opts: &SummaryOptions) -> Vec<Prompt> {
+    summaries.iter().map(|s| prompt(s, opts.budget)).collect()
+}
+
+/// One request's prompt, dropping the least important lines (the last of them first) until the
+/// messages fit `budget`.
+pub fn prompt(s: &WindowSummary, budget: usize) -> Prompt {
+    let fixed = estimate_tokens(SYSTEM);
+    let mut keep = vec![true; s.lines.len()];
+    let mut order: Vec<usize> = (0..s.lines.len())
+        .filter(|&i| s.lines[i].importance > 0)
+        .collect();
+    // Least important first; among equals, the later line first.
+    order.sort_by(|&x, &y| {
+        s.lines[y]
+            .importance
+            .cmp(&s.lines[x].importance)
+            .then(y.cmp(&x))
+    });
+    let mut bytes: usize = s.lines.iter().map(|l| l.text.len() + 1).sum();
+    let mut dropped = 0;
+    for i in order {
+        if fixed + bytes.div_ceil(4) <= budget {
+            break;
+        }
+        keep[i] = false;
+        bytes -= s.lines[i].text.len() + 1;
+        dropped += 1;
+    }
+    let user = join(s.lines.iter().zip(&keep).filter(|p| *p.1).map(|p| p.0));
+    let window_tokens = estimate_tokens(&user);
+    Prompt {
+        key: s.key.clone(),
+        title: s.title.clone(),
+        system: SYSTEM.to_string(),
+        tokens: fixed + window_tokens,
+        user,
+        window_tokens,
+        dropped_lines: dropped,
+    }
+}
+
+fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
+    let t = &report.trace;
+    let device = a
+        .trace
+        .meta
+        .devices
+        .iter()
+        .find_map(|d| {
+            let name = d.name.as_deref().filter(|n| !n.is_empty())?;
+            Some(match (d.total_global_mem, d.num_sms) {
+                (Some(m), Some(sms)) => format!(
+                    "{name} ({:.0} GiB, {sms} SMs)",
+                    m as f64 / (1u64 << 30) as f64
+                ),
+                _ => name.to_string(),
+            })
+        })
+        .unwrap_or_else(|| "no GPU listed".to_string());
+    let mut text = format!(
+        "Trace: {} profile on {device}; {} steady-state steps, mean step {:.3} ms",
+        t.era, t.steady_steps, t.mean_step_ms
+    );
+    if let (Some(r), Some(w)) = (t.rank, t.world_size) {
+        let _ = write!(text, "; rank {r} of {w}");
+    }
+    text.push('.');
+    Line {
+        importance: 0,
+        text,
+    }
+}
+
+/// The window a finding points at: in the first steady-state step its evidence cites (or the
+/// first steady-state step), the window the detector scores most likely to be of the finding's
+/// type, else its most suspicious window, else the longest (traces without GPU work).
+fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usize, usize)> {
+    let step = a
+        .steady
+        .iter()
+        .copied()
+        .find(|&i| {
+            f.evidence
+                .iter()
+                .any(|e| e.steps.contains(&a.steps.steps[i].number))
+        })
+        .or_else(|| a.steady.first().copied())?;
+    let windows = &a.steps.steps[step].windows;
+    let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
+    let entries = report.windows.get(first..first + windows.len());
+    let likeliest = |typed: bool| {
+        entries.and_then(|es| {
+            es.iter()
+                .enumerate()
+                .filter(|(_, e)| !typed || e.predicted_type.as_deref() == Some(f.id))
+                .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
+                .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+                .map(|(k, _)| k)
+        })
+    };
+    let longest = || {
+        (0..windows.len()).max_by(|&x, &y| {
+            let d = |k: usize| windows[k].end - windows[k].start;
+            d(x).cmp(&d(y)).then(y.cmp(&x))
+        })
+    };
+    Some((
+        step,
+        likeliest(true)
+            .or_else(|| likeliest(false))
+            .or_else(longest)?,
+    ))
+}
+
+/// The step index and window index of a report window (by its step number and start).
+fn locate(a: &Analysis<'_>, number: i64, start_ms: f64) -> Option<(usize, usize)> {
+    let origin = a.trace.meta.span.map_or(0, |s| s.0);
+    let step = a.steps.steps.iter().position(|s| s.number == number)?;
+    let win = a.steps.steps[step]
+        .windows
+        .iter()
+        .position(|w| ((w.start - origin) as f64 / MS - start_ms).abs() < 1e-6)?;
+    Some((step, win))
+}
+
+fn window_summary(
+    a: &Analysis<'_>,
+    key: String,
+    title: String,
+    flag: Flag,
+    (step, win): (usize, usize),
+    mut lines: Vec<Line>,
+) -> WindowSummary {
+    let s = &a.steps.steps[step];
+    let w = &s.windows[win];
+    lines.insert(
+        1,
+        Line {
+            importance: 0,
+            text: format!(
+                "Window: step {}{}, window {} of {} ({}{}), {:.3}–{:.3} ms into a {:.3} ms step ({:.3} ms long).",
+                s.number,
+                if s.warmup { " (warm-up)" } else { "" },
+                win + 1,
+                s.windows.len(),
+                w.phase.label(),
+                w.label.as_deref().map(|l| format!(", opened by `{}`", cut(l))).unwrap_or_default(),
+                ms(w.start - s.start),
+                ms(w.end - s.start),
+                ms(s.dur()),
+                ms(w.end - w.start)
+            ),
+        },
+    );
+    lines.extend(metric_lines(a.trace, w));
+    lines.extend(ranked_lines("Module", modules(a.trace, w), "in the window"));
+    lines.extend(ranked_lines("Operator", operators(a.trace, w), "total"));
+    lines.extend(ranked_lines(
+        "Kernel",
+        kernels(a, w),
+        "GPU time launched from the window",
+    ));
+    WindowSummary {
+        key,
+        title,
+        flag,
+        step: s.number,
+        window: win,
+        lines,
+    }
+}
+
+fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
+    let m = measure(t, w.start, w.end);
+    let mut out = Vec::new();
+    if let Some(d) = m.main_device() {
+        out.push(Line {
+            importance: 1,
+            text: format!(
+                "GPU {}: busy {:.3} ms ({:.0}% of the window; compute {:.3}, communication {:.3} of which exposed {:.3}, memcpy {:.3}, memset {:.3}); idle {:.3} ms: before first work {:.3}, after last work {:.3}, waiting for the host {:.3}, waiting on queued kernels {:.3}, other {:.3}.",
+                d.device.map_or("?".to_string(), |x| x.to_string()),
+                ms(d.busy),
+                100.0 * d.busy as f64 / (m.dur().max(1)) as f64,
+                ms(d.compute),
+                ms(d.communication),
+                ms(d.communication_exposed),
+                ms(d.memcpy),
+                ms(d.memset),
+                ms(d.idle),
+                ms(d.before_first_work),
+                ms(d.after_last_work),
+                ms(d.idle_host_wait),
+                ms(d.idle_kernel_wait),
+                ms(d.idle_other)
+            ),
+        });
+    }
+    let mut host = format!(
+        "Host: {} kernels ({} under 10 µs, {:.3} ms), {} launch calls ({:.3} ms",
+        m.kernels,
+        m.short_kernels,
+        ms(m.kernel_ns),
+        m.launch_calls,
+        ms(m.launch_call_ns)
+    );
+    if let Some(d) = m.launch_delay_median_ns {
+        let _ = write!(host, ", median launch delay {:.1} µs", d as f64 / 1e3);
+    }
+    let _ = write!(
+        host,
+        "), {} synchronize calls ({:.3} ms, GPU idle {:.3} ms after them), {} aten::item calls, DataLoader {:.3} ms.",
+        m.sync_calls,
+        ms(m.sync_ns),
+        ms(m.idle_after_sync_ns),
+        m.item_calls,
+        ms(m.dataloader_ns)
+    );
+    out.push(Line {
+        importance: 2,
+        text: host,
+    });
+    let mut mem = String::new();
+    for c in &m.copies {
+        let _ = write!(
+            mem,
+            "{} {:?} copies ({:?} host memory): {} bytes, {:.3} ms; ",
+            c.count,
+            c.direction,
+            c.host_memory,
+            c.bytes,
+            ms(c.ns)
+        );
+    }
+    if m.mallocs + m.frees > 0 || m.peak_allocated.is_some() {
+        let _ = write!(mem, "{} device mallocs, {} frees", m.mallocs, m.frees);
+        if let Some(p) = m.peak_allocated {
+            let _ = write!(mem, ", peak allocated {:.1} MiB", p as f64 / 1048576.0);
+        }
+    }
+    if !mem.is_empty() {
+        out.push(Line {
+            importance: 3,
+            text: format!("Memory: {}.", mem.trim_end_matches("; ")),
+        });
+    }
+    out
+}
+
+/// Name → (total ns, count), ranked by time, then name.
+fn ranked(totals: BTreeMap<&str, (i64, u64)>) -> Vec<(String, i64, u64)> {
+    let mut v: Vec<(String, i64, u64)> = totals
+        .into_iter()
+        .map(|(n, (ns, c))| (n.to_string(), ns, c))
+        .collect();
+    v.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    v.truncate(TOP);
+    v
+}
+
+fn ranked_lines(what: &str, items: Vec<(String, i64, u64)>, unit: &str) -> Vec<Line> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(k, (name, ns, count))| Line {
+            importance: if k < KEEP_FIRST { 3 } else { 4 },
+            text: format!(
+                "{what} #{}: {} — {:.3} ms {unit}, {count}×",
+                k + 1,
+                cut(&name),
+                ms(ns)
+            ),
+        })
+        .collect()
+}
+
+/// The events of the CPU tracks that start in the window.
+fn cpu_events<'t>(t: &'t Trace, w: &Window) -> impl Iterator<Item = usize> + 't {
+    let (from, to) = (w.start, w.end);
+    t.tracks.iter().filter(|tr| !tr.gpu).flat_map(move |tr| {
+        let r = tr.events.start as usize..tr.events.end as usize;
+        let starts = &t.events.start[r.clone()];
+        let a = r.start + starts.partition_point(|&s| s < from);
+        let b = r.start + starts.partition_point(|&s| s < to);
+        a..b
+    })
+}
+
+/// Outermost CPU operators starting in the window, by total time.
+fn operators(t: &Trace, w: &Window) -> Vec<(String, i64, u64)> {
+    let e = &t.events;
+    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
+    for i in cpu_events(t, w) {
+        let p = e.parent[i];
+        let nested = p != crate::model::NONE && e.kind[p as usize] == EventKind::CpuOp;
+        if e.kind[i] == EventKind::CpuOp && !nested {
+            let v = totals.entry(t.name_of(i)).or_default();
+            v.0 += e.dur[i];
+            v.1 += 1;
+        }
+    }
+    ranked(totals)
+}
+
+fn is_module(t: &Trace, i: usize) -> bool {
+    match t.events.kind[i] {
+        EventKind::UserAnnotation => !t.name_of(i).starts_with("ProfilerStep#"),
+        EventKind::PythonFunction => t.name_of(i).starts_with("nn.Module: "),
+        _ => false,
+    }
+}
+
+/// Annotated ranges and `nn.Module` frames around the window's CPU work: those starting in it
+/// and the enclosing ones, by their time inside the window.
+fn modules(t: &Trace, w: &Window) -> Vec<(String, i64, u64)> {
+    let e = &t.events;
+    let mut seen = std::collections::BTreeSet::new();
+    for i in cpu_events(t, w) {
+        let mut j = i;
+        loop {
+            if is_module(t, j) && !seen.insert(j) {
+                break;
+            }
+            let p = e.parent[j];
+            if p == crate::model::NONE {
+                break;
+            }
+            j = p as usize;
+        }
+    }
+    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
+    for &i in seen.iter().filter(|&&i| is_module(t, i)) {
+        let inside = e.end(i).min(w.end) - e.start[i].max(w.start);
+        let v = totals.entry(t.name_of(i)).or_default();
+        v.0 += inside.max(0);
+        v.1 += 1;
+    }
+    ranked(totals)
+}
+
+/// GPU work launched from the window, by kernel (or copy) name.
+fn kernels(a: &Analysis<'_>, w: &Window) -> Vec<(String, i64, u64)> {
+    let t = a.trace;
+    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
+    for g in a.steps.launched_in(w) {
+        let v = totals.entry(t.name_of(g as usize)).or_default();
+        v.0 += t.events.dur[g as usize];
+        v.1 += 1;
+    }
+    ranked(totals)
+}
+
+/// Replaces sensitive names with stable placeholders: `<path1>`, `<host1>`, `<name1>`, numbered
+/// in order of first appearance, the same name always getting the same placeholder.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    names: Vec<String>,
+    seen: BTreeMap<(char, String), usize>,
+    counts: BTreeMap<char, usize>,
+}
+
+impl Redactor {
+    /// `names`: user-given names (modules, model, project) to hide wherever they appear.
+    pub fn new(names: &[String]) -> Redactor {
+        let mut names: Vec<String> = names.iter().filter(|n| !n.is_empty()).cloned().collect();
+        // Longest first, so that a name containing another is replaced whole.
+        names.sort_by(|x, y| y.len().cmp(&x.len()).then_with(|| x.cmp(y)));
+        Redactor {
+            names,
+            ..Redactor::default()
+        }
+    }
+
+    fn placeholder(&mut self, kind: char, original: &str) -> String {
+        let label = match kind {
+            'p' => "path",
+            'h' => "host",
+            _ => "name",
+        };
+        let key = (kind, original.to_string());
+        let n = match self.seen.get(&key) {
+            Some(&n) => n,
+            None => {
+                let c = self.counts.entry(kind).or_insert(0);
+                *c += 1;
+                self.seen.insert(key, *c);
+                *c
+            }
+        };
+        format!("<{label}{n}>")
+    }
+
+    /// `text` with user-given names, file paths and host names replaced.
+    pub fn redact(&mut self, text: &str) -> String {
+        let mut text = text.to_string();
+        for k in 0..self.names.len() {
+            let name = self.names[k].clone();
+            if text.contains(&name) {
+                let p = self.placeholder('n', &name);
+                text = text.replace(&name, &p);
+            }
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let start = rest.find(|c: char| !is_separator(c)).unwrap_or(rest.len());
+            out.push_str(&rest[..start]);
+            rest = &rest[start..];
+            let end = rest.find(is_separator).unwrap_or(rest.len());
+            let word = &rest[..end];
+            let trimmed = word.trim_end_matches(['.', ',', ';', ':', ')']);
+            let tail = &word[trimmed.len()..];
+            if is_path(trimmed) {
+                out.push_str(&self.placeholder('p', trimmed));
+                out.push_str(tail);
+            } else if is_host(trimmed) {
+                out.push_str(&self.placeholder('h', trimmed));
+                out.push_str(tail);
+            } else {
+                out.push_str(word);
+            }
+            rest = &rest[end..];
+        }
+        out
+    }
+}
+
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '(' | '[' | '<' | '>' | '=')
+}
+
+/// A Unix or Windows file path: `/a/b`, `./a`, `~/a`, `C:\a`, or a relative path to a source
+/// file (`a/b.py`, `a/b.py:12`).
+fn is_path(w: &str) -> bool {
+    let b = w.as_bytes();
+    let rooted = (w.starts_with('/') && w[1..].contains('/'))
+        || w.starts_with("./")
+        || w.starts_with("../")
+        || w.starts_with("~/")
+        || (b.len() > 3 && b[0].is_ascii_alphabetic() && &b[1..3] == b":\\");
+    let source = w.contains('/')
+        && [".py", ".cpp", ".cu", ".h", ".so", ".json", ".gz"]
+            .iter()
+            .any(|x| w.contains(x));
+    rooted || source
+}
+
+/// Top-level and site-local domains that end a host name (Python dotted paths such as
+/// `torch.nn.functional.relu` end otherwise).
+const HOST_SUFFIXES: &[&str] = &[
+    "com", "net", "org", "io", "ai", "dev", "edu", "gov", "cloud", "local", "lan", "internal",
+    "corp", "home", "cluster",
+];
+
+/// A dotted host name ending in one of [`HOST_SUFFIXES`] (`node7.corp.example.com`,
+/// `Annas-MacBook-Pro.local`), or an IPv4 address.
+fn is_host(w: &str) -> bool {
+    let labels: Vec<&str> = w.split('.').collect();
+    let ip = labels.len() == 4
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.len() <= 3 && l.bytes().all(|c| c.is_ascii_digit()));
+    let dns = labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'))
+        && labels
+            .last()
+            .is_some_and(|l| HOST_SUFFIXES.contains(&l.to_ascii_lowercase().as_str()));
+    ip || dns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(lines: &[(u8, &str)]) -> WindowSummary {
+        WindowSummary {
+            key: "k".into(),
+            title: "t".into(),
+            flag: Flag::Finding("x".into()),
+            step: 1,
+            window: 0,
+            lines: lines
+                .iter()
+                .map(|&(importance, text)| Line {
+                    importance,
+                    text: text.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn tokens_are_bytes_over_four_rounded_up() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("µ"), 1);
+    }
+
+    #[test]
+    fn least_important_lines_go_first_and_the_budget_holds() {
+        let long = "x".repeat(400);
+        let s = summary(&[
+            (0, "header"),
+            (3, &long),
+            (1, &long),
+            (4, &long),
+            (3, &long),
+            (2, &long),
+        ]);
+        let fixed = estimate_tokens(SYSTEM);
+        let all = prompt(&s, 100_000);
+        assert_eq!(all.dropped_lines, 0);
+        // Room for the header and two long lines: the importance-1 and -2 lines stay.
+        let p = prompt(&s, fixed + 2 + 2 * 101 + 1);
+        assert_eq!(p.dropped_lines, 3);
+        assert!(p.tokens <= fixed + 2 + 2 * 101 + 1, "{}", p.tokens);
+        assert_eq!(p.user.lines().count(), 3);
+        assert!(p.user.starts_with("header\n"));
+        // Between equals, the later line is dropped first.
+        let s2 = summary(&[(0, "h"), (3, "first"), (3, "second")]);
+        let p2 = prompt(&s2, fixed + estimate_tokens("h\nfirst\n"));
+        assert_eq!(p2.user, "h\nfirst\n");
+        // Header lines stay even over the budget.
+        let p3 = prompt(&s, 1);
+        assert_eq!(p3.user, "header\n");
+        assert_eq!(p3.tokens, fixed + estimate_tokens("header\n"));
+    }
+
+    #[test]
+    fn redaction_is_stable_and_complete() {
+        let mut r = Redactor::new(&["MySecretNet".to_string(), "Secret".to_string()]);
+        let a = r.redact(
+            "nn.Module: MySecretNet at /home/ann/proj/train.py:12 on node7.corp.example.com",
+        );
+        assert_eq!(a, "nn.Module: <name1> at <path1> on <host1>");
+        let b = r.redact("Secret in models/net.py, again /home/ann/proj/train.py:12 (node7.corp.example.com) and 10.0.0.7.");
+        assert_eq!(
+            b,
+            "<name2> in <path2>, again <path1> (<host1>) and <host2>."
+        );
+        // Ordinary words, versions, kernel names and numbers stay.
+        let keep =
+            "aten::conv2d 1.234 ms, torch 2.1.0, void at::native::vectorized_elementwise_kernel<4>";
+        assert_eq!(Redactor::new(&[]).redact(keep), keep);
+    }
+}

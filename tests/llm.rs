@@ -1,0 +1,312 @@
+//! The LLM stage without a server: summaries of real and generated traces (deterministic, within
+//! the budget, redacted), Ollama's recorded streams, timeouts and unreachable endpoints.
+//! `tests/llm_server.rs` runs against a real llama-server.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::llm::client::send;
+use torchtraceap::llm::protocol::{
+    parse_answer, parse_response, Endpoint, LlmError, Protocol, StreamParser,
+};
+use torchtraceap::llm::summary::{self, estimate_tokens, Flag, SummaryOptions};
+use torchtraceap::report::Report;
+use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+
+/// A generated training trace with a host sync and a slow DataLoader injected.
+fn generated() -> String {
+    generate(&Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 5,
+        batch: 32,
+        seed: 7,
+        injections: vec![
+            Injection {
+                pattern: AntiPattern::HostSync,
+                step: 2,
+                severity: 0.8,
+            },
+            Injection {
+                pattern: AntiPattern::DataLoader,
+                step: 3,
+                severity: 0.8,
+            },
+        ],
+        noise: true,
+    })
+    .trace
+}
+
+/// The prompts of a trace's bytes with `opts`.
+fn prompts_of(bytes: &[u8], opts: &SummaryOptions) -> Vec<summary::Prompt> {
+    let ingested = ingest_bytes(bytes, IngestOptions::default()).expect("a trace");
+    let a = Analysis::new(&ingested.trace);
+    let findings = detect::run(&a);
+    let report = Report::new(&a, &findings);
+    summary::prompts(&summary::summarize(&a, &findings, &report, opts), opts)
+}
+
+#[test]
+fn summaries_are_deterministic_bounded_and_cite_the_window() {
+    let trace = generated();
+    let opts = SummaryOptions::default();
+    let first = prompts_of(trace.as_bytes(), &opts);
+    assert_eq!(first, prompts_of(trace.as_bytes(), &opts));
+    assert!(!first.is_empty());
+    assert!(
+        first.iter().any(|p| p.key == "finding:host-device-sync"),
+        "{:?}",
+        first.iter().map(|p| &p.key).collect::<Vec<_>>()
+    );
+    for p in &first {
+        assert!(
+            p.tokens <= opts.budget,
+            "{} over budget: {}",
+            p.key,
+            p.tokens
+        );
+        assert_eq!(
+            p.tokens,
+            estimate_tokens(&p.system) + estimate_tokens(&p.user)
+        );
+        for needed in ["Trace: ", "Window: step ", "Flagged by ", "A100"] {
+            assert!(
+                p.user.contains(needed),
+                "{} lacks {needed:?}:\n{}",
+                p.key,
+                p.user
+            );
+        }
+        assert!(!p.user.contains("\"ph\""), "raw trace events in the prompt");
+    }
+    // A tight budget drops lines (least important first: kernels before the flagging lines).
+    let tight = SummaryOptions {
+        budget: estimate_tokens(summary::SYSTEM) + 200,
+        ..SummaryOptions::default()
+    };
+    for p in prompts_of(trace.as_bytes(), &tight) {
+        assert!(p.dropped_lines > 0, "{}", p.key);
+        assert!(p.user.contains("Flagged by "), "{}", p.user);
+        assert!(!p.user.contains("Kernel #"), "{}", p.user);
+    }
+}
+
+#[test]
+fn redaction_hides_user_names_stably() {
+    let trace = generated();
+    let plain = prompts_of(trace.as_bytes(), &SummaryOptions::default());
+    let module = plain
+        .iter()
+        .flat_map(|p| p.user.lines())
+        .find_map(|l| {
+            ["Module #1: ", "Operator #1: "]
+                .iter()
+                .find_map(|m| l.split(m).nth(1))
+        })
+        .map(|l| l.split(" — ").next().unwrap().to_string())
+        .expect("a module or operator line");
+    let opts = SummaryOptions {
+        redact: true,
+        module_names: vec![module.clone()],
+        ..SummaryOptions::default()
+    };
+    let redacted = prompts_of(trace.as_bytes(), &opts);
+    assert_eq!(redacted, prompts_of(trace.as_bytes(), &opts));
+    assert!(redacted.iter().all(|p| !p.user.contains(&module)));
+    assert!(redacted.iter().any(|p| p.user.contains("<name1>")));
+}
+
+#[test]
+fn unexplained_regions_are_summarised() {
+    let ingested = ingest_bytes(generated().as_bytes(), IngestOptions::default()).unwrap();
+    let a = Analysis::new(&ingested.trace);
+    let report = Report::new(&a, &[]);
+    let opts = SummaryOptions {
+        max_windows: 100,
+        ..SummaryOptions::default()
+    };
+    let s = summary::summarize(&a, &[], &report, &opts);
+    assert_eq!(s.len(), report.unexplained.len());
+    for (w, u) in s.iter().zip(&report.unexplained) {
+        assert_eq!(w.flag, Flag::Unexplained(u.predicted_type.clone()));
+        assert_eq!(w.step, u.step);
+        assert!(w.text().contains("window detector"), "{}", w.text());
+    }
+}
+
+/// Tokens per window and per request on every shared trace, against the raw size (printed).
+#[test]
+fn summary_sizes_on_the_shared_traces() {
+    let Some(dir) = common::shared_traces() else {
+        println!("SKIPPED: no shared traces (TTAP_SHARED_TRACES or ../shared/traces)");
+        return;
+    };
+    let opts = SummaryOptions::default();
+    println!("trace | file bytes | JSON bytes | requests | window tokens (min–max) | request tokens (max) | lines dropped");
+    for f in common::trace_files(&dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        let Ok(ingested) = ingest_bytes(&bytes, IngestOptions::default()) else {
+            continue;
+        };
+        let a = Analysis::new(&ingested.trace);
+        let findings = detect::run(&a);
+        let report = Report::new(&a, &findings);
+        let prompts = summary::prompts(&summary::summarize(&a, &findings, &report, &opts), &opts);
+        let w: Vec<usize> = prompts.iter().map(|p| p.window_tokens).collect();
+        let r = prompts.iter().map(|p| p.tokens).max().unwrap_or(0);
+        assert!(r <= opts.budget, "{}: {r} tokens", f.display());
+        println!(
+            "{} | {} | {} | {} | {}–{} | {} | {}",
+            rel(&dir, &f),
+            bytes.len(),
+            ingested.report.json_bytes,
+            prompts.len(),
+            w.iter().min().unwrap_or(&0),
+            w.iter().max().unwrap_or(&0),
+            r,
+            prompts.iter().map(|p| p.dropped_lines).sum::<usize>()
+        );
+    }
+}
+
+fn rel(dir: &Path, f: &Path) -> String {
+    f.strip_prefix(dir).unwrap_or(f).display().to_string()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ollama")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The text of a recorded stream fed in pieces of `size` bytes.
+fn replay(name: &str, size: usize) -> Result<String, LlmError> {
+    let bytes = fixture(name);
+    let mut p = StreamParser::new(Protocol::Ollama);
+    let mut text = String::new();
+    for piece in bytes.chunks(size) {
+        text.extend(p.feed(piece)?);
+    }
+    text.extend(p.finish()?);
+    Ok(text)
+}
+
+#[test]
+fn ollama_recorded_streams() {
+    for size in [1, 2, 3, 7, 64, 4096] {
+        let text = replay("chat-stream.ndjson", size).unwrap();
+        let a = parse_answer(&text);
+        assert_eq!(
+            a.anti_pattern.as_deref(),
+            Some("host-device synchronization")
+        );
+        assert_eq!(a.confidence, Some(0.7));
+        assert!(a.fix.unwrap().contains(".item()"));
+        let free = parse_answer(&replay("chat-free-text.ndjson", size).unwrap());
+        assert!(!free.structured());
+        assert_eq!(
+            free.text,
+            "The window is slow because the DataLoader has num_workers=0."
+        );
+        let missing = replay("chat-model-missing.ndjson", size).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("not found, try pulling it first"),
+            "{missing}"
+        );
+        let cut = replay("chat-cut.ndjson", size).unwrap_err();
+        assert!(matches!(cut, LlmError::Malformed { .. }), "{cut}");
+    }
+    let whole = String::from_utf8(fixture("chat-nostream.json")).unwrap();
+    let a = parse_answer(&parse_response(Protocol::Ollama, &whole).unwrap());
+    assert_eq!(a.anti_pattern.as_deref(), Some("launch-bound"));
+    assert!(a.fix.unwrap().contains("reduce-overhead"));
+}
+
+fn prompt() -> summary::Prompt {
+    prompts_of(generated().as_bytes(), &SummaryOptions::default()).remove(0)
+}
+
+#[test]
+fn a_closed_port_is_unreachable() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = Endpoint::new(&format!("http://127.0.0.1:{port}"), Protocol::OpenAi, "m");
+    let err = send(&e, &prompt(), |_| {}).unwrap_err();
+    assert!(matches!(err, LlmError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains("is the server running"), "{err}");
+}
+
+#[test]
+fn a_silent_server_times_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = conn.read(&mut buf);
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    });
+    let mut e = Endpoint::new(&format!("http://127.0.0.1:{port}"), Protocol::Ollama, "m");
+    e.timeout_s = 1;
+    let err = send(&e, &prompt(), |_| {}).unwrap_err();
+    assert_eq!(err, LlmError::Timeout { seconds: 1 });
+    server.join().unwrap();
+}
+
+#[test]
+fn explain_dry_run_prints_the_exact_bodies() {
+    let dir = std::env::temp_dir().join(format!("ttap-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, generated()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ttap"))
+        .arg("explain")
+        .arg(&trace)
+        .args([
+            "--dry-run",
+            "--redact",
+            "--budget",
+            "900",
+            "--protocol",
+            "ollama",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let expected = prompts_of(
+        generated().as_bytes(),
+        &SummaryOptions {
+            budget: 900,
+            redact: true,
+            ..SummaryOptions::default()
+        },
+    );
+    assert_eq!(stdout.lines().count(), expected.len());
+    for (line, p) in stdout.lines().zip(&expected) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["messages"][1]["content"], p.user.as_str());
+        assert_eq!(v["model"], "codellama");
+        assert!(
+            stderr.contains(&format!("{} bytes, about {} tokens", line.len(), p.tokens)),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,206 @@
+//! The LLM client against a real OpenAI-compatible server: llama.cpp's llama-server with a tiny
+//! random-weight model, started by `scripts/llm-server.sh start` (which prints the variables).
+//! Without `TTAP_LLM_URL` and `TTAP_LLM_KEY` every test prints `SKIPPED:` and passes.
+//! The model answers with random fragments: the tests assert protocol behaviour, never content.
+
+use std::net::TcpListener;
+use std::process::Command;
+
+use torchtraceap::llm::client::send;
+use torchtraceap::llm::protocol::{Endpoint, LlmError, Protocol};
+use torchtraceap::llm::summary::{estimate_tokens, Prompt, SYSTEM};
+
+/// The running server's URL and key, or `None` (after printing why the test is skipped).
+fn server(test: &str) -> Option<(String, String)> {
+    match (std::env::var("TTAP_LLM_URL"), std::env::var("TTAP_LLM_KEY")) {
+        (Ok(u), Ok(k)) if !u.is_empty() => Some((u, k)),
+        _ => {
+            println!(
+                "SKIPPED: {test}: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY, e.g. `eval \"$(scripts/llm-server.sh start)\"`)"
+            );
+            None
+        }
+    }
+}
+
+fn endpoint(url: &str, key: Option<&str>, stream: bool) -> Endpoint {
+    let mut e = Endpoint::new(url, Protocol::OpenAi, "codellama-test");
+    e.api_key = key.map(str::to_string);
+    e.stream = stream;
+    e.max_tokens = 32;
+    e.timeout_s = 60;
+    e
+}
+
+fn prompt(user: String) -> Prompt {
+    Prompt {
+        key: "test".into(),
+        title: "test".into(),
+        system: SYSTEM.to_string(),
+        window_tokens: estimate_tokens(&user),
+        tokens: estimate_tokens(SYSTEM) + estimate_tokens(&user),
+        user,
+        dropped_lines: 0,
+    }
+}
+
+fn small() -> Prompt {
+    prompt(
+        "Window: step 12, forward, 3.2 ms; 48 aten::item calls; GPU idle 2.1 ms after them.".into(),
+    )
+}
+
+#[test]
+fn non_streaming_answer() {
+    let Some((url, key)) = server("non_streaming_answer") else {
+        return;
+    };
+    let mut pieces = 0;
+    let text = send(&endpoint(&url, Some(&key), false), &small(), |_| {
+        pieces += 1
+    })
+    .expect("an answer");
+    assert_eq!(pieces, 1);
+    assert!(!text.is_empty());
+}
+
+#[test]
+fn streaming_answer() {
+    let Some((url, key)) = server("streaming_answer") else {
+        return;
+    };
+    let mut pieces = Vec::new();
+    let text = send(&endpoint(&url, Some(&key), true), &small(), |p| {
+        pieces.push(p.to_string())
+    })
+    .expect("a streamed answer");
+    assert!(pieces.len() > 1, "one piece per token expected: {pieces:?}");
+    assert_eq!(pieces.concat(), text);
+}
+
+#[test]
+fn wrong_or_missing_key_is_refused() {
+    let Some((url, _)) = server("wrong_or_missing_key_is_refused") else {
+        return;
+    };
+    for key in [Some("not-the-key"), None] {
+        for stream in [false, true] {
+            let e = send(&endpoint(&url, key, stream), &small(), |_| {}).unwrap_err();
+            assert!(
+                matches!(e, LlmError::Unauthorized { status: 401, .. }),
+                "{key:?}: {e:?}"
+            );
+            assert!(e.to_string().contains("Invalid API Key"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn a_prompt_over_the_context_is_refused() {
+    let Some((url, key)) = server("a_prompt_over_the_context_is_refused") else {
+        return;
+    };
+    // The server's context is 32768 tokens over 2 slots; this is far more than 16384.
+    let long = "aten::convolution 0.25 ms; ".repeat(8000);
+    for stream in [false, true] {
+        let e = send(
+            &endpoint(&url, Some(&key), stream),
+            &prompt(long.clone()),
+            |_| {},
+        )
+        .unwrap_err();
+        assert!(matches!(e, LlmError::ContextTooLong { .. }), "{e:?}");
+        assert!(e.to_string().contains("--budget"), "{e}");
+    }
+}
+
+#[test]
+fn a_stopped_server_is_unreachable() {
+    if server("a_stopped_server_is_unreachable").is_none() {
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = send(
+        &endpoint(&format!("http://127.0.0.1:{port}"), None, true),
+        &small(),
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(e, LlmError::Unreachable { .. }), "{e:?}");
+}
+
+#[test]
+fn ttap_explain_end_to_end() {
+    let Some((url, key)) = server("ttap_explain_end_to_end") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ttap-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    let ttap = env!("CARGO_BIN_EXE_ttap");
+    let synth = Command::new(ttap)
+        .args([
+            "synth",
+            "--model",
+            "resnet50",
+            "--gpu",
+            "a100",
+            "--inject",
+            "host-device-sync@2",
+        ])
+        .arg("--out")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        synth.status.success(),
+        "{}",
+        String::from_utf8_lossy(&synth.stderr)
+    );
+    for stream in [false, true] {
+        let mut cmd = Command::new(ttap);
+        cmd.arg("explain")
+            .arg(&trace)
+            .args([
+                "--endpoint",
+                &url,
+                "--model",
+                "codellama-test",
+                "--max-tokens",
+                "24",
+            ])
+            .env("TTAP_LLM_API_KEY", &key);
+        if stream {
+            cmd.arg("--stream");
+        }
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "stream {stream}: {stderr}");
+        assert!(stderr.contains("== request 1 of "), "{stderr}");
+        assert!(stdout.contains("## "), "{stdout}");
+    }
+    let refused = Command::new(ttap)
+        .arg("explain")
+        .arg(&trace)
+        .args([
+            "--endpoint",
+            &url,
+            "--api-key",
+            "wrong",
+            "--max-windows",
+            "1",
+        ])
+        .env_remove("TTAP_LLM_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -28,6 +28,10 @@ else
   echo "SKIPPED: ../shared/traces is absent, so the real-trace tests will skip (set TTAP_SHARED_TRACES to run them)"
 fi
 
+if [ -z "${TTAP_LLM_URL:-}" ]; then
+  echo "SKIPPED: the LLM server tests (tests/llm_server.rs) need a running server: eval \"\$(bash scripts/llm-server.sh start)\" first"
+fi
+
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 

@@ -4,7 +4,8 @@
 //! Reads the model, the windows and the metrics. Every value is finite.
 
 use crate::metrics::{in_range, measure};
-use crate::model::{kernels, CopyDirection, EventKind, HostMemory, Trace};
+use crate::model::kernels::KernelNames;
+use crate::model::{CopyDirection, EventKind, HostMemory, Trace};
 use crate::window::{Phase, Steps, Window};
 
 /// The features, in vector order.
@@ -86,7 +87,7 @@ pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
 }
 
 /// The features of one window.
-pub fn of_window(t: &Trace, steps: &Steps, w: &Window) -> WindowFeatures {
+fn of_window(t: &Trace, steps: &Steps, w: &Window, names: &mut KernelNames) -> WindowFeatures {
     let m = measure(t, w.start, w.end);
     let dur = m.dur();
     let d = m.main_device().cloned().unwrap_or_default();
@@ -99,15 +100,14 @@ pub fn of_window(t: &Trace, steps: &Steps, w: &Window) -> WindowFeatures {
                 continue;
             }
             kernel_durs.push(e.dur[i]);
-            let name = t.name_of(i);
-            let lower = name.to_ascii_lowercase();
-            if kernels::is_simt_fp32(name) {
+            let traits = names.of_event(t, i);
+            if traits.simt_fp32 {
                 simt += e.dur[i];
-            } else if kernels::is_layout(&lower) {
+            } else if traits.layout {
                 layout += e.dur[i];
-            } else if kernels::is_attention(&lower) {
+            } else if traits.attention {
                 attention += e.dur[i];
-            } else if kernels::is_elementwise(name) {
+            } else if traits.elementwise {
                 elementwise += e.dur[i];
             }
         }
@@ -180,5 +180,9 @@ pub fn of_window(t: &Trace, steps: &Steps, w: &Window) -> WindowFeatures {
 
 /// The features of every window of every step.
 pub fn of_trace(t: &Trace, steps: &Steps) -> Vec<WindowFeatures> {
-    steps.windows().map(|w| of_window(t, steps, w)).collect()
+    let mut names = KernelNames::default();
+    steps
+        .windows()
+        .map(|w| of_window(t, steps, w, &mut names))
+        .collect()
 }

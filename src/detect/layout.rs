@@ -1,7 +1,7 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::model::kernels::{is_convolution, is_layout};
+use crate::model::kernels::KernelNames;
 use crate::model::EventKind;
 
 pub struct LayoutTransforms;
@@ -29,18 +29,19 @@ impl Detector for LayoutTransforms {
         let e = &t.events;
         let (mut layout, mut conv, mut count) = (0i64, 0i64, 0u64);
         let mut names: Vec<String> = Vec::new();
+        let mut kernel_names = KernelNames::default();
         for i in 0..e.len() {
             if e.kind[i] != EventKind::GpuKernel || a.steady_step_at(e.start[i]).is_none() {
                 continue;
             }
-            let lower = t.name_of(i).to_ascii_lowercase();
-            if is_layout(&lower) {
+            let traits = kernel_names.of_event(t, i);
+            if traits.layout {
                 layout += e.dur[i];
                 count += 1;
                 if names.len() < 5 && !names.iter().any(|n| n == t.name_of(i)) {
                     names.push(t.name_of(i).to_string());
                 }
-            } else if is_convolution(&lower) {
+            } else if traits.convolution {
                 conv += e.dur[i];
             }
         }

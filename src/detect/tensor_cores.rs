@@ -1,7 +1,7 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
 use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::model::kernels::is_simt_fp32;
+use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace};
 
 pub struct NoTensorCores;
@@ -42,13 +42,14 @@ impl Detector for NoTensorCores {
         let mut simt_ns = 0i64;
         let mut kernel_ns = 0i64;
         let mut names: Vec<(String, i64)> = Vec::new();
+        let mut kernel_names = KernelNames::default();
         for i in 0..e.len() {
             if e.kind[i] != EventKind::GpuKernel || a.steady_step_at(e.start[i]).is_none() {
                 continue;
             }
             kernel_ns += e.dur[i];
-            let name = t.name_of(i);
-            if is_simt_fp32(name) {
+            if kernel_names.of_event(t, i).simt_fp32 {
+                let name = t.name_of(i);
                 simt_ns += e.dur[i];
                 match names.iter_mut().find(|(n, _)| n == name) {
                     Some(entry) => entry.1 += e.dur[i],

@@ -4,7 +4,10 @@
 
 use std::sync::LazyLock;
 
+use rustc_hash::FxHashMap;
+
 use super::patterns::Patterns;
+use super::{StrId, Trace};
 
 /// Kernel-name marks of tensor-core (or matrix-core) kernels: Volta to Blackwell HMMA/xmma
 /// names, Hopper wgmma, cutlass tensor-op, flash/fused attention, ROCm MFMA.
@@ -83,6 +86,45 @@ pub fn is_elementwise(name: &str) -> bool {
 /// Attention kernels (fused flash / memory-efficient ones and softmax).
 pub fn is_attention(lower: &str) -> bool {
     ATTENTION.any_in(lower)
+}
+
+/// What a kernel's name says, all at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelTraits {
+    pub simt_fp32: bool,
+    pub layout: bool,
+    pub convolution: bool,
+    pub attention: bool,
+    pub elementwise: bool,
+}
+
+impl KernelTraits {
+    pub fn of(name: &str) -> KernelTraits {
+        let lower = name.to_ascii_lowercase();
+        KernelTraits {
+            simt_fp32: is_simt_fp32(name),
+            layout: is_layout(&lower),
+            convolution: is_convolution(&lower),
+            attention: is_attention(&lower),
+            elementwise: is_elementwise(name),
+        }
+    }
+}
+
+/// [`KernelTraits`] remembered per interned name: a trace repeats a few hundred kernel names
+/// millions of times, so each name is read once.
+#[derive(Default)]
+pub struct KernelNames(FxHashMap<StrId, KernelTraits>);
+
+impl KernelNames {
+    /// The traits of event `i`'s name.
+    pub fn of_event(&mut self, t: &Trace, i: usize) -> KernelTraits {
+        let name = t.events.name[i];
+        *self
+            .0
+            .entry(name)
+            .or_insert_with(|| KernelTraits::of(t.strings.get(name)))
+    }
 }
 
 #[cfg(test)]

@@ -45,8 +45,11 @@ step "trunk build --release (the site, into dist/)"
 TRUNK_SKIP_VERSION_CHECK=true env -u NO_COLOR trunk build --release --offline --locked
 
 step "end-to-end tests (Playwright driving headless Chromium against dist/)"
+e2e_log="$(mktemp)"
+trap 'rm -f "$log" "$e2e_log"' EXIT
+node --test e2e/ 2>&1 | tee "$e2e_log"
 # node --test prints "# pass N" / "# fail N"; rewrite them like cargo's summary for the count.
-node --test e2e/ 2>&1 | tee /dev/stderr | sed -n 's/^# pass \([0-9]*\)/\1 passed/p; s/^# fail \([0-9]*\)/\1 failed/p' >> "$log"
+sed -n 's/^# pass \([0-9]*\)/\1 passed/p; s/^# fail \([0-9]*\)/\1 failed/p' "$e2e_log" >> "$log"
 if grep -q '^[1-9][0-9]* failed' "$log"; then
   echo "end-to-end tests failed" >&2
   exit 1

@@ -148,8 +148,8 @@ impl RangeMetrics {
     }
 }
 
-/// Union length of sorted-or-not intervals, and the merged list.
-fn merge(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+/// Sorted-or-not intervals merged into a sorted list of disjoint ones.
+pub(crate) fn merge(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     iv.sort_unstable();
     let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len());
     for (s, e) in iv {
@@ -166,7 +166,8 @@ pub(crate) fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
     total(&merge(iv))
 }
 
-fn total(iv: &[(i64, i64)]) -> i64 {
+/// Total length of disjoint intervals.
+pub(crate) fn total(iv: &[(i64, i64)]) -> i64 {
     iv.iter().map(|(s, e)| e - s).sum()
 }
 

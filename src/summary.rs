@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::ingest::Ingested;
-use crate::metrics::union_ns;
+use crate::metrics::{merge, total};
 use crate::model::{EventKind, StepSource, Trace};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,22 +103,14 @@ pub const TIMELINE_BINS: usize = 200;
 
 const NS_PER_MS: f64 = 1e6;
 
-/// Busy share (0–100) of each of `TIMELINE_BINS` equal slices of `span`, from the union of
-/// `intervals` (sorted or not, overlapping or not).
-fn busy_timeline(mut intervals: Vec<(i64, i64)>, span: (i64, i64)) -> Vec<f32> {
+/// Busy share (0–100) of each of `TIMELINE_BINS` equal slices of `span`, from disjoint
+/// intervals (`metrics::merge`).
+fn busy_timeline(merged: &[(i64, i64)], span: (i64, i64)) -> Vec<f32> {
     let (start, end) = span;
     let len = (end - start).max(1) as f64;
     let width = len / TIMELINE_BINS as f64;
     let mut busy = vec![0f64; TIMELINE_BINS];
-    intervals.sort_unstable();
-    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(intervals.len());
-    for (s, e) in intervals {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    for (s, e) in merged {
+    for &(s, e) in merged {
         let (s, e) = ((s - start) as f64, (e - start) as f64);
         let first = ((s / width) as usize).min(TIMELINE_BINS - 1);
         let last = ((e / width) as usize).min(TIMELINE_BINS - 1);
@@ -185,8 +177,9 @@ impl Summary {
                 )| {
                     let active = iv.iter().map(|v| v.1).max().unwrap_or(0)
                         - iv.iter().map(|v| v.0).min().unwrap_or(0);
-                    let timeline_pct = busy_timeline(iv.clone(), t.meta.span.unwrap_or((0, 0)));
-                    let busy = union_ns(iv);
+                    let merged = merge(iv);
+                    let timeline_pct = busy_timeline(&merged, t.meta.span.unwrap_or((0, 0)));
+                    let busy = total(&merged);
                     GpuBusy {
                         device,
                         streams,
@@ -342,17 +335,20 @@ fn keep_largest<T>(rows: &mut Vec<T>, top: usize, key: impl Fn(&T) -> (f64, &Str
 #[cfg(test)]
 mod tests {
     use super::{busy_timeline, TIMELINE_BINS};
-    use crate::metrics::union_ns;
+    use crate::metrics::{merge, union_ns};
 
     #[test]
     fn the_busy_timeline_spreads_each_interval_over_the_slices_it_covers() {
         // A span of 200 ns: one slice per nanosecond.
-        let t = busy_timeline(vec![(10, 12), (11, 13), (150, 200), (199, 400)], (0, 200));
+        let t = busy_timeline(
+            &merge(vec![(10, 12), (11, 13), (150, 200), (199, 400)]),
+            (0, 200),
+        );
         assert_eq!(t.len(), TIMELINE_BINS);
         assert_eq!(&t[9..14], &[0.0, 100.0, 100.0, 100.0, 0.0]);
         assert!(t[150..].iter().all(|&b| b == 100.0));
         // Half a slice busy.
-        let t = busy_timeline(vec![(0, 1)], (0, 400));
+        let t = busy_timeline(&merge(vec![(0, 1)]), (0, 400));
         assert_eq!(t[0], 50.0);
         assert!(t[1..].iter().all(|&b| b == 0.0));
     }

@@ -86,9 +86,7 @@ fn card(
         let copied = copied.clone();
         let snippet = f.fix_snippet.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Some(window) = web_sys::window() {
-                // The promise settles on its own; a refused write leaves the button as it was.
-                let _ = window.navigator().clipboard().write_text(&snippet);
+            if super::copy_to_clipboard(&snippet) {
                 copied.set(Some(i));
             }
         })

@@ -27,13 +27,21 @@ use format::{bytes, count, duration_s};
 const MAX_FILE_TABS: usize = 8;
 /// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
 const WORKER_URL: &str = "./worker_loader.js";
+/// Puts `text` on the clipboard; whether the browser wrote it is not awaited (a refused write
+/// changes nothing on the page). Returns false where there is no window.
+fn copy_to_clipboard(text: &str) -> bool {
+    web_sys::window().is_some_and(|window| {
+        let _ = window.navigator().clipboard().write_text(text);
+        true
+    })
+}
+
 /// The sample trace bundled with the site (`www/samples/`, made by `ttap synth`).
 pub const SAMPLE_URL: &str = "samples/resnet50-a100-dataloader.pt.trace.json.gz";
 
 pub enum Msg {
     Open(Vec<File>),
     OpenSample,
-    SampleFailed(String),
     /// Something the user asked for failed; the message says what and what to do.
     Failed(String),
     FromWorker(FromWorker),
@@ -136,12 +144,12 @@ impl Component for App {
                 ctx.link().send_future(async {
                     match load::fetch_sample(SAMPLE_URL).await {
                         Ok(file) => Msg::Open(vec![file]),
-                        Err(e) => Msg::SampleFailed(e),
+                        Err(e) => Msg::Failed(e),
                     }
                 });
                 return false;
             }
-            Msg::SampleFailed(e) | Msg::Failed(e) => self.notice = Some(e),
+            Msg::Failed(e) => self.notice = Some(e),
             Msg::FromWorker(FromWorker::Ready) => {
                 let Some(l) = &mut self.loading else {
                     return false;

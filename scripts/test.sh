@@ -28,12 +28,29 @@ else
   echo "SKIPPED: ../shared/traces is absent, so the real-trace tests will skip (set TTAP_SHARED_TRACES to run them)"
 fi
 
-if [ -z "${TTAP_LLM_URL:-}" ]; then
-  echo "SKIPPED: the LLM server tests (tests/llm_server.rs) need a running server: eval \"\$(bash scripts/llm-server.sh start)\" first"
-fi
-
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+e2e_log="$(mktemp)"
+llm_started=""
+llm_port="${TTAP_LLM_PORT:-18181}"
+cleanup() {
+  rm -f "$log" "$e2e_log"
+  if [ -n "$llm_started" ]; then bash scripts/llm-server.sh stop "$llm_port"; fi
+}
+trap cleanup EXIT
+
+# The LLM tests (tests/llm_server.rs and the end-to-end LLM tests) talk to a real server:
+# llama.cpp's llama-server with a tiny model, built once into a cache (minutes the first time),
+# started here on 127.0.0.1 and stopped on exit. A server already given in TTAP_LLM_URL is used
+# as it is.
+if [ -z "${TTAP_LLM_URL:-}" ]; then
+  step "llama-server for the LLM tests (built once, cached in ${TTAP_CACHE:-~/.cache/torchtraceap}/llama)"
+  bash scripts/llm-server.sh build
+  llm_env="$(bash scripts/llm-server.sh start "$llm_port")"
+  llm_started=1
+  eval "$llm_env"
+  export TTAP_LLM_URL TTAP_LLM_KEY
+  echo "llama-server: $TTAP_LLM_URL"
+fi
 
 step "cargo test (core and CLI, native)"
 cargo test --locked 2>&1 | tee -a "$log"
@@ -45,8 +62,6 @@ step "trunk build --release (the site, into dist/)"
 TRUNK_SKIP_VERSION_CHECK=true env -u NO_COLOR trunk build --release --offline --locked
 
 step "end-to-end tests (Playwright driving headless Chromium against dist/)"
-e2e_log="$(mktemp)"
-trap 'rm -f "$log" "$e2e_log"' EXIT
 node --test e2e/ 2>&1 | tee "$e2e_log"
 # node --test prints "# pass N" / "# fail N"; rewrite them like cargo's summary for the count.
 sed -n 's/^# pass \([0-9]*\)/\1 passed/p; s/^# fail \([0-9]*\)/\1 failed/p' "$e2e_log" >> "$log"

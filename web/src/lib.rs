@@ -1,7 +1,9 @@
 //! The TorchTraceAP web app: a Yew page ([`ui`]) and a Web Worker ([`worker`]) that runs the
 //! library's analysis on the user's files, talking through [`protocol`]. Nothing leaves the
-//! browser: the page makes no request but for its own files.
+//! browser: the page makes no request but for its own files, and the one request the user
+//! previews and sends to an LLM endpoint of their choosing ([`llm`]).
 
+pub mod llm;
 pub mod protocol;
 pub mod ui;
 pub mod worker;

@@ -1,0 +1,337 @@
+//! The browser transport of the LLM stage: the previewed request body POSTed with `fetch`, the
+//! response read as it arrives (a `ReadableStream` reader) into the core's
+//! [`StreamParser`](torchtraceap::llm::protocol::StreamParser), or whole when not streaming; an
+//! `AbortController` for Cancel and for the timeout. The protocol itself (URL, headers, parsing,
+//! HTTP statuses to [`LlmError`]) is the core's `llm::protocol`, shared with the CLI; this
+//! module adds only what the browser needs: the transport, and messages that name the page's
+//! settings and the CORS flags the CLI never meets.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use gloo_timers::callback::Timeout;
+use js_sys::{Reflect, Uint8Array};
+use torchtraceap::llm::protocol::{
+    error_from_status, parse_response, Endpoint, LlmError, StreamParser,
+};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{
+    AbortController, Headers, ReadableStreamDefaultReader, ReferrerPolicy, RequestCredentials,
+    RequestInit, Response,
+};
+
+/// Why a request ended without a complete answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// The user cancelled it.
+    Cancelled,
+    /// It could not be made at all (not a URL, a key a header cannot carry).
+    Invalid(String),
+    /// The endpoint failed, refused or could not be reached.
+    Llm(LlmError),
+}
+
+/// One request to an endpoint: [`Request::send`] runs it, [`Request::cancel`] (from a clone)
+/// stops it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    controller: AbortController,
+    cancelled: Rc<Cell<bool>>,
+}
+
+impl Request {
+    pub fn new() -> Result<Request, Failure> {
+        let controller = AbortController::new().map_err(|e| {
+            Failure::Invalid(format!(
+                "this browser has no AbortController: {}",
+                js_text(&e)
+            ))
+        })?;
+        Ok(Request {
+            controller,
+            cancelled: Rc::new(Cell::new(false)),
+        })
+    }
+
+    /// Stops the request; `send` then returns `Failure::Cancelled` with what arrived so far
+    /// already handed to its `on_text`.
+    pub fn cancel(&self) {
+        self.cancelled.set(true);
+        self.controller.abort();
+    }
+
+    /// POSTs `body` (exactly as given: the previewed text) to the endpoint's chat URL; `on_text`
+    /// gets each piece of the answer as it arrives (the whole answer at once when not
+    /// streaming). Returns the whole answer text.
+    pub async fn send(
+        &self,
+        endpoint: &Endpoint,
+        body: &str,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<String, Failure> {
+        let timed_out = Rc::new(Cell::new(false));
+        let _timer = {
+            let (controller, timed_out) = (self.controller.clone(), Rc::clone(&timed_out));
+            let ms = endpoint
+                .timeout_s
+                .saturating_mul(1000)
+                .min(u64::from(u32::MAX)) as u32;
+            Timeout::new(ms, move || {
+                timed_out.set(true);
+                controller.abort();
+            })
+        };
+        let result = self.exchange(endpoint, body, &mut on_text).await;
+        if result.is_err() {
+            // Closes the connection whatever went wrong (a stream that broke off mid-way).
+            self.controller.abort();
+        }
+        result.map_err(|e| {
+            if self.cancelled.get() {
+                Failure::Cancelled
+            } else if timed_out.get() {
+                Failure::Llm(LlmError::Timeout {
+                    seconds: endpoint.timeout_s,
+                })
+            } else {
+                e
+            }
+        })
+    }
+
+    async fn exchange(
+        &self,
+        endpoint: &Endpoint,
+        body: &str,
+        on_text: &mut impl FnMut(&str),
+    ) -> Result<String, Failure> {
+        let url = endpoint.chat_url();
+        check_url(&url)?;
+        let headers = Headers::new().map_err(|e| Failure::Invalid(js_text(&e)))?;
+        for (name, value) in endpoint.headers() {
+            headers.set(&name, &value).map_err(|e| {
+                Failure::Invalid(format!(
+                    "the {name} header cannot be sent ({})",
+                    js_text(&e)
+                ))
+            })?;
+        }
+        let init = RequestInit::new();
+        init.set_method("POST");
+        init.set_headers(&headers);
+        init.set_body(&JsValue::from_str(body));
+        init.set_signal(Some(&self.controller.signal()));
+        // Nothing of the page goes along: no cookies, no referrer.
+        init.set_credentials(RequestCredentials::Omit);
+        init.set_referrer_policy(ReferrerPolicy::NoReferrer);
+        let window = web_sys::window()
+            .ok_or_else(|| Failure::Invalid("no window to send the request from".to_string()))?;
+        let unreachable = |e: JsValue| {
+            Failure::Llm(LlmError::Unreachable {
+                url: url.clone(),
+                detail: js_text(&e),
+            })
+        };
+        let response: Response = JsFuture::from(window.fetch_with_str_and_init(&url, &init))
+            .await
+            .map_err(unreachable)?
+            .unchecked_into();
+        let broken = |e: JsValue| {
+            Failure::Llm(LlmError::Unreachable {
+                url: url.clone(),
+                detail: format!(
+                    "the connection broke while the answer was read: {}",
+                    js_text(&e)
+                ),
+            })
+        };
+        let status = response.status();
+        if !response.ok() || !endpoint.stream {
+            let text = match response.text() {
+                Ok(promise) => JsFuture::from(promise).await.map_err(broken)?,
+                Err(e) => return Err(broken(e)),
+            };
+            let text = text.as_string().unwrap_or_default();
+            if !response.ok() {
+                return Err(Failure::Llm(error_from_status(status, &text)));
+            }
+            let answer = parse_response(endpoint.protocol, &text).map_err(Failure::Llm)?;
+            on_text(&answer);
+            return Ok(answer);
+        }
+        let stream = response.body().ok_or_else(|| {
+            Failure::Llm(LlmError::Malformed {
+                message: format!("HTTP {status} without a body"),
+            })
+        })?;
+        let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+        let mut parser = StreamParser::new(endpoint.protocol);
+        let mut answer = String::new();
+        loop {
+            let chunk = JsFuture::from(reader.read()).await.map_err(broken)?;
+            let done = Reflect::get(&chunk, &JsValue::from_str("done"))
+                .ok()
+                .and_then(|d| d.as_bool())
+                .unwrap_or(true);
+            let pieces = if done {
+                parser.finish()
+            } else {
+                let bytes: Uint8Array = Reflect::get(&chunk, &JsValue::from_str("value"))
+                    .map_err(broken)?
+                    .unchecked_into();
+                parser.feed(&bytes.to_vec())
+            }
+            .map_err(Failure::Llm)?;
+            for piece in pieces {
+                on_text(&piece);
+                answer.push_str(&piece);
+            }
+            if done || parser.done() {
+                return Ok(answer);
+            }
+        }
+    }
+}
+
+/// Refuses what `fetch` cannot send, before sending: not a URL, or not http(s).
+fn check_url(url: &str) -> Result<(), Failure> {
+    let parsed = web_sys::Url::new(url).map_err(|_| {
+        Failure::Invalid(format!(
+            "{url} is not a URL: write the server's address, e.g. http://127.0.0.1:8080"
+        ))
+    })?;
+    match parsed.protocol().as_str() {
+        "http:" | "https:" => Ok(()),
+        other => Err(Failure::Invalid(format!(
+            "{url} is a {other} URL: the endpoint must be http:// or https://"
+        ))),
+    }
+}
+
+/// The message of a JavaScript error (`TypeError: Failed to fetch` → `Failed to fetch`).
+fn js_text(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// What to tell the user about a failure, naming the settings that fix it. `page_origin` is
+/// this page's origin (`http://127.0.0.1:8080`), which a cross-origin server must allow.
+pub fn message(failure: &Failure, page_origin: &str) -> String {
+    match failure {
+        Failure::Cancelled => "Cancelled; nothing more is read from the endpoint.".to_string(),
+        Failure::Invalid(what) => format!(
+            "The request could not be made: {what}. Check the endpoint URL and the API key in the LLM settings."
+        ),
+        Failure::Llm(e) => match e {
+            LlmError::Unauthorized { status, message } => format!(
+                "The endpoint refused the API key (HTTP {status}: {message}). Set the key the server \
+                 expects in the LLM settings (llama-server --api-key, vLLM --api-key, or your \
+                 provider's key)."
+            ),
+            LlmError::ContextTooLong { message } => format!(
+                "The request is longer than the model's context (server: {message}). Lower the token \
+                 budget in the LLM settings, or give the server a larger context (llama-server -c, \
+                 vLLM --max-model-len, Ollama's num_ctx)."
+            ),
+            LlmError::Http { status, message } => format!(
+                "The endpoint answered HTTP {status}: {message}. Check the URL, the protocol and the \
+                 model name in the LLM settings."
+            ),
+            LlmError::Malformed { message } => format!(
+                "The endpoint's answer could not be read ({message}). Is the protocol in the LLM \
+                 settings (OpenAI-compatible or Ollama) the one this server speaks?"
+            ),
+            LlmError::Timeout { seconds } => format!(
+                "No complete answer within {seconds} s. Raise the timeout, or lower the answer's \
+                 max tokens, in the LLM settings."
+            ),
+            LlmError::Unreachable { url, detail } => {
+                let mut m = format!(
+                    "Could not reach {url} ({detail}). Either no server answers at that address, or \
+                     it does not allow requests from this page's origin, {page_origin} (CORS: the \
+                     browser does not say which). Check the URL in the LLM settings, and start the \
+                     server allowing this origin: llama-server --cors-origins {page_origin}; vLLM \
+                     --allowed-origins '[\"{page_origin}\"]'; Ollama with \
+                     OLLAMA_ORIGINS={page_origin}."
+                );
+                if page_origin.starts_with("https:") && url.starts_with("http:") {
+                    m.push_str(
+                        " This page is served over https, so the browser also blocks an http:// \
+                         endpoint that is not on this machine: use https for it.",
+                    );
+                }
+                m
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torchtraceap::llm::protocol::error_from_status;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    const ORIGIN: &str = "http://127.0.0.1:8080";
+
+    #[wasm_bindgen_test]
+    fn every_failure_says_what_to_change() {
+        let key = Failure::Llm(error_from_status(
+            401,
+            r#"{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}"#,
+        ));
+        let m = message(&key, ORIGIN);
+        assert!(
+            m.contains("refused the API key (HTTP 401: Invalid API Key)"),
+            "{m}"
+        );
+        assert!(m.contains("LLM settings"), "{m}");
+        let context = Failure::Llm(error_from_status(
+            400,
+            r#"{"error":{"code":400,"message":"request (5000 tokens) exceeds the available context size (4096 tokens)","type":"exceed_context_size_error"}}"#,
+        ));
+        let m = message(&context, ORIGIN);
+        assert!(
+            m.starts_with("The request is longer than the model's context"),
+            "{m}"
+        );
+        assert!(m.contains("token budget"), "{m}");
+        let http = Failure::Llm(error_from_status(
+            404,
+            r#"{"error":"model \"x\" not found"}"#,
+        ));
+        assert!(message(&http, ORIGIN).contains("HTTP 404: model \"x\" not found"));
+        let malformed = Failure::Llm(LlmError::Malformed {
+            message: "the event stream ended before `data: [DONE]`".into(),
+        });
+        assert!(message(&malformed, ORIGIN).contains("[DONE]"));
+        let slow = Failure::Llm(LlmError::Timeout { seconds: 3 });
+        assert!(message(&slow, ORIGIN).contains("within 3 s"));
+        assert!(message(&Failure::Cancelled, ORIGIN).starts_with("Cancelled"));
+        assert!(
+            message(&Failure::Invalid("x is not a URL".into()), ORIGIN).contains("x is not a URL")
+        );
+    }
+
+    #[wasm_bindgen_test]
+    fn unreachable_names_the_origin_to_allow_and_each_server_s_flag() {
+        let down = Failure::Llm(LlmError::Unreachable {
+            url: "http://127.0.0.1:9/v1/chat/completions".into(),
+            detail: "Failed to fetch".into(),
+        });
+        let m = message(&down, ORIGIN);
+        for flag in [
+            "--cors-origins http://127.0.0.1:8080",
+            "--allowed-origins '[\"http://127.0.0.1:8080\"]'",
+            "OLLAMA_ORIGINS=http://127.0.0.1:8080",
+        ] {
+            assert!(m.contains(flag), "{flag} missing: {m}");
+        }
+        assert!(!m.contains("https"), "{m}");
+        let m = message(&down, "https://perf.example.org");
+        assert!(m.contains("served over https"), "{m}");
+    }
+}

@@ -2,6 +2,8 @@
 //! library's analysis on the user's files, talking through [`protocol`]. Nothing leaves the
 //! browser: the page makes no request but for its own files.
 
+pub mod draw;
 pub mod protocol;
+pub mod session;
 pub mod ui;
 pub mod worker;

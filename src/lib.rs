@@ -16,4 +16,5 @@ pub mod report;
 pub mod share;
 pub mod summary;
 pub mod synth;
+pub mod timeline;
 pub mod window;

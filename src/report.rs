@@ -156,6 +156,34 @@ fn pct(part: i64, whole: i64) -> f64 {
 }
 
 impl Report {
+    /// The window of step `step` (an index into `a.steps.steps`) that best shows finding `f`:
+    /// the one the window detector finds likeliest to hold that anti-pattern, else the likeliest
+    /// to hold any, else (no scores) the longest.
+    pub fn window_for(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
+        let windows = &a.steps.steps.get(step)?.windows;
+        let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
+        let entries = self.windows.get(first..first + windows.len());
+        let likeliest = |typed: bool| {
+            entries.and_then(|es| {
+                es.iter()
+                    .enumerate()
+                    .filter(|(_, e)| !typed || e.predicted_type.as_deref() == Some(f.id))
+                    .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
+                    .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+                    .map(|(k, _)| k)
+            })
+        };
+        let longest = || {
+            (0..windows.len()).max_by(|&x, &y| {
+                let d = |k: usize| windows[k].end - windows[k].start;
+                d(x).cmp(&d(y)).then(y.cmp(&x))
+            })
+        };
+        likeliest(true)
+            .or_else(|| likeliest(false))
+            .or_else(longest)
+    }
+
     pub fn new(a: &Analysis<'_>, findings: &[Finding]) -> Report {
         let t = a.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);

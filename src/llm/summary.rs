@@ -321,31 +321,7 @@ fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usi
                 .any(|e| e.steps.contains(&a.steps.steps[i].number))
         })
         .or_else(|| a.steady.first().copied())?;
-    let windows = &a.steps.steps[step].windows;
-    let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
-    let entries = report.windows.get(first..first + windows.len());
-    let likeliest = |typed: bool| {
-        entries.and_then(|es| {
-            es.iter()
-                .enumerate()
-                .filter(|(_, e)| !typed || e.predicted_type.as_deref() == Some(f.id))
-                .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
-                .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
-                .map(|(k, _)| k)
-        })
-    };
-    let longest = || {
-        (0..windows.len()).max_by(|&x, &y| {
-            let d = |k: usize| windows[k].end - windows[k].start;
-            d(x).cmp(&d(y)).then(y.cmp(&x))
-        })
-    };
-    Some((
-        step,
-        likeliest(true)
-            .or_else(|| likeliest(false))
-            .or_else(longest)?,
-    ))
+    Some((step, report.window_for(a, f, step)?))
 }
 
 /// The step index and window index of a report window (by its step number and start).

@@ -3,7 +3,9 @@
 //! browser: the page makes no request but for its own files, and the one request the user
 //! previews and sends to an LLM endpoint of their choosing ([`llm`]).
 
+pub mod draw;
 pub mod llm;
 pub mod protocol;
+pub mod session;
 pub mod ui;
 pub mod worker;

@@ -5,13 +5,19 @@
 //! `Blob`s) to analyze as a JS array: files are handed over by reference, never copied whole. The
 //! worker answers with [`FromWorker`] messages, each one JSON text, in this order: `Progress`* per
 //! file, then that file's `Done`, and `Finished` at the end.
+//!
+//! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
+//! requests (JSON text) about them, such as a search, each with one reply. The page keeps the
+//! worker of the analysis it shows and terminates it when another load replaces that analysis.
 
 use serde::{Deserialize, Serialize};
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::detect::{self, Analysis, Finding};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use torchtraceap::summary::Summary;
+use torchtraceap::timeline::bands::Band;
+use torchtraceap::timeline::inspect::{Details, Place};
 
 /// How many kernels and operators the tables keep (the largest by total time).
 pub const TABLE_ROWS: usize = 500;
@@ -23,7 +29,119 @@ pub enum FromWorker {
     Progress(Progress),
     Done(Box<Outcome>),
     Finished,
+    Timeline(Box<TimelineReply>),
 }
+
+/// What the page asks of the worker of the analysis it shows; `file` is the file's index in
+/// the load. Before the first `View`, the page posts the timeline's `OffscreenCanvas` (not as
+/// JSON: transferred), which the worker then draws into.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToWorker {
+    /// Lay out the file's timeline; answered by `Opened`.
+    Open { file: usize },
+    /// Draw this view; answered by `Drawn`.
+    View(View),
+    /// What lies at `(x, y)` (CSS pixels on the canvas) in this view; answered by `Picked`.
+    Pick { view: View, x: f64, y: f64 },
+    /// One slice's details; answered by `Picked`.
+    Details { file: usize, event: u32 },
+    /// Slices whose name contains `text`, ignoring case; answered by `Found`.
+    Search { file: usize, text: String },
+}
+
+/// The worker's answers to the timeline's requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimelineReply {
+    Opened(Opened),
+    Drawn(Drawn),
+    Picked(Picked),
+    Found(Found),
+    /// A request about a file the worker has no trace of (a saved report).
+    Failed {
+        message: String,
+    },
+}
+
+/// A view of the timeline: the time range shown, the canvas size and what is selected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    pub file: usize,
+    /// Nanoseconds on the trace's clock (as `f64`: fractional while zooming).
+    pub start: f64,
+    pub end: f64,
+    /// CSS pixels, and device pixels per CSS pixel.
+    pub width: f64,
+    pub height: f64,
+    pub ratio: f64,
+    /// Vertical scroll of the tracks, in CSS pixels.
+    pub scroll: f64,
+    /// Indices of the collapsed groups.
+    pub collapsed: Vec<u32>,
+    pub selected: Option<u32>,
+    /// A time range selected with the box.
+    pub range: Option<(f64, f64)>,
+    /// The finding whose bands are highlighted.
+    pub finding: Option<String>,
+}
+
+/// A file's timeline is laid out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Opened {
+    pub file: usize,
+    /// Earliest start and latest end, ns.
+    pub span: (i64, i64),
+    pub slices: u64,
+    pub rows: u64,
+    /// The flagged windows, for moving to a finding.
+    pub bands: Vec<Band>,
+    /// Time to lay the timeline out, ms.
+    pub layout_ms: f64,
+}
+
+/// A view was drawn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drawn {
+    pub file: usize,
+    /// Time to draw it, ms.
+    pub draw_ms: f64,
+    /// Height of all tracks as shown (for scrolling), CSS pixels.
+    pub content_height: f64,
+    /// Spans drawn (after level-of-detail merging).
+    pub spans: u64,
+    /// Slices in the selected range, when there is one: `(kind label, count, total ns)`.
+    pub in_range: Vec<(String, u64, i64)>,
+}
+
+/// What lies under a point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Picked {
+    Slice(Box<Details>),
+    /// A group's header (to collapse or expand it).
+    Group {
+        index: u32,
+    },
+    /// A flagged window's band: the finding's id.
+    Band {
+        finding: String,
+    },
+    Nothing,
+}
+
+/// Search results, at most [`MAX_FOUND`] of them, in time order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    pub file: usize,
+    pub text: String,
+    /// How many slices match, all told.
+    pub total: usize,
+    pub places: Vec<Place>,
+}
+
+/// Search results sent back, at most.
+pub const MAX_FOUND: usize = 1000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -70,12 +188,19 @@ pub struct Analyzed {
 impl Analyzed {
     /// Runs the analysis stages on an ingested trace.
     pub fn of(ingested: &Ingested) -> Analyzed {
+        Analyzed::with_findings(ingested).0
+    }
+
+    /// [`Analyzed::of`], with the findings as the detectors returned them (the worker keeps
+    /// them for later requests).
+    pub fn with_findings(ingested: &Ingested) -> (Analyzed, Vec<Finding>) {
         let analysis = Analysis::new(&ingested.trace);
         let findings = detect::run(&analysis);
-        Analyzed {
+        let analyzed = Analyzed {
             summary: Some(Summary::of(ingested, TABLE_ROWS)),
             report: Report::new(&analysis, &findings),
             fingerprint: Some(share::fingerprint(&ingested.trace)),
-        }
+        };
+        (analyzed, findings)
     }
 }

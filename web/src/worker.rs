@@ -3,7 +3,10 @@
 //! results. The next slice is requested before the current one is ingested, so the browser reads
 //! the file while the worker computes.
 //!
-//! The page posts one list of files per worker and cancels by terminating the worker.
+//! The page posts one list of files per worker and cancels by terminating the worker. After the
+//! load the worker keeps the traces ([`Session`]) and answers the page's requests about them.
+
+use std::cell::RefCell;
 
 use js_sys::{Array, Uint8Array};
 use torchtraceap::ingest::{Ingest, IngestOptions};
@@ -11,19 +14,34 @@ use torchtraceap::report::Report;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent, OffscreenCanvas};
 
-use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
+use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, ToWorker};
+use crate::session::{Kept, Session};
 
 /// Bytes read from the file per slice.
 const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+
+thread_local! {
+    /// The traces this worker analyzed.
+    static SESSION: RefCell<Session> = RefCell::default();
+}
 
 /// Installs the message handler; called once when the worker starts.
 pub fn start() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let reply = scope.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-        let files: Array = event.data().unchecked_into();
+        let data = event.data();
+        if let Some(text) = data.as_string() {
+            answer(&reply, &text);
+            return;
+        }
+        if let Some(canvas) = data.dyn_ref::<OffscreenCanvas>() {
+            SESSION.with_borrow_mut(|session| session.canvas = Some(canvas.clone()));
+            return;
+        }
+        let files: Array = data.unchecked_into();
         let reply = reply.clone();
         wasm_bindgen_futures::spawn_local(async move {
             for (index, file) in files.iter().enumerate() {
@@ -36,6 +54,18 @@ pub fn start() {
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&scope, &FromWorker::Ready);
+}
+
+/// Answers one request from the page (JSON text of a [`ToWorker`]).
+fn answer(scope: &DedicatedWorkerGlobalScope, text: &str) {
+    match serde_json::from_str::<ToWorker>(text) {
+        Ok(request) => {
+            let reply = SESSION.with_borrow(|session| session.answer(request));
+            post(scope, &FromWorker::Timeline(Box::new(reply)));
+        }
+        // The page and the worker are built together: an unreadable request is a bug.
+        Err(e) => wasm_bindgen::throw_str(&format!("unreadable request from the page: {e}")),
+    }
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
@@ -62,6 +92,11 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
     } else {
         analyze_trace(scope, blob, &mut progress).await
     };
+    let (result, kept) = match result {
+        Ok((analyzed, kept)) => (Ok(analyzed), kept),
+        Err(e) => (Err(e), None),
+    };
+    SESSION.with_borrow_mut(|session| session.keep(index, kept));
     Outcome {
         file: index,
         name,
@@ -89,30 +124,34 @@ async fn is_saved_report(blob: &Blob) -> bool {
     text.is_some_and(|t| t.contains(&format!("\"{}\"", torchtraceap::report::FORMAT)))
 }
 
-async fn read_report(blob: &Blob) -> Result<Analyzed, String> {
+/// An analysis, and the trace kept for later requests (none for a saved report).
+type Analysis = (Analyzed, Option<Kept>);
+
+async fn read_report(blob: &Blob) -> Result<Analysis, String> {
     let text = JsFuture::from(blob.text())
         .await
         .map_err(|e| js_failure("could not read the file", &e))?;
     let report = Report::from_json(&text.as_string().unwrap_or_default())?;
-    Ok(Analyzed {
+    let analyzed = Analyzed {
         summary: None,
         report,
         fingerprint: None,
-    })
+    };
+    Ok((analyzed, None))
 }
 
 async fn analyze_trace(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
-) -> Result<Analyzed, String> {
+) -> Result<Analysis, String> {
     read(scope, blob, progress).await.and_then(|ingest| {
         progress.stage = Stage::Analyzing;
         post(scope, &FromWorker::Progress(progress.clone()));
-        ingest
-            .finish()
-            .map(|ingested| Analyzed::of(&ingested))
-            .map_err(|e| e.to_string())
+        let ingested = ingest.finish().map_err(|e| e.to_string())?;
+        let (analyzed, findings) = Analyzed::with_findings(&ingested);
+        let kept = Kept::new(ingested, findings, analyzed.report.clone());
+        Ok((analyzed, Some(kept)))
     })
 }
 

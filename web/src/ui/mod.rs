@@ -20,7 +20,7 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage};
+use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, TimelineReply};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -62,12 +62,24 @@ pub enum Tab {
     Operators,
 }
 
-/// A load in progress: its worker, and the results that have come back so far.
-struct Loading {
+/// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
+/// Dropping it terminates the worker.
+struct AnalysisWorker {
     worker: Worker,
     // Kept alive as long as the worker: they are its message and error handlers.
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+impl Drop for AnalysisWorker {
+    fn drop(&mut self) {
+        self.worker.terminate();
+    }
+}
+
+/// A load in progress: its worker, and the results that have come back so far.
+struct Loading {
+    worker: AnalysisWorker,
     _ticker: Interval,
     names: Vec<String>,
     /// The files, until the worker is ready for them.
@@ -80,6 +92,10 @@ struct Loading {
 
 pub struct App {
     loading: Option<Loading>,
+    /// The worker that analyzed `files`: it keeps their traces and answers requests about them.
+    worker: Option<AnalysisWorker>,
+    /// The worker's latest answer to the timeline, numbered so the timeline sees each once.
+    timeline_reply: Option<(u32, Rc<TimelineReply>)>,
     /// The files of the last load that read at least one trace; a cancelled load, or one where
     /// every file failed, leaves them as they are.
     files: Vec<Rc<Outcome>>,
@@ -115,6 +131,8 @@ impl Component for App {
     fn create(_ctx: &Context<Self>) -> Self {
         let mut app = App {
             loading: None,
+            worker: None,
+            timeline_reply: None,
             files: Vec::new(),
             failed: Vec::new(),
             selected: 0,
@@ -157,10 +175,8 @@ impl Component for App {
                 let Some(files) = l.files.take() else {
                     return false;
                 };
-                if let Err(e) = l.worker.post_message(&files) {
-                    if let Some(l) = self.loading.take() {
-                        l.worker.terminate();
-                    }
+                if let Err(e) = l.worker.worker.post_message(&files) {
+                    self.loading = None;
                     self.notice = Some(format!("Could not hand the files to the worker: {e:?}"));
                 }
             }
@@ -175,11 +191,17 @@ impl Component for App {
                     l.outcomes.push(*outcome);
                 }
             }
+            Msg::FromWorker(FromWorker::Timeline(reply)) => {
+                self.timeline_reply = Some((
+                    self.timeline_reply.as_ref().map_or(0, |r| r.0) + 1,
+                    Rc::from(reply),
+                ));
+            }
             Msg::FromWorker(FromWorker::Finished) => {
                 if let Some(l) = self.loading.take() {
                     self.loads_ended += 1;
-                    l.worker.terminate();
                     if l.outcomes.iter().any(|f| f.result.is_ok()) {
+                        self.worker = Some(l.worker);
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
                         self.tab = Tab::Findings;
@@ -193,9 +215,8 @@ impl Component for App {
                 }
             }
             Msg::WorkerFailed(message) => {
-                if let Some(l) = self.loading.take() {
+                if self.loading.take().is_some() {
                     self.loads_ended += 1;
-                    l.worker.terminate();
                 }
                 self.notice = Some(format!(
                     "The analysis stopped unexpectedly: {message}. This is a bug in TorchTraceAP; \
@@ -204,9 +225,8 @@ impl Component for App {
                 ));
             }
             Msg::Cancel => {
-                if let Some(l) = self.loading.take() {
+                if self.loading.take().is_some() {
                     self.loads_ended += 1;
-                    l.worker.terminate();
                     self.notice = Some(if self.files.is_empty() {
                         "Loading cancelled.".into()
                     } else {
@@ -328,9 +348,7 @@ impl App {
     }
 
     fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
-        if let Some(old) = self.loading.take() {
-            old.worker.terminate();
-        }
+        self.loading = None;
         self.notice = None;
         self.failed.clear();
         let worker = match Worker::new(WORKER_URL) {
@@ -363,9 +381,11 @@ impl App {
         let names = files.iter().map(File::name).collect();
         let link = ctx.link().clone();
         self.loading = Some(Loading {
-            worker,
-            _on_message: on_message,
-            _on_error: on_error,
+            worker: AnalysisWorker {
+                worker,
+                _on_message: on_message,
+                _on_error: on_error,
+            },
             _ticker: Interval::new(250, move || link.send_message(Msg::Tick)),
             names,
             files: Some(files.iter().collect()),

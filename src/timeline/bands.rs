@@ -1,0 +1,90 @@
+//! The diagnosis on the timeline: the time ranges to draw as bands for the findings and the
+//! window detector's unexplained regions, and the detector's score per window for the heat strip.
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::{Analysis, Finding};
+use crate::report::Report;
+
+/// Bands drawn for one finding, at most (one per cited step).
+pub const MAX_BANDS_PER_FINDING: usize = 64;
+
+/// A flagged window on the timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    pub start: i64,
+    pub end: i64,
+    /// The finding's id (`Finding::id`), or `unexplained:<type>` for a region no finding explains.
+    pub finding: String,
+    pub label: String,
+}
+
+/// A window and the window detector's probability for it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub start: i64,
+    pub end: i64,
+    pub probability: f32,
+}
+
+/// For each finding, the window that best shows it in every steady step it cites (or in the
+/// first steady step, for a finding about the whole trace); then the unexplained regions.
+pub fn bands(a: &Analysis<'_>, findings: &[Finding], report: &Report) -> Vec<Band> {
+    let mut out = Vec::new();
+    for f in findings {
+        let cited: Vec<usize> = a
+            .steady
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let n = a.steps.steps[i].number;
+                f.evidence.iter().any(|e| e.steps.contains(&n))
+            })
+            .take(MAX_BANDS_PER_FINDING)
+            .collect();
+        let steps = if cited.is_empty() {
+            a.steady.first().copied().into_iter().collect()
+        } else {
+            cited
+        };
+        for step in steps {
+            if let Some(w) = report.window_for(a, f, step) {
+                let win = &a.steps.steps[step].windows[w];
+                out.push(Band {
+                    start: win.start,
+                    end: win.end,
+                    finding: f.id.to_string(),
+                    label: f.title.to_string(),
+                });
+            }
+        }
+    }
+    let origin = a.trace.meta.span.map_or(0, |s| s.0);
+    let ns = |ms: f64| origin + (ms * 1e6).round() as i64;
+    out.extend(report.unexplained.iter().map(|u| Band {
+        start: ns(u.start_ms),
+        end: ns(u.start_ms + u.duration_ms),
+        finding: format!("unexplained:{}", u.predicted_type),
+        label: format!(
+            "unexplained: likely {} ({:.0}%)",
+            u.predicted_type,
+            100.0 * u.anomaly_probability
+        ),
+    }));
+    out
+}
+
+/// The window detector's probability per window, where it scored them.
+pub fn scores(a: &Analysis<'_>, report: &Report) -> Vec<Score> {
+    a.steps
+        .windows()
+        .zip(&report.windows)
+        .filter_map(|(w, entry)| {
+            Some(Score {
+                start: w.start,
+                end: w.end,
+                probability: entry.anomaly_probability?,
+            })
+        })
+        .collect()
+}

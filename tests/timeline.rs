@@ -1,0 +1,301 @@
+//! The timeline engine: rows (nesting, overlaps without nesting, zero-duration and out-of-order
+//! events), level-of-detail merging, hit testing, details and search, on small hand-written
+//! Kineto traces, on a generated trace, and on every shared real trace.
+
+mod common;
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
+use torchtraceap::model::Trace;
+use torchtraceap::report::Report;
+use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap::timeline::{bands, inspect, lod, Layout};
+
+fn trace(events: &str) -> Trace {
+    let json = format!(
+        r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA A100"}}], "traceEvents": [{events}]}}"#
+    );
+    ingest_bytes(json.as_bytes(), IngestOptions::default())
+        .expect("the test trace ingests")
+        .trace
+}
+
+fn cpu(name: &str, ts: f64, dur: f64) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}"#
+    )
+}
+
+fn kernel(name: &str, ts: f64, dur: f64, stream: i64, correlation: u64) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": {stream}, "ts": {ts}, "dur": {dur}, "args": {{"device": 0, "stream": {stream}, "correlation": {correlation}}}}}"#
+    )
+}
+
+fn launch(ts: f64, correlation: u64) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 2, "args": {{"correlation": {correlation}}}}}"#
+    )
+}
+
+/// Row of the event named `name` within its lane (0 = top).
+fn row_in_lane(t: &Trace, l: &Layout, name: &str) -> u32 {
+    let i = (0..t.events.len())
+        .find(|&i| t.name_of(i) == name)
+        .unwrap_or_else(|| panic!("{name} is in the trace"));
+    let row = l.row_of[i];
+    row - l.lanes[l.lane_of_row(row)].rows.start
+}
+
+#[test]
+fn nested_ops_take_their_depth_and_every_event_gets_a_row() {
+    let t = trace(
+        &[
+            cpu("outer", 0.0, 100.0),
+            cpu("child_a", 10.0, 30.0),
+            cpu("grandchild", 12.0, 5.0),
+            cpu("child_b", 50.0, 40.0),
+        ]
+        .join(","),
+    );
+    let l = Layout::new(&t);
+    assert_eq!(row_in_lane(&t, &l, "outer"), 0);
+    assert_eq!(row_in_lane(&t, &l, "child_a"), 1);
+    assert_eq!(row_in_lane(&t, &l, "grandchild"), 2);
+    assert_eq!(row_in_lane(&t, &l, "child_b"), 1);
+    assert!(l.row_of.iter().all(|&r| r != u32::MAX));
+}
+
+#[test]
+fn overlapping_kernels_zero_duration_and_out_of_order_events_are_all_drawn() {
+    // Written out of time order; two kernels on stream 7 overlap without nesting; one is
+    // zero-duration, at the same time as another.
+    let t = trace(
+        &[
+            kernel("k_late", 50.0, 10.0, 7, 3),
+            kernel("k_first", 0.0, 30.0, 7, 1),
+            kernel("k_overlap", 20.0, 25.0, 7, 2),
+            kernel("k_zero", 50.0, 0.0, 7, 4),
+        ]
+        .join(","),
+    );
+    let l = Layout::new(&t);
+    assert_eq!(l.groups.len(), 1);
+    assert!(l.groups[0].gpu);
+    assert_eq!(l.groups[0].label, "GPU 0 (NVIDIA A100)");
+    assert_eq!(l.lanes[0].label, "stream 7");
+    assert_eq!(row_in_lane(&t, &l, "k_first"), 0);
+    assert_eq!(
+        row_in_lane(&t, &l, "k_overlap"),
+        1,
+        "an overlap gets its own row"
+    );
+    let placed: usize = l.rows.iter().map(|r| r.events.len()).sum();
+    assert_eq!(placed, 4, "no event is dropped");
+    // No row holds overlapping events, and each is in start order.
+    for r in &l.rows {
+        for w in r.events.windows(2) {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            assert!(t.events.end(a) <= t.events.start[b]);
+        }
+    }
+    // The zero-duration kernel can be hit with a little slop.
+    let zero = (0..t.events.len())
+        .find(|&i| t.name_of(i) == "k_zero")
+        .unwrap();
+    assert_eq!(
+        l.hit(&t, l.row_of[zero], 50_000 + 300, 500),
+        Some(zero as u32)
+    );
+}
+
+#[test]
+fn hit_testing_finds_the_slice_under_the_pointer_and_nothing_in_gaps() {
+    let t = trace(&[cpu("a", 0.0, 10.0), cpu("b", 20.0, 10.0)].join(","));
+    let l = Layout::new(&t);
+    let row = l.lanes[0].rows.start;
+    let name = |hit: Option<u32>| hit.map(|i| t.name_of(i as usize).to_string());
+    assert_eq!(name(l.hit(&t, row, 5_000, 0)).as_deref(), Some("a"));
+    assert_eq!(name(l.hit(&t, row, 25_000, 0)).as_deref(), Some("b"));
+    assert_eq!(l.hit(&t, row, 15_000, 0), None, "a gap hits nothing");
+    assert_eq!(
+        name(l.hit(&t, row, 18_000, 3_000)).as_deref(),
+        Some("b"),
+        "the nearest within the slop"
+    );
+    assert_eq!(l.hit(&t, row + 1, 5_000, 0), None, "no such row");
+}
+
+#[test]
+fn level_of_detail_merges_sub_pixel_runs_and_keeps_wide_slices() {
+    // 1000 kernels of 100 ns, 50 ns apart, then a wide one after a gap.
+    let mut events: Vec<String> = (0..1000)
+        .map(|k| kernel("tiny", k as f64 * 0.15, 0.1, 7, k))
+        .collect();
+    events.push(kernel("wide", 1000.0, 500.0, 7, 5000));
+    let t = trace(&events.join(","));
+    let l = Layout::new(&t);
+    let row = &l.rows[l.lanes[0].rows.start as usize].events;
+    // Zoomed in: 1 ns per pixel, everything is drawn as itself.
+    let near = lod::spans(&t, row, 0, 1_000, 1.0);
+    assert!(near.iter().all(|s| s.merged == 1));
+    assert_eq!(near.len(), 7, "the slices starting at 0, 150, …, 900 ns");
+    // Zoomed out: 1 µs per pixel over 1.5 ms: the tiny run is one block, the wide one stays.
+    let far = lod::spans(&t, row, 0, 1_500_000, 1_000.0);
+    assert_eq!(far.len(), 2, "{far:?}");
+    assert_eq!(far[0].merged, 1000);
+    assert_eq!(far[0].start, 0);
+    assert_eq!(far[0].end, 999 * 150 + 100);
+    assert_eq!(far[1].merged, 1);
+    assert_eq!(t.name_of(far[1].event as usize), "wide");
+    // Spans never overlap and stand for every event in range exactly once.
+    let total: u32 = far.iter().map(|s| s.merged).sum();
+    assert_eq!(total, 1001);
+}
+
+#[test]
+fn level_of_detail_work_is_bounded_by_pixels_not_events() {
+    // 200,000 tiny slices in a row: a 1000-pixel view returns at most ~1000 spans.
+    let n = 200_000;
+    let mut events = Vec::with_capacity(n);
+    for k in 0..n {
+        // Gaps of varied size so some runs break.
+        let ts = k as f64 * 0.2 + if k % 1000 == 0 { 5.0 } else { 0.0 } * (k / 1000) as f64;
+        events.push(kernel("tiny", ts, 0.1, 7, k as u64));
+    }
+    let t = trace(&events.join(","));
+    let l = Layout::new(&t);
+    let row = &l.rows[l.lanes[0].rows.start as usize].events;
+    let (from, to) = l.span;
+    let ns_per_px = (to - from) as f64 / 1000.0;
+    let spans = lod::spans(&t, row, from, to, ns_per_px);
+    assert!(spans.len() <= 1001, "{} spans", spans.len());
+    let total: u64 = spans.iter().map(|s| s.merged as u64).sum();
+    assert_eq!(total, row.len() as u64, "every event is in one span");
+    for w in spans.windows(2) {
+        assert!(w[0].end <= w[1].start, "spans do not overlap");
+    }
+}
+
+#[test]
+fn counter_columns_carry_the_value_and_keep_peaks() {
+    let points = [(0, 10), (5, 50), (6, 20), (30, 40)];
+    let cols = lod::counter_columns(&points, -10, 10.0, 5);
+    // Columns: [-10,0) nothing yet; [0,10) peak 50; [10,20) 20 holds; [20,30) 20; [30,40) 40.
+    assert_eq!(cols, vec![None, Some(50), Some(20), Some(20), Some(40)]);
+}
+
+#[test]
+fn details_link_a_launch_and_its_kernel_both_ways_and_search_finds_names() {
+    let t = trace(
+        &[
+            cpu("aten::conv2d", 0.0, 50.0),
+            launch(10.0, 42),
+            kernel("implicit_gemm_conv", 20.0, 30.0, 7, 42),
+            kernel("other_kernel", 60.0, 5.0, 7, 43),
+        ]
+        .join(","),
+    );
+    let l = Layout::new(&t);
+    let find = |name: &str| (0..t.events.len()).find(|&i| t.name_of(i) == name).unwrap() as u32;
+    let k = inspect::details(&t, &l, find("implicit_gemm_conv"));
+    assert_eq!(k.place.lane, "stream 7");
+    assert_eq!(k.place.dur, 30_000);
+    let by = k.launched_by.expect("the kernel's launch is known");
+    assert_eq!(by.name, "cudaLaunchKernel");
+    assert!(k.args.contains(&("correlation".into(), "42".into())));
+    let launch = inspect::details(&t, &l, find("cudaLaunchKernel"));
+    assert_eq!(launch.launched.len(), 1);
+    assert_eq!(launch.launched[0].name, "implicit_gemm_conv");
+    assert_eq!(launch.stack.len(), 1, "the launch runs inside the op");
+    assert_eq!(launch.stack[0].name, "aten::conv2d");
+    let op = inspect::details(&t, &l, find("aten::conv2d"));
+    assert_eq!(op.self_time, 48_000, "the op's time less its launch call");
+    let found = inspect::search(&t, &l, "KERNEL");
+    assert_eq!(found.len(), 2, "cudaLaunchKernel and other_kernel");
+    assert!(found
+        .windows(2)
+        .all(|w| t.events.start[w[0] as usize] <= t.events.start[w[1] as usize]));
+    assert!(inspect::search(&t, &l, "  ").is_empty());
+}
+
+#[test]
+fn a_generated_trace_has_bands_where_the_stall_was_injected() {
+    let generated = generate(&Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 8,
+        batch: 32,
+        seed: 3,
+        injections: vec![Injection {
+            pattern: AntiPattern::DataLoader,
+            step: 4,
+            severity: 1.0,
+        }],
+        noise: false,
+    });
+    let ingested = ingest_bytes(generated.trace.as_bytes(), IngestOptions::default()).unwrap();
+    let t = &ingested.trace;
+    let a = Analysis::new(t);
+    let findings = detect::run(&a);
+    let report = Report::new(&a, &findings);
+    let l = Layout::new(t);
+    // Every event but the memory ones has a row; rows never overlap.
+    for (i, &r) in l.row_of.iter().enumerate() {
+        assert!(r != u32::MAX || t.events.kind[i] == torchtraceap::model::EventKind::Memory);
+    }
+    let b = bands::bands(&a, &findings, &report);
+    assert!(!findings.is_empty());
+    for f in &findings {
+        assert!(
+            b.iter().any(|band| band.finding == f.id),
+            "a band for {}",
+            f.id
+        );
+    }
+    for band in &b {
+        assert!(band.start <= band.end);
+        assert!(band.start >= l.span.0 && band.end <= l.span.1);
+    }
+    let scores = bands::scores(&a, &report);
+    assert_eq!(scores.len(), report.windows.len());
+}
+
+#[test]
+fn every_shared_trace_lays_out_without_losing_an_event() {
+    let Some(dir) = common::shared_traces() else {
+        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES)");
+        return;
+    };
+    let mut checked = 0;
+    for path in common::trace_files(&dir) {
+        let file = std::fs::File::open(&path).unwrap();
+        let Ok(ingested) = ingest_reader(file, IngestOptions::default(), 1 << 16, |_| {}) else {
+            continue;
+        };
+        let t = &ingested.trace;
+        let l = Layout::new(t);
+        let placed: usize = l.rows.iter().map(|r| r.events.len()).sum();
+        let memory = t
+            .events
+            .kind
+            .iter()
+            .filter(|&&k| k == torchtraceap::model::EventKind::Memory)
+            .count();
+        assert_eq!(placed + memory, t.events.len(), "{}", path.display());
+        for r in &l.rows {
+            for w in r.events.windows(2) {
+                let (a, b) = (w[0] as usize, w[1] as usize);
+                assert!(
+                    t.events.end(a) <= t.events.start[b],
+                    "{}: overlapping events in one row",
+                    path.display()
+                );
+            }
+        }
+        assert_eq!(l.lanes.len(), t.tracks.len(), "{}", path.display());
+        checked += 1;
+    }
+    assert!(checked > 50, "{checked} shared traces laid out");
+}

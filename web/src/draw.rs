@@ -1,0 +1,582 @@
+//! Draws a view of the timeline on the worker's `OffscreenCanvas`, and says what lies under a
+//! point of it. Both read the same [`Geometry`], so what is picked is what was drawn.
+//!
+//! The canvas, top to bottom: a fixed header (time ruler, steps, the window detector's heat
+//! strip, the flagged windows' bands), then the tracks, scrolled: per group a header row, then
+//! its lanes' rows and its counters. Labels sit in a gutter on the left.
+
+use std::f64::consts::PI;
+
+use torchtraceap::model::Trace;
+use torchtraceap::timeline::bands::{Band, Score};
+use torchtraceap::timeline::{inspect, lod, Layout};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::OffscreenCanvasRenderingContext2d as Context;
+
+use crate::protocol::{Drawn, Picked, View};
+
+pub const GUTTER: f64 = 200.0;
+const RULER_H: f64 = 20.0;
+const STEPS_H: f64 = 16.0;
+const HEAT_H: f64 = 8.0;
+const BANDS_H: f64 = 14.0;
+/// Height of the fixed header above the tracks.
+pub const HEADER: f64 = RULER_H + STEPS_H + HEAT_H + BANDS_H;
+const GROUP_H: f64 = 20.0;
+const ROW_H: f64 = 18.0;
+const COUNTER_H: f64 = 36.0;
+/// Approximate width of one character of the 11px label font.
+const CHAR_W: f64 = 6.2;
+/// Slices drawn at least this wide (so zero-duration ones show).
+const MIN_W: f64 = 1.0;
+
+/// A laid-out trace with its diagnosis, as the worker keeps it for drawing.
+pub struct Timeline {
+    pub layout: Layout,
+    pub bands: Vec<Band>,
+    pub scores: Vec<Score>,
+    /// Step ranges and numbers.
+    pub steps: Vec<(i64, i64, i64)>,
+}
+
+/// One horizontal strip of the tracks area.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Strip {
+    Group(u32),
+    /// A row of slices: the row index, and whether it is its lane's first (labelled) row.
+    Row {
+        row: u32,
+        lane: u32,
+        first: bool,
+    },
+    Counter(u32),
+}
+
+/// Where each strip is, top to bottom (`y` from the top of the tracks area, unscrolled).
+struct Geometry {
+    strips: Vec<(f64, f64, Strip)>,
+    height: f64,
+}
+
+impl Geometry {
+    fn of(layout: &Layout, collapsed: &[u32]) -> Geometry {
+        let mut strips = Vec::new();
+        let mut y = 0.0;
+        let mut push = |h: f64, s: Strip| {
+            strips.push((y, h, s));
+            y += h;
+        };
+        for (g, group) in layout.groups.iter().enumerate() {
+            push(GROUP_H, Strip::Group(g as u32));
+            if collapsed.contains(&(g as u32)) {
+                continue;
+            }
+            for lane in group.lanes.clone() {
+                for row in layout.lanes[lane as usize].rows.clone() {
+                    let first = row == layout.lanes[lane as usize].rows.start;
+                    push(ROW_H, Strip::Row { row, lane, first });
+                }
+            }
+            for c in group.counters.clone() {
+                push(COUNTER_H, Strip::Counter(c));
+            }
+        }
+        Geometry { strips, height: y }
+    }
+
+    /// The strips visible in a viewport of `height` scrolled by `scroll`.
+    fn visible(&self, scroll: f64, height: f64) -> impl Iterator<Item = (f64, f64, Strip)> + '_ {
+        let from = self.strips.partition_point(|s| s.0 + s.1 <= scroll);
+        self.strips[from..]
+            .iter()
+            .take_while(move |s| s.0 < scroll + height)
+            .copied()
+    }
+}
+
+/// Maps time to x and back for a view.
+struct Scale {
+    start: f64,
+    ns_per_px: f64,
+}
+
+impl Scale {
+    fn of(v: &View) -> Scale {
+        let px = (v.width - GUTTER).max(1.0);
+        Scale {
+            start: v.start,
+            ns_per_px: ((v.end - v.start) / px).max(1e-6),
+        }
+    }
+
+    fn x(&self, t: f64) -> f64 {
+        GUTTER + (t - self.start) / self.ns_per_px
+    }
+
+    fn t(&self, x: f64) -> f64 {
+        self.start + (x - GUTTER) * self.ns_per_px
+    }
+}
+
+/// A palette of 24 hues, chosen by a hash of the name, so a name has one colour everywhere.
+fn colour(name: &str) -> &'static str {
+    const PALETTE: [&str; 24] = [
+        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#bab0ac", "#5778a4", "#e49444", "#d1615d", "#85b6b2", "#6a9f58", "#e7ca60",
+        "#a87c9f", "#f1a2a9", "#967662", "#b8b0ac", "#3b6b9c", "#c96f1f", "#b94a48", "#5a9a94",
+    ];
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    PALETTE[(hash % PALETTE.len() as u64) as usize]
+}
+
+/// The band's colour: one per finding id.
+fn band_colour(finding: &str) -> &'static str {
+    if finding.starts_with("unexplained:") {
+        "rgba(128, 0, 160, 0.28)"
+    } else {
+        "rgba(220, 50, 32, 0.22)"
+    }
+}
+
+/// A tick step of 1, 2 or 5 × 10^k ns giving ticks at least `min_px` apart.
+fn tick_step(ns_per_px: f64, min_px: f64) -> f64 {
+    let raw = ns_per_px * min_px;
+    let mut step = 10f64.powf(raw.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if step * m >= raw {
+            step *= m;
+            break;
+        }
+    }
+    step
+}
+
+/// A duration in the unit that suits it.
+pub fn duration(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// `text` cut to fit `width` pixels, or `None` when not even a few characters fit.
+fn fit(text: &str, width: f64) -> Option<String> {
+    let room = ((width - 6.0) / CHAR_W).floor() as usize;
+    if room < 3 {
+        return None;
+    }
+    if text.chars().count() <= room {
+        return Some(text.to_string());
+    }
+    let cut: String = text.chars().take(room - 1).collect();
+    Some(format!("{cut}…"))
+}
+
+impl Timeline {
+    /// Draws the view; `ctx` belongs to a canvas already sized to it.
+    pub fn draw(&self, t: &Trace, ctx: &Context, v: &View) -> Result<Drawn, JsValue> {
+        let started = now();
+        let scale = Scale::of(v);
+        let geometry = Geometry::of(&self.layout, &v.collapsed);
+        ctx.set_transform(v.ratio, 0.0, 0.0, v.ratio, 0.0, 0.0)?;
+        ctx.set_fill_style_str("#ffffff");
+        ctx.fill_rect(0.0, 0.0, v.width, v.height);
+        ctx.set_font("11px system-ui, sans-serif");
+        ctx.set_text_baseline("middle");
+        let mut spans = 0u64;
+        let body_h = (v.height - HEADER).max(0.0);
+        // The tracks, clipped below the header.
+        ctx.save();
+        ctx.begin_path();
+        ctx.rect(0.0, HEADER, v.width, body_h);
+        ctx.clip();
+        for (y, h, strip) in geometry.visible(v.scroll, body_h) {
+            let top = HEADER + y - v.scroll;
+            spans += self.draw_strip(t, ctx, v, &scale, strip, top, h)?;
+        }
+        self.draw_overlays(t, ctx, v, &scale, &geometry)?;
+        ctx.restore();
+        self.draw_header(ctx, v, &scale)?;
+        let in_range = v
+            .range
+            .map(|(a, b)| self.in_range(t, a.min(b) as i64, a.max(b) as i64))
+            .unwrap_or_default();
+        Ok(Drawn {
+            file: v.file,
+            draw_ms: now() - started,
+            content_height: geometry.height,
+            spans,
+            in_range,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn draw_strip(
+        &self,
+        t: &Trace,
+        ctx: &Context,
+        v: &View,
+        scale: &Scale,
+        strip: Strip,
+        top: f64,
+        h: f64,
+    ) -> Result<u64, JsValue> {
+        let layout = &self.layout;
+        match strip {
+            Strip::Group(g) => {
+                let group = &layout.groups[g as usize];
+                ctx.set_fill_style_str(if group.gpu { "#e8eef7" } else { "#eef3ea" });
+                ctx.fill_rect(0.0, top, v.width, h);
+                ctx.set_fill_style_str("#222");
+                let arrow = if v.collapsed.contains(&g) {
+                    "▸"
+                } else {
+                    "▾"
+                };
+                ctx.fill_text(&format!("{arrow} {}", group.label), 6.0, top + h / 2.0)?;
+                Ok(0)
+            }
+            Strip::Row { row, lane, first } => {
+                if first {
+                    ctx.set_fill_style_str("#d0d4da");
+                    ctx.fill_rect(0.0, top, v.width, 1.0);
+                    ctx.set_fill_style_str("#333");
+                    if let Some(label) = fit(&layout.lanes[lane as usize].label, GUTTER - 14.0) {
+                        ctx.fill_text(&label, 14.0, top + h / 2.0)?;
+                    }
+                }
+                let from = scale.t(GUTTER).floor() as i64;
+                let to = v.end.ceil() as i64;
+                let spans = lod::spans(
+                    t,
+                    &layout.rows[row as usize].events,
+                    from,
+                    to,
+                    scale.ns_per_px,
+                );
+                let mut texts = Vec::new();
+                for s in &spans {
+                    let x0 = scale.x(s.start as f64).max(GUTTER);
+                    let x1 = scale.x(s.end as f64).min(v.width);
+                    let w = (x1 - x0).max(MIN_W);
+                    let name = t.name_of(s.event as usize);
+                    ctx.set_fill_style_str(if s.merged > 1 {
+                        "#8a94a6"
+                    } else {
+                        colour(name)
+                    });
+                    ctx.fill_rect(x0, top + 1.0, w, h - 2.0);
+                    if s.merged == 1 && w > 3.0 * CHAR_W + 6.0 {
+                        if let Some(label) = fit(name, w) {
+                            texts.push((x0 + 3.0, label));
+                        }
+                    }
+                }
+                ctx.set_fill_style_str("#111");
+                for (x, label) in texts {
+                    ctx.fill_text(&label, x, top + h / 2.0)?;
+                }
+                Ok(spans.len() as u64)
+            }
+            Strip::Counter(c) => {
+                let counter = &layout.counters[c as usize];
+                ctx.set_fill_style_str("#333");
+                if let Some(label) = fit(&counter.label, GUTTER - 14.0) {
+                    ctx.fill_text(&label, 14.0, top + 10.0)?;
+                }
+                let peak = format!("peak {:.2} GB", counter.max as f64 / 1e9);
+                ctx.fill_text(&peak, 14.0, top + 24.0)?;
+                let columns = (v.width - GUTTER).max(0.0).ceil() as usize;
+                let values = lod::counter_columns(
+                    &counter.points,
+                    scale.start as i64,
+                    scale.ns_per_px,
+                    columns,
+                );
+                ctx.set_fill_style_str("#6a9f58");
+                let max = counter.max.max(1) as f64;
+                for (k, value) in values.iter().enumerate() {
+                    if let Some(value) = value {
+                        let bar = (h - 4.0) * (*value as f64 / max);
+                        ctx.fill_rect(GUTTER + k as f64, top + h - 2.0 - bar, 1.0, bar);
+                    }
+                }
+                Ok(columns as u64)
+            }
+        }
+    }
+
+    /// Bands over the tracks, the range selected, the selected slice and its flows.
+    fn draw_overlays(
+        &self,
+        t: &Trace,
+        ctx: &Context,
+        v: &View,
+        scale: &Scale,
+        geometry: &Geometry,
+    ) -> Result<(), JsValue> {
+        let body_h = v.height - HEADER;
+        for band in &self.bands {
+            let focused = v.finding.as_deref() == Some(band.finding.as_str());
+            if v.finding.is_some() && !focused {
+                continue;
+            }
+            let (x0, x1) = (scale.x(band.start as f64), scale.x(band.end as f64));
+            if x1 < GUTTER || x0 > v.width {
+                continue;
+            }
+            ctx.set_fill_style_str(if focused {
+                "rgba(220, 50, 32, 0.12)"
+            } else {
+                "rgba(220, 50, 32, 0.05)"
+            });
+            let x0 = x0.max(GUTTER);
+            ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
+        }
+        if let Some((a, b)) = v.range {
+            let (x0, x1) = (scale.x(a.min(b)).max(GUTTER), scale.x(a.max(b)));
+            ctx.set_fill_style_str("rgba(30, 100, 200, 0.15)");
+            ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
+        }
+        let Some(selected) = v.selected else {
+            return Ok(());
+        };
+        let centre = |event: u32| -> Option<(f64, f64, f64)> {
+            let row = self.layout.row_of.get(event as usize).copied()?;
+            let (y, h, _) = geometry
+                .strips
+                .iter()
+                .find(|s| matches!(s.2, Strip::Row { row: r, .. } if r == row))?;
+            let s = t.events.start[event as usize] as f64;
+            let e = t.events.end(event as usize) as f64;
+            Some((scale.x(s), scale.x(e), HEADER + y - v.scroll + h / 2.0))
+        };
+        if let Some((x0, x1, y)) = centre(selected) {
+            ctx.set_stroke_style_str("#000");
+            ctx.set_line_width(2.0);
+            ctx.stroke_rect(x0, y - ROW_H / 2.0 + 1.0, (x1 - x0).max(MIN_W), ROW_H - 2.0);
+            // Flows: from the launch to the GPU work it queued, whichever end is selected.
+            let launch = t.launch_of(selected);
+            let pairs: Vec<(u32, u32)> = match launch {
+                Some(l) => vec![(l, selected)],
+                None => self
+                    .layout
+                    .launched_by(selected)
+                    .map(|g| (selected, g))
+                    .collect(),
+            };
+            ctx.set_stroke_style_str("#c0392b");
+            ctx.set_fill_style_str("#c0392b");
+            ctx.set_line_width(1.5);
+            for (from, to) in pairs {
+                if let (Some((a, _, ya)), Some((b, _, yb))) = (centre(from), centre(to)) {
+                    arrow(ctx, a, ya, b, yb)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn draw_header(&self, ctx: &Context, v: &View, scale: &Scale) -> Result<(), JsValue> {
+        ctx.set_fill_style_str("#f6f7f9");
+        ctx.fill_rect(0.0, 0.0, v.width, HEADER);
+        ctx.set_fill_style_str("#c8ccd2");
+        ctx.fill_rect(0.0, HEADER - 1.0, v.width, 1.0);
+        // Ruler: ticks relative to the trace's start.
+        let origin = self.layout.span.0 as f64;
+        let step = tick_step(scale.ns_per_px, 90.0);
+        let first = ((v.start - origin) / step).ceil() * step + origin;
+        ctx.set_fill_style_str("#555");
+        let mut tick = first;
+        while tick <= v.end {
+            let x = scale.x(tick);
+            ctx.fill_rect(x, RULER_H - 6.0, 1.0, 6.0);
+            ctx.fill_text(&duration(tick - origin), x + 3.0, RULER_H / 2.0)?;
+            tick += step;
+        }
+        ctx.fill_text(&format!("{} / tick", duration(step)), 6.0, RULER_H / 2.0)?;
+        // Steps.
+        let y = RULER_H;
+        ctx.fill_text("steps", 6.0, y + STEPS_H / 2.0)?;
+        for (k, &(start, end, number)) in self.steps.iter().enumerate() {
+            let (x0, x1) = (scale.x(start as f64).max(GUTTER), scale.x(end as f64));
+            if x1 < GUTTER || x0 > v.width {
+                continue;
+            }
+            ctx.set_fill_style_str(if k % 2 == 0 { "#dfe3ea" } else { "#eceff4" });
+            ctx.fill_rect(x0, y + 1.0, (x1 - x0).max(MIN_W), STEPS_H - 2.0);
+            if let Some(label) = fit(&format!("step {number}"), x1 - x0) {
+                ctx.set_fill_style_str("#333");
+                ctx.fill_text(&label, x0 + 3.0, y + STEPS_H / 2.0)?;
+            }
+        }
+        // The window detector's probability per window.
+        let y = RULER_H + STEPS_H;
+        ctx.set_fill_style_str("#555");
+        ctx.fill_text("window score", 6.0, y + HEAT_H / 2.0)?;
+        for s in &self.scores {
+            let (x0, x1) = (scale.x(s.start as f64).max(GUTTER), scale.x(s.end as f64));
+            if x1 < GUTTER || x0 > v.width {
+                continue;
+            }
+            ctx.set_fill_style_str(&format!(
+                "rgba(200, 30, 30, {:.2})",
+                0.08 + 0.92 * s.probability
+            ));
+            ctx.fill_rect(x0, y + 1.0, (x1 - x0).max(MIN_W), HEAT_H - 2.0);
+        }
+        // Flagged windows.
+        let y = RULER_H + STEPS_H + HEAT_H;
+        ctx.set_fill_style_str("#555");
+        ctx.fill_text("flagged windows", 6.0, y + BANDS_H / 2.0)?;
+        for band in &self.bands {
+            let (x0, x1) = (
+                scale.x(band.start as f64).max(GUTTER),
+                scale.x(band.end as f64),
+            );
+            if x1 < GUTTER || x0 > v.width {
+                continue;
+            }
+            ctx.set_fill_style_str(band_colour(&band.finding));
+            ctx.fill_rect(x0, y + 1.0, (x1 - x0).max(MIN_W + 1.0), BANDS_H - 2.0);
+            if let Some(label) = fit(&band.label, x1 - x0) {
+                ctx.set_fill_style_str("#5a0f08");
+                ctx.fill_text(&label, x0 + 3.0, y + BANDS_H / 2.0)?;
+            }
+        }
+        if let Some((a, b)) = v.range {
+            let (x0, x1) = (scale.x(a.min(b)).max(GUTTER), scale.x(a.max(b)));
+            ctx.set_fill_style_str("rgba(30, 100, 200, 0.85)");
+            ctx.fill_rect(x0, 0.0, (x1 - x0).max(MIN_W), 3.0);
+            ctx.fill_text(&duration((b - a).abs()), x0 + 3.0, RULER_H - 6.0)?;
+        }
+        Ok(())
+    }
+
+    /// Slices meeting `[from, to]`, by kind: count and time inside the range.
+    fn in_range(&self, t: &Trace, from: i64, to: i64) -> Vec<(String, u64, i64)> {
+        let e = &t.events;
+        let mut by_kind: Vec<(String, u64, i64)> = Vec::new();
+        for row in &self.layout.rows {
+            let first = row.events.partition_point(|&x| e.end(x as usize) < from);
+            for &x in row.events[first..]
+                .iter()
+                .take_while(|&&x| e.start[x as usize] <= to)
+            {
+                let i = x as usize;
+                let inside = e.end(i).min(to) - e.start[i].max(from);
+                let kind = e.kind[i].label();
+                match by_kind.iter_mut().find(|k| k.0 == kind) {
+                    Some(k) => {
+                        k.1 += 1;
+                        k.2 += inside.max(0);
+                    }
+                    None => by_kind.push((kind.to_string(), 1, inside.max(0))),
+                }
+            }
+        }
+        by_kind.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        by_kind
+    }
+
+    /// What lies under `(x, y)` in the view.
+    pub fn pick(&self, t: &Trace, v: &View, x: f64, y: f64) -> Picked {
+        let scale = Scale::of(v);
+        if y < HEADER {
+            let bands_top = RULER_H + STEPS_H + HEAT_H;
+            if y >= bands_top && x >= GUTTER {
+                let at = scale.t(x);
+                let slop = 2.0 * scale.ns_per_px;
+                if let Some(band) = self
+                    .bands
+                    .iter()
+                    .find(|b| b.start as f64 - slop <= at && at <= b.end as f64 + slop)
+                {
+                    return Picked::Band {
+                        finding: band.finding.clone(),
+                    };
+                }
+            }
+            return Picked::Nothing;
+        }
+        let geometry = Geometry::of(&self.layout, &v.collapsed);
+        let within = y - HEADER + v.scroll;
+        let Some(&(_, _, strip)) = geometry
+            .strips
+            .iter()
+            .find(|s| s.0 <= within && within < s.0 + s.1)
+        else {
+            return Picked::Nothing;
+        };
+        match strip {
+            Strip::Group(index) => Picked::Group { index },
+            Strip::Row { row, .. } if x >= GUTTER => {
+                let at = scale.t(x).round() as i64;
+                let slop = (2.0 * scale.ns_per_px).ceil() as i64;
+                match self.layout.hit(t, row, at, slop) {
+                    Some(event) => {
+                        Picked::Slice(Box::new(inspect::details(t, &self.layout, event)))
+                    }
+                    None => Picked::Nothing,
+                }
+            }
+            _ => Picked::Nothing,
+        }
+    }
+}
+
+/// A line from `(x0, y0)` to `(x1, y1)` with an arrowhead at the end.
+fn arrow(ctx: &Context, x0: f64, y0: f64, x1: f64, y1: f64) -> Result<(), JsValue> {
+    ctx.begin_path();
+    ctx.move_to(x0, y0);
+    ctx.line_to(x1, y1);
+    ctx.stroke();
+    let angle = (y1 - y0).atan2(x1 - x0);
+    ctx.begin_path();
+    ctx.move_to(x1, y1);
+    for side in [-1.0, 1.0] {
+        let a = angle + PI - side * 0.4;
+        ctx.line_to(x1 + 8.0 * a.cos(), y1 + 8.0 * a.sin());
+    }
+    ctx.close_path();
+    ctx.fill();
+    Ok(())
+}
+
+fn now() -> f64 {
+    js_sys::global()
+        .dyn_into::<web_sys::WorkerGlobalScope>()
+        .ok()
+        .and_then(|w| w.performance())
+        .map_or_else(js_sys::Date::now, |p| p.now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(tick_step(1.0, 90.0), 100.0);
+        assert_eq!(tick_step(1000.0, 90.0), 100_000.0);
+        assert_eq!(tick_step(3.0, 90.0), 500.0);
+        assert_eq!(tick_step(1.2, 90.0), 200.0);
+    }
+
+    #[test]
+    fn labels_are_cut_to_fit_or_left_out() {
+        assert_eq!(fit("aten::conv2d", 200.0).as_deref(), Some("aten::conv2d"));
+        assert_eq!(fit("aten::conv2d", 40.0).as_deref(), Some("aten…"));
+        assert_eq!(fit("aten::conv2d", 20.0), None);
+        assert_eq!(duration(1_500_000.0), "1.500 ms");
+        assert_eq!(duration(250.0), "250 ns");
+    }
+}

@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 use torchtraceap::detect::{self, Analysis, Finding};
 use torchtraceap::ingest::Ingested;
+use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use torchtraceap::summary::Summary;
@@ -30,6 +31,13 @@ pub enum FromWorker {
     Done(Box<Outcome>),
     Finished,
     Timeline(Box<TimelineReply>),
+    /// The answer to `ToWorker::Prompts`: the options it was made with (the page drops a reply
+    /// for settings it no longer has), and the prompts or why there are none.
+    Prompts {
+        file: usize,
+        options: SummaryOptions,
+        result: Result<Vec<Prompt>, String>,
+    },
 }
 
 /// What the page asks of the worker of the analysis it shows; `file` is the file's index in
@@ -48,6 +56,13 @@ pub enum ToWorker {
     Details { file: usize, event: u32 },
     /// Slices whose name contains `text`, ignoring case; answered by `Found`.
     Search { file: usize, text: String },
+    /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
+    /// `prompts`); answered by `FromWorker::Prompts`. Nothing is sent anywhere: the page shows
+    /// them, and sends one only when the user asks.
+    Prompts {
+        file: usize,
+        options: SummaryOptions,
+    },
 }
 
 /// The worker's answers to the timeline's requests.

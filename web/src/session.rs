@@ -5,13 +5,16 @@ use std::cell::OnceCell;
 
 use torchtraceap::detect::{Analysis, Finding};
 use torchtraceap::ingest::Ingested;
+use torchtraceap::llm::summary::{self, Prompt, SummaryOptions};
 use torchtraceap::report::Report;
 use torchtraceap::timeline::{bands, inspect, Layout};
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::Timeline;
-use crate::protocol::{Found, Opened, Picked, TimelineReply, ToWorker, View, MAX_FOUND};
+use crate::protocol::{
+    Found, FromWorker, Opened, Picked, TimelineReply, ToWorker, View, MAX_FOUND,
+};
 
 /// One analyzed trace, as the worker keeps it.
 pub struct Kept {
@@ -77,16 +80,34 @@ impl Session {
             .ok_or_else(|| {
                 format!(
                 "file {} has no trace in this worker (a saved report, a shared link or a file that \
-                 could not be read): open the trace itself to see its timeline",
+                 could not be read): open the trace itself to see its timeline or ask an LLM about it",
                 index + 1
             )
             })
     }
 
     /// The reply to one request.
-    pub fn answer(&self, request: ToWorker) -> TimelineReply {
-        self.try_answer(request)
-            .unwrap_or_else(|message| TimelineReply::Failed { message })
+    pub fn answer(&self, request: ToWorker) -> FromWorker {
+        if let ToWorker::Prompts { file, options } = request {
+            let result = self.prompts(file, &options);
+            return FromWorker::Prompts {
+                file,
+                options,
+                result,
+            };
+        }
+        FromWorker::Timeline(Box::new(
+            self.try_answer(request)
+                .unwrap_or_else(|message| TimelineReply::Failed { message }),
+        ))
+    }
+
+    /// The LLM prompts of file `index`'s flagged windows, one per window.
+    fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, String> {
+        let kept = self.file(index)?;
+        let analysis = Analysis::new(&kept.ingested.trace);
+        let windows = summary::summarize(&analysis, &kept.findings, &kept.report, options);
+        Ok(summary::prompts(&windows, options))
     }
 
     fn try_answer(&self, request: ToWorker) -> Result<TimelineReply, String> {
@@ -118,6 +139,7 @@ impl Session {
                 let details = inspect::details(t, &kept.timeline().0.layout, event);
                 TimelineReply::Picked(Picked::Slice(Box::new(details)))
             }
+            ToWorker::Prompts { .. } => unreachable!("Session::answer answers Prompts itself"),
             ToWorker::Search { file, text } => {
                 let kept = self.file(file)?;
                 let t = &kept.ingested.trace;

@@ -61,7 +61,7 @@ fn answer(scope: &DedicatedWorkerGlobalScope, text: &str) {
     match serde_json::from_str::<ToWorker>(text) {
         Ok(request) => {
             let reply = SESSION.with_borrow(|session| session.answer(request));
-            post(scope, &FromWorker::Timeline(Box::new(reply)));
+            post(scope, &reply);
         }
         // The page and the worker are built together: an unreadable request is a bug.
         Err(e) => wasm_bindgen::throw_str(&format!("unreadable request from the page: {e}")),

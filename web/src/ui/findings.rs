@@ -7,6 +7,7 @@ use torchtraceap::report::FindingEntry;
 use yew::prelude::*;
 
 use super::format::{count, ms};
+use super::llm;
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]
@@ -15,6 +16,9 @@ pub struct FindingsProps {
     /// The finding the user opened (it is shown open and scrolled to).
     pub selected: Option<String>,
     pub on_select: Callback<String>,
+    /// The LLM questions, where the worker holds the trace (not for a saved report or a link).
+    pub llm: Option<Rc<llm::State>>,
+    pub on_llm: Callback<llm::Msg>,
 }
 
 #[function_component(Findings)]
@@ -31,8 +35,23 @@ pub fn findings(props: &FindingsProps) -> Html {
             element.scroll_into_view();
         }
     });
+    // The prompts are made in the worker as soon as the findings are shown (nothing is sent).
+    let file = props.file.file;
+    let has_llm = props.llm.is_some();
+    {
+        let on_llm = props.on_llm.clone();
+        use_effect_with((file, has_llm), move |(file, has_llm)| {
+            if *has_llm {
+                on_llm.emit(llm::Msg::NeedPrompts(*file));
+            }
+        });
+    }
     let Ok(a) = &props.file.result else {
         return Html::default();
+    };
+    let ask = |key: String| match &props.llm {
+        Some(state) => llm::ask(state, file, &key, &props.on_llm),
+        None => Html::default(),
     };
     let findings = &a.report.findings;
     let unexplained = &a.report.unexplained;
@@ -49,7 +68,7 @@ pub fn findings(props: &FindingsProps) -> Html {
             }
             { for findings.iter().enumerate().map(|(i, f)| {
                 let selected = props.selected.as_deref() == Some(f.id.as_str());
-                card(i, f, selected, &copied, &props.on_select)
+                card(i, f, selected, &copied, &props.on_select, ask(format!("finding:{}", f.id)))
             }) }
             if !unexplained.is_empty() {
                 <article class="unexplained">
@@ -65,6 +84,9 @@ pub fn findings(props: &FindingsProps) -> Html {
                             </li>
                         }) }
                     </ul>
+                    if let Some(state) = &props.llm {
+                        <llm::Regions state={Rc::clone(state)} {file} on={props.on_llm.clone()} />
+                    }
                 </article>
             }
         </section>
@@ -77,6 +99,7 @@ fn card(
     selected: bool,
     copied: &UseStateHandle<Option<usize>>,
     on_select: &Callback<String>,
+    ask: Html,
 ) -> Html {
     let select = {
         let id = f.id.clone();
@@ -133,6 +156,7 @@ fn card(
                     </div>
                 }
             </div>
+            {ask}
         </article>
     }
 }

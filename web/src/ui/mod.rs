@@ -5,6 +5,7 @@ mod charts;
 mod export;
 mod findings;
 mod format;
+mod llm;
 mod load;
 mod overview;
 mod share;
@@ -20,7 +21,7 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, TimelineReply};
+use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, TimelineReply, ToWorker};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -52,6 +53,8 @@ pub enum Msg {
     Show(Tab),
     /// The user opened a finding (carried in a share link).
     SelectFinding(String),
+    /// The LLM settings, previews and answers.
+    Llm(llm::Msg),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -111,6 +114,8 @@ pub struct App {
     shared: Option<SharedLink>,
     /// The finding the user has open (from a link, or by clicking it).
     selected_finding: Option<String>,
+    /// The LLM settings, each file's prompts and the questions asked.
+    llm: Rc<llm::State>,
 }
 
 /// What a shared link said beyond its report.
@@ -141,6 +146,7 @@ impl Component for App {
             loads_ended: 0,
             shared: None,
             selected_finding: None,
+            llm: Rc::default(),
         };
         let fragment = share::page_fragment();
         if !fragment.is_empty() {
@@ -202,6 +208,7 @@ impl Component for App {
                     self.loads_ended += 1;
                     if l.outcomes.iter().any(|f| f.result.is_ok()) {
                         self.worker = Some(l.worker);
+                        Rc::make_mut(&mut self.llm).forget_files();
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
                         self.tab = Tab::Findings;
@@ -241,6 +248,18 @@ impl Component for App {
             Msg::Select(i) => self.selected = i,
             Msg::Show(tab) => self.tab = tab,
             Msg::SelectFinding(id) => self.selected_finding = Some(id),
+            Msg::Llm(msg) => {
+                let send = ctx.link().callback(Msg::Llm);
+                let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
+                for (file, options) in wanted {
+                    self.ask_worker(&ToWorker::Prompts { file, options });
+                }
+            }
+            Msg::FromWorker(FromWorker::Prompts {
+                file,
+                options,
+                result,
+            }) => Rc::make_mut(&mut self.llm).prompts_arrived(file, options, result),
         }
         true
     }
@@ -345,6 +364,20 @@ impl App {
                      differ): showing its own analysis."
                 .to_string(),
         });
+    }
+
+    /// Posts a request (JSON text) to the worker of the analysis shown. Without one (a link or
+    /// a saved report shown) there is nothing to ask: the views offer no such request then.
+    fn ask_worker(&mut self, request: &ToWorker) {
+        let Some(w) = &self.worker else {
+            return;
+        };
+        let text = serde_json::to_string(request).expect("requests serialize");
+        if let Err(e) = w.worker.post_message(&JsValue::from_str(&text)) {
+            self.notice = Some(format!(
+                "Could not send a request to the analysis worker ({e:?}): load the trace again."
+            ));
+        }
     }
 
     fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
@@ -498,7 +531,8 @@ impl App {
         let content = match (self.tab, summary) {
             (Tab::Findings, _) => html! {
                 <findings::Findings file={analysis} selected={self.selected_finding.clone()}
-                    on_select={link.callback(Msg::SelectFinding)} />
+                    on_select={link.callback(Msg::SelectFinding)}
+                    llm={summary.map(|_| Rc::clone(&self.llm))} on_llm={link.callback(Msg::Llm)} />
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
@@ -539,8 +573,10 @@ impl App {
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                     }
                     <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
+                    { llm::settings_button(&self.llm, &link.callback(Msg::Llm)) }
                     <export::Export file={Rc::clone(file)}
                         on_error={link.callback(Msg::Failed)} />
+                    { llm::settings_panel(&self.llm, &link.callback(Msg::Llm)) }
                 </nav>
                 { content }
             </section>

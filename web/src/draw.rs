@@ -186,13 +186,17 @@ impl Timeline {
         let started = now();
         let scale = Scale::of(v);
         let geometry = Geometry::of(&self.layout, &v.collapsed);
+        let body_h = (v.height - HEADER).max(0.0);
+        let v = &View {
+            scroll: self.scroll_for(v, &geometry, body_h),
+            ..v.clone()
+        };
         ctx.set_transform(v.ratio, 0.0, 0.0, v.ratio, 0.0, 0.0)?;
         ctx.set_fill_style_str("#ffffff");
         ctx.fill_rect(0.0, 0.0, v.width, v.height);
         ctx.set_font("11px system-ui, sans-serif");
         ctx.set_text_baseline("middle");
         let mut spans = 0u64;
-        let body_h = (v.height - HEADER).max(0.0);
         // The tracks, clipped below the header.
         ctx.save();
         ctx.begin_path();
@@ -213,9 +217,30 @@ impl Timeline {
             file: v.file,
             draw_ms: now() - started,
             content_height: geometry.height,
+            scroll: v.scroll,
             spans,
             in_range,
         })
+    }
+
+    /// The view's scroll, moved so the slice to reveal shows, and kept within the tracks.
+    fn scroll_for(&self, v: &View, geometry: &Geometry, body_h: f64) -> f64 {
+        let mut scroll = v.scroll;
+        let row = v
+            .reveal
+            .and_then(|e| self.layout.row_of.get(e as usize).copied());
+        let strip = row.and_then(|row| {
+            geometry
+                .strips
+                .iter()
+                .find(|s| matches!(s.2, Strip::Row { row: r, .. } if r == row))
+        });
+        if let Some(&(y, h, _)) = strip {
+            if y < scroll || y + h > scroll + body_h {
+                scroll = y - body_h / 3.0;
+            }
+        }
+        scroll.min(geometry.height - body_h).max(0.0)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -115,6 +115,8 @@ pub struct Drawn {
     pub scroll: f64,
     /// Spans drawn (after level-of-detail merging).
     pub spans: u64,
+    /// Where the selected slice was drawn, `[x, y, width, height]` in CSS pixels, if it shows.
+    pub selected_box: Option<[f64; 4]>,
     /// Slices in the selected range, when there is one: `(kind label, count, total ns)`.
     pub in_range: Vec<(String, u64, i64)>,
 }

@@ -711,6 +711,10 @@ impl Component for Timeline {
                 <canvas ref={self.canvas.clone()} class="timeline-canvas" tabindex="0"
                     data-draws={self.draws.to_string()}
                     data-selected={self.selected.map(|s| s.to_string()).unwrap_or_default()}
+                    data-selected-box={self.drawn.as_ref().and_then(|d| d.selected_box)
+                        .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3])).unwrap_or_default()}
+                    data-start={format!("{:.0}", self.start)} data-end={format!("{:.0}", self.end)}
+                    data-finding={self.finding.clone().unwrap_or_default()}
                     {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave}></canvas>
                 <p class="timeline-status">{status}</p>
                 { self.view_range() }

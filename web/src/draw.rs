@@ -186,13 +186,17 @@ impl Timeline {
         let started = now();
         let scale = Scale::of(v);
         let geometry = Geometry::of(&self.layout, &v.collapsed);
+        let body_h = (v.height - HEADER).max(0.0);
+        let v = &View {
+            scroll: self.scroll_for(v, &geometry, body_h),
+            ..v.clone()
+        };
         ctx.set_transform(v.ratio, 0.0, 0.0, v.ratio, 0.0, 0.0)?;
         ctx.set_fill_style_str("#ffffff");
         ctx.fill_rect(0.0, 0.0, v.width, v.height);
         ctx.set_font("11px system-ui, sans-serif");
         ctx.set_text_baseline("middle");
         let mut spans = 0u64;
-        let body_h = (v.height - HEADER).max(0.0);
         // The tracks, clipped below the header.
         ctx.save();
         ctx.begin_path();
@@ -202,7 +206,7 @@ impl Timeline {
             let top = HEADER + y - v.scroll;
             spans += self.draw_strip(t, ctx, v, &scale, strip, top, h)?;
         }
-        self.draw_overlays(t, ctx, v, &scale, &geometry)?;
+        let selected_box = self.draw_overlays(t, ctx, v, &scale, &geometry)?;
         ctx.restore();
         self.draw_header(ctx, v, &scale)?;
         let in_range = v
@@ -213,9 +217,31 @@ impl Timeline {
             file: v.file,
             draw_ms: now() - started,
             content_height: geometry.height,
+            scroll: v.scroll,
             spans,
+            selected_box,
             in_range,
         })
+    }
+
+    /// The view's scroll, moved so the slice to reveal shows, and kept within the tracks.
+    fn scroll_for(&self, v: &View, geometry: &Geometry, body_h: f64) -> f64 {
+        let mut scroll = v.scroll;
+        let row = v
+            .reveal
+            .and_then(|e| self.layout.row_of.get(e as usize).copied());
+        let strip = row.and_then(|row| {
+            geometry
+                .strips
+                .iter()
+                .find(|s| matches!(s.2, Strip::Row { row: r, .. } if r == row))
+        });
+        if let Some(&(y, h, _)) = strip {
+            if y < scroll || y + h > scroll + body_h {
+                scroll = y - body_h / 3.0;
+            }
+        }
+        scroll.min(geometry.height - body_h).max(0.0)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -314,7 +340,8 @@ impl Timeline {
         }
     }
 
-    /// Bands over the tracks, the range selected, the selected slice and its flows.
+    /// Bands over the tracks, the range selected, the selected slice and its flows; returns
+    /// where the selected slice was drawn.
     fn draw_overlays(
         &self,
         t: &Trace,
@@ -322,7 +349,7 @@ impl Timeline {
         v: &View,
         scale: &Scale,
         geometry: &Geometry,
-    ) -> Result<(), JsValue> {
+    ) -> Result<Option<[f64; 4]>, JsValue> {
         let body_h = v.height - HEADER;
         for band in &self.bands {
             let focused = v.finding.as_deref() == Some(band.finding.as_str());
@@ -347,7 +374,7 @@ impl Timeline {
             ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
         }
         let Some(selected) = v.selected else {
-            return Ok(());
+            return Ok(None);
         };
         let centre = |event: u32| -> Option<(f64, f64, f64)> {
             let row = self.layout.row_of.get(event as usize).copied()?;
@@ -359,10 +386,13 @@ impl Timeline {
             let e = t.events.end(event as usize) as f64;
             Some((scale.x(s), scale.x(e), HEADER + y - v.scroll + h / 2.0))
         };
+        let mut drawn = None;
         if let Some((x0, x1, y)) = centre(selected) {
+            let bounds = [x0, y - ROW_H / 2.0 + 1.0, (x1 - x0).max(MIN_W), ROW_H - 2.0];
             ctx.set_stroke_style_str("#000");
             ctx.set_line_width(2.0);
-            ctx.stroke_rect(x0, y - ROW_H / 2.0 + 1.0, (x1 - x0).max(MIN_W), ROW_H - 2.0);
+            ctx.stroke_rect(bounds[0], bounds[1], bounds[2], bounds[3]);
+            drawn = Some(bounds);
             // Flows: from the launch to the GPU work it queued, whichever end is selected.
             let launch = t.launch_of(selected);
             let pairs: Vec<(u32, u32)> = match launch {
@@ -382,7 +412,7 @@ impl Timeline {
                 }
             }
         }
-        Ok(())
+        Ok(drawn)
     }
 
     fn draw_header(&self, ctx: &Context, v: &View, scale: &Scale) -> Result<(), JsValue> {

@@ -65,9 +65,10 @@ pub enum ToWorker {
     },
 }
 
-/// The worker's answers to the timeline's requests.
+/// The worker's answers to the timeline's requests (tagged `reply`: they travel inside a
+/// `FromWorker`, which is tagged `type`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "reply", rename_all = "snake_case")]
 pub enum TimelineReply {
     Opened(Opened),
     Drawn(Drawn),
@@ -95,6 +96,8 @@ pub struct View {
     /// Indices of the collapsed groups.
     pub collapsed: Vec<u32>,
     pub selected: Option<u32>,
+    /// Scroll so that this slice's row shows (a search match, a followed flow).
+    pub reveal: Option<u32>,
     /// A time range selected with the box.
     pub range: Option<(f64, f64)>,
     /// The finding whose bands are highlighted.
@@ -123,8 +126,12 @@ pub struct Drawn {
     pub draw_ms: f64,
     /// Height of all tracks as shown (for scrolling), CSS pixels.
     pub content_height: f64,
+    /// The vertical scroll drawn (the view's, moved to reveal a slice, kept in bounds).
+    pub scroll: f64,
     /// Spans drawn (after level-of-detail merging).
     pub spans: u64,
+    /// Where the selected slice was drawn, `[x, y, width, height]` in CSS pixels, if it shows.
+    pub selected_box: Option<[f64; 4]>,
     /// Slices in the selected range, when there is one: `(kind label, count, total ns)`.
     pub in_range: Vec<(String, u64, i64)>,
 }

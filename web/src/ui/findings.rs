@@ -16,6 +16,8 @@ pub struct FindingsProps {
     /// The finding the user opened (it is shown open and scrolled to).
     pub selected: Option<String>,
     pub on_select: Callback<String>,
+    /// Shows a finding on the timeline; `None` where there is no trace (a saved report, a link).
+    pub on_timeline: Option<Callback<String>>,
     /// The LLM questions, where the worker holds the trace (not for a saved report or a link).
     pub llm: Option<Rc<llm::State>>,
     pub on_llm: Callback<llm::Msg>,
@@ -68,7 +70,7 @@ pub fn findings(props: &FindingsProps) -> Html {
             }
             { for findings.iter().enumerate().map(|(i, f)| {
                 let selected = props.selected.as_deref() == Some(f.id.as_str());
-                card(i, f, selected, &copied, &props.on_select, ask(format!("finding:{}", f.id)))
+                card(i, f, selected, &copied, &props.on_select, props.on_timeline.as_ref(), ask(format!("finding:{}", f.id)))
             }) }
             if !unexplained.is_empty() {
                 <article class="unexplained">
@@ -99,8 +101,14 @@ fn card(
     selected: bool,
     copied: &UseStateHandle<Option<usize>>,
     on_select: &Callback<String>,
+    on_timeline: Option<&Callback<String>>,
     ask: Html,
 ) -> Html {
+    let show = on_timeline.map(|on_timeline| {
+        let id = f.id.clone();
+        let onclick = on_timeline.reform(move |_: MouseEvent| id.clone());
+        html! { <button class="button show-on-timeline" {onclick}>{"Show on timeline"}</button> }
+    });
     let select = {
         let id = f.id.clone();
         on_select.reform(move |_: MouseEvent| id.clone())
@@ -130,6 +138,7 @@ fn card(
                 </span>
             </header>
             <p class="summary">{&f.summary}</p>
+            { for show }
             <details open={i == 0 || selected}>
                 <summary>{format!("Evidence ({}) · confidence {:.0}%", f.evidence.len(), f.confidence * 100.0)}</summary>
                 <ul class="evidence">

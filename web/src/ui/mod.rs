@@ -10,6 +10,7 @@ mod load;
 mod overview;
 mod share;
 mod table;
+mod timeline;
 
 use std::rc::Rc;
 
@@ -53,6 +54,12 @@ pub enum Msg {
     Show(Tab),
     /// The user opened a finding (carried in a share link).
     SelectFinding(String),
+    /// Show a finding's flagged window on the timeline.
+    ShowOnTimeline(String),
+    /// A band was clicked on the timeline: open its finding.
+    OpenFinding(String),
+    /// The timeline asks something of the worker.
+    Ask(Rc<timeline::Ask>),
     /// The LLM settings, previews and answers.
     Llm(llm::Msg),
 }
@@ -63,6 +70,7 @@ pub enum Tab {
     Findings,
     Kernels,
     Operators,
+    Timeline,
 }
 
 /// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
@@ -99,6 +107,8 @@ pub struct App {
     worker: Option<AnalysisWorker>,
     /// The worker's latest answer to the timeline, numbered so the timeline sees each once.
     timeline_reply: Option<(u32, Rc<TimelineReply>)>,
+    /// The finding the timeline moves to, numbered so that each request moves it.
+    timeline_focus: Option<(u32, String)>,
     /// The files of the last load that read at least one trace; a cancelled load, or one where
     /// every file failed, leaves them as they are.
     files: Vec<Rc<Outcome>>,
@@ -138,6 +148,7 @@ impl Component for App {
             loading: None,
             worker: None,
             timeline_reply: None,
+            timeline_focus: None,
             files: Vec::new(),
             failed: Vec::new(),
             selected: 0,
@@ -248,11 +259,26 @@ impl Component for App {
             Msg::Select(i) => self.selected = i,
             Msg::Show(tab) => self.tab = tab,
             Msg::SelectFinding(id) => self.selected_finding = Some(id),
+            Msg::ShowOnTimeline(id) => {
+                let n = self.timeline_focus.as_ref().map_or(0, |f| f.0) + 1;
+                self.timeline_focus = Some((n, id));
+                self.tab = Tab::Timeline;
+            }
+            Msg::OpenFinding(id) => {
+                if !id.starts_with("unexplained:") {
+                    self.selected_finding = Some(id);
+                }
+                self.tab = Tab::Findings;
+            }
+            Msg::Ask(request) => {
+                self.ask(&request);
+                return false;
+            }
             Msg::Llm(msg) => {
                 let send = ctx.link().callback(Msg::Llm);
                 let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
                 for (file, options) in wanted {
-                    self.ask_worker(&ToWorker::Prompts { file, options });
+                    self.ask(&timeline::Ask::Worker(ToWorker::Prompts { file, options }));
                 }
             }
             Msg::FromWorker(FromWorker::Prompts {
@@ -310,6 +336,25 @@ fn error_panel(file: &Outcome) -> Html {
 }
 
 impl App {
+    /// Hands a timeline request (or its canvas) to the worker of the analysis shown.
+    fn ask(&self, request: &timeline::Ask) {
+        let Some(w) = &self.worker else {
+            return;
+        };
+        let sent = match request {
+            timeline::Ask::Worker(r) => {
+                let text = serde_json::to_string(r).expect("requests serialize");
+                w.worker.post_message(&JsValue::from_str(&text))
+            }
+            timeline::Ask::Canvas(canvas) => w
+                .worker
+                .post_message_with_transfer(canvas, &js_sys::Array::of1(canvas)),
+        };
+        if let Err(e) = sent {
+            web_sys::console::error_1(&e);
+        }
+    }
+
     /// Shows the report a shared link carries (or why it cannot be read).
     fn open_link(&mut self, fragment: &str) {
         let (result, name) = match torchtraceap::share::decode(fragment) {
@@ -364,20 +409,6 @@ impl App {
                      differ): showing its own analysis."
                 .to_string(),
         });
-    }
-
-    /// Posts a request (JSON text) to the worker of the analysis shown. Without one (a link or
-    /// a saved report shown) there is nothing to ask: the views offer no such request then.
-    fn ask_worker(&mut self, request: &ToWorker) {
-        let Some(w) = &self.worker else {
-            return;
-        };
-        let text = serde_json::to_string(request).expect("requests serialize");
-        if let Err(e) = w.worker.post_message(&JsValue::from_str(&text)) {
-            self.notice = Some(format!(
-                "Could not send a request to the analysis worker ({e:?}): load the trace again."
-            ));
-        }
     }
 
     fn start(&mut self, ctx: &Context<Self>, files: Vec<File>) {
@@ -532,9 +563,15 @@ impl App {
             (Tab::Findings, _) => html! {
                 <findings::Findings file={analysis} selected={self.selected_finding.clone()}
                     on_select={link.callback(Msg::SelectFinding)}
+                    on_timeline={summary.map(|_| link.callback(Msg::ShowOnTimeline))}
                     llm={summary.map(|_| Rc::clone(&self.llm))} on_llm={link.callback(Msg::Llm)} />
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
+            (Tab::Timeline, Some(_)) => html! {
+                <timeline::Timeline file={file.file} reply={self.timeline_reply.clone()}
+                    ask={link.callback(Msg::Ask)} focus={self.timeline_focus.clone()}
+                    on_finding={link.callback(Msg::OpenFinding)} />
+            },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
             _ => html! { <overview::Overview file={analysis} /> },
         };
@@ -571,6 +608,7 @@ impl App {
                     if let Some(s) = summary {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
+                        { tab(Tab::Timeline, "Timeline".into()) }
                     }
                     <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
                     { llm::settings_button(&self.llm, &link.callback(Msg::Llm)) }

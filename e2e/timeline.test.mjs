@@ -1,0 +1,200 @@
+// End-to-end: the timeline, on real traces from ../shared/traces and on the bundled sample:
+// zoom and pan with the keys, click a kernel and follow it to its launch, search, and move
+// between a finding and its flagged window.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { serve, launch, openPage, load, SHOTS, SHARED_TRACES } from './support.mjs';
+
+const CNN_TRAINING = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis',
+  'tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz');
+const MULTI_STREAM = join(SHARED_TRACES, 'AMD-AGI__TraceLens',
+  'tests__traces__mi300__resnet_act_checkpoint.json.gz');
+
+let site;
+let browser;
+
+before(async () => {
+  await mkdir(SHOTS, { recursive: true });
+  site = await serve();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+const canvas = (page) => page.locator('canvas.timeline-canvas');
+
+/** Opens the Timeline tab and waits for its first frame. */
+async function openTimeline(page) {
+  await page.click('.tab:has-text("Timeline")');
+  await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { timeout: 60_000 });
+}
+
+/** Waits until the canvas has drawn more frames than `after`, then for the view to settle. */
+async function drawnAfter(page, after) {
+  await page.waitForFunction(
+    (n) => Number(document.querySelector('canvas.timeline-canvas').dataset.draws) > n, after);
+  await page.waitForTimeout(150);
+}
+
+async function view(page) {
+  const c = canvas(page);
+  return {
+    start: Number(await c.getAttribute('data-start')),
+    end: Number(await c.getAttribute('data-end')),
+    draws: Number(await c.getAttribute('data-draws')),
+  };
+}
+
+async function holdKey(page, key, ms) {
+  const before = (await view(page)).draws;
+  await page.keyboard.down(key);
+  await page.waitForTimeout(ms);
+  await page.keyboard.up(key);
+  await drawnAfter(page, before);
+}
+
+test('a CNN training trace: W/S zoom around the pointer, A/D pan, F fits, and nothing is dropped', async (t) => {
+  if (!existsSync(CNN_TRAINING)) {
+    t.skip(`SKIPPED: ${CNN_TRAINING} is absent`);
+    return;
+  }
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', CNN_TRAINING));
+  await openTimeline(page);
+  const status = await page.locator('.timeline-status').innerText();
+  // Every non-memory event of the trace is a slice (68,692 events less metadata and flows).
+  const slices = Number(status.match(/^(\d+) slices/)[1]);
+  assert.ok(slices > 45_000, status);
+  await page.screenshot({ path: join(SHOTS, 'timeline-cnn-training.png') });
+
+  const box = await canvas(page).boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + 200);
+  await canvas(page).focus();
+  const whole = await view(page);
+  await holdKey(page, 'w', 400);
+  const zoomed = await view(page);
+  assert.ok(zoomed.end - zoomed.start < 0.5 * (whole.end - whole.start), 'W zooms in');
+  // The time under the pointer stays put: it is at the same share of both views.
+  const share = (v) => (0.6 * box.width - 200) / (box.width - 200) * (v.end - v.start) + v.start;
+  const drift = Math.abs(share(zoomed) - share(whole)) / (whole.end - whole.start);
+  assert.ok(drift < 0.01, `the pointer's time moved by ${drift}`);
+  await holdKey(page, 'd', 300);
+  const panned = await view(page);
+  assert.ok(panned.start > zoomed.start, 'D pans right');
+  assert.ok(Math.abs((panned.end - panned.start) - (zoomed.end - zoomed.start)) < 1e-6 * (zoomed.end - zoomed.start) + 1,
+    'panning keeps the zoom');
+  await holdKey(page, 'a', 300);
+  assert.ok((await view(page)).start < panned.start, 'A pans left');
+  await holdKey(page, 's', 200);
+  assert.ok((await view(page)).end - (await view(page)).start > panned.end - panned.start, 'S zooms out');
+  await page.screenshot({ path: join(SHOTS, 'timeline-cnn-zoomed.png') });
+  const before = (await view(page)).draws;
+  await page.keyboard.press('f');
+  await drawnAfter(page, before);
+  const fitted = await view(page);
+  assert.ok(Math.abs((fitted.end - fitted.start) - (whole.end - whole.start)) < 1, 'F fits the whole trace again');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a kernel clicked on the canvas shows its details, and its launch is one click away, both ways', async (t) => {
+  if (!existsSync(CNN_TRAINING)) {
+    t.skip(`SKIPPED: ${CNN_TRAINING} is absent`);
+    return;
+  }
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', CNN_TRAINING));
+  await openTimeline(page);
+  // Search finds the kernels by name and shows the first.
+  await page.fill('#timeline-search', 'sgemm');
+  await page.click('.timeline-search button[type=submit]');
+  await page.waitForSelector('.timeline-found');
+  const found = await page.locator('.timeline-found').innerText();
+  const total = Number(found.match(/of (\d+)/)[1]);
+  assert.ok(total > 10, found);
+  await page.waitForSelector('canvas.timeline-canvas:not([data-selected-box=""])');
+  const first = await canvas(page).getAttribute('data-selected');
+  await page.click('.timeline-search button[title="Next match"]');
+  await page.waitForFunction((f) => document.querySelector('canvas.timeline-canvas').dataset.selected !== f, first);
+  assert.match(await page.locator('.timeline-found').innerText(), new RegExp(`^2 of ${total}`));
+
+  // Clear the selection, then click the kernel where it was drawn.
+  const [x, y, w, h] = (await canvas(page).getAttribute('data-selected-box')).split(',').map(Number);
+  const selected = await canvas(page).getAttribute('data-selected');
+  await canvas(page).focus();
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('.timeline-details.empty');
+  const box = await canvas(page).boundingBox();
+  await page.mouse.click(box.x + x + Math.min(w / 2, 3), box.y + y + h / 2);
+  await page.waitForSelector('.timeline-details .slice-name');
+  assert.equal(await canvas(page).getAttribute('data-selected'), selected, 'the click hits the kernel drawn there');
+  const details = await page.locator('.timeline-details').innerText();
+  assert.match(details, /sgemm/);
+  assert.match(details, /Kind\s+gpu_kernel/);
+  assert.match(details, /grid\s+\[/);
+  assert.match(details, /Launched by: cudaLaunchKernel/);
+  await page.screenshot({ path: join(SHOTS, 'timeline-kernel-details.png') });
+
+  // Follow the flow to the launch, then back to the kernel.
+  await page.click('.launched-by .link-button');
+  await page.waitForSelector('.timeline-details .slice-name:has-text("cudaLaunchKernel")');
+  const launch = await page.locator('.timeline-details').innerText();
+  assert.match(launch, /Launched: .*sgemm/);
+  assert.match(launch, /Stack \(outermost first\)/);
+  await page.screenshot({ path: join(SHOTS, 'timeline-launch-flow.png') });
+  await page.click('.launched .link-button');
+  await page.waitForSelector('.timeline-details .slice-name:has-text("sgemm")');
+  assert.equal(await canvas(page).getAttribute('data-selected'), selected, 'back to the same kernel');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a multi-stream trace shows every stream and a range selected with Shift+drag', async (t) => {
+  if (!existsSync(MULTI_STREAM)) {
+    t.skip(`SKIPPED: ${MULTI_STREAM} is absent`);
+    return;
+  }
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', MULTI_STREAM));
+  await openTimeline(page);
+  const box = await canvas(page).boundingBox();
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + 400, box.y + 120);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 700, box.y + 140, { steps: 5 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  await page.waitForSelector('.timeline-range li');
+  const range = await page.locator('.timeline-range').innerText();
+  assert.match(range, /Selected range: [\d.]+ (ms|µs|s)/);
+  assert.match(range, /gpu_kernel: \d+ slice/);
+  await page.screenshot({ path: join(SHOTS, 'timeline-multi-stream.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a finding moves the timeline to its flagged window, and its band leads back to it', async () => {
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await page.click('article.finding#finding-dataloader-bottleneck .show-on-timeline');
+  await page.waitForSelector('canvas.timeline-canvas[data-finding="dataloader-bottleneck"]:not([data-draws="0"])');
+  await page.waitForTimeout(200);
+  const v = await view(page);
+  // The sample's stalled steps are 12–15: the view shows one of their data-loading windows,
+  // a few milliseconds of a 340 ms trace.
+  assert.ok(v.end - v.start < 60e6, `the view spans ${(v.end - v.start) / 1e6} ms`);
+  await page.screenshot({ path: join(SHOTS, 'timeline-finding.png') });
+  // The band sits in the header's last strip (ruler 20 + steps 16 + heat 8, 14 high).
+  const box = await canvas(page).boundingBox();
+  await page.mouse.click(box.x + 200 + (box.width - 200) / 2, box.y + 20 + 16 + 8 + 7);
+  await page.waitForSelector('.tab.active:has-text("Findings")');
+  assert.equal(await page.locator('article.finding.selected').getAttribute('id'), 'finding-dataloader-bottleneck');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

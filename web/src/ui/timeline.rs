@@ -1,0 +1,783 @@
+//! The timeline view: a canvas the worker draws on (its control is handed to the worker as an
+//! `OffscreenCanvas`), the keys and pointer gestures Perfetto users know, search, and the
+//! selected slice's details. The page only keeps the view (time range, scroll, selection) and
+//! asks the worker to draw it; it never holds the trace.
+//!
+//! Keys (on the focused timeline): W/S zoom in and out around the pointer, A/D pan, F fits the
+//! selected range, else the selected slice, else the whole trace; Escape clears the selection.
+//! Ctrl + wheel zooms, the wheel scrolls the tracks, Shift + wheel pans; dragging pans,
+//! Shift + drag selects a time range; a click selects what is under the pointer.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{
+    AddEventListenerOptions, HtmlCanvasElement, HtmlInputElement, KeyboardEvent, OffscreenCanvas,
+    WheelEvent,
+};
+use yew::prelude::*;
+
+use torchtraceap::timeline::inspect::{Details, Place};
+
+use crate::draw::{duration, GUTTER, HEADER};
+use crate::protocol::{Drawn, Found, Opened, Picked, TimelineReply, ToWorker, View};
+
+/// What the timeline asks of the page: a request for the worker, or the canvas to hand over.
+pub enum Ask {
+    Worker(ToWorker),
+    Canvas(OffscreenCanvas),
+}
+
+#[derive(Properties, PartialEq)]
+pub struct TimelineProps {
+    pub file: usize,
+    /// The worker's latest timeline reply, numbered.
+    pub reply: Option<(u32, Rc<TimelineReply>)>,
+    pub ask: Callback<Rc<Ask>>,
+    /// A finding to move to, numbered so that asking twice moves twice.
+    pub focus: Option<(u32, String)>,
+    /// A finding's band was clicked.
+    pub on_finding: Callback<String>,
+}
+
+pub enum Msg {
+    KeyDown(String),
+    KeyUp(String),
+    Frame(f64),
+    Wheel {
+        dx: f64,
+        dy: f64,
+        x: f64,
+        zoom: bool,
+    },
+    Down {
+        x: f64,
+        y: f64,
+        shift: bool,
+    },
+    Move {
+        x: f64,
+        y: f64,
+    },
+    Up {
+        x: f64,
+        y: f64,
+    },
+    Leave,
+    SearchText(String),
+    Search,
+    Step(isize),
+    Fit,
+    GoTo(Place),
+    Resized,
+}
+
+struct Drag {
+    x: f64,
+    y: f64,
+    start: f64,
+    end: f64,
+    scroll: f64,
+    select: bool,
+    moved: bool,
+}
+
+pub struct Timeline {
+    canvas: NodeRef,
+    handed_over: bool,
+    opened: Option<Opened>,
+    start: f64,
+    end: f64,
+    scroll: f64,
+    collapsed: Vec<u32>,
+    selected: Option<u32>,
+    /// Scroll to this slice's row on the next draw.
+    reveal: Option<u32>,
+    range: Option<(f64, f64)>,
+    finding: Option<String>,
+    in_flight: bool,
+    pending: bool,
+    drawn: Option<Drawn>,
+    draws: u64,
+    details: Option<Box<Details>>,
+    search: String,
+    found: Option<Found>,
+    found_at: usize,
+    held: BTreeSet<String>,
+    last_frame: Option<f64>,
+    pointer_x: f64,
+    drag: Option<Drag>,
+    seen_reply: u32,
+    seen_focus: u32,
+    error: Option<String>,
+    // Kept alive with the component: the non-passive wheel handler, the resize handler and the
+    // animation frame callback.
+    _wheel: Option<Closure<dyn FnMut(WheelEvent)>>,
+    _resize: Option<Closure<dyn FnMut()>>,
+    frame: Option<Closure<dyn FnMut(f64)>>,
+}
+
+/// Zoom per millisecond while W or S is held (the span halves in about 170 ms).
+const ZOOM_RATE: f64 = 0.004;
+/// Pan per millisecond while A or D is held, as a share of the span shown.
+const PAN_RATE: f64 = 0.0012;
+/// The narrowest span the view zooms to, ns.
+const MIN_SPAN: f64 = 100.0;
+
+impl Timeline {
+    fn width(&self) -> f64 {
+        self.canvas
+            .cast::<HtmlCanvasElement>()
+            .map_or(800.0, |c| f64::from(c.client_width()).max(GUTTER + 100.0))
+    }
+
+    fn height(&self) -> f64 {
+        self.canvas
+            .cast::<HtmlCanvasElement>()
+            .map_or(500.0, |c| f64::from(c.client_height()).max(HEADER + 40.0))
+    }
+
+    fn view(&self, file: usize) -> View {
+        View {
+            file,
+            start: self.start,
+            end: self.end,
+            width: self.width(),
+            height: self.height(),
+            ratio: web_sys::window().map_or(1.0, |w| w.device_pixel_ratio()),
+            scroll: self.scroll,
+            collapsed: self.collapsed.clone(),
+            selected: self.selected,
+            reveal: self.reveal,
+            range: self.range,
+            finding: self.finding.clone(),
+        }
+    }
+
+    /// Asks for a draw of the current view; while one is in flight, asks again when it is done.
+    fn redraw(&mut self, ctx: &Context<Self>) {
+        if self.opened.is_none() {
+            return;
+        }
+        if self.in_flight {
+            self.pending = true;
+            return;
+        }
+        self.in_flight = true;
+        self.pending = false;
+        let view = self.view(ctx.props().file);
+        self.reveal = None;
+        ask(ctx, ToWorker::View(view));
+    }
+
+    fn x_to_t(&self, x: f64) -> f64 {
+        let px = (self.width() - GUTTER).max(1.0);
+        self.start + (x - GUTTER) / px * (self.end - self.start)
+    }
+
+    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place.
+    fn zoom(&mut self, factor: f64, x: f64) {
+        let at = self.x_to_t(x.max(GUTTER));
+        let span = ((self.end - self.start) * factor).max(MIN_SPAN);
+        let share = (at - self.start) / (self.end - self.start).max(1.0);
+        self.start = at - share * span;
+        self.end = self.start + span;
+    }
+
+    fn pan(&mut self, by: f64) {
+        self.start += by;
+        self.end += by;
+    }
+
+    /// Shows `[start, end]` with a margin.
+    fn show(&mut self, start: f64, end: f64) {
+        let span = (end - start).max(MIN_SPAN);
+        self.start = start - span * 0.1;
+        self.end = end + span * 0.1;
+    }
+
+    fn fit(&mut self) {
+        if let Some((a, b)) = self.range {
+            self.show(a.min(b), a.max(b));
+        } else if let Some(d) = &self.details {
+            let (s, e) = (d.place.start as f64, (d.place.start + d.place.dur) as f64);
+            self.show(s, e);
+        } else if let Some(o) = &self.opened {
+            self.show(o.span.0 as f64, o.span.1 as f64);
+        }
+    }
+
+    fn focus(&mut self, id: &str) {
+        let Some(o) = &self.opened else {
+            return;
+        };
+        if let Some(band) = o.bands.iter().find(|b| b.finding == id) {
+            let (s, e) = (band.start as f64, band.end as f64);
+            self.finding = Some(id.to_string());
+            self.show(s, e);
+        }
+    }
+
+    fn clamp_scroll(&mut self) {
+        let content = self.drawn.as_ref().map_or(0.0, |d| d.content_height);
+        let room = (self.height() - HEADER).max(0.0);
+        self.scroll = self.scroll.min((content - room).max(0.0)).max(0.0);
+    }
+
+    fn on_reply(&mut self, ctx: &Context<Self>, reply: &TimelineReply) {
+        match reply {
+            TimelineReply::Opened(o) if o.file == ctx.props().file => {
+                self.opened = Some(o.clone());
+                self.error = None;
+                self.show(o.span.0 as f64, o.span.1 as f64);
+                if let Some((n, id)) = &ctx.props().focus {
+                    self.seen_focus = *n;
+                    self.focus(id);
+                }
+                self.redraw(ctx);
+            }
+            TimelineReply::Drawn(d) => {
+                self.in_flight = false;
+                self.draws += 1;
+                self.scroll = d.scroll;
+                record_frame(d.draw_ms);
+                self.drawn = Some(d.clone());
+                if self.pending {
+                    self.redraw(ctx);
+                }
+            }
+            TimelineReply::Picked(Picked::Slice(details)) => {
+                self.selected = Some(details.place.event);
+                self.details = Some(details.clone());
+                self.redraw(ctx);
+            }
+            TimelineReply::Picked(Picked::Group { index }) => {
+                match self.collapsed.iter().position(|g| g == index) {
+                    Some(k) => {
+                        self.collapsed.remove(k);
+                    }
+                    None => self.collapsed.push(*index),
+                }
+                self.redraw(ctx);
+            }
+            TimelineReply::Picked(Picked::Band { finding }) => {
+                ctx.props().on_finding.emit(finding.clone());
+            }
+            TimelineReply::Picked(Picked::Nothing) => {
+                self.selected = None;
+                self.details = None;
+                self.redraw(ctx);
+            }
+            TimelineReply::Found(f) => {
+                self.found = Some(f.clone());
+                self.found_at = 0;
+                if let Some(p) = f.places.first() {
+                    ctx.link().send_message(Msg::GoTo(p.clone()));
+                }
+            }
+            TimelineReply::Failed { message } => {
+                self.in_flight = false;
+                self.error = Some(message.clone());
+            }
+            TimelineReply::Opened(_) => {}
+        }
+    }
+
+    fn animate(&mut self, ctx: &Context<Self>) {
+        if self.held.is_empty() || self.frame.is_some() {
+            return;
+        }
+        let link = ctx.link().clone();
+        let callback =
+            Closure::<dyn FnMut(f64)>::new(move |t: f64| link.send_message(Msg::Frame(t)));
+        if let Some(w) = web_sys::window() {
+            let _ = w.request_animation_frame(callback.as_ref().unchecked_ref());
+        }
+        self.frame = Some(callback);
+    }
+}
+
+fn ask(ctx: &Context<Timeline>, request: ToWorker) {
+    ctx.props().ask.emit(Rc::new(Ask::Worker(request)));
+}
+
+/// Appends a drawn frame's time to `window.ttapFrames` where a benchmark created that array.
+fn record_frame(draw_ms: f64) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let frames = js_sys::Reflect::get(&window, &"ttapFrames".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Some(frames) = frames.dyn_ref::<js_sys::Array>() {
+        let now = window.performance().map_or(0.0, |p| p.now());
+        frames.push(&js_sys::Array::of2(&draw_ms.into(), &now.into()));
+    }
+}
+
+impl Component for Timeline {
+    type Message = Msg;
+    type Properties = TimelineProps;
+
+    fn create(ctx: &Context<Self>) -> Self {
+        Timeline {
+            canvas: NodeRef::default(),
+            handed_over: false,
+            opened: None,
+            start: 0.0,
+            end: 1.0,
+            scroll: 0.0,
+            collapsed: Vec::new(),
+            selected: None,
+            reveal: None,
+            range: None,
+            finding: None,
+            in_flight: false,
+            pending: false,
+            drawn: None,
+            draws: 0,
+            details: None,
+            search: String::new(),
+            found: None,
+            found_at: 0,
+            held: BTreeSet::new(),
+            last_frame: None,
+            pointer_x: GUTTER,
+            drag: None,
+            // Replies from before this view existed are not its own.
+            seen_reply: ctx.props().reply.as_ref().map_or(0, |r| r.0),
+            seen_focus: 0,
+            error: None,
+            _wheel: None,
+            _resize: None,
+            frame: None,
+        }
+    }
+
+    fn changed(&mut self, ctx: &Context<Self>, old: &TimelineProps) -> bool {
+        let props = ctx.props();
+        if props.file != old.file {
+            *self = Timeline {
+                canvas: self.canvas.clone(),
+                handed_over: self.handed_over,
+                seen_reply: self.seen_reply,
+                seen_focus: self.seen_focus,
+                _wheel: self._wheel.take(),
+                _resize: self._resize.take(),
+                ..<Timeline as Component>::create(ctx)
+            };
+            ask(ctx, ToWorker::Open { file: props.file });
+        }
+        if let Some((n, reply)) = &props.reply {
+            if *n > self.seen_reply {
+                self.seen_reply = *n;
+                let reply = Rc::clone(reply);
+                self.on_reply(ctx, &reply);
+            }
+        }
+        if let Some((n, id)) = &props.focus {
+            if *n > self.seen_focus && self.opened.is_some() {
+                self.seen_focus = *n;
+                let id = id.clone();
+                self.focus(&id);
+                self.redraw(ctx);
+            }
+        }
+        true
+    }
+
+    fn rendered(&mut self, ctx: &Context<Self>, _first: bool) {
+        if self.handed_over {
+            return;
+        }
+        let Some(canvas) = self.canvas.cast::<HtmlCanvasElement>() else {
+            return;
+        };
+        match canvas.transfer_control_to_offscreen() {
+            Ok(offscreen) => {
+                self.handed_over = true;
+                ctx.props().ask.emit(Rc::new(Ask::Canvas(offscreen)));
+                ask(
+                    ctx,
+                    ToWorker::Open {
+                        file: ctx.props().file,
+                    },
+                );
+            }
+            Err(e) => {
+                self.error = Some(format!(
+                    "This browser cannot hand a canvas to a worker (OffscreenCanvas: {e:?}); \
+                     the timeline needs a current Chrome, Edge, Firefox or Safari."
+                ));
+                ctx.link().send_message(Msg::Resized);
+                return;
+            }
+        }
+        // The wheel handler must be able to prevent the page's own zoom and scroll.
+        let link = ctx.link().clone();
+        let wheel = Closure::<dyn FnMut(WheelEvent)>::new(move |e: WheelEvent| {
+            e.prevent_default();
+            let zoom = e.ctrl_key() || e.meta_key();
+            let (dx, dy) = if e.shift_key() && e.delta_x() == 0.0 {
+                (e.delta_y(), 0.0)
+            } else {
+                (e.delta_x(), e.delta_y())
+            };
+            link.send_message(Msg::Wheel {
+                dx,
+                dy,
+                x: f64::from(e.offset_x()),
+                zoom,
+            });
+        });
+        let options = AddEventListenerOptions::new();
+        options.set_passive(false);
+        let _ = canvas.add_event_listener_with_callback_and_add_event_listener_options(
+            "wheel",
+            wheel.as_ref().unchecked_ref(),
+            &options,
+        );
+        self._wheel = Some(wheel);
+        let link = ctx.link().clone();
+        let resize = Closure::<dyn FnMut()>::new(move || link.send_message(Msg::Resized));
+        if let Some(w) = web_sys::window() {
+            let _ = w.add_event_listener_with_callback("resize", resize.as_ref().unchecked_ref());
+        }
+        self._resize = Some(resize);
+    }
+
+    fn destroy(&mut self, _ctx: &Context<Self>) {
+        if let (Some(w), Some(resize)) = (web_sys::window(), &self._resize) {
+            let _ =
+                w.remove_event_listener_with_callback("resize", resize.as_ref().unchecked_ref());
+        }
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        match msg {
+            Msg::KeyDown(key) => match key.as_str() {
+                "w" | "s" | "a" | "d" => {
+                    if self.held.insert(key) {
+                        self.last_frame = None;
+                        self.animate(ctx);
+                    }
+                    return false;
+                }
+                "f" => {
+                    self.fit();
+                    self.redraw(ctx);
+                }
+                "escape" => {
+                    self.range = None;
+                    self.selected = None;
+                    self.details = None;
+                    self.finding = None;
+                    self.redraw(ctx);
+                }
+                _ => return false,
+            },
+            Msg::KeyUp(key) => {
+                self.held.remove(&key);
+                return false;
+            }
+            Msg::Frame(t) => {
+                self.frame = None;
+                let dt = self
+                    .last_frame
+                    .map_or(16.0, |last| (t - last).clamp(0.0, 100.0));
+                self.last_frame = Some(t);
+                let span = self.end - self.start;
+                for key in &self.held.clone() {
+                    match key.as_str() {
+                        "w" => self.zoom((-ZOOM_RATE * dt).exp(), self.pointer_x),
+                        "s" => self.zoom((ZOOM_RATE * dt).exp(), self.pointer_x),
+                        "a" => self.pan(-span * PAN_RATE * dt),
+                        "d" => self.pan(span * PAN_RATE * dt),
+                        _ => {}
+                    }
+                }
+                self.redraw(ctx);
+                self.animate(ctx);
+                return false;
+            }
+            Msg::Wheel { dx, dy, x, zoom } => {
+                if zoom {
+                    self.zoom((dy * 0.002).exp(), x);
+                } else {
+                    let span = self.end - self.start;
+                    self.pan(dx / (self.width() - GUTTER).max(1.0) * span);
+                    self.scroll += dy;
+                    self.clamp_scroll();
+                }
+                self.redraw(ctx);
+                return false;
+            }
+            Msg::Down { x, y, shift } => {
+                self.drag = Some(Drag {
+                    x,
+                    y,
+                    start: self.start,
+                    end: self.end,
+                    scroll: self.scroll,
+                    select: shift,
+                    moved: false,
+                });
+                if shift {
+                    let at = self.x_to_t(x);
+                    self.range = Some((at, at));
+                }
+                return false;
+            }
+            Msg::Move { x, y } => {
+                self.pointer_x = x;
+                let px = (self.width() - GUTTER).max(1.0);
+                let at = self.x_to_t(x);
+                let Some(drag) = &mut self.drag else {
+                    return false;
+                };
+                drag.moved |= (x - drag.x).abs() > 3.0 || (y - drag.y).abs() > 3.0;
+                if !drag.moved {
+                    return false;
+                }
+                let select = drag.select;
+                if select {
+                    if let Some(r) = &mut self.range {
+                        r.1 = at;
+                    }
+                } else {
+                    let shift = (x - drag.x) / px * (drag.end - drag.start);
+                    self.start = drag.start - shift;
+                    self.end = drag.end - shift;
+                    self.scroll = drag.scroll - (y - drag.y);
+                    self.clamp_scroll();
+                }
+                self.redraw(ctx);
+                // A range selection changes its summary below the canvas.
+                return select;
+            }
+            Msg::Up { x, y } => {
+                let Some(drag) = self.drag.take() else {
+                    return false;
+                };
+                if !drag.moved {
+                    if drag.select {
+                        self.range = None;
+                    }
+                    if let Some(o) = &self.opened {
+                        let view = self.view(o.file);
+                        ask(ctx, ToWorker::Pick { view, x, y });
+                    }
+                }
+                self.redraw(ctx);
+            }
+            Msg::Leave => {
+                self.drag = None;
+                self.held.clear();
+                return false;
+            }
+            Msg::SearchText(text) => {
+                self.search = text;
+                return false;
+            }
+            Msg::Search => {
+                ask(
+                    ctx,
+                    ToWorker::Search {
+                        file: ctx.props().file,
+                        text: self.search.clone(),
+                    },
+                );
+                return false;
+            }
+            Msg::Step(by) => {
+                if let Some(f) = &self.found {
+                    let n = f.places.len() as isize;
+                    if n > 0 {
+                        self.found_at = (self.found_at as isize + by).rem_euclid(n) as usize;
+                        let place = f.places[self.found_at].clone();
+                        ctx.link().send_message(Msg::GoTo(place));
+                    }
+                }
+            }
+            Msg::Fit => {
+                self.fit();
+                self.redraw(ctx);
+            }
+            Msg::GoTo(place) => {
+                let (s, e) = (place.start as f64, (place.start + place.dur) as f64);
+                let keep = (self.end - self.start).min(((e - s) * 8.0).max(10_000.0));
+                let centre = (s + e) / 2.0;
+                self.start = centre - keep / 2.0;
+                self.end = centre + keep / 2.0;
+                self.selected = Some(place.event);
+                self.reveal = Some(place.event);
+                ask(
+                    ctx,
+                    ToWorker::Details {
+                        file: ctx.props().file,
+                        event: place.event,
+                    },
+                );
+            }
+            Msg::Resized => self.redraw(ctx),
+        }
+        true
+    }
+
+    fn view(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let onkeydown = link.batch_callback(|e: KeyboardEvent| {
+            let key = e.key().to_lowercase();
+            matches!(key.as_str(), "w" | "a" | "s" | "d" | "f" | "escape").then(|| {
+                e.prevent_default();
+                Msg::KeyDown(key)
+            })
+        });
+        let onkeyup = link.callback(|e: KeyboardEvent| Msg::KeyUp(e.key().to_lowercase()));
+        let onmousedown = link.callback(|e: MouseEvent| {
+            let target: HtmlCanvasElement = e.target_unchecked_into();
+            let _ = target.focus();
+            Msg::Down {
+                x: f64::from(e.offset_x()),
+                y: f64::from(e.offset_y()),
+                shift: e.shift_key(),
+            }
+        });
+        let onmousemove = link.callback(|e: MouseEvent| Msg::Move {
+            x: f64::from(e.offset_x()),
+            y: f64::from(e.offset_y()),
+        });
+        let onmouseup = link.callback(|e: MouseEvent| Msg::Up {
+            x: f64::from(e.offset_x()),
+            y: f64::from(e.offset_y()),
+        });
+        let onmouseleave = link.callback(|_: MouseEvent| Msg::Leave);
+        let oninput = link.callback(|e: InputEvent| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            Msg::SearchText(input.value())
+        });
+        let onsearch = link.callback(|e: SubmitEvent| {
+            e.prevent_default();
+            Msg::Search
+        });
+        let found = self.found.as_ref().map(|f| {
+            if f.total == 0 {
+                format!("no slice named like “{}”", f.text)
+            } else if f.total > f.places.len() {
+                format!(
+                    "{} of {} (first {} listed)",
+                    self.found_at + 1,
+                    f.total,
+                    f.places.len()
+                )
+            } else {
+                format!("{} of {}", self.found_at + 1, f.total)
+            }
+        });
+        let status = match (&self.opened, &self.drawn) {
+            (Some(o), Some(d)) => format!(
+                "{} slices in {} rows · laid out in {:.0} ms · last frame {:.1} ms, {} spans · showing {}",
+                o.slices,
+                o.rows,
+                o.layout_ms,
+                d.draw_ms,
+                d.spans,
+                duration(self.end - self.start)
+            ),
+            (Some(_), None) => "Drawing…".into(),
+            (None, _) => "Laying the timeline out…".into(),
+        };
+        html! {
+            <section class="timeline">
+                <div class="timeline-bar">
+                    <form class="timeline-search" onsubmit={onsearch}>
+                        <input type="search" id="timeline-search" placeholder="Find slices by name"
+                            value={self.search.clone()} {oninput} />
+                        <button class="button" type="submit">{"Find"}</button>
+                        <button class="button" type="button" title="Previous match"
+                            onclick={link.callback(|_| Msg::Step(-1))}>{"◀"}</button>
+                        <button class="button" type="button" title="Next match"
+                            onclick={link.callback(|_| Msg::Step(1))}>{"▶"}</button>
+                        if let Some(found) = found {
+                            <span class="timeline-found">{found}</span>
+                        }
+                    </form>
+                    <button class="button" id="timeline-fit" onclick={link.callback(|_| Msg::Fit)}>{"Fit (F)"}</button>
+                    <span class="timeline-help">{"W/S zoom · A/D pan · drag to pan · Shift+drag selects a range · Ctrl+wheel zooms · click a slice"}</span>
+                </div>
+                if let Some(e) = &self.error {
+                    <p class="notice" role="alert">{e}</p>
+                }
+                <canvas ref={self.canvas.clone()} class="timeline-canvas" tabindex="0"
+                    data-draws={self.draws.to_string()}
+                    data-selected={self.selected.map(|s| s.to_string()).unwrap_or_default()}
+                    data-selected-box={self.drawn.as_ref().and_then(|d| d.selected_box)
+                        .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3])).unwrap_or_default()}
+                    data-start={format!("{:.0}", self.start)} data-end={format!("{:.0}", self.end)}
+                    data-finding={self.finding.clone().unwrap_or_default()}
+                    {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave}></canvas>
+                <p class="timeline-status">{status}</p>
+                { self.view_range() }
+                { self.view_details(ctx) }
+            </section>
+        }
+    }
+}
+
+impl Timeline {
+    fn view_range(&self) -> Html {
+        let Some((a, b)) = self.range else {
+            return Html::default();
+        };
+        let rows = self.drawn.as_ref().map_or(&[][..], |d| &d.in_range[..]);
+        html! {
+            <div class="timeline-range">
+                <strong>{format!("Selected range: {}", duration((b - a).abs()))}</strong>
+                <ul>
+                    { for rows.iter().map(|(kind, n, ns)| html! {
+                        <li>{format!("{kind}: {n} slice(s), {} inside the range", duration(*ns as f64))}</li>
+                    }) }
+                </ul>
+            </div>
+        }
+    }
+
+    fn view_details(&self, ctx: &Context<Self>) -> Html {
+        let Some(d) = &self.details else {
+            return html! { <p class="timeline-details empty">{"Click a slice to see its details."}</p> };
+        };
+        let origin = self.opened.as_ref().map_or(0, |o| o.span.0);
+        let link = ctx.link();
+        let go = |p: &Place| {
+            let p = p.clone();
+            let label = format!("{} ({}, {})", p.name, p.lane, duration(p.dur as f64));
+            html! {
+                <button class="link-button" onclick={link.callback(move |_| Msg::GoTo(p.clone()))}>{label}</button>
+            }
+        };
+        html! {
+            <div class="timeline-details">
+                <h3 class="slice-name">{&d.place.name}</h3>
+                <dl>
+                    <dt>{"Where"}</dt><dd>{format!("{} · {}", d.place.group, d.place.lane)}</dd>
+                    <dt>{"Start"}</dt><dd>{duration((d.place.start - origin) as f64)}</dd>
+                    <dt>{"Duration"}</dt><dd>{duration(d.place.dur as f64)}</dd>
+                    <dt>{"Self time"}</dt><dd>{duration(d.self_time as f64)}</dd>
+                    <dt>{"Kind"}</dt><dd>{format!("{} (category {})", d.kind, d.category)}</dd>
+                    { for d.args.iter().map(|(k, v)| html! { <><dt>{k}</dt><dd>{v}</dd></> }) }
+                </dl>
+                if let Some(by) = &d.launched_by {
+                    <p class="launched-by">{"Launched by: "}{go(by)}</p>
+                }
+                if !d.launched.is_empty() {
+                    <p class="launched">{"Launched: "}{ for d.launched.iter().map(go) }</p>
+                }
+                if !d.stack.is_empty() {
+                    <div class="stack"><span>{"Stack (outermost first):"}</span>
+                        <ol>{ for d.stack.iter().map(|p| html! { <li>{go(p)}</li> }) }</ol>
+                    </div>
+                }
+            </div>
+        }
+    }
+}

@@ -281,13 +281,8 @@ impl Timeline {
                 }
                 let from = scale.t(GUTTER).floor() as i64;
                 let to = v.end.ceil() as i64;
-                let spans = lod::spans(
-                    t,
-                    &layout.rows[row as usize].events,
-                    from,
-                    to,
-                    scale.ns_per_px,
-                );
+                let r = &layout.rows[row as usize];
+                let spans = lod::spans(t, &r.events, &r.levels, from, to, scale.ns_per_px);
                 let mut texts = Vec::new();
                 for s in &spans {
                     let x0 = scale.x(s.start as f64).max(GUTTER);

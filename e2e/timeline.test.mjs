@@ -42,6 +42,18 @@ async function drawnAfter(page, after) {
   await page.waitForTimeout(150);
 }
 
+/** A page with the shared trace at `path` on its timeline; null (the test skipped) without it. */
+async function openShared(t, path) {
+  if (!existsSync(path)) {
+    t.skip(`SKIPPED: ${path} is absent`);
+    return null;
+  }
+  const opened = await openPage(browser, site.url);
+  await load(opened.page, () => opened.page.setInputFiles('#file-input', path));
+  await openTimeline(opened.page);
+  return opened;
+}
+
 async function view(page) {
   const c = canvas(page);
   return {
@@ -60,13 +72,9 @@ async function holdKey(page, key, ms) {
 }
 
 test('a CNN training trace: W/S zoom around the pointer, A/D pan, F fits, and nothing is dropped', async (t) => {
-  if (!existsSync(CNN_TRAINING)) {
-    t.skip(`SKIPPED: ${CNN_TRAINING} is absent`);
-    return;
-  }
-  const { page, context, errors } = await openPage(browser, site.url);
-  await load(page, () => page.setInputFiles('#file-input', CNN_TRAINING));
-  await openTimeline(page);
+  const opened = await openShared(t, CNN_TRAINING);
+  if (!opened) return;
+  const { page, context, errors } = opened;
   const status = await page.locator('.timeline-status').innerText();
   // Every non-memory event of the trace is a slice (68,692 events less metadata and flows).
   const slices = Number(status.match(/^(\d+) slices/)[1]);
@@ -104,13 +112,9 @@ test('a CNN training trace: W/S zoom around the pointer, A/D pan, F fits, and no
 });
 
 test('a kernel clicked on the canvas shows its details, and its launch is one click away, both ways', async (t) => {
-  if (!existsSync(CNN_TRAINING)) {
-    t.skip(`SKIPPED: ${CNN_TRAINING} is absent`);
-    return;
-  }
-  const { page, context, errors } = await openPage(browser, site.url);
-  await load(page, () => page.setInputFiles('#file-input', CNN_TRAINING));
-  await openTimeline(page);
+  const opened = await openShared(t, CNN_TRAINING);
+  if (!opened) return;
+  const { page, context, errors } = opened;
   // Search finds the kernels by name and shows the first.
   await page.fill('#timeline-search', 'sgemm');
   await page.click('.timeline-search button[type=submit]');
@@ -156,13 +160,9 @@ test('a kernel clicked on the canvas shows its details, and its launch is one cl
 });
 
 test('a multi-stream trace shows every stream and a range selected with Shift+drag', async (t) => {
-  if (!existsSync(MULTI_STREAM)) {
-    t.skip(`SKIPPED: ${MULTI_STREAM} is absent`);
-    return;
-  }
-  const { page, context, errors } = await openPage(browser, site.url);
-  await load(page, () => page.setInputFiles('#file-input', MULTI_STREAM));
-  await openTimeline(page);
+  const opened = await openShared(t, MULTI_STREAM);
+  if (!opened) return;
+  const { page, context, errors } = opened;
   const box = await canvas(page).boundingBox();
   await page.keyboard.down('Shift');
   await page.mouse.move(box.x + 400, box.y + 120);

@@ -137,11 +137,11 @@ fn level_of_detail_merges_sub_pixel_runs_and_keeps_wide_slices() {
     let l = Layout::new(&t);
     let row = &l.rows[l.lanes[0].rows.start as usize].events;
     // Zoomed in: 1 ns per pixel, everything is drawn as itself.
-    let near = lod::spans(&t, row, 0, 1_000, 1.0);
+    let near = lod::spans(&t, row, &[], 0, 1_000, 1.0);
     assert!(near.iter().all(|s| s.merged == 1));
     assert_eq!(near.len(), 7, "the slices starting at 0, 150, …, 900 ns");
     // Zoomed out: 1 µs per pixel over 1.5 ms: the tiny run is one block, the wide one stays.
-    let far = lod::spans(&t, row, 0, 1_500_000, 1_000.0);
+    let far = lod::spans(&t, row, &[], 0, 1_500_000, 1_000.0);
     assert_eq!(far.len(), 2, "{far:?}");
     assert_eq!(far[0].merged, 1000);
     assert_eq!(far[0].start, 0);
@@ -153,27 +153,59 @@ fn level_of_detail_merges_sub_pixel_runs_and_keeps_wide_slices() {
     assert_eq!(total, 1001);
 }
 
+/// A row of `n` tiny kernels with gaps of varied size, some wide kernels among them.
+fn busy_row(n: usize) -> Trace {
+    let mut events = Vec::with_capacity(n);
+    let mut ts = 0.0;
+    for k in 0..n {
+        let dur = if k % 5000 == 0 { 400.0 } else { 0.1 };
+        events.push(kernel("k", ts, dur, 7, k as u64));
+        ts += dur + if k % 20 == 0 { 5.0 } else { 0.1 } + (k % 7) as f64 * 0.05;
+    }
+    trace(&events.join(","))
+}
+
 #[test]
 fn level_of_detail_work_is_bounded_by_pixels_not_events() {
-    // 200,000 tiny slices in a row: a 1000-pixel view returns at most ~1000 spans.
-    let n = 200_000;
-    let mut events = Vec::with_capacity(n);
-    for k in 0..n {
-        // Gaps of varied size so some runs break.
-        let ts = k as f64 * 0.2 + if k % 1000 == 0 { 5.0 } else { 0.0 } * (k / 1000) as f64;
-        events.push(kernel("tiny", ts, 0.1, 7, k as u64));
-    }
-    let t = trace(&events.join(","));
+    // 200,000 slices in a row: a 1000-pixel view returns at most ~2 spans per pixel.
+    let t = busy_row(200_000);
     let l = Layout::new(&t);
-    let row = &l.rows[l.lanes[0].rows.start as usize].events;
+    let row = &l.rows[l.lanes[0].rows.start as usize];
+    assert!(!row.levels.is_empty(), "a row this long gets levels");
     let (from, to) = l.span;
     let ns_per_px = (to - from) as f64 / 1000.0;
-    let spans = lod::spans(&t, row, from, to, ns_per_px);
-    assert!(spans.len() <= 1001, "{} spans", spans.len());
+    let spans = lod::spans(&t, &row.events, &row.levels, from, to, ns_per_px);
+    assert!(spans.len() <= 2000, "{} spans", spans.len());
     let total: u64 = spans.iter().map(|s| s.merged as u64).sum();
-    assert_eq!(total, row.len() as u64, "every event is in one span");
+    assert_eq!(total, row.events.len() as u64, "every event is in one span");
     for w in spans.windows(2) {
         assert!(w[0].end <= w[1].start, "spans do not overlap");
+    }
+}
+
+#[test]
+fn levels_give_exactly_what_merging_the_events_gives() {
+    let t = busy_row(100_000);
+    let l = Layout::new(&t);
+    let row = &l.rows[l.lanes[0].rows.start as usize];
+    assert!(row.levels.len() >= 2, "{} levels", row.levels.len());
+    let (from, to) = l.span;
+    let whole = (to - from) as f64;
+    for (width_px, share) in [
+        (1000.0, 1.0),
+        (1500.0, 1.0),
+        (800.0, 0.5),
+        (1000.0, 0.1),
+        (1000.0, 0.001),
+    ] {
+        let (a, b) = (
+            from + (whole * 0.2) as i64,
+            from + (whole * (0.2 + share)) as i64,
+        );
+        let ns_per_px = (b - a) as f64 / width_px;
+        let fast = lod::spans(&t, &row.events, &row.levels, a, b, ns_per_px);
+        let slow = lod::spans(&t, &row.events, &[], a, b, ns_per_px);
+        assert_eq!(fast, slow, "{share} of the trace on {width_px} px");
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Lane {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
     pub events: Vec<u32>,
+    /// The row merged at coarse scales, for rows with many events (`lod::levels`).
+    pub levels: Vec<super::lod::Level>,
 }
 
 /// A stepwise value over time: memory allocated on one device.
@@ -124,6 +126,10 @@ impl Layout {
             let g = groups.last_mut().expect("a group was pushed for this lane");
             g.lanes.end = lanes.len() as u32;
         }
+        let span = t.meta.span.unwrap_or((0, 0));
+        for row in &mut rows {
+            row.levels = super::lod::levels(t, &row.events, span.1 - span.0);
+        }
         let counters = memory_counters(t, &mut groups);
         let mut by_launch = t.launches.clone();
         by_launch.sort_by_key(|l| (l.launch, l.gpu));
@@ -134,7 +140,7 @@ impl Layout {
             counters,
             row_of,
             by_launch,
-            span: t.meta.span.unwrap_or((0, 0)),
+            span,
         }
     }
 

@@ -1,9 +1,15 @@
 //! Level of detail: what one row shows over a time range at a given scale.
 //!
 //! Slices at least a pixel wide are drawn as they are. Runs of narrower slices, with gaps under
-//! a pixel between them, merge into one block. Finding where a run ends is a binary search, and
-//! each search moves the block's end right by more than a pixel, so one row costs
-//! O(pixels × log events) however many events the range holds.
+//! a pixel between them, merge into one block. Finding where a run ends is a galloping search
+//! from where the run is, and each search moves the block's end right by more than a pixel, so
+//! a row costs O(pixels × log events) however many events the range holds.
+//!
+//! Rows with many events also keep [`Level`]s: the row merged once at coarse scales, 4× apart.
+//! Merging a level's spans at a scale at least as coarse as the level's gives exactly what
+//! merging the events would (a level's blocks hold only events narrower than its pixel, with
+//! gaps narrower than it), so a view of the whole trace walks a few thousand spans per row
+//! instead of millions of events.
 
 use crate::model::Trace;
 
@@ -18,52 +24,163 @@ pub struct Span {
     pub merged: u32,
 }
 
-/// The spans of `row` (event indices in start order, never overlapping) that meet
-/// `[from, to]`, at `ns_per_px` nanoseconds per pixel.
-pub fn spans(t: &Trace, row: &[u32], from: i64, to: i64, ns_per_px: f64) -> Vec<Span> {
-    let e = &t.events;
-    let start = |x: u32| e.start[x as usize];
-    let end = |x: u32| e.end(x as usize);
-    let px = ns_per_px.max(1.0).ceil() as i64;
+/// A row merged at `ns_per_px` over its whole length.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Level {
+    pub ns_per_px: i64,
+    pub spans: Vec<Span>,
+}
+
+/// Rows with at least this many events get levels.
+pub const LEVELS_FROM: usize = 4096;
+/// The finest level cuts the trace's span into this many pixels.
+const FINEST_PIXELS: i64 = 1 << 14;
+/// A level with at most this many spans is the last.
+const COARSEST_SPANS: usize = 2048;
+
+/// What merging walks: a row's events, or a level's spans.
+trait Items {
+    fn count(&self) -> usize;
+    fn get(&self, i: usize) -> Span;
+}
+
+struct RowEvents<'a> {
+    t: &'a Trace,
+    row: &'a [u32],
+}
+
+impl Items for RowEvents<'_> {
+    fn count(&self) -> usize {
+        self.row.len()
+    }
+
+    fn get(&self, i: usize) -> Span {
+        let x = self.row[i];
+        Span {
+            start: self.t.events.start[x as usize],
+            end: self.t.events.end(x as usize),
+            event: x,
+            merged: 1,
+        }
+    }
+}
+
+impl Items for [Span] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn get(&self, i: usize) -> Span {
+        self[i]
+    }
+}
+
+/// Whether a span is drawn on its own at `px` ns per pixel: a single slice a pixel wide or more.
+fn wide(s: &Span, px: i64) -> bool {
+    s.merged == 1 && s.end - s.start >= px
+}
+
+fn merge(items: &(impl Items + ?Sized), from: i64, to: i64, px: i64) -> Vec<Span> {
+    let n = items.count();
     let mut out = Vec::new();
-    let mut i = row.partition_point(|&x| end(x) < from);
-    while i < row.len() && start(row[i]) <= to {
-        let first = row[i];
-        let (s, mut until) = (start(first), end(first));
+    // Items never overlap, so they end in order too.
+    let mut i = partition(0, n, |k| items.get(k).end < from);
+    while i < n {
+        let first = items.get(i);
+        if first.start > to {
+            break;
+        }
         i += 1;
-        if until - s >= px {
-            out.push(Span {
-                start: s,
-                end: until,
-                event: first,
-                merged: 1,
-            });
+        if wide(&first, px) {
+            out.push(first);
             continue;
         }
-        let mut merged = 1;
+        let mut run = first;
         loop {
-            // Every event starting within a pixel of the run's end joins it; the last of them
+            // Every item starting within a pixel of the run's end joins it; the last of them
             // may be a wide slice, which is drawn on its own instead.
-            let limit = until.saturating_add(px);
-            let mut k = i + row[i..].partition_point(|&x| start(x) <= limit);
-            if k > i && end(row[k - 1]) - start(row[k - 1]) >= px {
+            let limit = run.end.saturating_add(px);
+            let mut k = gallop(i, n, |k| items.get(k).start <= limit);
+            if k > i && wide(&items.get(k - 1), px) {
                 k -= 1;
             }
             if k == i {
                 break;
             }
-            merged += (k - i) as u32;
-            until = until.max(end(row[k - 1]));
+            let last = items.get(k - 1);
+            run.merged += (i..k).map(|j| items.get(j).merged).sum::<u32>();
+            run.end = run.end.max(last.end);
             i = k;
         }
-        out.push(Span {
-            start: s,
-            end: until,
-            event: first,
-            merged,
-        });
+        out.push(run);
     }
     out
+}
+
+/// The first index in `lo..hi` failing `before` (which holds for a prefix of it).
+fn partition(mut lo: usize, mut hi: usize, before: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// [`partition`] from `i` to `n`, by doubling steps from `i`: cheap when the answer is near.
+fn gallop(i: usize, n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut step) = (i, 1);
+    while lo + step <= n && before(lo + step - 1) {
+        lo += step;
+        step *= 2;
+    }
+    partition(lo, (lo + step).min(n), before)
+}
+
+/// The levels of a row (events in start order, never overlapping) in a trace spanning
+/// `whole` ns; none for a row of fewer than [`LEVELS_FROM`] events.
+pub fn levels(t: &Trace, row: &[u32], whole: i64) -> Vec<Level> {
+    if row.len() < LEVELS_FROM {
+        return Vec::new();
+    }
+    let mut px = (whole / FINEST_PIXELS).max(1);
+    let mut levels = vec![Level {
+        ns_per_px: px,
+        spans: merge(&RowEvents { t, row }, i64::MIN, i64::MAX, px),
+    }];
+    while levels
+        .last()
+        .is_some_and(|l| l.spans.len() > COARSEST_SPANS)
+    {
+        px *= 4;
+        let coarser = merge(&levels[levels.len() - 1].spans[..], i64::MIN, i64::MAX, px);
+        levels.push(Level {
+            ns_per_px: px,
+            spans: coarser,
+        });
+    }
+    levels
+}
+
+/// The spans of `row` (event indices in start order, never overlapping) that meet
+/// `[from, to]`, at `ns_per_px` nanoseconds per pixel; from the coarsest of `levels` that is
+/// not coarser than the scale, else from the events.
+pub fn spans(
+    t: &Trace,
+    row: &[u32],
+    levels: &[Level],
+    from: i64,
+    to: i64,
+    ns_per_px: f64,
+) -> Vec<Span> {
+    let px = ns_per_px.max(1.0).ceil() as i64;
+    match levels.iter().rev().find(|l| l.ns_per_px <= px) {
+        Some(level) => merge(&level.spans[..], from, to, px),
+        None => merge(&RowEvents { t, row }, from, to, px),
+    }
 }
 
 /// The counter's value per pixel column over `[from, from + columns × ns_per_px)`: the most it

@@ -281,13 +281,8 @@ impl Timeline {
                 }
                 let from = scale.t(GUTTER).floor() as i64;
                 let to = v.end.ceil() as i64;
-                let spans = lod::spans(
-                    t,
-                    &layout.rows[row as usize].events,
-                    from,
-                    to,
-                    scale.ns_per_px,
-                );
+                let r = &layout.rows[row as usize];
+                let spans = lod::spans(t, &r.events, &r.levels, from, to, scale.ns_per_px);
                 let mut texts = Vec::new();
                 for s in &spans {
                     let x0 = scale.x(s.start as f64).max(GUTTER);
@@ -592,8 +587,9 @@ fn now() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
 
-    #[test]
+    #[wasm_bindgen_test]
     fn ticks_are_one_two_or_five_times_a_power_of_ten() {
         assert_eq!(tick_step(1.0, 90.0), 100.0);
         assert_eq!(tick_step(1000.0, 90.0), 100_000.0);
@@ -601,7 +597,7 @@ mod tests {
         assert_eq!(tick_step(1.2, 90.0), 200.0);
     }
 
-    #[test]
+    #[wasm_bindgen_test]
     fn labels_are_cut_to_fit_or_left_out() {
         assert_eq!(fit("aten::conv2d", 200.0).as_deref(), Some("aten::conv2d"));
         assert_eq!(fit("aten::conv2d", 40.0).as_deref(), Some("aten…"));

@@ -226,3 +226,81 @@ impl Analyzed {
         (analyzed, findings)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use torchtraceap::timeline::inspect::Details;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn place(event: u32) -> Place {
+        Place {
+            event,
+            name: "volta_sgemm_64x64_nn".into(),
+            start: 1_000,
+            dur: 250,
+            lane: "stream 7".into(),
+            group: "GPU 0".into(),
+        }
+    }
+
+    fn round_trip(message: FromWorker) {
+        let text = serde_json::to_string(&message).expect("serializes");
+        let back: FromWorker = serde_json::from_str(&text).expect("parses back");
+        assert_eq!(back, message, "{text}");
+    }
+
+    /// Every reply the timeline gets crosses the page↔worker boundary as JSON: nested tags
+    /// must not collide.
+    #[wasm_bindgen_test]
+    fn every_timeline_reply_survives_the_trip_to_the_page() {
+        let details = Details {
+            place: place(3),
+            category: "kernel".into(),
+            kind: "gpu_kernel".into(),
+            self_time: 250,
+            args: vec![("grid".into(), "[1, 2, 3]".into())],
+            stack: vec![place(1)],
+            launched_by: Some(place(2)),
+            launched: Vec::new(),
+        };
+        let replies = [
+            TimelineReply::Opened(Opened {
+                file: 0,
+                span: (0, 10),
+                slices: 5,
+                rows: 2,
+                bands: Vec::new(),
+                layout_ms: 1.5,
+            }),
+            TimelineReply::Drawn(Drawn {
+                file: 0,
+                draw_ms: 0.7,
+                content_height: 400.0,
+                scroll: 10.0,
+                spans: 12,
+                selected_box: Some([1.0, 2.0, 3.0, 4.0]),
+                in_range: vec![("gpu_kernel".into(), 3, 900)],
+            }),
+            TimelineReply::Picked(Picked::Slice(Box::new(details))),
+            TimelineReply::Picked(Picked::Group { index: 2 }),
+            TimelineReply::Picked(Picked::Band {
+                finding: "dataloader-bottleneck".into(),
+            }),
+            TimelineReply::Picked(Picked::Nothing),
+            TimelineReply::Found(Found {
+                file: 1,
+                text: "sgemm".into(),
+                total: 1,
+                places: vec![place(3)],
+            }),
+            TimelineReply::Failed {
+                message: "no trace".into(),
+            },
+        ];
+        for reply in replies {
+            round_trip(FromWorker::Timeline(Box::new(reply)));
+        }
+        round_trip(FromWorker::Finished);
+    }
+}

@@ -555,13 +555,19 @@ fn preview_view(
         count(prompt.tokens as u64),
         count(budget as u64),
     );
+    let headers = if endpoint.api_key.is_some() {
+        "Headers: Content-Type: application/json, and the API key as Authorization: Bearer …; \
+         no cookies, no referrer."
+    } else {
+        "Headers: Content-Type: application/json; no key, no cookies, no referrer."
+    };
     let send = {
         let (k, body) = (key.to_string(), body.clone());
         on.reform(move |_| Msg::Send(file, k.clone(), body.clone()))
     };
     html! {
         <div class="llm-preview">
-            <p class="llm-meta">{meta}</p>
+            <p class="llm-meta">{meta}<br />{headers}</p>
             <details class="llm-readable">
                 <summary>{"The summary as the model reads it"}</summary>
                 <pre>{&prompt.user}</pre>

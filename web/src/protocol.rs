@@ -303,4 +303,44 @@ mod tests {
         }
         round_trip(FromWorker::Finished);
     }
+
+    /// The LLM prompts and the options they were made with (every window: `usize::MAX`) cross
+    /// the boundary both ways; a file without a trace gets its reason.
+    #[wasm_bindgen_test]
+    fn prompts_survive_the_trip_both_ways() {
+        let options = SummaryOptions {
+            max_windows: usize::MAX,
+            redact: true,
+            module_names: vec!["MyNet".into()],
+            ..SummaryOptions::default()
+        };
+        let request = ToWorker::Prompts {
+            file: 2,
+            options: options.clone(),
+        };
+        let text = serde_json::to_string(&request).expect("serializes");
+        assert_eq!(
+            serde_json::from_str::<ToWorker>(&text).expect("parses back"),
+            request
+        );
+        let prompt = Prompt {
+            key: "finding:host-device-sync".into(),
+            title: "Host-device sync (step 3)".into(),
+            system: "S".into(),
+            user: "Window: step 3 \"forward\"\n<name1>".into(),
+            window_tokens: 5,
+            tokens: 7,
+            dropped_lines: 1,
+        };
+        round_trip(FromWorker::Prompts {
+            file: 2,
+            options: options.clone(),
+            result: Ok(vec![prompt]),
+        });
+        round_trip(FromWorker::Prompts {
+            file: 3,
+            options,
+            result: Err("file 4 has no trace in this worker".into()),
+        });
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::f64::consts::PI;
 
-use torchtraceap::model::Trace;
+use torchtraceap::model::{StrId, Trace};
 use torchtraceap::timeline::bands::{Band, Score};
 use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
@@ -37,6 +37,8 @@ pub struct Timeline {
     pub scores: Vec<Score>,
     /// Step ranges and numbers.
     pub steps: Vec<(i64, i64, i64)>,
+    /// Per finding id, the names its evidence cites (interned ids): outlined while it is focused.
+    pub evidence: Vec<(String, Vec<StrId>)>,
 }
 
 /// One horizontal strip of the tracks area.
@@ -131,7 +133,7 @@ fn colour(name: &str) -> &'static str {
     PALETTE[(hash % PALETTE.len() as u64) as usize]
 }
 
-/// The band's colour: one per finding id.
+/// A band's colour: red for a finding, purple for a region no finding explains.
 fn band_colour(finding: &str) -> &'static str {
     if finding.starts_with("unexplained:") {
         "rgba(128, 0, 160, 0.28)"
@@ -283,7 +285,13 @@ impl Timeline {
                 let to = v.end.ceil() as i64;
                 let r = &layout.rows[row as usize];
                 let spans = lod::spans(t, &r.events, &r.levels, from, to, scale.ns_per_px);
+                let cited: &[StrId] = v
+                    .finding
+                    .as_deref()
+                    .and_then(|id| self.evidence.iter().find(|e| e.0 == id))
+                    .map_or(&[], |e| &e.1);
                 let mut texts = Vec::new();
+                let mut outlined = Vec::new();
                 for s in &spans {
                     let x0 = scale.x(s.start as f64).max(GUTTER);
                     let x1 = scale.x(s.end as f64).min(v.width);
@@ -295,6 +303,9 @@ impl Timeline {
                         colour(name)
                     });
                     ctx.fill_rect(x0, top + 1.0, w, h - 2.0);
+                    if s.merged == 1 && cited.contains(&t.events.name[s.event as usize]) {
+                        outlined.push((x0, w));
+                    }
                     if s.merged == 1 && w > 3.0 * CHAR_W + 6.0 {
                         if let Some(label) = fit(name, w) {
                             texts.push((x0 + 3.0, label));
@@ -304,6 +315,12 @@ impl Timeline {
                 ctx.set_fill_style_str("#111");
                 for (x, label) in texts {
                     ctx.fill_text(&label, x, top + h / 2.0)?;
+                }
+                // The focused finding's evidence.
+                ctx.set_stroke_style_str("#d62728");
+                ctx.set_line_width(2.0);
+                for (x, w) in outlined {
+                    ctx.stroke_rect(x, top + 1.0, w, h - 2.0);
                 }
                 Ok(spans.len() as u64)
             }

@@ -47,6 +47,15 @@ impl Kept {
                     .iter()
                     .map(|s| (s.start, s.end, s.number))
                     .collect(),
+                evidence: self
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        let names = f.evidence.iter().flat_map(|e| &e.events);
+                        let ids = names.filter_map(|n| t.strings.find(n)).collect();
+                        (f.id.to_string(), ids)
+                    })
+                    .collect(),
             };
             (timeline, js_sys::Date::now() - started)
         })

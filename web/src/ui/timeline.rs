@@ -713,6 +713,7 @@ impl Component for Timeline {
                     data-selected={self.selected.map(|s| s.to_string()).unwrap_or_default()}
                     data-selected-box={self.drawn.as_ref().and_then(|d| d.selected_box)
                         .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3])).unwrap_or_default()}
+                    data-content-height={self.drawn.as_ref().map_or(0.0, |d| d.content_height).to_string()}
                     data-start={format!("{:.0}", self.start)} data-end={format!("{:.0}", self.end)}
                     data-finding={self.finding.clone().unwrap_or_default()}
                     {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave}></canvas>

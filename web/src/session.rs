@@ -3,7 +3,7 @@
 
 use std::cell::OnceCell;
 
-use torchtraceap::detect::{Analysis, Finding};
+use torchtraceap::detect::{self, Analysis, Finding};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::report::Report;
 use torchtraceap::timeline::{bands, inspect, Layout};
@@ -14,8 +14,15 @@ use crate::draw::Timeline;
 use crate::protocol::{Found, Opened, Picked, TimelineReply, ToWorker, View, MAX_FOUND};
 
 /// One analyzed trace, as the worker keeps it.
+///
+/// The trace lives as long as the worker: a worker is never reused for another load (the page
+/// terminates it when another load replaces its analysis, which frees all of its memory at
+/// once). So the trace is leaked to `'static`, and the `Analysis` that borrows it (steps,
+/// windows and metrics, costly on large traces) is kept beside it instead of being made again
+/// for each request.
 pub struct Kept {
-    pub ingested: Ingested,
+    pub ingested: &'static Ingested,
+    pub analysis: Analysis<'static>,
     pub findings: Vec<Finding>,
     pub report: Report,
     /// Laid out on first use, with the time it took (ms).
@@ -23,9 +30,15 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn new(ingested: Ingested, findings: Vec<Finding>, report: Report) -> Kept {
+    /// Analyzes the trace and keeps it.
+    pub fn new(ingested: Ingested) -> Kept {
+        let ingested: &'static Ingested = Box::leak(Box::new(ingested));
+        let analysis = Analysis::new(&ingested.trace);
+        let findings = detect::run(&analysis);
+        let report = Report::new(&analysis, &findings);
         Kept {
             ingested,
+            analysis,
             findings,
             report,
             timeline: OnceCell::new(),
@@ -36,11 +49,11 @@ impl Kept {
         self.timeline.get_or_init(|| {
             let started = js_sys::Date::now();
             let t = &self.ingested.trace;
-            let a = Analysis::new(t);
+            let a = &self.analysis;
             let timeline = Timeline {
                 layout: Layout::new(t),
-                bands: bands::bands(&a, &self.findings, &self.report),
-                scores: bands::scores(&a, &self.report),
+                bands: bands::bands(a, &self.findings, &self.report),
+                scores: bands::scores(a, &self.report),
                 steps: a
                     .steps
                     .steps

@@ -102,7 +102,23 @@ test('a CNN training trace: W/S zoom around the pointer, A/D pan, F fits, and no
   await holdKey(page, 's', 200);
   assert.ok((await view(page)).end - (await view(page)).start > panned.end - panned.start, 'S zooms out');
   await page.screenshot({ path: join(SHOTS, 'timeline-cnn-zoomed.png') });
-  const before = (await view(page)).draws;
+  // Ctrl + wheel zooms in; dragging pans.
+  let before = (await view(page)).draws;
+  const wide = await view(page);
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -300);
+  await page.keyboard.up('Control');
+  await drawnAfter(page, before);
+  const wheeled = await view(page);
+  assert.ok(wheeled.end - wheeled.start < wide.end - wide.start, 'Ctrl + wheel zooms in');
+  before = wheeled.draws;
+  await page.mouse.move(box.x + 700, box.y + 300);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 500, box.y + 300, { steps: 4 });
+  await page.mouse.up();
+  await drawnAfter(page, before);
+  assert.ok((await view(page)).start > wheeled.start, 'dragging left moves later in time');
+  before = (await view(page)).draws;
   await page.keyboard.press('f');
   await drawnAfter(page, before);
   const fitted = await view(page);
@@ -174,6 +190,14 @@ test('a multi-stream trace shows every stream and a range selected with Shift+dr
   const range = await page.locator('.timeline-range').innerText();
   assert.match(range, /Selected range: [\d.]+ (ms|µs|s)/);
   assert.match(range, /gpu_kernel: \d+ slice/);
+  // Collapsing the CPU process (its header is the first strip under the 58-pixel header)
+  // brings the GPU streams up.
+  const tall = Number(await canvas(page).getAttribute('data-content-height'));
+  const before = (await view(page)).draws;
+  await page.mouse.click(box.x + 60, box.y + 58 + 10);
+  await drawnAfter(page, before);
+  const short = Number(await canvas(page).getAttribute('data-content-height'));
+  assert.ok(short < tall / 2, `collapsed: ${tall} → ${short} px`);
   await page.screenshot({ path: join(SHOTS, 'timeline-multi-stream.png') });
   assert.deepEqual(errors, []);
   await context.close();

@@ -160,28 +160,41 @@ impl Report {
     /// the one the window detector finds likeliest to hold that anti-pattern, else the likeliest
     /// to hold any, else (no scores) the longest.
     pub fn window_for(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
-        let windows = &a.steps.steps.get(step)?.windows;
+        self.typed_window(a, f, step)
+            .or_else(|| self.likeliest(a, step, |_| true))
+            .or_else(|| {
+                let windows = &a.steps.steps.get(step)?.windows;
+                (0..windows.len()).max_by(|&x, &y| {
+                    let d = |k: usize| windows[k].end - windows[k].start;
+                    d(x).cmp(&d(y)).then(y.cmp(&x))
+                })
+            })
+    }
+
+    /// The window of step `step` the window detector finds likeliest to hold finding `f`'s
+    /// anti-pattern, if it predicts that anti-pattern for any window of the step.
+    pub fn typed_window(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
+        self.likeliest(a, step, |e| e.predicted_type.as_deref() == Some(f.id))
+    }
+
+    /// The most probable scored window of step `step` among those `keep` accepts (the first on
+    /// ties).
+    fn likeliest(
+        &self,
+        a: &Analysis<'_>,
+        step: usize,
+        keep: impl Fn(&WindowEntry) -> bool,
+    ) -> Option<usize> {
+        let count = a.steps.steps.get(step)?.windows.len();
         let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
-        let entries = self.windows.get(first..first + windows.len());
-        let likeliest = |typed: bool| {
-            entries.and_then(|es| {
-                es.iter()
-                    .enumerate()
-                    .filter(|(_, e)| !typed || e.predicted_type.as_deref() == Some(f.id))
-                    .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
-                    .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
-                    .map(|(k, _)| k)
-            })
-        };
-        let longest = || {
-            (0..windows.len()).max_by(|&x, &y| {
-                let d = |k: usize| windows[k].end - windows[k].start;
-                d(x).cmp(&d(y)).then(y.cmp(&x))
-            })
-        };
-        likeliest(true)
-            .or_else(|| likeliest(false))
-            .or_else(longest)
+        self.windows
+            .get(first..first + count)?
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| keep(e))
+            .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
+            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+            .map(|(k, _)| k)
     }
 
     pub fn new(a: &Analysis<'_>, findings: &[Finding]) -> Report {

@@ -27,8 +27,10 @@ pub struct Score {
     pub probability: f32,
 }
 
-/// For each finding, the window that best shows it in every steady step it cites (or in the
-/// first steady step, for a finding about the whole trace); then the unexplained regions.
+/// For each finding, a band in every steady step it cites where the window detector predicts
+/// its anti-pattern for a window (that window); where it predicts it in none of them, one band:
+/// the window that best shows it in the first cited steady step (or the first steady step, for
+/// a finding about the whole trace). Then the unexplained regions.
 pub fn bands(a: &Analysis<'_>, findings: &[Finding], report: &Report) -> Vec<Band> {
     let mut out = Vec::new();
     for f in findings {
@@ -40,23 +42,24 @@ pub fn bands(a: &Analysis<'_>, findings: &[Finding], report: &Report) -> Vec<Ban
                 let n = a.steps.steps[i].number;
                 f.evidence.iter().any(|e| e.steps.contains(&n))
             })
+            .collect();
+        let mut windows: Vec<(usize, usize)> = cited
+            .iter()
+            .filter_map(|&step| Some((step, report.typed_window(a, f, step)?)))
             .take(MAX_BANDS_PER_FINDING)
             .collect();
-        let steps = if cited.is_empty() {
-            a.steady.first().copied().into_iter().collect()
-        } else {
-            cited
-        };
-        for step in steps {
-            if let Some(w) = report.window_for(a, f, step) {
-                let win = &a.steps.steps[step].windows[w];
-                out.push(Band {
-                    start: win.start,
-                    end: win.end,
-                    finding: f.id.to_string(),
-                    label: f.title.to_string(),
-                });
-            }
+        if windows.is_empty() {
+            let step = cited.first().or(a.steady.first()).copied();
+            windows.extend(step.and_then(|step| Some((step, report.window_for(a, f, step)?))));
+        }
+        for (step, w) in windows {
+            let win = &a.steps.steps[step].windows[w];
+            out.push(Band {
+                start: win.start,
+                end: win.end,
+                finding: f.id.to_string(),
+                label: f.title.to_string(),
+            });
         }
     }
     let origin = a.trace.meta.span.map_or(0, |s| s.0);

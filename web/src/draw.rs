@@ -7,7 +7,7 @@
 
 use std::f64::consts::PI;
 
-use torchtraceap::model::Trace;
+use torchtraceap::model::{StrId, Trace};
 use torchtraceap::timeline::bands::{Band, Score};
 use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
@@ -37,6 +37,8 @@ pub struct Timeline {
     pub scores: Vec<Score>,
     /// Step ranges and numbers.
     pub steps: Vec<(i64, i64, i64)>,
+    /// Per finding id, the names its evidence cites (interned ids): outlined while it is focused.
+    pub evidence: Vec<(String, Vec<StrId>)>,
 }
 
 /// One horizontal strip of the tracks area.
@@ -118,20 +120,20 @@ impl Scale {
     }
 }
 
-/// A palette of 24 hues, chosen by a hash of the name, so a name has one colour everywhere.
-fn colour(name: &str) -> &'static str {
-    const PALETTE: [&str; 24] = [
-        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-        "#9c755f", "#bab0ac", "#5778a4", "#e49444", "#d1615d", "#85b6b2", "#6a9f58", "#e7ca60",
-        "#a87c9f", "#f1a2a9", "#967662", "#b8b0ac", "#3b6b9c", "#c96f1f", "#b94a48", "#5a9a94",
-    ];
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    PALETTE[(hash % PALETTE.len() as u64) as usize]
+/// 24 hues; a slice's is chosen by its interned name, so one name has one colour in a trace.
+const PALETTE: [&str; 24] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac", "#5778a4", "#e49444", "#d1615d", "#85b6b2", "#6a9f58", "#e7ca60",
+    "#a87c9f", "#f1a2a9", "#967662", "#b8b0ac", "#3b6b9c", "#c96f1f", "#b94a48", "#5a9a94",
+];
+/// The colour of merged runs of sub-pixel slices.
+const MERGED: &str = "#8a94a6";
+
+fn colour_of(name: StrId) -> usize {
+    (name.wrapping_mul(2_654_435_761) >> 8) as usize % PALETTE.len()
 }
 
-/// The band's colour: one per finding id.
+/// A band's colour: red for a finding, purple for a region no finding explains.
 fn band_colour(finding: &str) -> &'static str {
     if finding.starts_with("unexplained:") {
         "rgba(128, 0, 160, 0.28)"
@@ -283,27 +285,52 @@ impl Timeline {
                 let to = v.end.ceil() as i64;
                 let r = &layout.rows[row as usize];
                 let spans = lod::spans(t, &r.events, &r.levels, from, to, scale.ns_per_px);
+                let cited: &[StrId] = v
+                    .finding
+                    .as_deref()
+                    .and_then(|id| self.evidence.iter().find(|e| e.0 == id))
+                    .map_or(&[], |e| &e.1);
                 let mut texts = Vec::new();
+                let mut outlined = Vec::new();
+                // Rectangles by colour (the palette's, then merged runs): one fill style each.
+                let mut by_colour: Vec<Vec<(f64, f64)>> = vec![Vec::new(); PALETTE.len() + 1];
                 for s in &spans {
                     let x0 = scale.x(s.start as f64).max(GUTTER);
                     let x1 = scale.x(s.end as f64).min(v.width);
                     let w = (x1 - x0).max(MIN_W);
-                    let name = t.name_of(s.event as usize);
-                    ctx.set_fill_style_str(if s.merged > 1 {
-                        "#8a94a6"
-                    } else {
-                        colour(name)
-                    });
-                    ctx.fill_rect(x0, top + 1.0, w, h - 2.0);
-                    if s.merged == 1 && w > 3.0 * CHAR_W + 6.0 {
-                        if let Some(label) = fit(name, w) {
+                    let name = t.events.name[s.event as usize];
+                    if s.merged > 1 {
+                        by_colour[PALETTE.len()].push((x0, w));
+                        continue;
+                    }
+                    by_colour[colour_of(name)].push((x0, w));
+                    if cited.contains(&name) {
+                        outlined.push((x0, w));
+                    }
+                    if w > 3.0 * CHAR_W + 6.0 {
+                        if let Some(label) = fit(t.strings.get(name), w) {
                             texts.push((x0 + 3.0, label));
                         }
+                    }
+                }
+                for (k, rects) in by_colour.iter().enumerate() {
+                    if rects.is_empty() {
+                        continue;
+                    }
+                    ctx.set_fill_style_str(PALETTE.get(k).copied().unwrap_or(MERGED));
+                    for &(x, w) in rects {
+                        ctx.fill_rect(x, top + 1.0, w, h - 2.0);
                     }
                 }
                 ctx.set_fill_style_str("#111");
                 for (x, label) in texts {
                     ctx.fill_text(&label, x, top + h / 2.0)?;
+                }
+                // The focused finding's evidence.
+                ctx.set_stroke_style_str("#d62728");
+                ctx.set_line_width(2.0);
+                for (x, w) in outlined {
+                    ctx.stroke_rect(x, top + 1.0, w, h - 2.0);
                 }
                 Ok(spans.len() as u64)
             }

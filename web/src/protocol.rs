@@ -11,7 +11,7 @@
 //! worker of the analysis it shows and terminates it when another load replaces that analysis.
 
 use serde::{Deserialize, Serialize};
-use torchtraceap::detect::{self, Analysis, Finding};
+use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::report::Report;
@@ -210,20 +210,19 @@ pub struct Analyzed {
 impl Analyzed {
     /// Runs the analysis stages on an ingested trace.
     pub fn of(ingested: &Ingested) -> Analyzed {
-        Analyzed::with_findings(ingested).0
+        let analysis = Analysis::new(&ingested.trace);
+        let report = Report::new(&analysis, &detect::run(&analysis));
+        Analyzed::with_report(ingested, report)
     }
 
-    /// [`Analyzed::of`], with the findings as the detectors returned them (the worker keeps
-    /// them for later requests).
-    pub fn with_findings(ingested: &Ingested) -> (Analyzed, Vec<Finding>) {
-        let analysis = Analysis::new(&ingested.trace);
-        let findings = detect::run(&analysis);
-        let analyzed = Analyzed {
+    /// What the views show of a trace whose report is made (the worker makes it once and keeps
+    /// the analysis behind it for later requests).
+    pub fn with_report(ingested: &Ingested, report: Report) -> Analyzed {
+        Analyzed {
             summary: Some(Summary::of(ingested, TABLE_ROWS)),
-            report: Report::new(&analysis, &findings),
+            report,
             fingerprint: Some(share::fingerprint(&ingested.trace)),
-        };
-        (analyzed, findings)
+        }
     }
 }
 

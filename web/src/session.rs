@@ -3,7 +3,7 @@
 
 use std::cell::OnceCell;
 
-use torchtraceap::detect::{Analysis, Finding};
+use torchtraceap::detect::{self, Analysis, Finding};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{self, Prompt, SummaryOptions};
 use torchtraceap::report::Report;
@@ -17,8 +17,15 @@ use crate::protocol::{
 };
 
 /// One analyzed trace, as the worker keeps it.
+///
+/// The trace lives as long as the worker: a worker is never reused for another load (the page
+/// terminates it when another load replaces its analysis, which frees all of its memory at
+/// once). So the trace is leaked to `'static`, and the `Analysis` that borrows it (steps,
+/// windows and metrics, costly on large traces) is kept beside it instead of being made again
+/// for each request.
 pub struct Kept {
-    pub ingested: Ingested,
+    pub ingested: &'static Ingested,
+    pub analysis: Analysis<'static>,
     pub findings: Vec<Finding>,
     pub report: Report,
     /// Laid out on first use, with the time it took (ms).
@@ -26,9 +33,15 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn new(ingested: Ingested, findings: Vec<Finding>, report: Report) -> Kept {
+    /// Analyzes the trace and keeps it.
+    pub fn new(ingested: Ingested) -> Kept {
+        let ingested: &'static Ingested = Box::leak(Box::new(ingested));
+        let analysis = Analysis::new(&ingested.trace);
+        let findings = detect::run(&analysis);
+        let report = Report::new(&analysis, &findings);
         Kept {
             ingested,
+            analysis,
             findings,
             report,
             timeline: OnceCell::new(),
@@ -39,16 +52,25 @@ impl Kept {
         self.timeline.get_or_init(|| {
             let started = js_sys::Date::now();
             let t = &self.ingested.trace;
-            let a = Analysis::new(t);
+            let a = &self.analysis;
             let timeline = Timeline {
                 layout: Layout::new(t),
-                bands: bands::bands(&a, &self.findings, &self.report),
-                scores: bands::scores(&a, &self.report),
+                bands: bands::bands(a, &self.findings, &self.report),
+                scores: bands::scores(a, &self.report),
                 steps: a
                     .steps
                     .steps
                     .iter()
                     .map(|s| (s.start, s.end, s.number))
+                    .collect(),
+                evidence: self
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        let names = f.evidence.iter().flat_map(|e| &e.events);
+                        let ids = names.filter_map(|n| t.strings.find(n)).collect();
+                        (f.id.to_string(), ids)
+                    })
                     .collect(),
             };
             (timeline, js_sys::Date::now() - started)
@@ -105,8 +127,7 @@ impl Session {
     /// The LLM prompts of file `index`'s flagged windows, one per window.
     fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, String> {
         let kept = self.file(index)?;
-        let analysis = Analysis::new(&kept.ingested.trace);
-        let windows = summary::summarize(&analysis, &kept.findings, &kept.report, options);
+        let windows = summary::summarize(&kept.analysis, &kept.findings, &kept.report, options);
         Ok(summary::prompts(&windows, options))
     }
 

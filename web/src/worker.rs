@@ -148,9 +148,8 @@ async fn analyze_trace(
     read(scope, blob, progress).await.and_then(|ingest| {
         progress.stage = Stage::Analyzing;
         post(scope, &FromWorker::Progress(progress.clone()));
-        let ingested = ingest.finish().map_err(|e| e.to_string())?;
-        let (analyzed, findings) = Analyzed::with_findings(&ingested);
-        let kept = Kept::new(ingested, findings, analyzed.report.clone());
+        let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
+        let analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
         Ok((analyzed, Some(kept)))
     })
 }

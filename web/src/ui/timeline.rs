@@ -652,6 +652,8 @@ impl Component for Timeline {
             y: f64::from(e.offset_y()),
         });
         let onmouseleave = link.callback(|_: MouseEvent| Msg::Leave);
+        // Keys released elsewhere never reach the canvas: stop moving when it loses focus.
+        let onblur = link.callback(|_: FocusEvent| Msg::Leave);
         let oninput = link.callback(|e: InputEvent| {
             let input: HtmlInputElement = e.target_unchecked_into();
             Msg::SearchText(input.value())
@@ -713,9 +715,10 @@ impl Component for Timeline {
                     data-selected={self.selected.map(|s| s.to_string()).unwrap_or_default()}
                     data-selected-box={self.drawn.as_ref().and_then(|d| d.selected_box)
                         .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3])).unwrap_or_default()}
+                    data-content-height={self.drawn.as_ref().map_or(0.0, |d| d.content_height).to_string()}
                     data-start={format!("{:.0}", self.start)} data-end={format!("{:.0}", self.end)}
                     data-finding={self.finding.clone().unwrap_or_default()}
-                    {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave}></canvas>
+                    {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onblur}></canvas>
                 <p class="timeline-status">{status}</p>
                 { self.view_range() }
                 { self.view_details(ctx) }

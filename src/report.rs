@@ -172,9 +172,37 @@ impl Report {
     }
 
     /// The window of step `step` the window detector finds likeliest to hold finding `f`'s
-    /// anti-pattern, if it predicts that anti-pattern for any window of the step.
+    /// anti-pattern, if it flags a window of the step and types it as that anti-pattern.
     pub fn typed_window(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
-        self.likeliest(a, step, |e| e.predicted_type.as_deref() == Some(f.id))
+        let model = Model::embedded();
+        self.likeliest(a, step, |e| {
+            e.predicted_type.as_deref() == Some(f.id)
+                && e.anomaly_probability.is_some_and(|p| model.flags(p))
+        })
+    }
+
+    /// The windows that show finding `f`, as `(step, window)` indices: in the steady steps it
+    /// concerns (`Finding::cites`), each window the detector flags and types as its
+    /// anti-pattern; where there is none, the one [`Report::window_for`] picks in the first of
+    /// those steps (or the first steady step).
+    pub fn finding_windows(&self, a: &Analysis<'_>, f: &Finding) -> Vec<(usize, usize)> {
+        let steps: Vec<usize> = a
+            .steady
+            .iter()
+            .copied()
+            .filter(|&i| f.cites(a.steps.steps[i].number))
+            .collect();
+        let typed: Vec<(usize, usize)> = steps
+            .iter()
+            .filter_map(|&step| Some((step, self.typed_window(a, f, step)?)))
+            .collect();
+        if !typed.is_empty() {
+            return typed;
+        }
+        let step = steps.first().or(a.steady.first()).copied();
+        step.and_then(|step| Some((step, self.window_for(a, f, step)?)))
+            .into_iter()
+            .collect()
     }
 
     /// The most probable scored window of step `step` among those `keep` accepts (the first on

@@ -98,6 +98,35 @@ fn summaries_are_deterministic_bounded_and_cite_the_window() {
     }
 }
 
+/// A finding's summary describes a window the detector flags as that anti-pattern in a step it
+/// concerns, not merely the first step its evidence names (the DataLoader finding's evidence
+/// names every steady step; the stall is in one).
+#[test]
+fn a_finding_is_summarised_at_its_flagged_window() {
+    let trace = generated();
+    let ingested = ingest_bytes(trace.as_bytes(), IngestOptions::default()).unwrap();
+    let a = Analysis::new(&ingested.trace);
+    let findings = detect::run(&a);
+    let report = Report::new(&a, &findings);
+    let summaries = summary::summarize(&a, &findings, &report, &SummaryOptions::default());
+    let dataloader = summaries
+        .iter()
+        .find(|s| s.key == "finding:dataloader-bottleneck")
+        .expect("the DataLoader stall is found");
+    // Injected at step 3 of the generator: ProfilerStep#(FIRST_STEP + 3).
+    assert_eq!(dataloader.step, torchtraceap::synth::FIRST_STEP + 3);
+    let step = a
+        .steps
+        .steps
+        .iter()
+        .find(|s| s.number == dataloader.step)
+        .unwrap();
+    assert_eq!(
+        step.windows[dataloader.window].phase.label(),
+        "data loading"
+    );
+}
+
 #[test]
 fn redaction_hides_user_names_stably() {
     let trace = generated();

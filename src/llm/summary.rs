@@ -307,21 +307,28 @@ fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
     }
 }
 
-/// The window a finding points at: in the first steady-state step its evidence cites (or the
-/// first steady-state step), the window the detector scores most likely to be of the finding's
-/// type, else its most suspicious window, else the longest (traces without GPU work).
+/// The window a finding points at: of the windows that show it (`Report::finding_windows`:
+/// flagged and typed as the finding in the steps it concerns, else the best in the first of
+/// them), the one the detector finds most likely anomalous (the first on ties).
 fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usize, usize)> {
-    let step = a
-        .steady
-        .iter()
-        .copied()
-        .find(|&i| {
-            f.evidence
-                .iter()
-                .any(|e| e.steps.contains(&a.steps.steps[i].number))
-        })
-        .or_else(|| a.steady.first().copied())?;
-    Some((step, report.window_for(a, f, step)?))
+    let first = |step: usize| {
+        a.steps.steps[..step]
+            .iter()
+            .map(|s| s.windows.len())
+            .sum::<usize>()
+    };
+    let probability = |(step, w): (usize, usize)| {
+        report
+            .windows
+            .get(first(step) + w)
+            .and_then(|e| e.anomaly_probability)
+            .unwrap_or(0.0)
+    };
+    report
+        .finding_windows(a, f)
+        .into_iter()
+        .rev()
+        .max_by(|&x, &y| probability(x).total_cmp(&probability(y)))
 }
 
 /// The step index and window index of a report window (by its step number and start).

@@ -27,32 +27,16 @@ pub struct Score {
     pub probability: f32,
 }
 
-/// For each finding, a band in every steady step it cites where the window detector predicts
-/// its anti-pattern for a window (that window); where it predicts it in none of them, one band:
-/// the window that best shows it in the first cited steady step (or the first steady step, for
-/// a finding about the whole trace). Then the unexplained regions.
+/// A band per window that shows a finding (`Report::finding_windows`, at most
+/// [`MAX_BANDS_PER_FINDING`] per finding); then the unexplained regions.
 pub fn bands(a: &Analysis<'_>, findings: &[Finding], report: &Report) -> Vec<Band> {
     let mut out = Vec::new();
     for f in findings {
-        let cited: Vec<usize> = a
-            .steady
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let n = a.steps.steps[i].number;
-                f.evidence.iter().any(|e| e.steps.contains(&n))
-            })
-            .collect();
-        let mut windows: Vec<(usize, usize)> = cited
-            .iter()
-            .filter_map(|&step| Some((step, report.typed_window(a, f, step)?)))
+        for (step, w) in report
+            .finding_windows(a, f)
+            .into_iter()
             .take(MAX_BANDS_PER_FINDING)
-            .collect();
-        if windows.is_empty() {
-            let step = cited.first().or(a.steady.first()).copied();
-            windows.extend(step.and_then(|step| Some((step, report.window_for(a, f, step)?))));
-        }
-        for (step, w) in windows {
+        {
             let win = &a.steps.steps[step].windows[w];
             out.push(Band {
                 start: win.start,

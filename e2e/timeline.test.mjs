@@ -171,6 +171,30 @@ test('a kernel clicked on the canvas shows its details, and its launch is one cl
   await page.click('.launched .link-button');
   await page.waitForSelector('.timeline-details .slice-name:has-text("sgemm")');
   assert.equal(await canvas(page).getAttribute('data-selected'), selected, 'back to the same kernel');
+
+  // Deep zoom on a trace stamped in ns since 1970 (about 1.7e18, where an f64 steps by 256 ns):
+  // F fits the kernel, W zooms to the 100 ns limit, and the worker keeps drawing and answering.
+  await canvas(page).focus();
+  let before = (await view(page)).draws;
+  await page.keyboard.press('f');
+  await drawnAfter(page, before);
+  await holdKey(page, 'w', 1500);
+  const deep = await view(page);
+  assert.ok(deep.end - deep.start >= 99 && deep.end - deep.start < 1000, `zoomed to ${deep.end - deep.start} ns`);
+  before = deep.draws;
+  await holdKey(page, 'd', 200);
+  assert.ok((await view(page)).draws > before, 'still drawing at 100 ns');
+  await page.fill('#timeline-search', 'cudaLaunchKernel');
+  await page.click('.timeline-search button[type=submit]');
+  await page.waitForSelector('.timeline-found:has-text("of ")');
+  assert.match(await page.locator('.timeline-found').innerText(), /^1 of \d+/);
+  // Ctrl+F is the browser's: the view does not fit.
+  before = (await view(page)).draws;
+  const kept = await view(page);
+  await canvas(page).focus();
+  await page.keyboard.press('Control+f');
+  await page.waitForTimeout(300);
+  assert.equal((await view(page)).start, kept.start, 'Ctrl+F left the view alone');
   assert.deepEqual(errors, []);
   await context.close();
 });

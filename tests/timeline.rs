@@ -183,30 +183,61 @@ fn level_of_detail_work_is_bounded_by_pixels_not_events() {
     }
 }
 
+/// What a list of spans draws: each span's extent, and whether it is a merged block.
+fn drawn(spans: &[lod::Span]) -> Vec<(i64, i64, bool)> {
+    spans
+        .iter()
+        .map(|s| (s.start, s.end, s.merged > 1))
+        .collect()
+}
+
 #[test]
-fn levels_give_exactly_what_merging_the_events_gives() {
+fn levels_draw_exactly_what_merging_the_events_draws() {
     let t = busy_row(100_000);
     let l = Layout::new(&t);
     let row = &l.rows[l.lanes[0].rows.start as usize];
     assert!(row.levels.len() >= 2, "{} levels", row.levels.len());
     let (from, to) = l.span;
     let whole = (to - from) as f64;
-    for (width_px, share) in [
-        (1000.0, 1.0),
-        (1500.0, 1.0),
-        (800.0, 0.5),
-        (1000.0, 0.1),
-        (1000.0, 0.001),
+    for (width_px, at, share) in [
+        (1000.0, 0.0, 1.0),
+        (1500.0, 0.2, 1.0),
+        (800.0, 0.2, 0.5),
+        (1000.0, 0.37, 0.1),
+        (1000.0, 0.5, 0.001),
+        (977.0, 0.123_456, 0.3),
     ] {
-        let (a, b) = (
-            from + (whole * 0.2) as i64,
-            from + (whole * (0.2 + share)) as i64,
-        );
+        let a = from + (whole * at) as i64;
+        let b = from + (whole * (at + share)) as i64;
         let ns_per_px = (b - a) as f64 / width_px;
         let fast = lod::spans(&t, &row.events, &row.levels, a, b, ns_per_px);
         let slow = lod::spans(&t, &row.events, &[], a, b, ns_per_px);
-        assert_eq!(fast, slow, "{share} of the trace on {width_px} px");
+        assert_eq!(
+            drawn(&fast),
+            drawn(&slow),
+            "{share} of the trace from {at}, {width_px} px"
+        );
     }
+}
+
+#[test]
+fn a_view_starting_inside_a_merged_block_draws_it_from_its_first_event_in_view() {
+    // 5000 kernels of 100 ns, 100 ns apart, then one a second later: the finest level merges
+    // the 5000 into one block of about 1 ms.
+    let mut events: Vec<String> = (0..5000)
+        .map(|k| kernel("k", k as f64 * 0.2, 0.1, 7, k))
+        .collect();
+    events.push(kernel("late", 1_000_000.0, 1.0, 7, 5000));
+    let t = trace(&events.join(","));
+    let l = Layout::new(&t);
+    let row = &l.rows[l.lanes[0].rows.start as usize];
+    assert!(!row.levels.is_empty());
+    let (from, to) = (l.span.0 + 500_000, l.span.0 + 2_000_000);
+    let fast = lod::spans(&t, &row.events, &row.levels, from, to, 100_000.0);
+    let slow = lod::spans(&t, &row.events, &[], from, to, 100_000.0);
+    assert_eq!(drawn(&fast), drawn(&slow));
+    // From the first kernel ending in the range (the one at 500 µs) to the last of the run.
+    assert_eq!(drawn(&fast), vec![(from, l.span.0 + 999_900, true)]);
 }
 
 #[test]

@@ -164,18 +164,18 @@ impl Layout {
         let events = &self.rows.get(row as usize)?.events;
         let e = &t.events;
         // Events of a row end in order: the first ending at or after `at - slop`.
-        let i = events.partition_point(|&x| e.end(x as usize) < at - slop);
+        let i = events.partition_point(|&x| e.end(x as usize) < at.saturating_sub(slop));
         let distance = |x: u32| {
             let (s, end) = (e.start[x as usize], e.end(x as usize));
             if at < s {
-                s - at
+                s.saturating_sub(at)
             } else {
-                (at - end).max(0)
+                at.saturating_sub(end).max(0)
             }
         };
         events[i..]
             .iter()
-            .take_while(|&&x| e.start[x as usize] <= at + slop)
+            .take_while(|&&x| e.start[x as usize] <= at.saturating_add(slop))
             .copied()
             .min_by_key(|&x| distance(x))
             .filter(|&x| distance(x) <= slop)

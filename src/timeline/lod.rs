@@ -6,10 +6,12 @@
 //! a row costs O(pixels × log events) however many events the range holds.
 //!
 //! Rows with many events also keep [`Level`]s: the row merged once at coarse scales, 4× apart.
-//! Merging a level's spans at a scale at least as coarse as the level's gives exactly what
+//! Merging a level's spans at a scale at least as coarse as the level's draws exactly what
 //! merging the events would (a level's blocks hold only events narrower than its pixel, with
-//! gaps narrower than it), so a view of the whole trace walks a few thousand spans per row
-//! instead of millions of events.
+//! gaps narrower than it; a block that begins before the range is drawn from its first event in
+//! the range), so a view of the whole trace walks a few thousand spans per row instead of
+//! millions of events. Only a merged block's count differs: it counts the events before the
+//! range too.
 
 use crate::model::Trace;
 
@@ -177,10 +179,21 @@ pub fn spans(
     ns_per_px: f64,
 ) -> Vec<Span> {
     let px = ns_per_px.max(1.0).ceil() as i64;
-    match levels.iter().rev().find(|l| l.ns_per_px <= px) {
-        Some(level) => merge(&level.spans[..], from, to, px),
-        None => merge(&RowEvents { t, row }, from, to, px),
+    let Some(level) = levels.iter().rev().find(|l| l.ns_per_px <= px) else {
+        return merge(&RowEvents { t, row }, from, to, px);
+    };
+    let mut spans = merge(&level.spans[..], from, to, px);
+    // A block that begins before the range is drawn from its first event in the range, as
+    // merging the events would.
+    if let Some(first) = spans.first_mut().filter(|s| s.merged > 1 && s.start < from) {
+        let events = RowEvents { t, row };
+        let k = partition(0, row.len(), |k| events.get(k).end < from);
+        if let Some(e) = (k < row.len()).then(|| events.get(k)) {
+            first.start = first.start.max(e.start);
+            first.event = e.event;
+        }
     }
+    spans
 }
 
 /// The counter's value per pixel column over `[from, from + columns × ns_per_px)`: the most it
@@ -196,7 +209,7 @@ pub fn counter_columns(
     let mut i = points.partition_point(|p| p.0 <= from);
     let mut current = i.checked_sub(1).map(|k| points[k].1);
     for c in 0..columns {
-        let column_end = from + ((c + 1) as f64 * ns_per_px) as i64;
+        let column_end = from.saturating_add(((c + 1) as f64 * ns_per_px) as i64);
         let mut most = current;
         let next = i + points[i..].partition_point(|p| p.0 < column_end);
         if next > i {

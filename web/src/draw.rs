@@ -25,6 +25,8 @@ pub const HEADER: f64 = RULER_H + STEPS_H + HEAT_H + BANDS_H;
 const GROUP_H: f64 = 20.0;
 const ROW_H: f64 = 18.0;
 const COUNTER_H: f64 = 36.0;
+/// The most ticks the ruler draws (a wide canvas has about 20).
+const MAX_TICKS: usize = 200;
 /// Approximate width of one character of the 11px label font.
 const CHAR_W: f64 = 6.2;
 /// Slices drawn at least this wide (so zero-duration ones show).
@@ -96,27 +98,48 @@ impl Geometry {
     }
 }
 
-/// Maps time to x and back for a view.
+/// Maps time to x and back for a view. Trace times are integer ns on the trace's clock, often
+/// about 1.7e18 (ns since 1970), where an `f64` steps by 256 ns; so the view's times are offsets
+/// from the trace's start (`origin`), and a trace time becomes an offset in integers first.
 struct Scale {
+    origin: i64,
     start: f64,
+    end: f64,
     ns_per_px: f64,
 }
 
 impl Scale {
-    fn of(v: &View) -> Scale {
+    fn of(v: &View, origin: i64) -> Scale {
         let px = (v.width - GUTTER).max(1.0);
         Scale {
+            origin,
             start: v.start,
+            end: v.end,
             ns_per_px: ((v.end - v.start) / px).max(1e-6),
         }
     }
 
-    fn x(&self, t: f64) -> f64 {
-        GUTTER + (t - self.start) / self.ns_per_px
+    /// The x of a trace time.
+    fn x(&self, t: i64) -> f64 {
+        self.x_offset(t.saturating_sub(self.origin) as f64)
     }
 
-    fn t(&self, x: f64) -> f64 {
-        self.start + (x - GUTTER) * self.ns_per_px
+    /// The x of an offset from the trace's start.
+    fn x_offset(&self, offset: f64) -> f64 {
+        GUTTER + (offset - self.start) / self.ns_per_px
+    }
+
+    /// The trace time at `x`.
+    fn t(&self, x: f64) -> i64 {
+        let offset = (self.start + (x - GUTTER) * self.ns_per_px).round();
+        // `as` saturates: a view panned far away stays far away.
+        self.origin.saturating_add(offset as i64)
+    }
+
+    /// The trace times at the view's left and right edges.
+    fn range(&self) -> (i64, i64) {
+        let end = self.origin.saturating_add(self.end.ceil() as i64);
+        (self.t(GUTTER), end)
     }
 }
 
@@ -186,7 +209,7 @@ impl Timeline {
     /// Draws the view; `ctx` belongs to a canvas already sized to it.
     pub fn draw(&self, t: &Trace, ctx: &Context, v: &View) -> Result<Drawn, JsValue> {
         let started = now();
-        let scale = Scale::of(v);
+        let scale = Scale::of(v, self.layout.span.0);
         let geometry = Geometry::of(&self.layout, &v.collapsed);
         let body_h = (v.height - HEADER).max(0.0);
         let v = &View {
@@ -211,9 +234,13 @@ impl Timeline {
         let selected_box = self.draw_overlays(t, ctx, v, &scale, &geometry)?;
         ctx.restore();
         self.draw_header(ctx, v, &scale)?;
+        let origin = self.layout.span.0;
         let in_range = v
             .range
-            .map(|(a, b)| self.in_range(t, a.min(b) as i64, a.max(b) as i64))
+            .map(|(a, b)| {
+                let at = |offset: f64| origin.saturating_add(offset.round() as i64);
+                self.in_range(t, at(a.min(b)), at(a.max(b)))
+            })
             .unwrap_or_default();
         Ok(Drawn {
             file: v.file,
@@ -281,8 +308,7 @@ impl Timeline {
                         ctx.fill_text(&label, 14.0, top + h / 2.0)?;
                     }
                 }
-                let from = scale.t(GUTTER).floor() as i64;
-                let to = v.end.ceil() as i64;
+                let (from, to) = scale.range();
                 let r = &layout.rows[row as usize];
                 let spans = lod::spans(t, &r.events, &r.levels, from, to, scale.ns_per_px);
                 let cited: &[StrId] = v
@@ -295,8 +321,8 @@ impl Timeline {
                 // Rectangles by colour (the palette's, then merged runs): one fill style each.
                 let mut by_colour: Vec<Vec<(f64, f64)>> = vec![Vec::new(); PALETTE.len() + 1];
                 for s in &spans {
-                    let x0 = scale.x(s.start as f64).max(GUTTER);
-                    let x1 = scale.x(s.end as f64).min(v.width);
+                    let x0 = scale.x(s.start).max(GUTTER);
+                    let x1 = scale.x(s.end).min(v.width);
                     let w = (x1 - x0).max(MIN_W);
                     let name = t.events.name[s.event as usize];
                     if s.merged > 1 {
@@ -345,7 +371,7 @@ impl Timeline {
                 let columns = (v.width - GUTTER).max(0.0).ceil() as usize;
                 let values = lod::counter_columns(
                     &counter.points,
-                    scale.start as i64,
+                    scale.range().0,
                     scale.ns_per_px,
                     columns,
                 );
@@ -378,7 +404,7 @@ impl Timeline {
             if v.finding.is_some() && !focused {
                 continue;
             }
-            let (x0, x1) = (scale.x(band.start as f64), scale.x(band.end as f64));
+            let (x0, x1) = (scale.x(band.start), scale.x(band.end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -391,7 +417,10 @@ impl Timeline {
             ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
         }
         if let Some((a, b)) = v.range {
-            let (x0, x1) = (scale.x(a.min(b)).max(GUTTER), scale.x(a.max(b)));
+            let (x0, x1) = (
+                scale.x_offset(a.min(b)).max(GUTTER),
+                scale.x_offset(a.max(b)),
+            );
             ctx.set_fill_style_str("rgba(30, 100, 200, 0.15)");
             ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
         }
@@ -404,8 +433,8 @@ impl Timeline {
                 .strips
                 .iter()
                 .find(|s| matches!(s.2, Strip::Row { row: r, .. } if r == row))?;
-            let s = t.events.start[event as usize] as f64;
-            let e = t.events.end(event as usize) as f64;
+            let s = t.events.start[event as usize];
+            let e = t.events.end(event as usize);
             Some((scale.x(s), scale.x(e), HEADER + y - v.scroll + h / 2.0))
         };
         let mut drawn = None;
@@ -442,24 +471,26 @@ impl Timeline {
         ctx.fill_rect(0.0, 0.0, v.width, HEADER);
         ctx.set_fill_style_str("#c8ccd2");
         ctx.fill_rect(0.0, HEADER - 1.0, v.width, 1.0);
-        // Ruler: ticks relative to the trace's start.
-        let origin = self.layout.span.0 as f64;
+        // Ruler: ticks at multiples of the step from the trace's start, counted (never summed:
+        // a step below the precision of the offsets would not move).
         let step = tick_step(scale.ns_per_px, 90.0);
-        let first = ((v.start - origin) / step).ceil() * step + origin;
+        let first = (v.start / step).ceil();
         ctx.set_fill_style_str("#555");
-        let mut tick = first;
-        while tick <= v.end {
-            let x = scale.x(tick);
+        for k in 0..MAX_TICKS {
+            let tick = (first + k as f64) * step;
+            if tick > v.end {
+                break;
+            }
+            let x = scale.x_offset(tick);
             ctx.fill_rect(x, RULER_H - 6.0, 1.0, 6.0);
-            ctx.fill_text(&duration(tick - origin), x + 3.0, RULER_H / 2.0)?;
-            tick += step;
+            ctx.fill_text(&duration(tick), x + 3.0, RULER_H / 2.0)?;
         }
         ctx.fill_text(&format!("{} / tick", duration(step)), 6.0, RULER_H / 2.0)?;
         // Steps.
         let y = RULER_H;
         ctx.fill_text("steps", 6.0, y + STEPS_H / 2.0)?;
         for (k, &(start, end, number)) in self.steps.iter().enumerate() {
-            let (x0, x1) = (scale.x(start as f64).max(GUTTER), scale.x(end as f64));
+            let (x0, x1) = (scale.x(start).max(GUTTER), scale.x(end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -475,7 +506,7 @@ impl Timeline {
         ctx.set_fill_style_str("#555");
         ctx.fill_text("window score", 6.0, y + HEAT_H / 2.0)?;
         for s in &self.scores {
-            let (x0, x1) = (scale.x(s.start as f64).max(GUTTER), scale.x(s.end as f64));
+            let (x0, x1) = (scale.x(s.start).max(GUTTER), scale.x(s.end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -490,10 +521,7 @@ impl Timeline {
         ctx.set_fill_style_str("#555");
         ctx.fill_text("flagged windows", 6.0, y + BANDS_H / 2.0)?;
         for band in &self.bands {
-            let (x0, x1) = (
-                scale.x(band.start as f64).max(GUTTER),
-                scale.x(band.end as f64),
-            );
+            let (x0, x1) = (scale.x(band.start).max(GUTTER), scale.x(band.end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -505,7 +533,10 @@ impl Timeline {
             }
         }
         if let Some((a, b)) = v.range {
-            let (x0, x1) = (scale.x(a.min(b)).max(GUTTER), scale.x(a.max(b)));
+            let (x0, x1) = (
+                scale.x_offset(a.min(b)).max(GUTTER),
+                scale.x_offset(a.max(b)),
+            );
             ctx.set_fill_style_str("rgba(30, 100, 200, 0.85)");
             ctx.fill_rect(x0, 0.0, (x1 - x0).max(MIN_W), 3.0);
             ctx.fill_text(&duration((b - a).abs()), x0 + 3.0, RULER_H - 6.0)?;
@@ -541,17 +572,15 @@ impl Timeline {
 
     /// What lies under `(x, y)` in the view.
     pub fn pick(&self, t: &Trace, v: &View, x: f64, y: f64) -> Picked {
-        let scale = Scale::of(v);
+        let scale = Scale::of(v, self.layout.span.0);
         if y < HEADER {
             let bands_top = RULER_H + STEPS_H + HEAT_H;
             if y >= bands_top && x >= GUTTER {
                 let at = scale.t(x);
-                let slop = 2.0 * scale.ns_per_px;
-                if let Some(band) = self
-                    .bands
-                    .iter()
-                    .find(|b| b.start as f64 - slop <= at && at <= b.end as f64 + slop)
-                {
+                let slop = (2.0 * scale.ns_per_px).ceil() as i64;
+                if let Some(band) = self.bands.iter().find(|b| {
+                    b.start.saturating_sub(slop) <= at && at <= b.end.saturating_add(slop)
+                }) {
                     return Picked::Band {
                         finding: band.finding.clone(),
                     };
@@ -571,7 +600,7 @@ impl Timeline {
         match strip {
             Strip::Group(index) => Picked::Group { index },
             Strip::Row { row, .. } if x >= GUTTER => {
-                let at = scale.t(x).round() as i64;
+                let at = scale.t(x);
                 let slop = (2.0 * scale.ns_per_px).ceil() as i64;
                 match self.layout.hit(t, row, at, slop) {
                     Some(event) => {

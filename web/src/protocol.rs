@@ -46,6 +46,21 @@ pub enum FromWorker {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToWorker {
+    /// A request about the file's timeline; answered by `FromWorker::Timeline`.
+    Timeline(TimelineRequest),
+    /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
+    /// `prompts`); answered by `FromWorker::Prompts`. Nothing is sent anywhere: the page shows
+    /// them, and sends one only when the user asks.
+    Prompts {
+        file: usize,
+        options: SummaryOptions,
+    },
+}
+
+/// What the timeline asks (tagged `request`: it travels inside a `ToWorker`, tagged `type`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum TimelineRequest {
     /// Lay out the file's timeline; answered by `Opened`.
     Open { file: usize },
     /// Draw this view; answered by `Drawn`.
@@ -56,13 +71,6 @@ pub enum ToWorker {
     Details { file: usize, event: u32 },
     /// Slices whose name contains `text`, ignoring case; answered by `Found`.
     Search { file: usize, text: String },
-    /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
-    /// `prompts`); answered by `FromWorker::Prompts`. Nothing is sent anywhere: the page shows
-    /// them, and sends one only when the user asks.
-    Prompts {
-        file: usize,
-        options: SummaryOptions,
-    },
 }
 
 /// The worker's answers to the timeline's requests (tagged `reply`: they travel inside a
@@ -72,11 +80,16 @@ pub enum ToWorker {
 pub enum TimelineReply {
     Opened(Opened),
     Drawn(Drawn),
-    Picked(Picked),
+    Picked {
+        file: usize,
+        picked: Picked,
+    },
     Found(Found),
-    /// A request about a file the worker has no trace of (a saved report).
+    /// A request the worker could not answer (a file it has no trace of, a canvas it cannot
+    /// draw on); `drawing` when it was a `View`.
     Failed {
         message: String,
+        drawing: bool,
     },
 }
 
@@ -84,7 +97,8 @@ pub enum TimelineReply {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct View {
     pub file: usize,
-    /// Nanoseconds on the trace's clock (as `f64`: fractional while zooming).
+    /// Nanoseconds from the trace's start (`Opened::span.0`): offsets, because the trace's own
+    /// times (often ns since 1970) lose precision as `f64`; fractional while zooming.
     pub start: f64,
     pub end: f64,
     /// CSS pixels, and device pixels per CSS pixel.
@@ -98,7 +112,7 @@ pub struct View {
     pub selected: Option<u32>,
     /// Scroll so that this slice's row shows (a search match, a followed flow).
     pub reveal: Option<u32>,
-    /// A time range selected with the box.
+    /// A time range selected with the box, ns from the trace's start.
     pub range: Option<(f64, f64)>,
     /// The finding whose bands are highlighted.
     pub finding: Option<String>,
@@ -281,12 +295,24 @@ mod tests {
                 selected_box: Some([1.0, 2.0, 3.0, 4.0]),
                 in_range: vec![("gpu_kernel".into(), 3, 900)],
             }),
-            TimelineReply::Picked(Picked::Slice(Box::new(details))),
-            TimelineReply::Picked(Picked::Group { index: 2 }),
-            TimelineReply::Picked(Picked::Band {
-                finding: "dataloader-bottleneck".into(),
-            }),
-            TimelineReply::Picked(Picked::Nothing),
+            TimelineReply::Picked {
+                file: 0,
+                picked: Picked::Slice(Box::new(details)),
+            },
+            TimelineReply::Picked {
+                file: 0,
+                picked: Picked::Group { index: 2 },
+            },
+            TimelineReply::Picked {
+                file: 1,
+                picked: Picked::Band {
+                    finding: "dataloader-bottleneck".into(),
+                },
+            },
+            TimelineReply::Picked {
+                file: 1,
+                picked: Picked::Nothing,
+            },
             TimelineReply::Found(Found {
                 file: 1,
                 text: "sgemm".into(),
@@ -295,6 +321,7 @@ mod tests {
             }),
             TimelineReply::Failed {
                 message: "no trace".into(),
+                drawing: true,
             },
         ];
         for reply in replies {

@@ -13,7 +13,7 @@ use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::Timeline;
 use crate::protocol::{
-    Found, FromWorker, Opened, Picked, TimelineReply, ToWorker, View, MAX_FOUND,
+    Found, FromWorker, Opened, Picked, TimelineReply, TimelineRequest, ToWorker, View, MAX_FOUND,
 };
 
 /// One analyzed trace, as the worker keeps it.
@@ -110,18 +110,23 @@ impl Session {
 
     /// The reply to one request.
     pub fn answer(&self, request: ToWorker) -> FromWorker {
-        if let ToWorker::Prompts { file, options } = request {
-            let result = self.prompts(file, &options);
-            return FromWorker::Prompts {
-                file,
-                options,
-                result,
-            };
+        match request {
+            ToWorker::Prompts { file, options } => {
+                let result = self.prompts(file, &options);
+                FromWorker::Prompts {
+                    file,
+                    options,
+                    result,
+                }
+            }
+            ToWorker::Timeline(request) => {
+                let drawing = matches!(request, TimelineRequest::View(_));
+                FromWorker::Timeline(Box::new(
+                    self.timeline(request)
+                        .unwrap_or_else(|message| TimelineReply::Failed { message, drawing }),
+                ))
+            }
         }
-        FromWorker::Timeline(Box::new(
-            self.try_answer(request)
-                .unwrap_or_else(|message| TimelineReply::Failed { message }),
-        ))
     }
 
     /// The LLM prompts of file `index`'s flagged windows, one per window.
@@ -131,9 +136,9 @@ impl Session {
         Ok(summary::prompts(&windows, options))
     }
 
-    fn try_answer(&self, request: ToWorker) -> Result<TimelineReply, String> {
+    fn timeline(&self, request: TimelineRequest) -> Result<TimelineReply, String> {
         Ok(match request {
-            ToWorker::Open { file } => {
+            TimelineRequest::Open { file } => {
                 let kept = self.file(file)?;
                 let (timeline, layout_ms) = kept.timeline();
                 let layout = &timeline.layout;
@@ -146,22 +151,27 @@ impl Session {
                     layout_ms: *layout_ms,
                 })
             }
-            ToWorker::View(view) => TimelineReply::Drawn(self.draw(&view)?),
-            ToWorker::Pick { view, x, y } => {
+            TimelineRequest::View(view) => TimelineReply::Drawn(self.draw(&view)?),
+            TimelineRequest::Pick { view, x, y } => {
                 let kept = self.file(view.file)?;
-                TimelineReply::Picked(kept.timeline().0.pick(&kept.ingested.trace, &view, x, y))
+                TimelineReply::Picked {
+                    file: view.file,
+                    picked: kept.timeline().0.pick(&kept.ingested.trace, &view, x, y),
+                }
             }
-            ToWorker::Details { file, event } => {
+            TimelineRequest::Details { file, event } => {
                 let kept = self.file(file)?;
                 let t = &kept.ingested.trace;
                 if event as usize >= t.events.len() {
                     return Err(format!("no slice {event} in file {}", file + 1));
                 }
                 let details = inspect::details(t, &kept.timeline().0.layout, event);
-                TimelineReply::Picked(Picked::Slice(Box::new(details)))
+                TimelineReply::Picked {
+                    file,
+                    picked: Picked::Slice(Box::new(details)),
+                }
             }
-            ToWorker::Prompts { .. } => unreachable!("Session::answer answers Prompts itself"),
-            ToWorker::Search { file, text } => {
+            TimelineRequest::Search { file, text } => {
                 let kept = self.file(file)?;
                 let t = &kept.ingested.trace;
                 let layout = &kept.timeline().0.layout;

@@ -22,7 +22,9 @@ use yew::prelude::*;
 use torchtraceap::timeline::inspect::{Details, Place};
 
 use crate::draw::{duration, GUTTER, HEADER};
-use crate::protocol::{Drawn, Found, Opened, Picked, TimelineReply, ToWorker, View};
+use crate::protocol::{
+    Drawn, Found, Opened, Picked, TimelineReply, TimelineRequest, ToWorker, View,
+};
 
 /// What the timeline asks of the page: a request for the worker, or the canvas to hand over.
 pub enum Ask {
@@ -95,6 +97,8 @@ pub struct Timeline {
     selected: Option<u32>,
     /// Scroll to this slice's row on the next draw.
     reveal: Option<u32>,
+    /// The view in flight asked to reveal a slice: adopt the scroll the worker drew.
+    revealing: bool,
     range: Option<(f64, f64)>,
     finding: Option<String>,
     in_flight: bool,
@@ -168,8 +172,8 @@ impl Timeline {
         self.in_flight = true;
         self.pending = false;
         let view = self.view(ctx.props().file);
-        self.reveal = None;
-        ask(ctx, ToWorker::View(view));
+        self.revealing = self.reveal.take().is_some();
+        ask(ctx, TimelineRequest::View(view));
     }
 
     fn x_to_t(&self, x: f64) -> f64 {
@@ -177,11 +181,13 @@ impl Timeline {
         self.start + (x - GUTTER) / px * (self.end - self.start)
     }
 
-    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place.
+    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place, between
+    /// [`MIN_SPAN`] and ten times the trace's span.
     fn zoom(&mut self, factor: f64, x: f64) {
         let at = self.x_to_t(x.max(GUTTER));
-        let span = ((self.end - self.start) * factor).max(MIN_SPAN);
-        let share = (at - self.start) / (self.end - self.start).max(1.0);
+        let most = (10.0 * self.length()).max(1e6);
+        let span = ((self.end - self.start) * factor).clamp(MIN_SPAN, most);
+        let share = (at - self.start) / (self.end - self.start).max(1e-9);
         self.start = at - share * span;
         self.end = self.start + span;
     }
@@ -191,21 +197,39 @@ impl Timeline {
         self.end += by;
     }
 
-    /// Shows `[start, end]` with a margin.
+    /// The trace's span, ns.
+    fn length(&self) -> f64 {
+        self.opened
+            .as_ref()
+            .map_or(0.0, |o| o.span.1.saturating_sub(o.span.0) as f64)
+    }
+
+    /// A trace time as the view's offset from the trace's start (exact in integers first).
+    fn offset(&self, t: i64) -> f64 {
+        t.saturating_sub(self.opened.as_ref().map_or(0, |o| o.span.0)) as f64
+    }
+
+    /// Shows offsets `[start, end]` with a margin, at least [`MIN_SPAN`] wide.
     fn show(&mut self, start: f64, end: f64) {
-        let span = (end - start).max(MIN_SPAN);
-        self.start = start - span * 0.1;
-        self.end = end + span * 0.1;
+        let centre = (start + end) / 2.0;
+        let half = (end - start).max(MIN_SPAN) * 0.6;
+        self.start = centre - half;
+        self.end = centre + half;
+    }
+
+    /// Shows a trace-time range `[start, end]`.
+    fn show_times(&mut self, start: i64, end: i64) {
+        self.show(self.offset(start), self.offset(end));
     }
 
     fn fit(&mut self) {
         if let Some((a, b)) = self.range {
             self.show(a.min(b), a.max(b));
         } else if let Some(d) = &self.details {
-            let (s, e) = (d.place.start as f64, (d.place.start + d.place.dur) as f64);
-            self.show(s, e);
-        } else if let Some(o) = &self.opened {
-            self.show(o.span.0 as f64, o.span.1 as f64);
+            let (s, e) = (d.place.start, d.place.start.saturating_add(d.place.dur));
+            self.show_times(s, e);
+        } else {
+            self.show(0.0, self.length());
         }
     }
 
@@ -214,9 +238,9 @@ impl Timeline {
             return;
         };
         if let Some(band) = o.bands.iter().find(|b| b.finding == id) {
-            let (s, e) = (band.start as f64, band.end as f64);
+            let (s, e) = (band.start, band.end);
             self.finding = Some(id.to_string());
-            self.show(s, e);
+            self.show_times(s, e);
         }
     }
 
@@ -231,29 +255,41 @@ impl Timeline {
             TimelineReply::Opened(o) if o.file == ctx.props().file => {
                 self.opened = Some(o.clone());
                 self.error = None;
-                self.show(o.span.0 as f64, o.span.1 as f64);
+                self.fit();
                 if let Some((n, id)) = &ctx.props().focus {
                     self.seen_focus = *n;
                     self.focus(id);
                 }
                 self.redraw(ctx);
             }
-            TimelineReply::Drawn(d) => {
+            TimelineReply::Drawn(d) if d.file == ctx.props().file => {
                 self.in_flight = false;
                 self.draws += 1;
-                self.scroll = d.scroll;
+                // The worker moved the scroll to reveal a slice; otherwise the page's scroll
+                // (which may have moved since this view was sent) stands.
+                if std::mem::take(&mut self.revealing) {
+                    self.scroll = d.scroll;
+                }
                 record_frame(d.draw_ms);
                 self.drawn = Some(d.clone());
                 if self.pending {
                     self.redraw(ctx);
                 }
             }
-            TimelineReply::Picked(Picked::Slice(details)) => {
+            TimelineReply::Picked { file, .. } | TimelineReply::Found(Found { file, .. })
+                if *file != ctx.props().file => {}
+            TimelineReply::Picked {
+                picked: Picked::Slice(details),
+                ..
+            } => {
                 self.selected = Some(details.place.event);
                 self.details = Some(details.clone());
                 self.redraw(ctx);
             }
-            TimelineReply::Picked(Picked::Group { index }) => {
+            TimelineReply::Picked {
+                picked: Picked::Group { index },
+                ..
+            } => {
                 match self.collapsed.iter().position(|g| g == index) {
                     Some(k) => {
                         self.collapsed.remove(k);
@@ -262,10 +298,16 @@ impl Timeline {
                 }
                 self.redraw(ctx);
             }
-            TimelineReply::Picked(Picked::Band { finding }) => {
+            TimelineReply::Picked {
+                picked: Picked::Band { finding },
+                ..
+            } => {
                 ctx.props().on_finding.emit(finding.clone());
             }
-            TimelineReply::Picked(Picked::Nothing) => {
+            TimelineReply::Picked {
+                picked: Picked::Nothing,
+                ..
+            } => {
                 self.selected = None;
                 self.details = None;
                 self.redraw(ctx);
@@ -277,11 +319,17 @@ impl Timeline {
                     ctx.link().send_message(Msg::GoTo(p.clone()));
                 }
             }
-            TimelineReply::Failed { message } => {
-                self.in_flight = false;
+            TimelineReply::Failed { message, drawing } => {
                 self.error = Some(message.clone());
+                if *drawing {
+                    self.in_flight = false;
+                    if self.pending {
+                        self.redraw(ctx);
+                    }
+                }
             }
-            TimelineReply::Opened(_) => {}
+            // Another file's (the user switched files while it was on its way).
+            TimelineReply::Opened(_) | TimelineReply::Drawn(_) => {}
         }
     }
 
@@ -299,8 +347,25 @@ impl Timeline {
     }
 }
 
-fn ask(ctx: &Context<Timeline>, request: ToWorker) {
-    ctx.props().ask.emit(Rc::new(Ask::Worker(request)));
+/// The timeline's key for a key event, by its position on the keyboard (`KeyW` is W on any
+/// layout), lower case; `None` for keys it does not use.
+fn key_of(e: &KeyboardEvent) -> Option<String> {
+    match e.code().as_str() {
+        "KeyW" => Some("w"),
+        "KeyA" => Some("a"),
+        "KeyS" => Some("s"),
+        "KeyD" => Some("d"),
+        "KeyF" => Some("f"),
+        "Escape" => Some("escape"),
+        _ => None,
+    }
+    .map(String::from)
+}
+
+fn ask(ctx: &Context<Timeline>, request: TimelineRequest) {
+    ctx.props()
+        .ask
+        .emit(Rc::new(Ask::Worker(ToWorker::Timeline(request))));
 }
 
 /// Appends a drawn frame's time to `window.ttapFrames` where a benchmark created that array.
@@ -330,6 +395,7 @@ impl Component for Timeline {
             collapsed: Vec::new(),
             selected: None,
             reveal: None,
+            revealing: false,
             range: None,
             finding: None,
             in_flight: false,
@@ -366,7 +432,7 @@ impl Component for Timeline {
                 _resize: self._resize.take(),
                 ..<Timeline as Component>::create(ctx)
             };
-            ask(ctx, ToWorker::Open { file: props.file });
+            ask(ctx, TimelineRequest::Open { file: props.file });
         }
         if let Some((n, reply)) = &props.reply {
             if *n > self.seen_reply {
@@ -399,7 +465,7 @@ impl Component for Timeline {
                 ctx.props().ask.emit(Rc::new(Ask::Canvas(offscreen)));
                 ask(
                     ctx,
-                    ToWorker::Open {
+                    TimelineRequest::Open {
                         file: ctx.props().file,
                     },
                 );
@@ -565,7 +631,7 @@ impl Component for Timeline {
                     }
                     if let Some(o) = &self.opened {
                         let view = self.view(o.file);
-                        ask(ctx, ToWorker::Pick { view, x, y });
+                        ask(ctx, TimelineRequest::Pick { view, x, y });
                     }
                 }
                 self.redraw(ctx);
@@ -582,7 +648,7 @@ impl Component for Timeline {
             Msg::Search => {
                 ask(
                     ctx,
-                    ToWorker::Search {
+                    TimelineRequest::Search {
                         file: ctx.props().file,
                         text: self.search.clone(),
                     },
@@ -604,16 +670,20 @@ impl Component for Timeline {
                 self.redraw(ctx);
             }
             Msg::GoTo(place) => {
-                let (s, e) = (place.start as f64, (place.start + place.dur) as f64);
+                let s = self.offset(place.start);
+                let e = self.offset(place.start.saturating_add(place.dur));
                 let keep = (self.end - self.start).min(((e - s) * 8.0).max(10_000.0));
                 let centre = (s + e) / 2.0;
                 self.start = centre - keep / 2.0;
                 self.end = centre + keep / 2.0;
                 self.selected = Some(place.event);
                 self.reveal = Some(place.event);
+                // The slice's group may be collapsed: show every group so its row is there.
+                self.collapsed.clear();
+                self.redraw(ctx);
                 ask(
                     ctx,
-                    ToWorker::Details {
+                    TimelineRequest::Details {
                         file: ctx.props().file,
                         event: place.event,
                     },
@@ -627,13 +697,15 @@ impl Component for Timeline {
     fn view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         let onkeydown = link.batch_callback(|e: KeyboardEvent| {
-            let key = e.key().to_lowercase();
-            matches!(key.as_str(), "w" | "a" | "s" | "d" | "f" | "escape").then(|| {
-                e.prevent_default();
-                Msg::KeyDown(key)
-            })
+            // Keys with Ctrl, Cmd or Alt are the browser's (find, save, …).
+            if e.ctrl_key() || e.meta_key() || e.alt_key() {
+                return None;
+            }
+            let key = key_of(&e)?;
+            e.prevent_default();
+            Some(Msg::KeyDown(key))
         });
-        let onkeyup = link.callback(|e: KeyboardEvent| Msg::KeyUp(e.key().to_lowercase()));
+        let onkeyup = link.batch_callback(|e: KeyboardEvent| key_of(&e).map(Msg::KeyUp));
         let onmousedown = link.callback(|e: MouseEvent| {
             let target: HtmlCanvasElement = e.target_unchecked_into();
             let _ = target.focus();

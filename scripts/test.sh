@@ -44,12 +44,16 @@ trap cleanup EXIT
 # as it is.
 if [ -z "${TTAP_LLM_URL:-}" ]; then
   step "llama-server for the LLM tests (built once, cached in ${TTAP_CACHE:-~/.cache/torchtraceap}/llama)"
-  bash scripts/llm-server.sh build
-  llm_env="$(bash scripts/llm-server.sh start "$llm_port")"
-  llm_started=1
-  eval "$llm_env"
-  export TTAP_LLM_URL TTAP_LLM_KEY
-  echo "llama-server: $TTAP_LLM_URL"
+  # A machine where it cannot be built (no compiler, no package index) still runs every other
+  # layer: the LLM server tests then skip, saying so, instead of failing the whole run.
+  if bash scripts/llm-server.sh build && llm_env="$(bash scripts/llm-server.sh start "$llm_port")"; then
+    llm_started=1
+    eval "$llm_env"
+    export TTAP_LLM_URL TTAP_LLM_KEY
+    echo "llama-server: $TTAP_LLM_URL"
+  else
+    echo "SKIPPED: llama-server could not be built or started here (see the messages above), so the LLM server tests will skip"
+  fi
 fi
 
 step "cargo test (core and CLI, native)"

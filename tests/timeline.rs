@@ -110,6 +110,16 @@ fn overlapping_kernels_zero_duration_and_out_of_order_events_are_all_drawn() {
 }
 
 #[test]
+fn zero_duration_events_at_one_instant_get_rows_of_their_own() {
+    let t = trace(&[kernel("z1", 5.0, 0.0, 7, 1), kernel("z2", 5.0, 0.0, 7, 2)].join(","));
+    let l = Layout::new(&t);
+    assert_ne!(row_in_lane(&t, &l, "z1"), row_in_lane(&t, &l, "z2"));
+    for i in 0..2u32 {
+        assert_eq!(l.hit(&t, l.row_of[i as usize], 5_000, 10), Some(i));
+    }
+}
+
+#[test]
 fn hit_testing_finds_the_slice_under_the_pointer_and_nothing_in_gaps() {
     let t = trace(&[cpu("a", 0.0, 10.0), cpu("b", 20.0, 10.0)].join(","));
     let l = Layout::new(&t);

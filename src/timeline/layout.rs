@@ -108,9 +108,9 @@ impl Layout {
                         row_end.len() - 1
                     }
                 };
-                // A zero-duration event leaves its row free for the next event at that time
-                // only after its own instant; a longer one until its end.
-                row_end[k] = end.max(start);
+                // A zero-duration event holds its row for a nanosecond, so that another event
+                // at the same instant goes to another row and each can be clicked.
+                row_end[k] = end.max(start.saturating_add(1));
                 rows[first_row + k].events.push(i as u32);
                 row_of[i] = (first_row + k) as u32;
             }

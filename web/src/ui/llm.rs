@@ -459,11 +459,16 @@ fn keep_view(
     let note = match (said, suggested) {
         (Some(s), Some(p)) => format!("The answer says \u{201c}{s}\u{201d}: {}.", pattern_name(p)),
         (Some(s), None) => format!(
-            "The answer says \u{201c}{s}\u{201d}, which names none of the detectors' anti-patterns: choose one."
+            "The answer says \u{201c}{s}\u{201d}, which names none of the detectors' anti-patterns."
         ),
-        (None, _) => "The answer names no anti-pattern: choose one.".to_string(),
+        (None, _) => "The answer names no anti-pattern.".to_string(),
     };
-    let where_ = match region.window {
+    let note = if choice.is_empty() {
+        format!("{note} Choose one to keep a label.")
+    } else {
+        note
+    };
+    let place = match region.window {
         Some(w) => format!("step {} {} (window {})", region.step, region.phase, w + 1),
         None => format!("step {} {}", region.step, region.phase),
     };
@@ -485,7 +490,7 @@ fn keep_view(
             <p class="llm-label-note">{note}</p>
             if let Some(l) = kept {
                 <p class="llm-kept">
-                    {format!("Kept: {where_} is {}. ", pattern_name(&l.pattern))}
+                    {format!("Kept: {place} is {}. ", pattern_name(&l.pattern))}
                     <button class="llm-unkeep" onclick={
                         let l = l.clone();
                         on.reform(move |_| Msg::Unkeep(l.clone()))

@@ -368,3 +368,144 @@ fn train_writes_a_model_that_eval_reads_and_reports_on() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("TRAINING.md: not a window-forest model"));
 }
+
+#[test]
+fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
+    let dir = temp_file("labels-x", b"").parent().unwrap().to_path_buf();
+    let trace = dir.join("labelled.pt.trace.json");
+    let out = ttap(&[
+        "synth",
+        "--out",
+        trace.to_str().unwrap(),
+        "--inject",
+        "dataloader-bottleneck@3:0.8",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ingested = torchtraceap::ingest::ingest_bytes(
+        &std::fs::read(&trace).unwrap(),
+        torchtraceap::ingest::IngestOptions::default(),
+    )
+    .unwrap();
+    let fp = torchtraceap::share::fingerprint(&ingested.trace);
+    // What the web app's Export labels writes: the generator's entries with the window's index
+    // in its step, the trace's name and fingerprint.
+    let label = |step: i64, phase: &str, window: usize, pattern: &str| {
+        torchtraceap::ml::labels::WindowLabel {
+            step,
+            phase: phase.into(),
+            pattern: pattern.into(),
+            window: Some(window),
+            trace: Some("labelled.pt.trace.json".into()),
+            fingerprint: Some(fp.clone()),
+        }
+    };
+    let labels = vec![
+        label(13, "data loading", 0, "dataloader-bottleneck"),
+        label(14, "forward", 1, "none"),
+    ];
+    let file = temp_file(
+        "web.labels.json",
+        torchtraceap::ml::labels::to_json(&labels).as_bytes(),
+    );
+    let out = ttap(&[
+        "eval",
+        "--labels",
+        file.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("2 labels from"), "{text}");
+    assert!(
+        text.contains("| 13 | data loading | 1 | `dataloader-bottleneck` |"),
+        "{text}"
+    );
+    assert!(text.contains("| 14 | forward | 2 | `none` |"), "{text}");
+    assert!(
+        text.contains("The model agrees with 2 of 2 labelled windows"),
+        "{text}"
+    );
+    assert!(
+        text.contains("AUROC of the probability, anti-pattern against \"none\": 1.000"),
+        "{text}"
+    );
+
+    let out = ttap(&[
+        "features",
+        trace.to_str().unwrap(),
+        "--labels",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labelled: Vec<(i64, &str)> = rows
+        .iter()
+        .filter(|r| r["label"] != "none")
+        .map(|r| (r["step"].as_i64().unwrap(), r["label"].as_str().unwrap()))
+        .collect();
+    assert_eq!(labelled, [(13, "dataloader-bottleneck")]);
+
+    // Another trace: the labels are not for it.
+    let other = dir.join("other.pt.trace.json");
+    let out = ttap(&["synth", "--seed", "2", "--out", other.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for args in [
+        vec![
+            "eval",
+            "--labels",
+            file.to_str().unwrap(),
+            "--trace",
+            other.to_str().unwrap(),
+        ],
+        vec![
+            "features",
+            other.to_str().unwrap(),
+            "--labels",
+            file.to_str().unwrap(),
+        ],
+    ] {
+        let out = ttap(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("none of the 2 labels in"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A label naming a window the trace does not have.
+    let stray = temp_file(
+        "stray.labels.json",
+        torchtraceap::ml::labels::to_json(&[label(99, "forward", 0, "none")]).as_bytes(),
+    );
+    let out = ttap(&[
+        "eval",
+        "--labels",
+        stray.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("label 0 of")
+            && stderr(&out).contains("(step 99 forward of labelled.pt.trace.json) names no window"),
+        "{}",
+        stderr(&out)
+    );
+    // --labels without a trace, and with the scenario options, is refused by the parser.
+    let out = ttap(&["eval", "--labels", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = ttap(&[
+        "eval",
+        "--labels",
+        file.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--traces",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -9,6 +9,7 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
+pub mod labels;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod train;
 

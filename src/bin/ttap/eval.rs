@@ -11,12 +11,15 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::of_trace;
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
+use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::train::{
     data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
 };
 use torchtraceap::ml::{self, Model};
+use torchtraceap::share::fingerprint;
 use torchtraceap::synth::{scenario, AntiPattern};
 
+use crate::features::read_labels;
 use crate::inspect::read_file;
 
 #[derive(clap::Args)]
@@ -42,10 +45,22 @@ pub struct Args {
     /// Where the report (Markdown) goes.
     #[arg(long, default_value = "models/EVALUATION.md")]
     out: PathBuf,
+    /// Instead of the held-out scenarios: score the windows of real traces that a person
+    /// labelled (the web app's Export labels, or `ttap synth --labels`) and print how the model
+    /// agrees with each label. Needs --trace.
+    #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "out"])]
+    labels: Option<PathBuf>,
+    /// A trace the --labels were made on (matched by fingerprint). Repeatable.
+    #[arg(long, requires = "labels")]
+    trace: Vec<PathBuf>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    match evaluate(args) {
+    let result = match &args.labels {
+        Some(labels) => score_labels(args, labels),
+        None => evaluate(args),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: ttap eval: {e}");
@@ -100,6 +115,104 @@ fn evaluate(args: &Args) -> Result<(), String> {
             args.out.display()
         )
     })?;
+    crate::out(&o);
+    Ok(())
+}
+
+/// `ttap eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
+/// the model agrees with the label: a window labelled with an anti-pattern when the model flags
+/// it with that type, one labelled "none" when it does not flag it.
+fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
+    let model = load(args)?;
+    let labels = read_labels(path)?;
+    let source = path.display().to_string();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Window detector on labelled windows\n\n{} labels from {source}; model: {}.\n\n\
+         | trace | step | phase | window | label | probability | flagged | model's type | agrees |\n\
+         |---|---|---|---|---|---|---|---|---|",
+        labels.len(),
+        args.model
+            .as_ref()
+            .map_or("the embedded one".into(), |m| m.display().to_string()),
+    );
+    let (mut rows, mut agree) = (0, 0);
+    let (mut scores, mut positive) = (Vec::new(), Vec::new());
+    let mut used = vec![false; labels.len()];
+    for trace in &args.trace {
+        let name = trace.display().to_string();
+        let ingested =
+            read_file(trace, IngestOptions::default()).map_err(|e| format!("{name}: {e}"))?;
+        let t = &ingested.trace;
+        let fp = fingerprint(t);
+        let mine = for_trace(labels.clone(), &fp, &source, &name)?;
+        if !ml::applies_to(t) {
+            return Err(format!(
+                "{name} has no GPU work: the window detector does not score it (labels for it cannot be checked)"
+            ));
+        }
+        let a = Analysis::new(t);
+        let (mut step, mut index) = (None, 0);
+        for w in of_trace(t, &a.steps) {
+            index = if step == Some(w.step) { index + 1 } else { 0 };
+            step = Some(w.step);
+            let Some(l) = mine
+                .iter()
+                .find(|l| l.names(w.step, w.phase.label(), index))
+            else {
+                continue;
+            };
+            for (u, x) in used.iter_mut().zip(&labels) {
+                *u |= x == l;
+            }
+            let s = model.score(&w.values);
+            let flagged = model.flags(s.probability);
+            let anomalous = l.pattern != NOT_AN_ANTI_PATTERN;
+            let agrees = if anomalous {
+                flagged && s.kind == l.pattern
+            } else {
+                !flagged
+            };
+            rows += 1;
+            agree += usize::from(agrees);
+            scores.push(s.probability);
+            positive.push(anomalous);
+            let yes = |b: bool| if b { "yes" } else { "no" };
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {} | {} | `{}` | {:.2} | {} | `{}` | {} |",
+                w.step,
+                l.phase,
+                index + 1,
+                l.pattern,
+                s.probability,
+                yes(flagged),
+                s.kind,
+                yes(agrees),
+            );
+        }
+    }
+    if let Some(k) = used.iter().position(|u| !u) {
+        let l = &labels[k];
+        return Err(format!(
+            "label {k} of {source} (step {} {}{}) names no window of the traces given; pass the \
+             trace it was made on with --trace",
+            l.step,
+            l.phase,
+            l.trace
+                .as_ref()
+                .map_or(String::new(), |t| format!(" of {t}")),
+        ));
+    }
+    let _ = writeln!(
+        o,
+        "\nThe model agrees with {agree} of {rows} labelled windows (an anti-pattern: flagged \
+         with that type; \"none\": not flagged). AUROC of the probability, anti-pattern against \
+         \"none\": {}.",
+        auroc(&scores, &positive)
+            .map_or("needs windows of both kinds".into(), |a| format!("{a:.3}"))
+    );
     crate::out(&o);
     Ok(())
 }

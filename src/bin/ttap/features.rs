@@ -1,5 +1,5 @@
 //! `ttap features FILE`: the feature vector of every window, as JSON lines (with labels from
-//! `ttap synth --labels` when given), for training and inspecting the window detector.
+//! `ttap synth --labels` or the web app's Export labels when given), for training and inspecting the window detector.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::IngestOptions;
+use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
+use torchtraceap::share::fingerprint;
 use torchtraceap::window::split;
 
 use crate::inspect::read_file;
@@ -15,33 +17,17 @@ use crate::inspect::read_file;
 pub struct Args {
     /// A trace file.
     file: PathBuf,
-    /// Labels written by `ttap synth --labels`: each window gets the anti-pattern injected in its
-    /// step and phase, or "none".
+    /// Labels written by `ttap synth --labels` or the web app's Export labels: each window gets
+    /// the anti-pattern of its step and phase (and index in the step, when the label has one),
+    /// or "none".
     #[arg(long)]
     labels: Option<PathBuf>,
 }
 
-/// `(step, phase, pattern)` of each label.
-fn read_labels(path: &PathBuf) -> Result<Vec<(i64, String, String)>, String> {
+/// A labels file (`ttap synth --labels`, the web app's Export labels), read and checked.
+pub fn read_labels(path: &PathBuf) -> Result<Vec<WindowLabel>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let list: Vec<Value> = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a labels file ({e})", path.display()))?;
-    list.iter()
-        .map(|l| {
-            let field = |k: &str| l.get(k).and_then(Value::as_str).map(str::to_owned);
-            match (
-                l.get("step").and_then(Value::as_i64),
-                field("phase"),
-                field("pattern"),
-            ) {
-                (Some(s), Some(p), Some(a)) => Ok((s, p, a)),
-                _ => Err(format!(
-                    "{}: each label needs step, phase and pattern",
-                    path.display()
-                )),
-            }
-        })
-        .collect()
+    labels::parse(&text, &path.display().to_string())
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -59,13 +45,31 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let labels = match labels::for_trace(
+        labels,
+        &fingerprint(&ingested.trace),
+        &args
+            .labels
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+        &args.file.display().to_string(),
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: ttap features: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let steps = split(&ingested.trace);
     let mut out = String::new();
+    let (mut step, mut index) = (None, 0);
     for w in of_trace(&ingested.trace, &steps) {
+        index = if step == Some(w.step) { index + 1 } else { 0 };
+        step = Some(w.step);
         let label = labels
             .iter()
-            .find(|(s, p, _)| *s == w.step && p == w.phase.label())
-            .map_or("none", |(_, _, a)| a.as_str());
+            .find(|l| l.names(w.step, w.phase.label(), index))
+            .map_or(NOT_AN_ANTI_PATTERN, |l| l.pattern.as_str());
         let features: serde_json::Map<String, Value> = NAMES
             .iter()
             .zip(&w.values)

@@ -10,7 +10,7 @@ use yew::prelude::*;
 use crate::protocol::Outcome;
 
 /// The trace's file name without its extensions: `rank0.pt.trace.json.gz` → `rank0`.
-fn stem(name: &str) -> &str {
+pub fn stem(name: &str) -> &str {
     name.split('.')
         .next()
         .filter(|s| !s.is_empty())
@@ -18,7 +18,7 @@ fn stem(name: &str) -> &str {
 }
 
 /// Offers `text` as a file download named `file_name`.
-fn download(file_name: &str, mime: &str, text: &str) -> Result<(), String> {
+pub fn download(file_name: &str, mime: &str, text: &str) -> Result<(), String> {
     let failed = |e: wasm_bindgen::JsValue| format!("Could not save {file_name}: {e:?}");
     let parts: js_sys::Array = std::iter::once(wasm_bindgen::JsValue::from_str(text)).collect();
     let options = BlobPropertyBag::new();

@@ -87,7 +87,7 @@ pub fn findings(props: &FindingsProps) -> Html {
                         }) }
                     </ul>
                     if let Some(state) = &props.llm {
-                        <llm::Regions state={Rc::clone(state)} {file} on={props.on_llm.clone()} />
+                        <llm::Regions state={Rc::clone(state)} outcome={Rc::clone(&props.file)} on={props.on_llm.clone()} />
                     }
                 </article>
             }

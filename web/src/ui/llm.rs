@@ -5,6 +5,12 @@
 //! shows (the Send button carries the very string rendered). The prompts come from the worker
 //! (`ToWorker::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
 //! `Endpoint::body`. The model's text is rendered as text nodes, never as HTML.
+//!
+//! The loop back to the ML stage: after an answer about an unexplained region the user can keep
+//! a label for its window (the anti-pattern the answer names, preselected, or another, or "not
+//! an anti-pattern") and export the kept labels as the ML stage's label file (`ml::labels`).
+//! Labels live in this page's memory only until exported: never in local storage, a share link
+//! or a request.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -12,11 +18,14 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use torchtraceap::llm::protocol::{parse_answer, Answer, Endpoint, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt, SummaryOptions};
+use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
+use super::export::{download, stem};
 use super::format::{bytes, count};
 use crate::llm::{message, Failure, Request};
+use crate::protocol::Outcome;
 
 /// Where the settings are kept (the browser's local storage of this page's origin).
 const STORAGE_KEY: &str = "torchtraceap.llm-settings.v1";
@@ -125,6 +134,13 @@ pub struct State {
     prompts: BTreeMap<usize, Prompts>,
     exchanges: BTreeMap<(usize, String), Exchange>,
     next_id: u64,
+    /// The pattern the user picked for an answered region, by file and prompt key, until kept.
+    choices: BTreeMap<(usize, String), String>,
+    /// The labels the user kept, in the order kept; they outlive the files shown (each names
+    /// its trace) until the page closes, and leave it only through Export labels.
+    labels: Vec<WindowLabel>,
+    /// Why the last export failed.
+    export_error: Option<String>,
 }
 
 pub enum Msg {
@@ -140,6 +156,14 @@ pub enum Msg {
     Cancel(usize, String),
     Text(usize, String, u64, String),
     Ended(usize, String, u64, Result<String, Failure>),
+    /// The pattern picked for the region `key` of `file` ("" for none yet).
+    Choose(usize, String, String),
+    /// Keep this label (replacing one for the same window of the same trace).
+    Keep(WindowLabel),
+    /// Drop the label for this label's window.
+    Unkeep(WindowLabel),
+    /// Offer the kept labels as a download.
+    ExportLabels,
 }
 
 /// Prompts to ask the worker for: a file's, made with these options.
@@ -155,6 +179,9 @@ impl Default for State {
             prompts: BTreeMap::new(),
             exchanges: BTreeMap::new(),
             next_id: 0,
+            choices: BTreeMap::new(),
+            labels: Vec::new(),
+            export_error: None,
         }
     }
 }
@@ -170,6 +197,7 @@ impl State {
         }
         self.exchanges.clear();
         self.prompts.clear();
+        self.choices.clear();
     }
 
     /// The worker's answer to a [`PromptsRequest`]; one made with other options than the
@@ -263,6 +291,22 @@ impl State {
                 };
                 self.exchanges.insert(slot, ended);
             }
+            Msg::Choose(file, key, pattern) => {
+                self.choices.insert((file, key), pattern);
+            }
+            Msg::Keep(label) => {
+                self.labels.retain(|l| !same_window(l, &label));
+                self.labels.push(label);
+            }
+            Msg::Unkeep(label) => self.labels.retain(|l| !same_window(l, &label)),
+            Msg::ExportLabels => {
+                self.export_error = download(
+                    &labels_file_name(&self.labels),
+                    "application/json",
+                    &labels::to_json(&self.labels),
+                )
+                .err();
+            }
         }
         Vec::new()
     }
@@ -324,6 +368,161 @@ impl State {
             Prompts::Ready(_, p) => p.iter().find(|p| p.key == key),
             _ => None,
         }
+    }
+}
+
+/// Whether two labels are for the same window of the same trace.
+fn same_window(a: &WindowLabel, b: &WindowLabel) -> bool {
+    a.fingerprint == b.fingerprint && a.step == b.step && a.window == b.window && a.phase == b.phase
+}
+
+/// `<trace>.labels.json` when every label is for one trace, else `torchtraceap.labels.json`.
+fn labels_file_name(labels: &[WindowLabel]) -> String {
+    let trace = labels.first().and_then(|l| l.trace.as_deref());
+    match trace {
+        Some(t) if labels.iter().all(|l| l.trace.as_deref() == Some(t)) => {
+            format!("{}.labels.json", stem(t))
+        }
+        _ => "torchtraceap.labels.json".to_string(),
+    }
+}
+
+/// The label an unexplained region's key (`unexplained:<step>:<window index>`) would get in
+/// this trace, with `pattern` empty: its window's phase from the report, the trace's name and
+/// fingerprint. `None` for other keys and for a report without its trace.
+fn region_label(outcome: &Outcome, key: &str) -> Option<WindowLabel> {
+    let analyzed = outcome.result.as_ref().ok()?;
+    let mut parts = key.strip_prefix("unexplained:")?.split(':');
+    let step: i64 = parts.next()?.parse().ok()?;
+    let index: usize = parts.next()?.parse().ok()?;
+    let window = analyzed
+        .report
+        .windows
+        .iter()
+        .filter(|w| w.step == step)
+        .nth(index)?;
+    Some(WindowLabel {
+        step,
+        phase: window.phase.clone(),
+        pattern: String::new(),
+        window: Some(index),
+        trace: Some(outcome.name.clone()),
+        fingerprint: Some(analyzed.fingerprint.clone()?),
+    })
+}
+
+/// How a pattern is offered in the list.
+fn pattern_name(pattern: &str) -> String {
+    if pattern == NOT_AN_ANTI_PATTERN {
+        "not an anti-pattern".to_string()
+    } else {
+        pattern.to_string()
+    }
+}
+
+/// After an answer about a region: the label to keep for its window, with the anti-pattern the
+/// answer names preselected.
+fn keep_view(
+    state: &State,
+    file: usize,
+    key: &str,
+    region: WindowLabel,
+    on: &Callback<Msg>,
+) -> Html {
+    let Some(Exchange::Answered(answer)) = state.exchanges.get(&(file, key.to_string())) else {
+        return Html::default();
+    };
+    let said = answer.anti_pattern.as_deref();
+    let suggested = said.and_then(labels::pattern_of);
+    let kept = state.labels.iter().find(|l| same_window(l, &region));
+    let choice = state
+        .choices
+        .get(&(file, key.to_string()))
+        .cloned()
+        .or_else(|| kept.map(|l| l.pattern.clone()))
+        .or_else(|| suggested.map(str::to_string))
+        .unwrap_or_default();
+    let onchange = {
+        let (on, k) = (on.clone(), key.to_string());
+        Callback::from(move |e: Event| {
+            let select: HtmlSelectElement = e.target_unchecked_into();
+            on.emit(Msg::Choose(file, k.clone(), select.value()));
+        })
+    };
+    let keep = {
+        let label = WindowLabel {
+            pattern: choice.clone(),
+            ..region.clone()
+        };
+        on.reform(move |_| Msg::Keep(label.clone()))
+    };
+    let note = match (said, suggested) {
+        (Some(s), Some(p)) => format!("The answer says \u{201c}{s}\u{201d}: {}.", pattern_name(p)),
+        (Some(s), None) => format!(
+            "The answer says \u{201c}{s}\u{201d}, which names none of the detectors' anti-patterns."
+        ),
+        (None, _) => "The answer names no anti-pattern.".to_string(),
+    };
+    let note = if choice.is_empty() {
+        format!("{note} Choose one to keep a label.")
+    } else {
+        note
+    };
+    let place = match region.window {
+        Some(w) => format!("step {} {} (window {})", region.step, region.phase, w + 1),
+        None => format!("step {} {}", region.step, region.phase),
+    };
+    html! {
+        <div class="llm-label">
+            <div class="llm-actions">
+                <label>{"Label this window as "}
+                    <select class="llm-label-choice" {onchange}>
+                        <option value="" selected={choice.is_empty()}>{"Choose…"}</option>
+                        { for labels::patterns().map(|p| html! {
+                            <option value={p} selected={choice == p}>{pattern_name(p)}</option>
+                        }) }
+                    </select>
+                </label>
+                <button class="llm-keep" disabled={choice.is_empty()} onclick={keep}>
+                    { if kept.is_some() { "Update label" } else { "Keep as label" } }
+                </button>
+            </div>
+            <p class="llm-label-note">{note}</p>
+            if let Some(l) = kept {
+                <p class="llm-kept">
+                    {format!("Kept: {place} is {}. ", pattern_name(&l.pattern))}
+                    <button class="llm-unkeep" onclick={
+                        let l = l.clone();
+                        on.reform(move |_| Msg::Unkeep(l.clone()))
+                    }>{"Remove"}</button>
+                </p>
+            }
+        </div>
+    }
+}
+
+/// The kept labels and their export, when there are any.
+fn labels_bar(state: &State, on: &Callback<Msg>) -> Html {
+    if state.labels.is_empty() {
+        return Html::default();
+    }
+    let traces: std::collections::BTreeSet<_> =
+        state.labels.iter().map(|l| &l.fingerprint).collect();
+    html! {
+        <div class="llm-labels">
+            <div class="llm-actions">
+                <span class="llm-labels-count">{format!(
+                    "{} label(s) kept for {} trace(s), in this page only (not in share links or saved \
+                     reports) until exported.", state.labels.len(), traces.len()
+                )}</span>
+                <button class="llm-export-labels" onclick={on.reform(|_| Msg::ExportLabels)}>{"Export labels"}</button>
+            </div>
+            <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap eval --labels"}</code>
+                {" and "}<code>{"ttap features --labels"}</code>{" with the trace)."}</p>
+            if let Some(e) = &state.export_error {
+                <p class="llm-error" role="alert">{e}</p>
+            }
+        </div>
     }
 }
 
@@ -612,7 +811,8 @@ fn answer_view(a: &Answer) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct RegionsProps {
     pub state: Rc<State>,
-    pub file: usize,
+    /// The trace the regions are in: its file index, name and fingerprint (for the labels).
+    pub outcome: Rc<Outcome>,
     pub on: Callback<Msg>,
 }
 
@@ -621,7 +821,8 @@ pub struct RegionsProps {
 #[function_component(Regions)]
 pub fn regions(props: &RegionsProps) -> Html {
     let chosen = use_state(|| None::<String>);
-    let Some(Prompts::Ready(_, prompts)) = props.state.prompts.get(&props.file) else {
+    let file = props.outcome.file;
+    let Some(Prompts::Ready(_, prompts)) = props.state.prompts.get(&file) else {
         return Html::default();
     };
     let regions: Vec<&Prompt> = prompts
@@ -645,18 +846,22 @@ pub fn regions(props: &RegionsProps) -> Html {
             <label>{"Ask the LLM about a region: "}
                 <select class="llm-region-select" {onchange}>
                     { for regions.iter().map(|p| html! {
-                        <option value={p.key.clone()} selected={p.key == key}>{region_label(p)}</option>
+                        <option value={p.key.clone()} selected={p.key == key}>{region_title(p)}</option>
                     }) }
                 </select>
             </label>
-            { ask(&props.state, props.file, &key, &props.on) }
+            { ask(&props.state, file, &key, &props.on) }
+            if let Some(region) = region_label(&props.outcome, &key) {
+                { keep_view(&props.state, file, &key, region, &props.on) }
+            }
+            { labels_bar(&props.state, &props.on) }
         </div>
     }
 }
 
 /// A region's title with its window's number (`unexplained:<step>:<index>`): several windows
 /// of one step can share a phase.
-fn region_label(p: &Prompt) -> String {
+fn region_title(p: &Prompt) -> String {
     match p
         .key
         .rsplit(':')
@@ -689,6 +894,85 @@ mod tests {
     }
 
     #[wasm_bindgen_test]
+    fn a_kept_region_is_exported_in_the_ml_stage_s_label_format() {
+        use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+        let generated = generate(&Config {
+            model: Model::ResNet50,
+            gpu: Gpu::A100,
+            training: true,
+            steps: 4,
+            batch: 8,
+            seed: 3,
+            injections: vec![Injection {
+                pattern: AntiPattern::HostSync,
+                step: 2,
+                severity: 0.8,
+            }],
+            noise: false,
+        });
+        let ingested = torchtraceap::ingest::ingest_bytes(
+            generated.trace.as_bytes(),
+            torchtraceap::ingest::IngestOptions::default(),
+        )
+        .unwrap();
+        let analyzed = crate::protocol::Analyzed::of(&ingested);
+        let outcome = Outcome {
+            file: 0,
+            name: "run.pt.trace.json.gz".into(),
+            size: 0,
+            worker_memory_bytes: 0,
+            result: Ok(analyzed.clone()),
+        };
+        // Step 12's second window (its key's index is 1), as the worker's prompt names it.
+        let region = region_label(&outcome, "unexplained:12:1").unwrap();
+        let second = analyzed
+            .report
+            .windows
+            .iter()
+            .filter(|w| w.step == 12)
+            .nth(1);
+        assert_eq!(region.phase, second.unwrap().phase);
+        assert_eq!((region.step, region.window), (12, Some(1)));
+        assert_eq!(region.fingerprint, analyzed.fingerprint);
+        assert_eq!(region.trace.as_deref(), Some("run.pt.trace.json.gz"));
+        assert_eq!(region_label(&outcome, "finding:host-device-sync"), None);
+        assert_eq!(region_label(&outcome, "unexplained:99:0"), None);
+
+        // The answer's words preselect a detector id; the user's own choice replaces it.
+        assert_eq!(
+            labels::pattern_of("GPU waits on .item() syncs"),
+            Some("host-device-sync")
+        );
+        let mut state = State::default();
+        let noop = Callback::noop();
+        for pattern in ["host-device-sync", NOT_AN_ANTI_PATTERN] {
+            state.update(
+                Msg::Keep(WindowLabel {
+                    pattern: pattern.into(),
+                    ..region.clone()
+                }),
+                &noop,
+            );
+        }
+        assert_eq!(state.labels.len(), 1, "one label per window");
+        assert_eq!(state.labels[0].pattern, NOT_AN_ANTI_PATTERN);
+        // The exported text reads back through the CLI's reader, for this trace only.
+        let text = labels::to_json(&state.labels);
+        let read = labels::parse(&text, "export").unwrap();
+        assert_eq!(read, state.labels);
+        let fingerprint = analyzed.fingerprint.unwrap();
+        assert_eq!(
+            labels::for_trace(read, &fingerprint, "export", "run").unwrap(),
+            state.labels
+        );
+        assert_eq!(labels_file_name(&state.labels), "run.labels.json");
+        state.forget_files();
+        assert_eq!(state.labels.len(), 1, "labels outlive the files shown");
+        state.update(Msg::Unkeep(region), &noop);
+        assert!(state.labels.is_empty());
+    }
+
+    #[wasm_bindgen_test]
     fn regions_are_told_apart_by_their_window() {
         let p = Prompt {
             key: "unexplained:12:3".into(),
@@ -700,7 +984,7 @@ mod tests {
             dropped_lines: 0,
         };
         assert_eq!(
-            region_label(&p),
+            region_title(&p),
             "Unexplained slice window (step 12), window 4"
         );
     }

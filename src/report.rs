@@ -205,6 +205,13 @@ impl Report {
             .collect()
     }
 
+    /// The entries of step `step`'s windows (an index into `a.steps.steps`), in window order.
+    pub fn step_windows(&self, a: &Analysis<'_>, step: usize) -> Option<&[WindowEntry]> {
+        let count = a.steps.steps.get(step)?.windows.len();
+        let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
+        self.windows.get(first..first + count)
+    }
+
     /// The most probable scored window of step `step` among those `keep` accepts (the first on
     /// ties).
     fn likeliest(
@@ -213,10 +220,7 @@ impl Report {
         step: usize,
         keep: impl Fn(&WindowEntry) -> bool,
     ) -> Option<usize> {
-        let count = a.steps.steps.get(step)?.windows.len();
-        let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
-        self.windows
-            .get(first..first + count)?
+        self.step_windows(a, step)?
             .iter()
             .enumerate()
             .filter(|(_, e)| keep(e))

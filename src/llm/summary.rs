@@ -311,17 +311,10 @@ fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
 /// flagged and typed as the finding in the steps it concerns, else the best in the first of
 /// them), the one the detector finds most likely anomalous (the first on ties).
 fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usize, usize)> {
-    let first = |step: usize| {
-        a.steps.steps[..step]
-            .iter()
-            .map(|s| s.windows.len())
-            .sum::<usize>()
-    };
     let probability = |(step, w): (usize, usize)| {
         report
-            .windows
-            .get(first(step) + w)
-            .and_then(|e| e.anomaly_probability)
+            .step_windows(a, step)
+            .and_then(|es| es.get(w)?.anomaly_probability)
             .unwrap_or(0.0)
     };
     report

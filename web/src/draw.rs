@@ -5,6 +5,7 @@
 //! strip, the flagged windows' bands), then the tracks, scrolled: per group a header row, then
 //! its lanes' rows and its counters. Labels sit in a gutter on the left.
 
+use std::cell::RefCell;
 use std::f64::consts::PI;
 
 use torchtraceap::model::{StrId, Trace};
@@ -41,7 +42,13 @@ pub struct Timeline {
     pub steps: Vec<(i64, i64, i64)>,
     /// Per finding id, the names its evidence cites (interned ids): outlined while it is focused.
     pub evidence: Vec<(String, Vec<StrId>)>,
+    /// The last selected range's contents: each draw reports them, and a range kept while the
+    /// view pans and zooms is counted once.
+    pub in_range: RefCell<Option<(i64, i64, InRange)>>,
 }
+
+/// Slices in a range by kind: `(kind label, count, ns inside the range)`.
+type InRange = Vec<(String, u64, i64)>;
 
 /// One horizontal strip of the tracks area.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -239,7 +246,7 @@ impl Timeline {
             .range
             .map(|(a, b)| {
                 let at = |offset: f64| origin.saturating_add(offset.round() as i64);
-                self.in_range(t, at(a.min(b)), at(a.max(b)))
+                self.in_range_cached(t, at(a.min(b)), at(a.max(b)))
             })
             .unwrap_or_default();
         Ok(Drawn {
@@ -545,9 +552,21 @@ impl Timeline {
     }
 
     /// Slices meeting `[from, to]`, by kind: count and time inside the range.
-    fn in_range(&self, t: &Trace, from: i64, to: i64) -> Vec<(String, u64, i64)> {
+    fn in_range_cached(&self, t: &Trace, from: i64, to: i64) -> InRange {
+        let mut cache = self.in_range.borrow_mut();
+        match &*cache {
+            Some((f, e, found)) if (*f, *e) == (from, to) => found.clone(),
+            _ => {
+                let found = self.in_range(t, from, to);
+                *cache = Some((from, to, found.clone()));
+                found
+            }
+        }
+    }
+
+    fn in_range(&self, t: &Trace, from: i64, to: i64) -> InRange {
         let e = &t.events;
-        let mut by_kind: Vec<(String, u64, i64)> = Vec::new();
+        let mut by_kind: InRange = Vec::new();
         for row in &self.layout.rows {
             let first = row.events.partition_point(|&x| e.end(x as usize) < from);
             for &x in row.events[first..]

@@ -11,7 +11,6 @@
 //! worker of the analysis it shows and terminates it when another load replaces that analysis.
 
 use serde::{Deserialize, Serialize};
-use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::report::Report;
@@ -222,15 +221,8 @@ pub struct Analyzed {
 }
 
 impl Analyzed {
-    /// Runs the analysis stages on an ingested trace.
-    pub fn of(ingested: &Ingested) -> Analyzed {
-        let analysis = Analysis::new(&ingested.trace);
-        let report = Report::new(&analysis, &detect::run(&analysis));
-        Analyzed::with_report(ingested, report)
-    }
-
-    /// What the views show of a trace whose report is made (the worker makes it once and keeps
-    /// the analysis behind it for later requests).
+    /// What the views show of a trace whose report is made (`session::Kept::new` makes it
+    /// once and keeps the analysis behind it for later requests).
     pub fn with_report(ingested: &Ingested, report: Report) -> Analyzed {
         Analyzed {
             summary: Some(Summary::of(ingested, TABLE_ROWS)),

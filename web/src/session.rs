@@ -1,7 +1,7 @@
 //! What the worker keeps of each analyzed trace, and its answers to the page's requests.
 //! Only the worker uses it: the page never holds a trace.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 
 use torchtraceap::detect::{self, Analysis, Finding};
 use torchtraceap::ingest::Ingested;
@@ -72,6 +72,7 @@ impl Kept {
                         (f.id.to_string(), ids)
                     })
                     .collect(),
+                in_range: RefCell::default(),
             };
             (timeline, js_sys::Date::now() - started)
         })

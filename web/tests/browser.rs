@@ -2,6 +2,7 @@
 
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap_web::protocol::Analyzed;
+use torchtraceap_web::session::Kept;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -18,7 +19,8 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
     }
     let ingested = ingest.finish().expect("the sample is a Kineto trace");
     assert!(ingested.report.gzip);
-    let a = Analyzed::of(&ingested);
+    let kept = Kept::new(ingested);
+    let a = Analyzed::with_report(kept.ingested, kept.report.clone());
     let summary = a.summary.as_ref().expect("a trace has a summary");
     assert_eq!(summary.steps.count, 6);
     assert!(summary.devices[0].name.contains("A100"));

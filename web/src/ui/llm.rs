@@ -915,7 +915,8 @@ mod tests {
             torchtraceap::ingest::IngestOptions::default(),
         )
         .unwrap();
-        let analyzed = crate::protocol::Analyzed::of(&ingested);
+        let kept = crate::session::Kept::new(ingested);
+        let analyzed = crate::protocol::Analyzed::with_report(kept.ingested, kept.report.clone());
         let outcome = Outcome {
             file: 0,
             name: "run.pt.trace.json.gz".into(),

@@ -35,9 +35,10 @@ ALLOC_RE = re.compile(r'^(cuda|hip)(Malloc|Free|HostAlloc|HostMalloc|MallocHost|
 LAUNCH_RE = re.compile(r'Launch|cuGraphLaunch|hipModuleLaunch')
 COLL_RE = re.compile(r'nccl|rccl', re.I)
 SIMT_RE = re.compile(r'sgemm|scudnn|implicit_convolve_sgemm|gemmSN|simt|Cijk_\w*_SB_', re.I)
-TC_RE = re.compile(r'xmma|wgmma|hmma|tensorop|s884|s1688|s16816|h884|h1688|h16816|mfma', re.I)
+TC_RE = re.compile(r'xmma|wgmma|hmma|tensorop|s884|s1688|s16816|h884|h1688|h16816|mfma|_MI\d+x\d+x', re.I)  # Tensile _MI16x16x1_ = MFMA
 LAYOUT_RE = re.compile(r'nchwToNhwc|nhwcToNchw|batched_transpose|transpose_NCHW|nchw2nhwc|nhwc2nchw', re.I)
-CONV_RE = re.compile(r'conv|scudnn|winograd|fprop|dgrad|wgrad|implicit_gemm|igemm|miopenSp3Asm|cudnn::detail|cask_cudnn', re.I)
+# 'conv' alone would match 'Convert' (e.g. FlashAttnBwdPostprocessConvertdQ), so conv names are spelled out
+CONV_RE = re.compile(r'convolv|convolution|conv[123]d|conv_|_conv|Conv2d|scudnn|winograd|fprop|dgrad|wgrad|implicit_gemm|igemm|miopenSp3Asm|cudnn::detail|cask_cudnn', re.I)
 GEMM_KERNEL_RE = re.compile(r'gemm|Cijk_|cutlass|xmma|wgmma|hmma|s16816|s1688|s884|h16816|h1688|h884|ampere_|volta_|turing_|sm80_|sm90_|nvjet|matmul|bmm', re.I)
 SOFTMAX_RE = re.compile(r'softmax', re.I)
 ELEMWISE_RE = re.compile(r'elementwise_kernel|reduce_kernel|triton_poi', re.I)
@@ -261,7 +262,18 @@ def measure(path):
         s = min([first_gpu] + launch_ts)
         e = busy_iv[-1][1]
         windows = [(None, s, e)]
-    elif len(windows) >= 2:
+    stub_dropped = 0
+    if len(windows) >= 2:
+        # refinement: a ProfilerStep with no main-device GPU work at all (typically the last range, cut short
+        # when the profiler stopped) is not a step of the workload; drop it before the warm-up rule
+        def has_work(s, e):
+            return bool(clip(busy_iv, s, e)) or any(s <= lt <= e for lt in launch_ts0)
+        launch_ts0 = sorted(rt[0] for rt in runtime if rt[5] is not None and rt[5] in corr_to_gpu)
+        kept = [w for w in windows if has_work(w[1], w[2])]
+        if kept and len(kept) < len(windows):
+            stub_dropped = len(windows) - len(kept)
+            windows = kept
+    if len(windows) >= 2:
         lens = [e - s for _, s, e in windows]
         m_others = statistics.median(lens[1:])
         if lens[0] > 1.25 * m_others:
@@ -270,6 +282,7 @@ def measure(path):
     out['has_profiler_steps'] = has_steps
     out['n_steps_total'] = len(step_list) if has_steps else 0
     out['warmup_dropped'] = warmup_dropped
+    out['stub_steps_dropped'] = stub_dropped
     out['n_steady_steps'] = len(windows)
 
     # --- attribution interval sets

@@ -50,7 +50,7 @@ TRACES = {
     'facebookresearch__HolisticTraceAnalysis/tests__data__negative_queue_length_values_check__rank0.json.gz': 'training',
     'facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz': 'training',
     'facebookresearch__HolisticTraceAnalysis/tests__data__timeline_analysis__sampled_rank-0.json.gz': 'training',
-    'facebookresearch__HolisticTraceAnalysis/tests__data__trace_compare__base__base.json.gz': 'training',
+    'facebookresearch__HolisticTraceAnalysis/tests__data__trace_compare__test__test.json.gz': 'training',
     'facebookresearch__HolisticTraceAnalysis/tests__data__trace_diff__control__control.json.gz': 'training',
     'facebookresearch__HolisticTraceAnalysis/tests__data__trace_diff__test__test.json.gz': 'training',
     'facebookresearch__HolisticTraceAnalysis/tests__data__trace_file_list__inference_rank_1.json.gz': 'inference',
@@ -91,9 +91,9 @@ NOTES = {
     'Quentin-Anthony__torch-profiling-tutorial/log__transformer__dc3b0e7228dd_851.1752215573993169006.pt.trace.json':
         'The catalogue calls this training, but the trace has no backward/autograd/Optimizer ops: forward only '
         '(nn.TransformerEncoderLayer fast path, aten::_native_multi_head_attention), labelled inference.',
-    'facebookresearch__HolisticTraceAnalysis/tests__data__trace_compare__base__base.json.gz':
-        'Trimmed fixture with only 6 CPU ops and no backward ops; workload "training" follows its pair (test.json has '
-        'AddmmBackward0) and the catalogue. The training-only ids are absent either way (no DataLoader/Optimizer ranges).',
+    'facebookresearch__HolisticTraceAnalysis/tests__data__trace_compare__test__test.json.gz':
+        'Trimmed two-step fixture (2-3 kernels per step). Its pair base.json has identical GPU activity and is left out '
+        'as a duplicate (base.json also lacks the backward ops that make this one recognisably training).',
     ALEXNET_COLD: 'Cold first iteration: a 1.14 s cudaFree at the start of the GPU span (CUDA lazy init) and a 0.22 s one.',
     'facebookresearch__HolisticTraceAnalysis/tests__data__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz':
         'PARAM benchmark harness: two cudaFree calls of 6.0 s and 0.5 s in the middle of the GPU span with the GPU idle.',
@@ -108,6 +108,12 @@ OVERRIDES = {
     (VLLM_FULL, 'host-device-sync'): (
         'absent', 'judgement: the only sync (hipEventSynchronize) is 8.3 ms before the first GPU work; the idle after it '
                   'is the window lead-in before any GPU work exists, not GPU time lost to a sync (gate figure 3.0%).'),
+    ('harryjmoss__particle_transformer/profiler_trace_single_sample.json', 'gpu-low-utilization'): (
+        'present', 'judgement: busy 0.8%, unattributed mid-step idle 98.4% of a 1.04 s window, dominated by one 681 ms '
+                   'host gap; the small-kernel share (40.8%) is in the borderline band but the idle is not per-launch gaps.'),
+    ('harryjmoss__particle_transformer/profiler_trace_single_sample.json', 'launch-bound-small-kernels'): (
+        'absent', 'judgement: fewer than half the kernels are < 10 us (40.8%) and the idle is one 681 ms host gap, '
+                  'not launch latency between short kernels.'),
     (ALEXNET_COLD, 'allocator-churn'): (
         'unjudged', 'judgement: gate figure 90% of the window, but it is one cold iteration: a 1.14 s cudaFree at the very '
                     'start is CUDA lazy initialisation, then one 0.22 s cudaFree; no steady step can show churn.'),

@@ -170,7 +170,18 @@ def judge(f, workload):
     k, most = ms['sync_idle_ge_2pct']
     why = 'GPU idle within 1 ms after synchronizing calls (%s) = %s of the step (median), >=2%% in %d/%d steps' % (
         ', '.join(f['sync_call_names']) or 'none', pct(m['idle_after_sync_frac']), k, n)
-    put(i, 'present' if g == 'yes' and most else 'unjudged' if g == 'border' else 'absent', why)
+    verdict = 'present' if g == 'yes' and most else 'unjudged' if g == 'border' else 'absent'
+    # refinement 4: the 1 ms window only blames the sync if the GPU idles more inside sync windows than elsewhere;
+    # on a GPU starved everywhere (launch-bound) the window just collects launch gaps
+    w = m['sync_window_frac'] or 0.0
+    if verdict == 'present' and w > 0:
+        din = m['idle_after_sync_frac'] / w
+        dout = max(0.0, 1 - m['busy_frac'] - m['idle_after_sync_frac']) / max(1e-9, 1 - w)
+        why += '; idle density inside sync windows %.2f vs elsewhere %.2f' % (din, dout)
+        if din - dout < 0.10 and dout >= 0.6:
+            verdict = 'unjudged'
+            why = 'starved GPU, cannot separate sync cost from launch gaps: ' + why
+    put(i, verdict, why)
 
     # pageable-memcpy
     i = 'pageable-memcpy'

@@ -447,6 +447,7 @@ def measure(path):
             'edge_idle_minus_dataloader_frac': r(edge_minus_dl / L),
             'idle_dataloader_frac': r(idle_dl / L), 'idle_alloc_frac': r(idle_alloc / L),
             'idle_after_sync_frac': r(idle_sync / L),
+            'sync_window_frac': r(total(clip(sync_iv, s, e)) / L),
             'n_kernels': n_k, 'small_kernel_share': r(small / n_k) if n_k else None,
             'kernel_time_ms': r(ktime / 1000, 4),
             'pageable_copies': len(pg), 'pageable_bytes': sum(int(g[6].get('bytes') or 0) for g in pg),
@@ -473,7 +474,7 @@ def measure(path):
     out['steps'] = per
     med_keys = ['step_ms', 'busy_frac', 'mid_idle_frac', 'mid_idle_unattributed_frac', 'idle_before_frac',
                 'idle_after_frac', 'edge_idle_minus_dataloader_frac', 'idle_dataloader_frac', 'idle_alloc_frac',
-                'idle_after_sync_frac', 'n_kernels', 'small_kernel_share', 'pageable_copies', 'pageable_bytes',
+                'idle_after_sync_frac', 'sync_window_frac', 'n_kernels', 'small_kernel_share', 'pageable_copies', 'pageable_bytes',
                 'pageable_frac', 'memcpy_frac', 'collective_frac', 'collective_exposed_frac', 'elementwise_chain_frac',
                 'attn_cpu_patterns', 'softmax_kernel_ms', 'simt_fp32_kernel_share', 'layout_ms', 'conv_ms',
                 'layout_frac_of_step']

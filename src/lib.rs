@@ -4,6 +4,7 @@
 //! [`summary`] (what a trace holds) → front ends (the `ttap` CLI; the web app).
 //! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
 
+pub mod attribution;
 pub mod detect;
 pub mod features;
 pub mod ingest;

@@ -6,17 +6,22 @@
 //! Format history: version 1 (first release): `trace`, `findings`, `steps`, `windows`.
 //! Version 2: each window carries the window detector's `anomaly_probability` and
 //! `predicted_type`; `unexplained` lists the windows it flags that no finding explains.
+//! Version 3: findings claim exclusive time from the step attribution (`split`, per step and as
+//! the steady-state mean), and carry their `gate` (the inputs of their confidence) and
+//! `worst_steps`; observations without a time cost are `notes`, never ranked with findings.
+//! Readers take versions 1 and 2 with those fields empty.
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{Analysis, Finding};
+use crate::attribution::Part;
+use crate::detect::{Analysis, Detected, Finding};
 use crate::features::of_trace;
 use crate::metrics::measure;
 use crate::ml::{self, Model};
 
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -34,6 +39,50 @@ pub struct Report {
     /// first: the regions to look at beyond the rules. Absent from version 1.
     #[serde(default)]
     pub unexplained: Vec<UnexplainedEntry>,
+    /// Observations that are not ranked findings (no time estimate, or a gate that held too
+    /// rarely or cost too little). Absent before version 3.
+    #[serde(default)]
+    pub notes: Vec<NoteEntry>,
+    /// The steady-state mean of each step's time split on the main GPU, in attribution order;
+    /// the parts sum to the mean step. Empty without GPU work, and before version 3.
+    #[serde(default)]
+    pub split: Vec<SplitEntry>,
+}
+
+/// One part of a step's time ([`Part::id`]) and its length.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplitEntry {
+    pub part: String,
+    pub ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteEntry {
+    pub id: String,
+    pub text: String,
+}
+
+/// A finding's gate and how it fared: the inputs of its confidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateEntry {
+    pub quantity: String,
+    pub threshold: f64,
+    pub held_steps: usize,
+    pub steady_steps: usize,
+    /// Median of the quantity over the steps where the gate holds.
+    pub median: f64,
+    /// `median / threshold`.
+    pub margin: f64,
+}
+
+/// A step where a finding costs time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepCostEntry {
+    pub step: i64,
+    /// Time the finding explains in that step.
+    pub ms: f64,
+    /// The gated quantity in that step.
+    pub value: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,7 +107,15 @@ pub struct FindingEntry {
     pub impact_ms_per_step: f64,
     pub impact_pct_of_step: f64,
     pub impact_method: String,
+    /// `held_steps / steady_steps` times a margin factor (0.5 at the threshold, 1 from twice
+    /// it); its inputs are in `gate`.
     pub confidence: f32,
+    /// Absent before version 3.
+    #[serde(default)]
+    pub gate: Option<GateEntry>,
+    /// The steps where it costs most, worst first. Absent before version 3.
+    #[serde(default)]
+    pub worst_steps: Vec<StepCostEntry>,
     pub evidence: Vec<EvidenceEntry>,
     pub fix: String,
     pub fix_snippet: String,
@@ -94,6 +151,9 @@ pub struct StepEntry {
     pub device_frees: u64,
     pub peak_allocated_bytes: Option<i64>,
     pub streams: Vec<StreamEntry>,
+    /// The step's time split on the main GPU (parts with time only). Absent before version 3.
+    #[serde(default)]
+    pub split: Vec<SplitEntry>,
 }
 
 /// One GPU stream's time in a step.
@@ -229,7 +289,8 @@ impl Report {
             .map(|(k, _)| k)
     }
 
-    pub fn new(a: &Analysis<'_>, findings: &[Finding]) -> Report {
+    pub fn new(a: &Analysis<'_>, detected: &Detected) -> Report {
+        let findings = &detected.findings;
         let t = a.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
         let steps = a
@@ -237,7 +298,8 @@ impl Report {
             .steps
             .iter()
             .zip(&a.step_metrics)
-            .map(|(s, m)| {
+            .zip(&a.splits)
+            .map(|((s, m), split)| {
                 let d = m.main_device();
                 StepEntry {
                     number: s.number,
@@ -272,9 +334,31 @@ impl Report {
                             idle_ms: st.idle as f64 / MS,
                         })
                         .collect(),
+                    split: Part::ALL
+                        .iter()
+                        .filter(|&&p| split.ns(p) > 0)
+                        .map(|&p| SplitEntry {
+                            part: p.id().to_string(),
+                            ms: split.ns(p) as f64 / MS,
+                        })
+                        .collect(),
                 }
             })
             .collect();
+        let steady = a.steady.len().max(1) as f64;
+        let split: Vec<SplitEntry> = if a.splits.iter().any(|s| s.has_gpu()) {
+            Part::ALL
+                .iter()
+                .map(|&p| SplitEntry {
+                    part: p.id().to_string(),
+                    ms: a.steady.iter().map(|&k| a.splits[k].ns(p) as f64).sum::<f64>()
+                        / steady
+                        / MS,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let model = Model::embedded();
         let scored = ml::applies_to(t);
         let features = of_trace(t, &a.steps);
@@ -368,6 +452,23 @@ impl Report {
                     impact_pct_of_step: f.impact.pct_of_step,
                     impact_method: f.impact.method.to_string(),
                     confidence: f.confidence,
+                    gate: Some(GateEntry {
+                        quantity: f.gate.gate.quantity.to_string(),
+                        threshold: f.gate.gate.threshold,
+                        held_steps: f.gate.held_steps,
+                        steady_steps: f.gate.steady_steps,
+                        median: f.gate.median,
+                        margin: f.gate.margin,
+                    }),
+                    worst_steps: f
+                        .worst_steps
+                        .iter()
+                        .map(|c| StepCostEntry {
+                            step: c.number,
+                            ms: c.ms,
+                            value: c.value,
+                        })
+                        .collect(),
                     evidence: f
                         .evidence
                         .iter()
@@ -385,6 +486,15 @@ impl Report {
             steps,
             windows,
             unexplained,
+            notes: detected
+                .notes
+                .iter()
+                .map(|n| NoteEntry {
+                    id: n.id.to_string(),
+                    text: n.text.clone(),
+                })
+                .collect(),
+            split,
         }
     }
 

@@ -330,7 +330,7 @@ fn findings(shape: &Shape) -> Vec<Finding> {
     let trace = ingest(&shape.json());
     let analysis = Analysis::new(&trace);
     assert_eq!(analysis.steps.steps.len(), shape.steps);
-    detect::run(&analysis)
+    detect::run(&analysis).findings
 }
 
 fn ids(found: &[Finding]) -> Vec<&'static str> {
@@ -759,7 +759,7 @@ fn a_slow_first_step_is_warm_up_and_its_dataloader_and_mallocs_are_left_out() {
         (first.dataloader_ns, first.mallocs, first.frees),
         (5_000_000, 6, 6)
     );
-    let found = detect::run(&analysis);
+    let found = detect::run(&analysis).findings;
     assert!(found.is_empty(), "{:?}", ids(&found));
 }
 
@@ -780,7 +780,7 @@ fn read(path: &Path) -> Result<Trace, String> {
 
 fn findings_of(path: &Path) -> Vec<Finding> {
     let trace = read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    detect::run(&Analysis::new(&trace))
+    detect::run(&Analysis::new(&trace)).findings
 }
 
 #[test]
@@ -875,7 +875,7 @@ fn findings_are_ranked_by_impact_on_every_real_trace() {
     let mut analysed = 0;
     for path in trace_files(&dir) {
         let Ok(trace) = read(&path) else { continue };
-        let found = detect::run(&Analysis::new(&trace));
+        let found = detect::run(&Analysis::new(&trace)).findings;
         for pair in found.windows(2) {
             assert!(
                 pair[0].impact.ms_per_step >= pair[1].impact.ms_per_step,

@@ -48,8 +48,9 @@ fn generated() -> String {
 fn prompts_of(bytes: &[u8], opts: &SummaryOptions) -> Vec<summary::Prompt> {
     let ingested = ingest_bytes(bytes, IngestOptions::default()).expect("a trace");
     let a = Analysis::new(&ingested.trace);
-    let findings = detect::run(&a);
-    let report = Report::new(&a, &findings);
+    let detected = detect::run(&a);
+    let report = Report::new(&a, &detected);
+    let findings = detected.findings;
     summary::prompts(&summary::summarize(&a, &findings, &report, opts), opts)
 }
 
@@ -106,8 +107,9 @@ fn a_finding_is_summarised_at_its_flagged_window() {
     let trace = generated();
     let ingested = ingest_bytes(trace.as_bytes(), IngestOptions::default()).unwrap();
     let a = Analysis::new(&ingested.trace);
-    let findings = detect::run(&a);
-    let report = Report::new(&a, &findings);
+    let detected = detect::run(&a);
+    let report = Report::new(&a, &detected);
+    let findings = detected.findings;
     let summaries = summary::summarize(&a, &findings, &report, &SummaryOptions::default());
     let dataloader = summaries
         .iter()
@@ -156,7 +158,7 @@ fn redaction_hides_user_names_stably() {
 fn unexplained_regions_are_summarised() {
     let ingested = ingest_bytes(generated().as_bytes(), IngestOptions::default()).unwrap();
     let a = Analysis::new(&ingested.trace);
-    let report = Report::new(&a, &[]);
+    let report = Report::new(&a, &detect::Detected::default());
     let opts = SummaryOptions {
         max_windows: 100,
         ..SummaryOptions::default()
@@ -185,8 +187,9 @@ fn summary_sizes_on_the_shared_traces() {
             continue;
         };
         let a = Analysis::new(&ingested.trace);
-        let findings = detect::run(&a);
-        let report = Report::new(&a, &findings);
+        let detected = detect::run(&a);
+        let report = Report::new(&a, &detected);
+        let findings = detected.findings;
         let prompts = summary::prompts(&summary::summarize(&a, &findings, &report, &opts), &opts);
         let w: Vec<usize> = prompts.iter().map(|p| p.window_tokens).collect();
         let r = prompts.iter().map(|p| p.tokens).max().unwrap_or(0);

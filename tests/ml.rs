@@ -141,8 +141,9 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
     .unwrap()
     .trace;
     let a = Analysis::new(&t);
-    let findings = detect::run(&a);
-    let report = Report::new(&a, &findings);
+    let detected = detect::run(&a);
+    let report = Report::new(&a, &detected);
+    let findings = detected.findings;
     for phase in ["forward", "backward"] {
         let w = report
             .windows

@@ -209,7 +209,7 @@ fn findings(text: &str) -> Vec<Finding> {
         (step_ms - STEP_US as f64 / 1000.0).abs() < 1e-9,
         "steady steps of {step_ms} ms"
     );
-    detect::run(&analysis)
+    detect::run(&analysis).findings
 }
 
 fn known(id: &str) {

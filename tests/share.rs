@@ -197,6 +197,8 @@ fn finding(k: usize, severity: &str, events: usize) -> FindingEntry {
         impact_pct_of_step: 100.0 / (k + 1) as f64,
         impact_method: "estimate".into(),
         confidence: 0.5,
+        gate: None,
+        worst_steps: Vec::new(),
         evidence: vec![EvidenceEntry {
             what: format!("evidence of {k}"),
             steps: vec![1, 2, 3],

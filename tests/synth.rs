@@ -90,7 +90,7 @@ fn every_model_gpu_and_mode_ingests_cleanly_with_a_warm_up_step_and_no_finding()
                 );
                 // Clean training is GPU-bound: no injectable anti-pattern is found. (Inference may
                 // show the input copy as heavy-memcpy: background, not labelled.)
-                let found = detect::run(&a);
+                let found = detect::run(&a).findings;
                 for f in &found {
                     assert!(
                         AntiPattern::parse(f.id).is_none(),
@@ -136,7 +136,7 @@ fn each_injected_anti_pattern_is_found_by_its_rule_and_labelled_where_it_was_put
             let generated = generate(&c);
             let t = read(&generated.trace).trace;
             let a = Analysis::new(&t);
-            let found = detect::run(&a);
+            let found = detect::run(&a).findings;
             let what = format!("{} in {} on {}", pattern.id(), model.id(), gpu.id());
             assert!(
                 found.iter().any(|f| f.id == pattern.id()),
@@ -296,6 +296,7 @@ fn a_data_parallel_run_writes_one_trace_per_rank_and_a_straggler_makes_the_other
             "rank {r}: labelled on its rank only"
         );
         let found: Vec<&str> = detect::run(&Analysis::new(t))
+            .findings
             .iter()
             .map(|f| f.id)
             .collect();
@@ -320,7 +321,7 @@ fn a_data_parallel_run_writes_one_trace_per_rank_and_a_straggler_makes_the_other
     };
     for generated in generate_ranks(&c, &calm) {
         let got = read(&generated.trace);
-        let found = detect::run(&Analysis::new(&got.trace));
+        let found = detect::run(&Analysis::new(&got.trace)).findings;
         assert!(
             found.is_empty(),
             "{:?}",

@@ -311,8 +311,9 @@ fn a_generated_trace_has_bands_where_the_stall_was_injected() {
     let ingested = ingest_bytes(generated.trace.as_bytes(), IngestOptions::default()).unwrap();
     let t = &ingested.trace;
     let a = Analysis::new(t);
-    let findings = detect::run(&a);
-    let report = Report::new(&a, &findings);
+    let detected = detect::run(&a);
+    let report = Report::new(&a, &detected);
+    let findings = detected.findings;
     let l = Layout::new(t);
     // Every event but the memory ones has a row; rows never overlap.
     for (i, &r) in l.row_of.iter().enumerate() {

@@ -1,12 +1,21 @@
-//! Device allocations in steady state (allocator churn), and memory pressure.
+//! Device allocations that stall the GPU in steady state (allocator churn), and memory pressure.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix, Severity};
+use super::{
+    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck,
+    Verdict,
+};
+use crate::attribution::{Ledger, Part};
+use crate::model::{EventKind, RuntimeClass, NONE};
 
 pub struct AllocatorChurn;
 pub struct MemoryPressure;
 
-/// Device malloc/free calls per steady-state step from which the caching allocator is missed.
-const CALLS_PER_STEP: f64 = 1.0;
+/// GPU idle during device malloc/free calls from 2% of the step: a cudaMalloc that the GPU
+/// never waits for costs nothing, one that drains it (cudaFree synchronizes) does.
+const GATE: Gate = Gate {
+    quantity: "GPU idle during device malloc/free calls, % of the step",
+    threshold: 2.0,
+};
 /// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
 const PRESSURE: f64 = 0.9;
 
@@ -16,43 +25,81 @@ impl Detector for AllocatorChurn {
     }
 
     fn title(&self) -> &'static str {
-        "Device memory allocated and freed every step"
+        "Device memory allocated and freed every step, stalling the GPU"
     }
 
     fn threshold(&self) -> &'static str {
-        "at least one device malloc/free runtime call per steady-state step (the caching allocator should serve them after warm-up)"
+        "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.splits[k];
+                StepCheck {
+                    step: k,
+                    value: pct(s.ns(Part::IdleAllocator) as f64, s.dur() as f64),
+                    claims: vec![(s.intervals(Part::IdleAllocator).to_vec(), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
+            self,
+            a,
+            ledger,
+            GATE,
+            checks,
+            "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let t = a.trace;
+        let e = &t.events;
+        let mut calls: Vec<usize> = (0..e.len())
+            .filter(|&i| {
+                e.kind[i] == EventKind::RuntimeCall
+                    && e.detail[i] != NONE
+                    && matches!(
+                        t.runtime[e.detail[i] as usize].class,
+                        RuntimeClass::Malloc | RuntimeClass::Free
+                    )
+                    && a
+                        .steady_step_at(e.start[i])
+                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
+            })
+            .collect();
+        let count = calls.len();
+        calls.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let mallocs = a.steady_mean(|m| m.mallocs as f64);
         let frees = a.steady_mean(|m| m.frees as f64);
-        if mallocs + frees < CALLS_PER_STEP {
-            return None;
-        }
-        let impact = a.impact(
-            a.steady_mean(|m| m.alloc_call_ns as f64),
-            "CPU time inside device malloc/free calls per steady-state step (cudaFree also synchronizes the device, so the real cost is higher)",
+        let summary = format!(
+            "{mallocs:.0} device mallocs and {frees:.0} frees per step; the GPU is idle {:.2} ms per step ({:.1}%) while they run",
+            o.impact.ms_per_step, o.impact.pct_of_step
         );
-        Some(finding(
+        let evidence = vec![Evidence {
+            what: "the longest device allocation calls in the steps where the GPU waits on them"
+                .into(),
+            steps: o.held.clone(),
+            events: calls.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            count: Some(count as u64),
+        }];
+        finding(
             self,
-            format!("{mallocs:.0} device mallocs and {frees:.0} frees per step take {:.2} ms of CPU time", impact.ms_per_step),
-            impact,
-            0.7,
-            vec![Evidence {
-                what: "device allocation calls per step".into(),
-                steps: a.steady_numbers(),
-                events: vec!["cudaMalloc / hipMalloc".into(), "cudaFree / hipFree".into()],
-                count: Some((mallocs + frees).round() as u64),
-            }],
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
                 snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
             },
-        ))
+        )
     }
 }
 
-impl Detector for MemoryPressure {
+impl Observer for MemoryPressure {
     fn id(&self) -> &'static str {
         "memory-pressure"
     }
@@ -65,7 +112,7 @@ impl Detector for MemoryPressure {
         "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let peak = a
             .step_metrics
             .iter()
@@ -79,21 +126,15 @@ impl Detector for MemoryPressure {
             .filter_map(|d| d.total_global_mem)
             .max()?;
         let share = peak as f64 / capacity as f64;
-        if share <= PRESSURE {
-            return None;
-        }
-        let mut f = finding(
-            self,
-            format!("peak allocated memory is {:.1} GiB, {:.0}% of the device's {:.1} GiB", peak as f64 / (1u64 << 30) as f64, 100.0 * share, capacity as f64 / (1u64 << 30) as f64),
-            a.impact(0.0, "no time estimate: the risk is an out-of-memory error or allocator retries, not lost time"),
-            0.8,
-            vec![Evidence { what: "peak Total Allocated of the caching allocator".into(), steps: Vec::new(), events: vec!["[memory]".into()], count: None }],
-            Fix {
-                summary: "Lower the activation memory: activation checkpointing, mixed precision, a smaller micro-batch with gradient accumulation.",
-                snippet: "from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)",
-            },
-        );
-        f.severity = Severity::Medium;
-        Some(f)
+        (share > PRESSURE).then(|| Note {
+            id: self.id(),
+            text: format!(
+                "{}: peak allocated memory is {:.1} GiB, {:.0}% of the device's {:.1} GiB; an out-of-memory error or allocator retries are near (activation checkpointing or a smaller micro-batch lower it)",
+                self.title(),
+                peak as f64 / (1u64 << 30) as f64,
+                100.0 * share,
+                capacity as f64 / (1u64 << 30) as f64
+            ),
+        })
     }
 }

@@ -1,37 +1,30 @@
-//! Unfused attention: matmul → softmax → matmul at op level, with no fused SDPA kernel.
+//! Unfused attention: batched matmul → softmax → batched matmul, seen in the CPU ops or, where
+//! the trace has none, in the kernel names (NVIDIA and AMD spellings), with no fused attention
+//! op or kernel anywhere in the trace. And attention as the step's hot spot (a note).
 
 use rustc_hash::FxHashMap;
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::model::{EventKind, NONE};
+use super::{
+    finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck, Verdict,
+};
+use crate::attribution::Ledger;
+use crate::model::kernels::KernelNames;
+use crate::model::{EventKind, Trace, NONE};
 
 pub struct UnfusedAttention;
 pub struct AttentionHotSpot;
 
-/// Attention's share of the step's GPU time from which it is reported as the hot spot.
+/// Attention's share of the step's GPU time from which it is noted as the hot spot.
 const HOT_SHARE: f64 = 0.2;
+/// How far (in sibling ops, or kernels on one stream) a matmul may be from the softmax.
+const REACH: usize = 3;
 
-/// GPU time launched by each runtime call.
-fn gpu_time_by_launch(t: &crate::model::Trace) -> FxHashMap<u32, i64> {
-    let mut gpu_ns: FxHashMap<u32, i64> = FxHashMap::default();
-    for l in &t.launches {
-        *gpu_ns.entry(l.launch).or_default() += t.events.dur[l.gpu as usize];
-    }
-    gpu_ns
-}
+const GATE: Gate = Gate {
+    quantity: "matmul → softmax → matmul attention blocks per step, with no fused attention in the trace",
+    threshold: 1.0,
+};
 
-/// GPU time launched by CPU event `i` and everything nested in it.
-fn gpu_time_under(t: &crate::model::Trace, gpu_ns: &FxHashMap<u32, i64>, i: usize) -> i64 {
-    let e = &t.events;
-    let end = e.end(i);
-    let last = t.tracks[e.track[i] as usize].events.end as usize;
-    (i..last)
-        .take_while(|&j| e.start[j] < end)
-        .filter_map(|j| gpu_ns.get(&(j as u32)))
-        .sum()
-}
-
-const MATMULS: [&str; 4] = ["aten::bmm", "aten::matmul", "aten::baddbmm", "aten::einsum"];
+const MATMULS: [&str; 5] = ["aten::bmm", "aten::matmul", "aten::baddbmm", "aten::einsum", "aten::mm"];
 const SOFTMAX: [&str; 2] = ["aten::softmax", "aten::_softmax"];
 /// Ops that mean attention already runs fused.
 const FUSED: [&str; 4] = [
@@ -40,6 +33,43 @@ const FUSED: [&str; 4] = [
     "efficient_attention",
     "_native_multi_head_attention",
 ];
+
+/// GPU work launched by each runtime call.
+fn launched_by(t: &Trace) -> FxHashMap<u32, Vec<u32>> {
+    let mut by: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    for l in &t.launches {
+        by.entry(l.launch).or_default().push(l.gpu);
+    }
+    by
+}
+
+/// GPU work launched by CPU event `i` and everything nested in it.
+fn gpu_under(t: &Trace, by: &FxHashMap<u32, Vec<u32>>, i: usize) -> Vec<u32> {
+    let e = &t.events;
+    let end = e.end(i);
+    let last = t.tracks[e.track[i] as usize].events.end as usize;
+    (i..last)
+        .take_while(|&j| e.start[j] < end)
+        .filter_map(|j| by.get(&(j as u32)))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// Whether attention already runs fused somewhere in the trace (an op or a kernel).
+fn fused_anywhere(t: &Trace) -> bool {
+    let e = &t.events;
+    let mut names = KernelNames::default();
+    // PyTorch's math fallback (`_scaled_dot_product_attention_math`) is itself unfused.
+    (0..e.len()).any(|i| match e.kind[i] {
+        EventKind::CpuOp => {
+            let name = t.name_of(i);
+            FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math")
+        }
+        EventKind::GpuKernel => names.of_event(t, i).fused_attention,
+        _ => false,
+    })
+}
 
 impl Detector for UnfusedAttention {
     fn id(&self) -> &'static str {
@@ -51,70 +81,118 @@ impl Detector for UnfusedAttention {
     }
 
     fn threshold(&self) -> &'static str {
-        "a softmax op between two matmul/bmm ops under the same parent in steady-state steps, and no scaled_dot_product_attention / flash / memory-efficient attention op in the trace"
+        "a softmax between two matmuls (sibling aten::bmm/matmul/baddbmm/einsum ops, or, from kernel names alone, a GEMM kernel, a softmax kernel and a GEMM kernel within 3 kernels on one stream) in at least half of the steady steps, and no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        let ops = |i: usize| matches!(e.kind[i], EventKind::CpuOp);
-        // PyTorch's math fallback (`_scaled_dot_product_attention_math`) is itself unfused.
-        let fused = |name: &str| FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math");
-        if (0..e.len()).any(|i| ops(i) && fused(t.name_of(i))) {
-            return None;
+        if fused_anywhere(t) {
+            return Verdict::Nothing;
         }
-        let gpu_ns = gpu_time_by_launch(t);
-        let mut patterns = 0u64;
-        let mut softmax_gpu = 0i64;
+        let by = launched_by(t);
+        // Per step: blocks seen from the ops, blocks seen from the kernels, softmax GPU work.
+        let n = a.steps.steps.len();
+        let (mut from_ops, mut from_kernels) = (vec![0u64; n], vec![0u64; n]);
+        let mut softmax: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut shown: Vec<usize> = Vec::new();
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
-            // Children in order, per parent: look at each softmax's neighbours.
             let children: Vec<usize> = track
                 .events
                 .clone()
                 .map(|i| i as usize)
-                .filter(|&i| ops(i) && e.parent[i] != NONE)
+                .filter(|&i| e.kind[i] == EventKind::CpuOp && e.parent[i] != NONE)
                 .collect();
             for (k, &i) in children.iter().enumerate() {
-                if !SOFTMAX.contains(&t.name_of(i)) || a.steady_step_at(e.start[i]).is_none() {
+                if !SOFTMAX.contains(&t.name_of(i)) {
                     continue;
                 }
+                let Some(step) = a.steady_step_at(e.start[i]) else {
+                    continue;
+                };
                 let sibling = |j: &&usize| e.parent[**j] == e.parent[i];
-                let before = children[..k]
-                    .iter()
-                    .rev()
-                    .filter(sibling)
-                    .take(3)
-                    .any(|&j| MATMULS.contains(&t.name_of(j)));
-                let after = children[k + 1..]
-                    .iter()
-                    .filter(sibling)
-                    .take(3)
-                    .any(|&j| MATMULS.contains(&t.name_of(j)));
+                let is_matmul = |j: &usize| MATMULS.contains(&t.name_of(*j));
+                let before = children[..k].iter().rev().filter(sibling).take(REACH).any(is_matmul);
+                let after = children[k + 1..].iter().filter(sibling).take(REACH).any(is_matmul);
                 if before && after {
-                    patterns += 1;
-                    softmax_gpu += gpu_time_under(t, &gpu_ns, i);
+                    from_ops[step] += 1;
+                    for g in gpu_under(t, &by, i) {
+                        softmax[step].push((e.start[g as usize], e.end(g as usize)));
+                    }
+                    if shown.len() < 3 {
+                        shown.push(i);
+                    }
                 }
             }
         }
-        if patterns == 0 {
-            return None;
+        let mut names = KernelNames::default();
+        for &step in &a.steady {
+            let kernels: Vec<usize> = a
+                .gpu_work(step)
+                .into_iter()
+                .filter(|&i| e.kind[i] == EventKind::GpuKernel)
+                .collect();
+            for (k, &i) in kernels.iter().enumerate() {
+                if !names.of_event(t, i).softmax {
+                    continue;
+                }
+                let same_stream = |j: &&usize| e.track[**j] == e.track[i];
+                let mut matmul = |j: &usize| names.of_event(t, *j).matmul;
+                let before = kernels[..k].iter().rev().filter(same_stream).take(REACH).any(&mut matmul);
+                let after = kernels[k + 1..].iter().filter(same_stream).take(REACH).any(&mut matmul);
+                if before && after {
+                    from_kernels[step] += 1;
+                    softmax[step].push((e.start[i], e.end(i)));
+                    if shown.len() < 3 {
+                        shown.push(i);
+                    }
+                }
+            }
         }
-        let steps = a.steady.len().max(1) as f64;
-        let impact = a.impact(
-            softmax_gpu as f64 / steps,
-            "GPU time of the softmax kernels between the attention matmuls per steady-state step: a fused kernel never writes the attention matrix; the matmul time it also saves is not counted",
-        );
-        Some(finding(
+        let total: u64 = a.steady.iter().map(|&k| from_ops[k].max(from_kernels[k])).sum();
+        let seen_in_kernels = a.steady.iter().any(|&k| from_kernels[k] > 0);
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| StepCheck {
+                step: k,
+                value: from_ops[k].max(from_kernels[k]) as f64,
+                claims: vec![(crate::metrics::merge(std::mem::take(&mut softmax[k])), 1.0)],
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!("{:.0} attention blocks per step run as separate matmul, softmax and matmul, writing the full attention matrix to memory", patterns as f64 / steps),
-            impact,
-            0.6,
-            vec![Evidence { what: "matmul → softmax → matmul op sequences".into(), steps: a.steady_numbers(), events: vec!["aten::bmm".into(), "aten::softmax".into(), "aten::bmm".into()], count: Some(patterns) }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "GPU time of the softmax kernels between the attention matmuls per steady-state step: a fused kernel never writes the attention matrix; the matmul time it also saves is not counted",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let summary = format!(
+            "{:.0} attention blocks per step run as separate matmul, softmax and matmul{}, writing the full attention matrix to memory; the softmax kernels alone take {:.3} ms per step",
+            total as f64 / a.steady.len().max(1) as f64,
+            if seen_in_kernels { " (seen in the kernel sequence)" } else { "" },
+            o.impact.ms_per_step
+        );
+        let evidence = vec![Evidence {
+            what: "softmax ops or kernels between two matmuls".into(),
+            steps: o.held.clone(),
+            events: shown.iter().map(|&i| a.event_ref(i)).collect(),
+            count: Some(total),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
                 snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
             },
-        ))
+        )
     }
 }
 
@@ -123,7 +201,7 @@ fn is_attention(name: &str) -> bool {
     lower.contains("attention") || lower.contains("attn")
 }
 
-impl Detector for AttentionHotSpot {
+impl Observer for AttentionHotSpot {
     fn id(&self) -> &'static str {
         "attention-hot-spot"
     }
@@ -136,12 +214,12 @@ impl Detector for AttentionHotSpot {
         "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let t = a.trace;
         let e = &t.events;
-        let gpu_ns = gpu_time_by_launch(t);
-        let mut blocks: Vec<(String, i64)> = Vec::new();
+        let by = launched_by(t);
         let mut total = 0i64;
+        let mut blocks = 0usize;
         for i in 0..e.len() {
             if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
                 || !is_attention(t.name_of(i))
@@ -153,44 +231,22 @@ impl Detector for AttentionHotSpot {
             if p != NONE && is_attention(t.name_of(p as usize)) {
                 continue;
             }
-            let ns = gpu_time_under(t, &gpu_ns, i);
-            total += ns;
-            let label = if p != NONE {
-                format!("{} › {}", t.name_of(p as usize), t.name_of(i))
-            } else {
-                t.name_of(i).to_string()
-            };
-            match blocks.iter_mut().find(|(n, _)| *n == label) {
-                Some(b) => b.1 += ns,
-                None => blocks.push((label, ns)),
-            }
+            blocks += 1;
+            total += gpu_under(t, &by, i)
+                .iter()
+                .map(|&g| e.dur[g as usize])
+                .sum::<i64>();
         }
-        let steps = a.steady.len().max(1) as f64;
-        let per_step = total as f64 / steps;
+        let per_step = total as f64 / a.steady.len().max(1) as f64;
         let share = per_step / a.step_ns().max(1.0);
-        if share < HOT_SHARE {
-            return None;
-        }
-        blocks.sort_by_key(|b| std::cmp::Reverse(b.1));
-        let mut f = finding(
-            self,
-            format!("attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {} blocks", per_step / 1e6, 100.0 * share, blocks.len()),
-            a.impact(0.0, "no time estimate: where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens (larger patches, token merging) or windowed attention"),
-            0.5,
-            vec![Evidence {
-                what: "GPU time per attention block, largest first".into(),
-                steps: a.steady_numbers(),
-                events: blocks.iter().take(5).map(|(n, ns)| format!("{n}: {:.3} ms", *ns as f64 / steps / 1e6)).collect(),
-                count: Some(blocks.len() as u64),
-            }],
-            Fix {
-                summary: "Make sure attention runs the fused SDPA kernels, and consider fewer tokens or windowed attention for high resolutions.",
-                snippet: "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):\n    out = model(x)",
-            },
-        );
-        if share >= 0.4 {
-            f.severity = super::Severity::Medium;
-        }
-        Some(f)
+        (share >= HOT_SHARE).then(|| Note {
+            id: self.id(),
+            text: format!(
+                "{}: attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {blocks} blocks; where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens or windowed attention",
+                self.title(),
+                per_step / 1e6,
+                100.0 * share
+            ),
+        })
     }
 }

@@ -1,13 +1,17 @@
-//! Communication that takes a large share of the step or is not overlapped with compute.
+//! Communication that takes a large share of the step and is not hidden behind compute.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::{Ledger, Part};
 
 pub struct ExposedCommunication;
 
 /// The TensorBoard plugin's threshold: communication above 10% of the step…
-const SHARE: f64 = 0.1;
-/// …of which at least this share of the step is not overlapped by compute.
-const EXPOSED_SHARE: f64 = 0.01;
+const SHARE: f64 = 10.0;
+/// …of which this share of the step runs with no compute alongside.
+const GATE: Gate = Gate {
+    quantity: "collective time with no compute kernel alongside, % of the step (where collectives take at least 10% of it)",
+    threshold: 5.0,
+};
 
 impl Detector for ExposedCommunication {
     fn id(&self) -> &'static str {
@@ -19,40 +23,64 @@ impl Detector for ExposedCommunication {
     }
 
     fn threshold(&self) -> &'static str {
-        "collective kernel time above 10% of the steady-state step (the TensorBoard plugin's rule), of which at least 1% of the step is not overlapped by compute"
+        "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let comm = a.steady_mean(|m| m.main_device().map_or(0, |d| d.communication) as f64);
-        let step = a.step_ns();
-        if comm < SHARE * step || comm <= 0.0 {
-            return None;
-        }
-        let exposed =
-            a.steady_mean(|m| m.main_device().map_or(0, |d| d.communication_exposed) as f64);
-        if exposed < EXPOSED_SHARE * step {
-            return None;
-        }
-        let impact = a.impact(
-            exposed,
-            "collective time not overlapped by compute kernels on other streams, mean over steady-state steps: the most overlap can recover",
-        );
-        Some(finding(
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let comm_share = |k: usize| {
+            let m = &a.step_metrics[k];
+            pct(
+                m.main_device().map_or(0, |d| d.communication) as f64,
+                m.dur() as f64,
+            )
+        };
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.splits[k];
+                StepCheck {
+                    step: k,
+                    value: if comm_share(k) >= SHARE {
+                        pct(s.ns(Part::BusyCommunication) as f64, s.dur() as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(s.intervals(Part::BusyCommunication).to_vec(), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!(
-                "collectives take {:.1}% of the step ({:.2} ms); {:.2} ms of it ({:.0}%) runs with no compute alongside",
-                100.0 * comm / step,
-                comm / 1e6,
-                exposed / 1e6,
-                100.0 * exposed / comm
-            ),
-            impact,
-            0.5,
-            vec![Evidence { what: "collective kernels".into(), steps: a.steady_numbers(), events: vec!["nccl / rccl kernels".into()], count: None }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "collective time with no compute kernel alongside, mean over steady-state steps: the most overlap can recover",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let comm = a.steady.iter().map(|&k| comm_share(k)).sum::<f64>() / a.steady.len().max(1) as f64;
+        let summary = format!(
+            "collectives take {comm:.1}% of the step; {:.2} ms of it per step ({:.1}% of the step) runs with no compute alongside",
+            o.impact.ms_per_step, o.impact.pct_of_step
+        );
+        let evidence = vec![Evidence {
+            what: "collective kernels not overlapped by compute".into(),
+            steps: o.held.clone(),
+            events: Vec::new(),
+            count: None,
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
                 snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
             },
-        ))
+        )
     }
 }

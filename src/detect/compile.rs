@@ -1,11 +1,11 @@
-//! `torch.compile` graph breaks and recompilations, where the trace shows them.
+//! `torch.compile` graph breaks and recompilations, where the trace shows them (a note).
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix, Severity};
+use super::{Analysis, Note, Observer};
 use crate::model::EventKind;
 
 pub struct GraphBreaks;
 
-impl Detector for GraphBreaks {
+impl Observer for GraphBreaks {
     fn id(&self) -> &'static str {
         "compile-graph-breaks"
     }
@@ -18,7 +18,7 @@ impl Detector for GraphBreaks {
         "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let t = a.trace;
         let e = &t.events;
         let (mut regions, mut recompiled) = (0u64, Vec::new());
@@ -44,21 +44,17 @@ impl Detector for GraphBreaks {
             }
         }
         let per_step = regions as f64 / a.steady.len().max(1) as f64;
-        if per_step <= 1.0 && recompiled.is_empty() {
-            return None;
-        }
-        let mut f = finding(
-            self,
-            format!("{per_step:.0} compiled regions per step{}", if recompiled.is_empty() { String::new() } else { format!("; {} recompiled", recompiled.len()) }),
-            a.impact(0.0, "no time estimate: each graph break adds Python and launch overhead between graphs and blocks fusion across it"),
-            0.6,
-            vec![Evidence { what: "Torch-Compiled Region ranges".into(), steps: a.steady_numbers(), events: recompiled, count: Some(regions) }],
-            Fix {
-                summary: "Find the breaks and make the model graph-friendly (no .item() or data-dependent Python control flow inside); mark dynamic dimensions to stop recompilations.",
-                snippet: "TORCH_LOGS=\"graph_breaks,recompiles\" python train.py\n# or: torch._dynamo.explain(model)(x)\ntorch._dynamo.mark_dynamic(x, 0)",
-            },
-        );
-        f.severity = Severity::Medium;
-        Some(f)
+        (per_step > 1.0 || !recompiled.is_empty()).then(|| Note {
+            id: self.id(),
+            text: format!(
+                "{}: {per_step:.0} compiled regions per step{}; find the breaks with TORCH_LOGS=\"graph_breaks,recompiles\"",
+                self.title(),
+                if recompiled.is_empty() {
+                    String::new()
+                } else {
+                    format!("; recompiled: {}", recompiled.join(", "))
+                }
+            ),
+        })
     }
 }

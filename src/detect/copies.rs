@@ -1,12 +1,16 @@
 //! Frequent or large memory copies, device-to-device ones included (`.contiguous()`, `clone`).
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::model::CopyDirection;
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::Ledger;
+use crate::model::{CopyDirection, EventKind, NONE};
 
 pub struct HeavyCopies;
 
 /// Copies matter from this share of the step.
-const SHARE: f64 = 0.05;
+const GATE: Gate = Gate {
+    quantity: "GPU copy time (all directions), % of the step",
+    threshold: 5.0,
+};
 
 impl Detector for HeavyCopies {
     fn id(&self) -> &'static str {
@@ -18,39 +22,70 @@ impl Detector for HeavyCopies {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU copy time (all directions) above 5% of the steady-state step"
+        "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let by = |d: Option<CopyDirection>| {
-            move |m: &crate::metrics::RangeMetrics| -> f64 {
-                m.copies
-                    .iter()
-                    .filter(|c| d.is_none_or(|d| c.direction == d))
-                    .map(|c| c.ns as f64)
-                    .sum()
-            }
-        };
-        let all = a.steady_mean(by(None));
-        if all < SHARE * a.step_ns() {
-            return None;
-        }
-        let d2d = a.steady_mean(by(Some(CopyDirection::DeviceToDevice)));
-        let count = a.steady_mean(|m| m.copies.iter().map(|c| c.count as f64).sum());
-        let impact = a.impact(
-            d2d + (all - d2d) / 2.0,
-            "device-to-device copy time plus half the host copy time per steady-state step: layout copies can usually be avoided, host copies overlapped",
-        );
-        Some(finding(
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let t = a.trace;
+        let e = &t.events;
+        let mut shown: Vec<usize> = Vec::new();
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (mut ns, mut d2d, mut host) = (0i64, Vec::new(), Vec::new());
+                for i in a.gpu_work(k) {
+                    if e.kind[i] != EventKind::Memcpy {
+                        continue;
+                    }
+                    ns += e.dur[i];
+                    shown.push(i);
+                    let device_to_device = e.detail[i] != NONE
+                        && t.copies[e.detail[i] as usize].direction == CopyDirection::DeviceToDevice;
+                    if device_to_device { &mut d2d } else { &mut host }.push((e.start[i], e.end(i)));
+                }
+                let (start, end) = a.range(k);
+                StepCheck {
+                    step: k,
+                    value: pct(ns as f64, (end - start) as f64),
+                    claims: vec![(d2d, 1.0), (host, 0.5)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!("{count:.0} copies per step take {:.2} ms of GPU time ({:.2} ms device-to-device)", all / 1e6, d2d / 1e6),
-            impact,
-            0.5,
-            vec![Evidence { what: "GPU memcpy time per step".into(), steps: a.steady_numbers(), events: vec!["Memcpy DtoD (Device -> Device)".into(), "Memcpy HtoD".into()], count: Some(count.round() as u64) }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "device-to-device copy time plus half the host copy time per steady-state step, not already claimed by another finding: layout copies can usually be avoided, host copies overlapped",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let count = shown.len();
+        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
+        let summary = format!(
+            "copies take a median {:.1}% of the step ({:.0} per step); avoiding or overlapping them saves about {:.2} ms per step",
+            o.gate.median,
+            count as f64 / a.steady.len().max(1) as f64,
+            o.impact.ms_per_step
+        );
+        let evidence = vec![Evidence {
+            what: "the longest copies".into(),
+            steps: o.held.clone(),
+            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            count: Some(count as u64),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
                 snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
             },
-        ))
+        )
     }
 }

@@ -1,14 +1,18 @@
-//! DataLoader bottleneck: the step waits for the next batch.
+//! DataLoader bottleneck: the GPU waits while the host fetches the next batch.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::metrics::measure;
-use crate::model::{EventKind, NONE};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::{Ledger, Part};
+use crate::model::EventKind;
 use crate::window::{phase_of, Phase};
 
 pub struct DataLoaderBottleneck;
 
-/// The TensorBoard plugin's threshold: DataLoader time above 5% of the step.
-const SHARE: f64 = 0.05;
+/// GPU idle inside DataLoader ranges from 5% of the step (the TensorBoard plugin's 5% rule,
+/// counted as time the GPU loses rather than time the host spends).
+const GATE: Gate = Gate {
+    quantity: "GPU idle inside DataLoader __next__ ranges, % of the step",
+    threshold: 5.0,
+};
 
 impl Detector for DataLoaderBottleneck {
     fn id(&self) -> &'static str {
@@ -16,73 +20,78 @@ impl Detector for DataLoaderBottleneck {
     }
 
     fn title(&self) -> &'static str {
-        "The step waits for the DataLoader"
+        "The GPU waits for the DataLoader"
     }
 
     fn threshold(&self) -> &'static str {
-        "time in enumerate(DataLoader)#…__next__ above 5% of the steady-state step (the TensorBoard plugin's rule)"
+        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ at least 5% of the step, in at least half of the steady steps; training traces only"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let share = a.steady_mean(|m| m.dataloader_ns as f64) / a.step_ns().max(1.0);
-        if share <= SHARE {
-            return None;
-        }
+    fn training_only(&self) -> bool {
+        true
+    }
+
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.splits[k];
+                StepCheck {
+                    step: k,
+                    value: pct(s.ns(Part::IdleData) as f64, s.dur() as f64),
+                    claims: vec![(s.intervals(Part::IdleData).to_vec(), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
+            self,
+            a,
+            ledger,
+            GATE,
+            checks,
+            "GPU idle while the host is inside DataLoader ranges, mean over steady-state steps",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
         let t = a.trace;
         let e = &t.events;
-        let has_gpu = t.tracks.iter().any(|tr| tr.gpu);
-        let mut names = Vec::new();
-        let mut idle_ns = 0.0;
-        for i in 0..e.len() {
-            if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
-                || a.steady_step_at(e.start[i]).is_none()
-            {
-                continue;
-            }
-            let name = t.name_of(i);
-            let parent = e.parent[i];
-            if phase_of(name) != Some(Phase::DataLoading)
-                || (parent != NONE
-                    && phase_of(t.name_of(parent as usize)) == Some(Phase::DataLoading))
-            {
-                continue;
-            }
-            if !names.iter().any(|n| n == name) {
-                names.push(name.to_string());
-            }
-            // What the GPU does meanwhile: only its idle time is lost.
-            idle_ns += if has_gpu {
-                measure(t, e.start[i], e.end(i))
-                    .main_device()
-                    .map_or(0, |d| d.idle) as f64
-            } else {
-                e.dur[i] as f64
-            };
-        }
-        let per_step = idle_ns / a.steady.len().max(1) as f64;
-        let impact = a.impact(
-            per_step,
-            "GPU idle time inside DataLoader ranges (their whole length on CPU-only traces), mean over steady-state steps",
+        // The longest DataLoader ranges of the steps where the gate holds.
+        let mut ranges: Vec<usize> = (0..e.len())
+            .filter(|&i| {
+                matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
+                    && a
+                        .steady_step_at(e.start[i])
+                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
+                    && phase_of(t.name_of(i)) == Some(Phase::DataLoading)
+            })
+            .collect();
+        ranges.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
+        let loading_ms = a.steady_mean(|m| m.dataloader_ns as f64) / 1e6;
+        let summary = format!(
+            "the GPU is idle {:.2} ms per step ({:.1}% of the step) while the host loads the next batch ({loading_ms:.2} ms in the DataLoader per step)",
+            o.impact.ms_per_step, o.impact.pct_of_step
         );
-        Some(finding(
-            self,
-            format!(
-                "loading the next batch takes {:.1}% of the step; the GPU is idle for {:.2} ms of it per step",
-                100.0 * share,
-                impact.ms_per_step
+        let evidence = vec![Evidence {
+            what: format!(
+                "GPU idle inside DataLoader ranges in {} of {} steady steps",
+                o.held.len(),
+                a.steady.len()
             ),
-            impact,
-            0.8,
-            vec![Evidence {
-                what: format!("DataLoader time: {:.2} ms per step", a.steady_mean(|m| m.dataloader_ns as f64) / 1e6),
-                steps: a.steady_numbers(),
-                events: names,
-                count: None,
-            }],
+            steps: o.held.clone(),
+            events: ranges.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            count: Some(ranges.len() as u64),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
                 snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
             },
-        ))
+        )
     }
 }

@@ -1,12 +1,13 @@
-//! Multi-GPU set-ups the TensorBoard plugin warned about: DataParallel, and DDP without NCCL.
+//! Multi-GPU set-ups the TensorBoard plugin warned about, as notes (a single trace cannot tell
+//! what fixing them saves): DataParallel, and DDP without NCCL.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix, Severity};
+use super::{Analysis, Note, Observer};
 use crate::model::EventKind;
 
 pub struct DataParallel;
 pub struct DdpWithoutNccl;
 
-impl Detector for DataParallel {
+impl Observer for DataParallel {
     fn id(&self) -> &'static str {
         "data-parallel"
     }
@@ -16,45 +17,33 @@ impl Detector for DataParallel {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU kernels on more than one device in a single process's trace (the TensorBoard plugin's DataParallel rule)"
+        "compute kernels launched from one process's CPU threads onto more than one device (the TensorBoard plugin's DataParallel rule; devices that only appear in the trace's properties do not count)"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let t = a.trace;
+        let e = &t.events;
+        // Devices that run kernels this process launched: launch links, not mere presence.
         let mut devices: Vec<i64> = t
-            .tracks
+            .launches
             .iter()
-            .filter(|tr| {
-                tr.gpu
-                    && tr
-                        .events
-                        .clone()
-                        .any(|i| t.events.kind[i as usize] == EventKind::GpuKernel)
-            })
-            .filter_map(|tr| tr.device)
+            .filter(|l| e.kind[l.gpu as usize] == EventKind::GpuKernel)
+            .filter_map(|l| t.tracks[e.track[l.gpu as usize] as usize].device)
             .collect();
         devices.sort_unstable();
         devices.dedup();
-        if devices.len() < 2 {
-            return None;
-        }
-        let mut f = finding(
-            self,
-            format!("kernels run on {} GPUs ({devices:?}) from one process: DataParallel replicates the model and scatters inputs every step, bound by one Python thread", devices.len()),
-            a.impact(0.0, "no time estimate: DistributedDataParallel typically scales much better, by an amount a single trace cannot tell"),
-            0.6,
-            vec![Evidence { what: "devices with kernels".into(), steps: Vec::new(), events: Vec::new(), count: Some(devices.len() as u64) }],
-            Fix {
-                summary: "Use DistributedDataParallel, one process per GPU.",
-                snippet: "torch.distributed.init_process_group(\"nccl\")\nmodel = DDP(model.to(local_rank), device_ids=[local_rank])",
-            },
-        );
-        f.severity = Severity::Medium;
-        Some(f)
+        (devices.len() >= 2).then(|| Note {
+            id: self.id(),
+            text: format!(
+                "{}: this process launches kernels on {} GPUs ({devices:?}); DataParallel replicates the model and scatters inputs every step from one Python thread, and DistributedDataParallel (one process per GPU) usually scales better",
+                self.title(),
+                devices.len()
+            ),
+        })
     }
 }
 
-impl Detector for DdpWithoutNccl {
+impl Observer for DdpWithoutNccl {
     fn id(&self) -> &'static str {
         "ddp-without-nccl"
     }
@@ -67,22 +56,16 @@ impl Detector for DdpWithoutNccl {
         "distributedInfo names a backend other than nccl (or rccl) while the trace has GPU kernels (the TensorBoard plugin's rule)"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let t = a.trace;
         let backend = t.meta.backend.as_deref()?;
         let gpu = t.events.kind.contains(&EventKind::GpuKernel);
-        if !gpu || backend.contains("nccl") || backend.contains("rccl") {
-            return None;
-        }
-        let mut f = finding(
-            self,
-            format!("the process group uses the {backend} backend while training on GPUs"),
-            a.impact(0.0, "no time estimate: NCCL collectives run on the GPU over NVLink/InfiniBand, gloo copies through host memory"),
-            0.8,
-            vec![Evidence { what: format!("distributedInfo.backend = {backend}"), steps: Vec::new(), events: Vec::new(), count: None }],
-            Fix { summary: "Use the NCCL backend for GPU tensors.", snippet: "torch.distributed.init_process_group(backend=\"nccl\")" },
-        );
-        f.severity = Severity::Medium;
-        Some(f)
+        (gpu && !backend.contains("nccl") && !backend.contains("rccl")).then(|| Note {
+            id: self.id(),
+            text: format!(
+                "{}: the process group uses the {backend} backend while the trace has GPU kernels; NCCL collectives run on the GPU, gloo copies through host memory",
+                self.title()
+            ),
+        })
     }
 }

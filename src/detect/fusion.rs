@@ -1,6 +1,7 @@
 //! Fusion candidates: runs of short element-wise kernels back to back on one stream.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::Ledger;
 use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;
 
@@ -13,7 +14,10 @@ const RUN: usize = 4;
 /// …with gaps no longer than this…
 const GAP_NS: i64 = 10_000;
 /// …and the runs take this share of the step.
-const SHARE: f64 = 0.05;
+const GATE: Gate = Gate {
+    quantity: "time of chains of 4+ element-wise kernels under 20 µs, at most 10 µs apart on one stream, % of the step",
+    threshold: 5.0,
+};
 
 impl Detector for FusionCandidates {
     fn id(&self) -> &'static str {
@@ -25,66 +29,92 @@ impl Detector for FusionCandidates {
     }
 
     fn threshold(&self) -> &'static str {
-        "runs of 4 or more element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking 5% of the step or more"
+        "runs of 4 or more element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        let (mut runs, mut run_ns, mut saved_ns) = (0u64, 0i64, 0i64);
-        let mut names: Vec<String> = Vec::new();
-        for track in t.tracks.iter().filter(|tr| tr.gpu) {
-            let mut run: Vec<usize> = Vec::new();
-            let mut close = |run: &mut Vec<usize>| {
-                if run.len() >= RUN {
-                    runs += 1;
-                    let total: i64 = run.iter().map(|&i| e.dur[i]).sum();
-                    let longest = run.iter().map(|&i| e.dur[i]).max().unwrap_or(0);
-                    run_ns += total;
-                    // One fused kernel still does the longest kernel's work; the rest, and the
-                    // gaps, go.
-                    saved_ns +=
-                        total - longest + (e.end(run[run.len() - 1]) - e.start[run[0]] - total);
-                    for &i in run.iter().take(3) {
-                        if names.len() < 5 && !names.iter().any(|n| n == t.name_of(i)) {
-                            names.push(t.name_of(i).to_string());
+        let mut names: Vec<usize> = Vec::new();
+        let mut runs_total = 0u64;
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (mut run_ns, mut claims) = (0i64, Vec::new());
+                let mut run: Vec<usize> = Vec::new();
+                let mut close = |run: &mut Vec<usize>| {
+                    if run.len() >= RUN {
+                        runs_total += 1;
+                        let kernel_ns: i64 = run.iter().map(|&i| e.dur[i]).sum();
+                        let longest = run.iter().map(|&i| e.dur[i]).max().unwrap_or(0);
+                        let span = (e.start[run[0]], e.end(run[run.len() - 1]));
+                        run_ns += kernel_ns;
+                        // One fused kernel still does the longest kernel's work; the rest of
+                        // the chain's span (other kernels and the gaps) goes.
+                        let saved = (span.1 - span.0 - longest) as f64 / (span.1 - span.0).max(1) as f64;
+                        claims.push((vec![span], saved));
+                        if names.len() < 3 && !names.iter().any(|&n| e.name[n] == e.name[run[0]]) {
+                            names.push(run[0]);
                         }
                     }
+                    run.clear();
+                };
+                for i in a.gpu_work(k) {
+                    let candidate = e.kind[i] == EventKind::GpuKernel
+                        && e.dur[i] < SHORT_NS
+                        && is_elementwise(t.name_of(i));
+                    let breaks = run.last().is_some_and(|&p| {
+                        e.track[p] != e.track[i] || e.start[i] - e.end(p) > GAP_NS
+                    });
+                    if !candidate || breaks {
+                        close(&mut run);
+                    }
+                    if candidate {
+                        run.push(i);
+                    }
                 }
-                run.clear();
-            };
-            for i in track.events.clone().map(|i| i as usize) {
-                let candidate = e.kind[i] == EventKind::GpuKernel
-                    && e.dur[i] < SHORT_NS
-                    && is_elementwise(t.name_of(i))
-                    && a.steady_step_at(e.start[i]).is_some();
-                if !candidate || run.last().is_some_and(|&p| e.start[i] - e.end(p) > GAP_NS) {
-                    close(&mut run);
+                close(&mut run);
+                let (start, end) = a.range(k);
+                StepCheck {
+                    step: k,
+                    value: pct(run_ns as f64, (end - start) as f64),
+                    claims,
                 }
-                if candidate {
-                    run.push(i);
-                }
-            }
-            close(&mut run);
-        }
-        let steps = a.steady.len().max(1) as f64;
-        if runs == 0 || (run_ns as f64 / steps) < SHARE * a.step_ns() {
-            return None;
-        }
-        let impact = a.impact(
-            saved_ns as f64 / steps,
-            "per run, the time of all but its longest kernel plus the gaps between them, per steady-state step: what one fused kernel would not spend",
-        );
-        Some(finding(
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!("{:.0} chains of short element-wise kernels per step take {:.2} ms", runs as f64 / steps, run_ns as f64 / steps / 1e6),
-            impact,
-            0.5,
-            vec![Evidence { what: "element-wise kernel chains".into(), steps: a.steady_numbers(), events: names, count: Some(runs) }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let summary = format!(
+            "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",
+            runs_total as f64 / a.steady.len().max(1) as f64,
+            o.gate.median,
+            o.impact.ms_per_step
+        );
+        let evidence = vec![Evidence {
+            what: "the first kernel of some chains".into(),
+            steps: o.held.clone(),
+            events: names.iter().map(|&i| a.event_ref(i)).collect(),
+            count: Some(runs_total),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
                 snippet: "model = torch.compile(model)",
             },
-        ))
+        )
     }
 }

@@ -1,12 +1,17 @@
 //! Host–device synchronization inside the step: the CPU stops queueing work until the GPU is
-//! done, so the GPU drains and waits.
+//! done, so the GPU drains and waits for the next launch.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::{Ledger, Part, SYNC_REFILL_NS};
+use crate::model::{EventKind, RuntimeClass, NONE};
 
 pub struct HostSync;
 
-/// A synchronization matters when the GPU idles after it for at least this share of the step.
-const IDLE_SHARE: f64 = 0.01;
+/// GPU idle during and right after synchronizing calls from 2% of the step.
+const GATE: Gate = Gate {
+    quantity: "GPU idle during and in the 1 ms after synchronizing calls, % of the step",
+    threshold: 2.0,
+};
 
 impl Detector for HostSync {
     fn id(&self) -> &'static str {
@@ -18,44 +23,85 @@ impl Detector for HostSync {
     }
 
     fn threshold(&self) -> &'static str {
-        "synchronize calls, blocking cudaMemcpy, aten::item or data-dependent ops (nonzero, masked_select, unique) in steady-state steps, with GPU idle in the 1 ms after the synchronizations at least 1% of the step"
+        "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, at least 2% of the step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let syncs = a.steady_mean(|m| m.sync_calls as f64);
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.splits[k];
+                StepCheck {
+                    step: k,
+                    value: pct(s.ns(Part::IdleSync) as f64, s.dur() as f64),
+                    claims: vec![(s.intervals(Part::IdleSync).to_vec(), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
+            self,
+            a,
+            ledger,
+            GATE,
+            checks,
+            "GPU idle during synchronizing calls and in the 1 ms after each, mean over steady-state steps: the pipeline drain and refill the sync causes",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let t = a.trace;
+        let e = &t.events;
+        let syncs: Vec<usize> = (0..e.len())
+            .filter(|&i| {
+                e.kind[i] == EventKind::RuntimeCall
+                    && e.detail[i] != NONE
+                    && match t.runtime[e.detail[i] as usize].class {
+                        RuntimeClass::Synchronize => true,
+                        RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
+                        _ => false,
+                    }
+                    && a
+                        .steady_step_at(e.start[i])
+                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
+            })
+            .collect();
+        // The syncs followed by the most GPU idle, by the idle part they overlap.
+        let mut ranked: Vec<(usize, i64)> = syncs
+            .iter()
+            .map(|&i| {
+                let k = a.steady_step_at(e.start[i]).unwrap_or(0);
+                let idle = crate::attribution::intersect(
+                    a.splits[k].intervals(Part::IdleSync),
+                    &[(e.start[i], e.end(i) + SYNC_REFILL_NS)],
+                );
+                (i, crate::metrics::total(&idle))
+            })
+            .collect();
+        ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
         let items = a.steady_mean(|m| m.item_calls as f64);
         let data_dependent = a.steady_mean(|m| m.data_dependent_calls as f64);
-        if syncs + items + data_dependent < 1.0 || !a.trace.tracks.iter().any(|t| t.gpu) {
-            return None;
-        }
-        let idle = a.steady_mean(|m| m.idle_after_sync_ns as f64);
-        if idle < IDLE_SHARE * a.step_ns() {
-            return None;
-        }
-        let impact = a.impact(
-            idle,
-            "GPU idle time in the 1 ms after each synchronize call, mean over steady-state steps: the pipeline drain the sync causes",
+        let summary = format!(
+            "{:.1} synchronizing calls per step ({items:.1} .item(), {data_dependent:.1} data-dependent ops); the GPU then idles {:.2} ms per step ({:.1}%)",
+            syncs.len() as f64 / a.steady.len().max(1) as f64,
+            o.impact.ms_per_step,
+            o.impact.pct_of_step
         );
-        let mut events = vec![format!("{syncs:.1} synchronize calls per step")];
-        if items > 0.0 {
-            events.push(format!(
-                "{items:.1} aten::item / _local_scalar_dense per step"
-            ));
-        }
-        Some(finding(
+        let evidence = vec![Evidence {
+            what: "the synchronizing calls followed by the most GPU idle".into(),
+            steps: o.held.clone(),
+            events: ranked.iter().take(3).map(|&(i, _)| a.event_ref(i)).collect(),
+            count: Some(syncs.len() as u64),
+        }];
+        finding(
             self,
-            format!(
-                "{syncs:.1} synchronize calls and {items:.1} .item() calls per step stall the CPU for {:.2} ms; the GPU then idles {:.2} ms per step",
-                a.steady_mean(|m| m.sync_ns as f64) / 1e6,
-                impact.ms_per_step
-            ),
-            impact,
-            0.6,
-            vec![Evidence { what: "synchronization points".into(), steps: a.steady_numbers(), events, count: Some((syncs + items).round() as u64) }],
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
                 snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
             },
-        ))
+        )
     }
 }

@@ -1,15 +1,17 @@
-//! Launch-bound: many tiny kernels whose launch overhead the GPU waits on.
+//! Launch-bound: many tiny kernels whose launches the GPU waits on.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::metrics::SHORT_KERNEL_NS;
+use super::utilization::{MID_STEP_IDLE, SHORT_SHARE, SHORT_US};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::Ledger;
 
 pub struct LaunchBound;
 
-/// Share of kernels shorter than `SHORT_KERNEL_NS` from which the step counts as launch-bound
-/// (Holistic Trace Analysis reports the same < 10 µs share in its kernel-launch statistics).
-const SHORT_SHARE: f64 = 0.5;
-/// …provided the GPU idles on launches for at least this share of the step.
-const IDLE_SHARE: f64 = 0.1;
+/// Mid-step idle from 10% of the step, in steps where most kernels are short (Holistic Trace
+/// Analysis reports the same < 10 µs share in its kernel-launch statistics).
+const GATE: Gate = Gate {
+    quantity: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) when at least half of the kernels run under 10 µs, % of the step",
+    threshold: 10.0,
+};
 
 impl Detector for LaunchBound {
     fn id(&self) -> &'static str {
@@ -21,58 +23,64 @@ impl Detector for LaunchBound {
     }
 
     fn threshold(&self) -> &'static str {
-        "at least 50% of kernels shorter than 10 µs, and GPU idle on host or kernel wait at least 10% of the steady-state step"
+        "at least 50% of the step's kernels shorter than 10 µs, and GPU idle between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let kernels = a.steady_mean(|m| m.kernels as f64);
-        if kernels < 1.0 {
-            return None;
-        }
-        let short = a.steady_mean(|m| m.short_kernels as f64) / kernels;
-        let wait = a.steady_mean(|m| {
-            m.main_device()
-                .map_or(0, |d| d.idle_host_wait + d.idle_kernel_wait) as f64
-        });
-        // The launch overhead proper: gaps between queued kernels, plus host wait up to the CPU
-        // time spent in launch calls.
-        let overhead = a.steady_mean(|m| {
-            m.main_device().map_or(0, |d| {
-                d.idle_kernel_wait + d.idle_host_wait.min(m.launch_call_ns)
-            }) as f64
-        });
-        let step = a.step_ns();
-        if short < SHORT_SHARE || wait < IDLE_SHARE * step {
-            return None;
-        }
-        let launches = a.steady_mean(|m| m.launch_calls as f64);
-        let launch_ns = a.steady_mean(|m| m.launch_call_ns as f64);
-        let delay = a.steady_mean(|m| m.launch_delay_median_ns.unwrap_or(0) as f64);
-        let impact = a.impact(
-            overhead,
-            "GPU kernel-wait idle plus host-wait idle up to the CPU time spent in launch calls, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove",
-        );
-        Some(finding(
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
+                let short = m.short_kernels as f64 / m.kernels.max(1) as f64;
+                StepCheck {
+                    step: k,
+                    value: if s.has_gpu() && m.kernels > 0 && short >= SHORT_SHARE {
+                        pct(s.ns_of(&MID_STEP_IDLE) as f64, s.dur() as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(s.intervals_of(&MID_STEP_IDLE), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!(
-                "{:.0}% of the {kernels:.0} kernels per step run under {} µs; {launches:.0} launch calls take {:.2} ms of CPU time, median launch-to-start delay {:.1} µs",
-                100.0 * short,
-                SHORT_KERNEL_NS / 1000,
-                launch_ns / 1e6,
-                delay / 1e3
-            ),
-            impact,
-            0.7,
-            vec![Evidence {
-                what: format!("{:.0} short kernels per step", kernels * short),
-                steps: a.steady_numbers(),
-                events: Vec::new(),
-                count: Some((kernels * short).round() as u64),
-            }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let kernels = a.steady_mean(|m| m.kernels as f64);
+        let short = a.steady_mean(|m| m.short_kernels as f64);
+        let launches = a.steady_mean(|m| m.launch_calls as f64);
+        let launch_ms = a.steady_mean(|m| m.launch_call_ns as f64) / 1e6;
+        let delay = a.steady_mean(|m| m.launch_delay_median_ns.unwrap_or(0) as f64);
+        let summary = format!(
+            "{:.0}% of the {kernels:.0} kernels per step run under {SHORT_US} µs; {launches:.0} launch calls take {launch_ms:.2} ms of CPU time (median launch-to-start {:.1} µs), and the GPU idles {:.2} ms per step between them",
+            pct(short, kernels),
+            delay / 1e3,
+            o.impact.ms_per_step
+        );
+        let evidence = vec![Evidence {
+            what: format!("{short:.0} kernels under {SHORT_US} µs per step"),
+            steps: o.held.clone(),
+            events: Vec::new(),
+            count: Some(short.round() as u64),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
                 snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
             },
-        ))
+        )
     }
 }

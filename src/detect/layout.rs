@@ -1,6 +1,7 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::EventKind;
 
@@ -9,7 +10,10 @@ pub struct LayoutTransforms;
 /// Layout kernels from this share of convolution time…
 const SHARE_OF_CONV: f64 = 0.05;
 /// …and this share of the step.
-const SHARE_OF_STEP: f64 = 0.01;
+const GATE: Gate = Gate {
+    quantity: "layout conversion kernel time, % of the step (where it is at least 5% of convolution time)",
+    threshold: 1.0,
+};
 
 impl Detector for LayoutTransforms {
     fn id(&self) -> &'static str {
@@ -21,49 +25,78 @@ impl Detector for LayoutTransforms {
     }
 
     fn threshold(&self) -> &'static str {
-        "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) above 5% of convolution kernel time and 1% of the step"
+        "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        let (mut layout, mut conv, mut count) = (0i64, 0i64, 0u64);
-        let mut names: Vec<String> = Vec::new();
-        let mut kernel_names = KernelNames::default();
-        for i in 0..e.len() {
-            if e.kind[i] != EventKind::GpuKernel || a.steady_step_at(e.start[i]).is_none() {
-                continue;
-            }
-            let traits = kernel_names.of_event(t, i);
-            if traits.layout {
-                layout += e.dur[i];
-                count += 1;
-                if names.len() < 5 && !names.iter().any(|n| n == t.name_of(i)) {
-                    names.push(t.name_of(i).to_string());
+        let mut names = KernelNames::default();
+        let mut shown: Vec<usize> = Vec::new();
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (mut layout, mut conv, mut iv) = (0i64, 0i64, Vec::new());
+                for i in a.gpu_work(k) {
+                    if e.kind[i] != EventKind::GpuKernel {
+                        continue;
+                    }
+                    let traits = names.of_event(t, i);
+                    if traits.layout {
+                        layout += e.dur[i];
+                        iv.push((e.start[i], e.end(i)));
+                        shown.push(i);
+                    } else if traits.convolution {
+                        conv += e.dur[i];
+                    }
                 }
-            } else if traits.convolution {
-                conv += e.dur[i];
-            }
-        }
-        let steps = a.steady.len().max(1) as f64;
-        let per_step = layout as f64 / steps;
-        if conv == 0
-            || (layout as f64) < SHARE_OF_CONV * conv as f64
-            || per_step < SHARE_OF_STEP * a.step_ns()
-        {
-            return None;
-        }
-        let impact = a.impact(per_step, "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none");
-        Some(finding(
+                let (start, end) = a.range(k);
+                StepCheck {
+                    step: k,
+                    value: if conv > 0 && layout as f64 >= SHARE_OF_CONV * conv as f64 {
+                        pct(layout as f64, (end - start) as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(iv, 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!("{:.1} layout conversions per step take {:.2} ms, {:.0}% of the convolution time", count as f64 / steps, per_step / 1e6, 100.0 * layout as f64 / conv as f64),
-            impact,
-            0.7,
-            vec![Evidence { what: "layout conversion kernels".into(), steps: a.steady_numbers(), events: names, count: Some(count) }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let count = shown.len();
+        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
+        let summary = format!(
+            "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",
+            count as f64 / a.steady.len().max(1) as f64,
+            o.impact.ms_per_step,
+            o.impact.pct_of_step
+        );
+        let evidence = vec![Evidence {
+            what: "the longest layout conversion kernels".into(),
+            steps: o.held.clone(),
+            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            count: Some(count as u64),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
                 snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
             },
-        ))
+        )
     }
 }

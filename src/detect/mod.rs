@@ -1,9 +1,14 @@
-//! The catalogue of performance anti-patterns: one detector per module, each with its
-//! threshold, evidence, estimated time recoverable and fix.
+//! The catalogue of performance anti-patterns: one detector per module, each with its gate,
+//! evidence, the time it costs and the fix.
 //!
-//! Reads the model, the windows and the metrics ([`Analysis`]); writes [`Finding`]s. Detectors are
-//! unit structs listed in [`DETECTORS`]; the report and `ttap analyze --list` are generated from
-//! that list.
+//! Reads the model, the windows, the metrics and the step attribution ([`Analysis`]); writes
+//! [`Finding`]s and [`Note`]s. Every detector measures one quantity per steady-state step and
+//! states its gate on it ([`Gate`]); [`judge`] keeps a finding only where the gate holds in at
+//! least half of the steady steps and the time it explains is measurable, claims that time from
+//! the step attribution through a [`Ledger`] (so findings never count the same time twice and
+//! never sum past the step), and derives severity and confidence from the measurements.
+//! Observations without a time cost ([`Observer`]s), and gates that hold too rarely or cost too
+//! little, become notes, never ranked with findings.
 
 mod allocator;
 mod attention;
@@ -21,18 +26,25 @@ mod pageable_copy;
 mod tensor_cores;
 mod utilization;
 
-use crate::metrics::{measure, RangeMetrics};
-use crate::model::Trace;
+use crate::attribution::{main_device, split_steps, Intervals, Ledger, StepSplit};
+use crate::metrics::{in_range, measure, RangeMetrics};
+use crate::model::{EventKind, Trace};
 use crate::window::{split, Steps};
 
-/// What every detector reads: the trace, its steps and windows, and their metrics.
+/// What every detector reads: the trace, its steps and windows, their metrics and attribution.
 pub struct Analysis<'t> {
     pub trace: &'t Trace,
     pub steps: Steps,
     /// One per step, in step order.
     pub step_metrics: Vec<RangeMetrics>,
+    /// One per step, in step order: the step's time split on the main GPU.
+    pub splits: Vec<StepSplit>,
     /// Indices of the steady-state steps (warm-up left out).
     pub steady: Vec<usize>,
+    /// Whether the trace records training (backward or optimizer work), not inference.
+    pub training: bool,
+    /// The GPU the attribution is of (`None`: no GPU work; `Some(None)`: a GPU without index).
+    pub main_device: Option<Option<i64>>,
 }
 
 impl<'t> Analysis<'t> {
@@ -43,12 +55,17 @@ impl<'t> Analysis<'t> {
             .iter()
             .map(|s| measure(trace, s.start, s.end))
             .collect();
+        let ranges: Vec<(i64, i64)> = steps.steps.iter().map(|s| (s.start, s.end)).collect();
+        let splits = split_steps(trace, &ranges);
         let steady = steps.steady();
         Analysis {
             trace,
             steps,
             step_metrics,
+            splits,
             steady,
+            training: is_training(trace),
+            main_device: main_device(trace),
         }
     }
 
@@ -97,6 +114,66 @@ impl<'t> Analysis<'t> {
             .map(|&i| self.steps.steps[i].number)
             .collect()
     }
+
+    /// Whether the trace has any GPU track.
+    pub fn has_gpu(&self) -> bool {
+        self.trace.tracks.iter().any(|t| t.gpu)
+    }
+
+    /// `[start, end)` of step `step`.
+    pub fn range(&self, step: usize) -> (i64, i64) {
+        let s = &self.steps.steps[step];
+        (s.start, s.end)
+    }
+
+    /// GPU work (kernels, collectives, copies, memsets) of the main device that starts in step
+    /// `step`, track by track, each track in start order.
+    pub fn gpu_work(&self, step: usize) -> Vec<usize> {
+        let t = self.trace;
+        let Some(device) = self.main_device else {
+            return Vec::new();
+        };
+        let (start, end) = self.range(step);
+        let mut out = Vec::new();
+        for (k, track) in t.tracks.iter().enumerate() {
+            if track.gpu && track.device == device {
+                out.extend(in_range(t, k, start, end).filter(|&i| {
+                    t.events.start[i] >= start && t.events.kind[i].is_gpu_work()
+                }));
+            }
+        }
+        out
+    }
+
+    /// Event `i` for evidence: its name, where it starts (from the trace's start) and how long
+    /// it lasts.
+    pub fn event_ref(&self, i: usize) -> String {
+        let t = self.trace;
+        let origin = t.meta.span.map_or(0, |s| s.0);
+        format!(
+            "{} at {:.3} ms ({:.3} ms)",
+            t.name_of(i),
+            (t.events.start[i] - origin) as f64 / 1e6,
+            t.events.dur[i] as f64 / 1e6
+        )
+    }
+}
+
+/// Backward or optimizer ops on the CPU: the trace records training.
+fn is_training(t: &Trace) -> bool {
+    let e = &t.events;
+    let mut seen = rustc_hash::FxHashSet::default();
+    (0..e.len()).any(|i| {
+        matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
+            && seen.insert(e.name[i])
+            && {
+                let name = t.name_of(i);
+                name.starts_with("autograd::engine")
+                    || name.starts_with("Optimizer.step")
+                    || name.contains("Backward0")
+                    || name.contains("## backward ##")
+            }
+    })
 }
 
 /// How bad a finding is, from its share of the step.
@@ -108,7 +185,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    /// High from 20% of the step, medium from 5%.
+    /// High from 20% of the step, medium from 5%, low below.
     pub fn of(pct_of_step: f64) -> Severity {
         if pct_of_step >= 20.0 {
             Severity::High
@@ -142,7 +219,7 @@ pub struct Evidence {
     pub what: String,
     /// Step numbers concerned (empty: the whole trace).
     pub steps: Vec<i64>,
-    /// Event names, most important first.
+    /// Events that show it, by name and time, most important first.
     pub events: Vec<String>,
     pub count: Option<u64>,
 }
@@ -152,6 +229,54 @@ pub struct Evidence {
 pub struct Fix {
     pub summary: &'static str,
     pub snippet: &'static str,
+}
+
+/// A detector's gate: the quantity it measures per steady step and the threshold it must reach.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gate {
+    /// What is measured, with its unit (e.g. "GPU idle in DataLoader ranges, % of the step").
+    pub quantity: &'static str,
+    pub threshold: f64,
+}
+
+/// How the gate fared: the inputs of the confidence, so a reader can check it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateCheck {
+    pub gate: Gate,
+    /// Steady steps where the gate holds, of `steady_steps`.
+    pub held_steps: usize,
+    pub steady_steps: usize,
+    /// Median of the measured quantity over the steps where the gate holds.
+    pub median: f64,
+    /// `median / threshold`.
+    pub margin: f64,
+}
+
+/// Share of steady steps in which a gate must hold for a finding.
+pub const MIN_CONSISTENCY: f64 = 0.5;
+/// A finding must explain at least this share of the step, in percent…
+pub const MIN_COST_PCT: f64 = 0.5;
+/// …and at least this many milliseconds per step.
+pub const MIN_COST_MS: f64 = 0.005;
+
+impl GateCheck {
+    /// `consistency × margin factor`: the share of steady steps where the gate holds, times a
+    /// factor that grows from 0.5 at the threshold to 1 at twice the threshold.
+    pub fn confidence(&self) -> f32 {
+        let consistency = self.held_steps as f64 / self.steady_steps.max(1) as f64;
+        let factor = (0.5 + 0.5 * (self.margin - 1.0)).clamp(0.5, 1.0);
+        ((consistency * factor * 100.0).round() / 100.0) as f32
+    }
+}
+
+/// One steady step's time a finding explains.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepCost {
+    pub number: i64,
+    /// Time claimed in this step, in milliseconds.
+    pub ms: f64,
+    /// The gated quantity in this step.
+    pub value: f64,
 }
 
 /// One anti-pattern found in the trace.
@@ -164,11 +289,17 @@ pub struct Finding {
     pub summary: String,
     pub severity: Severity,
     pub impact: Impact,
-    /// 0 to 1: how sure the detector is that fixing this recovers the estimated time.
+    /// 0 to 1, from [`GateCheck::confidence`].
     pub confidence: f32,
+    pub gate: GateCheck,
+    /// The steps where it costs most (at most [`WORST_STEPS`]), worst first.
+    pub worst_steps: Vec<StepCost>,
     pub evidence: Vec<Evidence>,
     pub fix: Fix,
 }
+
+/// Steps listed in a finding's `worst_steps`.
+pub const WORST_STEPS: usize = 3;
 
 impl Finding {
     /// Whether the finding concerns step `number`: its evidence names it, or names no step at
@@ -179,70 +310,244 @@ impl Finding {
     }
 }
 
+/// An observation worth a line that is not a ranked finding: no time estimate, or a gate that
+/// holds too rarely or costs too little.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    /// The detector or observer id.
+    pub id: &'static str,
+    pub text: String,
+}
+
+/// What a detector measured in one steady step.
+#[derive(Clone, Debug, Default)]
+pub struct StepCheck {
+    /// Index into `Analysis::steps.steps`.
+    pub step: usize,
+    /// The gated quantity.
+    pub value: f64,
+    /// The time the finding explains in this step when the gate holds: intervals of the step
+    /// (parts of the attribution, or the events that cost it) and the share of them it claims.
+    pub claims: Vec<(Intervals, f64)>,
+}
+
+/// A gate that held, with the time claimed.
+pub struct Outcome {
+    pub gate: GateCheck,
+    pub impact: Impact,
+    pub worst_steps: Vec<StepCost>,
+    /// Step numbers where the gate holds.
+    pub held: Vec<i64>,
+}
+
+/// Why a detector has no finding.
+pub enum Verdict {
+    Finding(Finding),
+    Note(Note),
+    Nothing,
+}
+
 /// One anti-pattern's detector.
 pub trait Detector: Sync {
     /// Stable id, e.g. `dataloader-bottleneck`.
     fn id(&self) -> &'static str;
     fn title(&self) -> &'static str;
-    /// The threshold that triggers it, and where the value comes from.
+    /// The gate in words, and where the value comes from.
     fn threshold(&self) -> &'static str;
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding>;
+    /// Whether the pattern exists only in training (DataLoader, optimizer, `zero_grad`).
+    fn training_only(&self) -> bool {
+        false
+    }
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict;
 }
 
-/// Every detector, in catalogue order.
+/// An observation with no time cost of its own (the trace cannot tell what fixing it saves).
+pub trait Observer: Sync {
+    fn id(&self) -> &'static str;
+    fn title(&self) -> &'static str;
+    fn threshold(&self) -> &'static str;
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note>;
+}
+
+/// Every detector, in the order it claims time: root causes of idle time first (data, the
+/// allocator, synchronization, host-only time, launch overhead), then what a busy GPU spends.
 pub static DETECTORS: &[&dyn Detector] = &[
     &dataloader::DataLoaderBottleneck,
-    &utilization::LowUtilization,
-    &utilization::HostOnlyTime,
-    &launch_bound::LaunchBound,
+    &allocator::AllocatorChurn,
     &host_sync::HostSync,
     &pageable_copy::PageableCopy,
-    &tensor_cores::NoTensorCores,
-    &allocator::AllocatorChurn,
-    &allocator::MemoryPressure,
-    &communication::ExposedCommunication,
-    &distributed::DataParallel,
-    &distributed::DdpWithoutNccl,
-    &layout::LayoutTransforms,
-    &attention::UnfusedAttention,
-    &attention::AttentionHotSpot,
-    &copies::HeavyCopies,
+    &utilization::HostOnlyTime,
     &optimizer::UnfusedOptimizer,
+    &launch_bound::LaunchBound,
+    &utilization::LowUtilization,
+    &communication::ExposedCommunication,
+    &layout::LayoutTransforms,
+    &tensor_cores::NoTensorCores,
+    &attention::UnfusedAttention,
     &optimizer::ZeroGradMemset,
     &fusion::FusionCandidates,
+    &copies::HeavyCopies,
+];
+
+/// Every observer, in catalogue order.
+pub static OBSERVERS: &[&dyn Observer] = &[
+    &allocator::MemoryPressure,
+    &distributed::DataParallel,
+    &distributed::DdpWithoutNccl,
+    &attention::AttentionHotSpot,
     &compile::GraphBreaks,
 ];
 
-/// Runs every detector; findings ranked by estimated time recoverable.
-pub fn run(a: &Analysis<'_>) -> Vec<Finding> {
-    let mut found: Vec<Finding> = DETECTORS.iter().filter_map(|d| d.detect(a)).collect();
-    found.sort_by(|x, y| {
+/// The findings, ranked by time recoverable per step, and the notes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Detected {
+    pub findings: Vec<Finding>,
+    pub notes: Vec<Note>,
+}
+
+/// Runs every detector and observer.
+pub fn run(a: &Analysis<'_>) -> Detected {
+    let mut ledger = Ledger::new(a.steps.steps.len());
+    let mut out = Detected::default();
+    for d in DETECTORS {
+        if d.training_only() && !a.training {
+            continue;
+        }
+        match d.detect(a, &mut ledger) {
+            Verdict::Finding(f) => out.findings.push(f),
+            Verdict::Note(n) => out.notes.push(n),
+            Verdict::Nothing => {}
+        }
+    }
+    out.notes
+        .extend(OBSERVERS.iter().filter_map(|o| o.observe(a)));
+    out.findings.sort_by(|x, y| {
         y.impact
             .ms_per_step
             .total_cmp(&x.impact.ms_per_step)
             .then_with(|| y.severity.cmp(&x.severity))
             .then_with(|| x.id.cmp(y.id))
     });
-    found
+    out
 }
 
-/// A finding's common parts, filled from the detector.
+/// Keeps a gate that holds in at least [`MIN_CONSISTENCY`] of the steady steps and explains at
+/// least [`MIN_COST_PCT`] of the step: claims its time (only in the steps where it holds) and
+/// measures it. Otherwise a note saying what was seen, or nothing when the gate never held.
+pub fn judge(
+    d: &dyn Detector,
+    a: &Analysis<'_>,
+    ledger: &mut Ledger,
+    gate: Gate,
+    checks: Vec<StepCheck>,
+    method: &'static str,
+) -> Result<Outcome, Verdict> {
+    let steady = a.steady.len();
+    let held: Vec<&StepCheck> = checks.iter().filter(|c| c.value >= gate.threshold).collect();
+    if held.is_empty() || steady == 0 {
+        return Err(Verdict::Nothing);
+    }
+    let mut values: Vec<f64> = held.iter().map(|c| c.value).collect();
+    values.sort_by(f64::total_cmp);
+    let median = values[values.len() / 2];
+    let check = GateCheck {
+        gate,
+        held_steps: held.len(),
+        steady_steps: steady,
+        median,
+        margin: if gate.threshold > 0.0 {
+            median / gate.threshold
+        } else {
+            1.0
+        },
+    };
+    if (held.len() as f64) < MIN_CONSISTENCY * steady as f64 {
+        return Err(Verdict::Note(Note {
+            id: d.id(),
+            text: format!(
+                "{}: {} reaches {} in {} of {} steady steps (median {:.1}); a finding needs at least half of them",
+                d.title(),
+                gate.quantity,
+                gate.threshold,
+                held.len(),
+                steady,
+                median
+            ),
+        }));
+    }
+    let mut trial = ledger.clone();
+    let mut costs: Vec<StepCost> = held
+        .iter()
+        .map(|c| {
+            let range = a.range(c.step);
+            let ns: f64 = c
+                .claims
+                .iter()
+                .map(|(iv, fraction)| trial.claim(c.step, range, iv, *fraction))
+                .sum();
+            StepCost {
+                number: a.steps.steps[c.step].number,
+                ms: ns / 1e6,
+                value: c.value,
+            }
+        })
+        .collect();
+    let per_step_ns = costs.iter().map(|c| c.ms * 1e6).sum::<f64>() / steady as f64;
+    let impact = a.impact(per_step_ns, method);
+    if impact.pct_of_step < MIN_COST_PCT || impact.ms_per_step < MIN_COST_MS {
+        return Err(Verdict::Note(Note {
+            id: d.id(),
+            text: format!(
+                "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% a finding needs",
+                d.title(),
+                gate.quantity,
+                gate.threshold,
+                held.len(),
+                steady,
+                impact.ms_per_step,
+                impact.pct_of_step
+            ),
+        }));
+    }
+    *ledger = trial;
+    let held_numbers = costs.iter().map(|c| c.number).collect();
+    costs.sort_by(|x, y| y.ms.total_cmp(&x.ms).then(x.number.cmp(&y.number)));
+    costs.truncate(WORST_STEPS);
+    Ok(Outcome {
+        gate: check,
+        impact,
+        worst_steps: costs,
+        held: held_numbers,
+    })
+}
+
+/// A finding from a kept [`Outcome`].
 pub(crate) fn finding(
     d: &dyn Detector,
+    outcome: Outcome,
     summary: String,
-    impact: Impact,
-    confidence: f32,
     evidence: Vec<Evidence>,
     fix: Fix,
-) -> Finding {
-    Finding {
+) -> Verdict {
+    Verdict::Finding(Finding {
         id: d.id(),
         title: d.title(),
         summary,
-        severity: Severity::of(impact.pct_of_step),
-        impact,
-        confidence,
+        severity: Severity::of(outcome.impact.pct_of_step),
+        confidence: outcome.gate.confidence(),
+        impact: outcome.impact,
+        gate: outcome.gate,
+        worst_steps: outcome.worst_steps,
         evidence,
         fix,
+    })
+}
+
+/// `part` as a percentage of `whole`.
+pub(crate) fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
     }
 }

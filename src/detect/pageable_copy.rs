@@ -1,14 +1,18 @@
 //! Pageable host-to-device copies: staged through a bounce buffer, synchronous with the host.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
-use crate::model::{CopyDirection, HostMemory};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::{main_device, Ledger};
+use crate::metrics::in_range;
+use crate::model::{CopyDirection, EventKind, HostMemory, NONE};
 
 pub struct PageableCopy;
 
-/// Pageable copies matter from this share of the step in copy time…
-const MIN_SHARE: f64 = 0.01;
-/// …or from this many bytes per step.
-const MIN_BYTES: f64 = 1e6;
+/// Pageable copies matter from 1% of the step in copy time or 1 MB per step: the gated value is
+/// the larger of the two, each over its own threshold.
+const GATE: Gate = Gate {
+    quantity: "pageable copies per step: the larger of (copy time in % of the step) and (MB copied)",
+    threshold: 1.0,
+};
 
 impl Detector for PageableCopy {
     fn id(&self) -> &'static str {
@@ -20,48 +24,90 @@ impl Detector for PageableCopy {
     }
 
     fn threshold(&self) -> &'static str {
-        "host-to-device or device-to-host copies from pageable memory in steady-state steps taking at least 1% of the step or moving at least 1 MB per step"
+        "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let pageable = |m: &crate::metrics::RangeMetrics| -> (f64, f64, f64) {
-            m.copies
-                .iter()
-                .filter(|c| {
-                    c.host_memory == HostMemory::Pageable
-                        && matches!(
-                            c.direction,
-                            CopyDirection::HostToDevice | CopyDirection::DeviceToHost
-                        )
-                })
-                .fold((0.0, 0.0, 0.0), |acc, c| {
-                    (
-                        acc.0 + c.count as f64,
-                        acc.1 + c.bytes as f64,
-                        acc.2 + c.ns as f64,
-                    )
-                })
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let t = a.trace;
+        let e = &t.events;
+        let Some(device) = main_device(t) else {
+            return Verdict::Nothing;
         };
-        let count = a.steady_mean(|m| pageable(m).0);
-        let bytes = a.steady_mean(|m| pageable(m).1);
-        let ns = a.steady_mean(|m| pageable(m).2);
-        if count <= 0.0 || (ns < MIN_SHARE * a.step_ns() && bytes < MIN_BYTES) {
-            return None;
+        let mut shown: Vec<usize> = Vec::new();
+        let mut count = 0u64;
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (start, end) = a.range(k);
+                let (mut ns, mut bytes, mut iv) = (0i64, 0u64, Vec::new());
+                for (tk, track) in t.tracks.iter().enumerate() {
+                    if !track.gpu || track.device != device {
+                        continue;
+                    }
+                    for i in in_range(t, tk, start, end) {
+                        if e.kind[i] != EventKind::Memcpy || e.detail[i] == NONE || e.start[i] < start
+                        {
+                            continue;
+                        }
+                        let c = &t.copies[e.detail[i] as usize];
+                        if c.host_memory == HostMemory::Pageable
+                            && matches!(
+                                c.direction,
+                                CopyDirection::HostToDevice | CopyDirection::DeviceToHost
+                            )
+                        {
+                            ns += e.dur[i];
+                            bytes += c.bytes.unwrap_or(0);
+                            iv.push((e.start[i], e.end(i)));
+                            shown.push(i);
+                        }
+                    }
+                }
+                let value = pct(ns as f64, (end - start) as f64).max(bytes as f64 / 1e6);
+                StepCheck {
+                    step: k,
+                    value: if iv.is_empty() { 0.0 } else { value },
+                    claims: vec![(iv, 0.5)],
+                }
+            })
+            .collect::<Vec<_>>();
+        for c in &checks {
+            count += c.claims[0].0.len() as u64;
         }
-        let impact = a.impact(
-            ns / 2.0,
-            "half the pageable copy time per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, overlap compute",
-        );
-        Some(finding(
+        let o = match judge(
             self,
-            format!("{count:.1} copies per step ({:.1} MB) go through pageable host memory, taking {:.3} ms of GPU copy time", bytes / 1e6, ns / 1e6),
-            impact,
-            0.7,
-            vec![Evidence { what: "pageable copies".into(), steps: a.steady_numbers(), events: vec!["Memcpy HtoD (Pageable -> Device)".into()], count: Some(count.round() as u64) }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "half the pageable copy time per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, overlap compute",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
+        let steps = a.steady.len().max(1) as f64;
+        let summary = format!(
+            "{:.1} copies per step go through pageable host memory; pinning them saves about {:.3} ms per step",
+            count as f64 / steps,
+            o.impact.ms_per_step
+        );
+        let evidence = vec![Evidence {
+            what: "the longest pageable copies".into(),
+            steps: o.held.clone(),
+            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            count: Some(count),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
                 snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
             },
-        ))
+        )
     }
 }

@@ -1,13 +1,17 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace};
 
 pub struct NoTensorCores;
 
 /// SIMT fp32 GEMM/convolution share of kernel time from which the finding is raised.
-const SHARE: f64 = 0.1;
+const GATE: Gate = Gate {
+    quantity: "SIMT fp32 GEMM/convolution kernel time, % of the step's kernel time",
+    threshold: 10.0,
+};
 
 /// Whether the trace's GPU has tensor cores (compute capability 7.0 and later; AMD CDNA).
 fn has_tensor_cores(t: &Trace) -> Option<String> {
@@ -32,59 +36,79 @@ impl Detector for NoTensorCores {
     }
 
     fn threshold(&self) -> &'static str {
-        "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) above 10% of kernel time on a GPU of compute capability 7.0 or later (the TensorBoard plugin's tensor-core rule)"
+        "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least 10% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
-        let device = has_tensor_cores(t)?;
+        let Some(device) = has_tensor_cores(t) else {
+            return Verdict::Nothing;
+        };
         let e = &t.events;
-        let mut simt_ns = 0i64;
-        let mut kernel_ns = 0i64;
-        let mut names: Vec<(String, i64)> = Vec::new();
-        let mut kernel_names = KernelNames::default();
-        for i in 0..e.len() {
-            if e.kind[i] != EventKind::GpuKernel || a.steady_step_at(e.start[i]).is_none() {
-                continue;
-            }
-            kernel_ns += e.dur[i];
-            if kernel_names.of_event(t, i).simt_fp32 {
-                let name = t.name_of(i);
-                simt_ns += e.dur[i];
-                match names.iter_mut().find(|(n, _)| n == name) {
-                    Some(entry) => entry.1 += e.dur[i],
-                    None => names.push((name.to_string(), e.dur[i])),
+        let mut names = KernelNames::default();
+        let mut by_name: Vec<(usize, i64)> = Vec::new();
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (mut simt, mut kernels, mut iv) = (0i64, 0i64, Vec::new());
+                for i in a.gpu_work(k) {
+                    if e.kind[i] != EventKind::GpuKernel {
+                        continue;
+                    }
+                    kernels += e.dur[i];
+                    if names.of_event(t, i).simt_fp32 {
+                        simt += e.dur[i];
+                        iv.push((e.start[i], e.end(i)));
+                        match by_name.iter_mut().find(|(j, _)| e.name[*j] == e.name[i]) {
+                            Some(entry) => entry.1 += e.dur[i],
+                            None => by_name.push((i, e.dur[i])),
+                        }
+                    }
                 }
-            }
-        }
-        if kernel_ns == 0 || (simt_ns as f64) < SHARE * kernel_ns as f64 {
-            return None;
-        }
-        names.sort_by_key(|n| std::cmp::Reverse(n.1));
-        let steps = a.steady.len().max(1) as f64;
-        let impact = a.impact(
-            simt_ns as f64 / steps / 2.0,
-            "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores",
-        );
-        Some(finding(
+                StepCheck {
+                    step: k,
+                    value: pct(simt as f64, kernels as f64),
+                    claims: vec![(iv, 0.5)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!(
-                "{:.0}% of kernel time ({:.2} ms per step) is fp32 GEMM/convolution on SIMT cores of {device}",
-                100.0 * simt_ns as f64 / kernel_ns as f64,
-                simt_ns as f64 / steps / 1e6
-            ),
-            impact,
-            0.7,
-            vec![Evidence {
-                what: "SIMT fp32 kernels, by total time".into(),
-                steps: a.steady_numbers(),
-                events: names.into_iter().take(5).map(|(n, _)| n).collect(),
-                count: None,
-            }],
+            a,
+            ledger,
+            GATE,
+            checks,
+            "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        by_name.sort_by_key(|n| std::cmp::Reverse(n.1));
+        let summary = format!(
+            "a median {:.0}% of kernel time is fp32 GEMM/convolution on SIMT cores of {device}; tensor cores would save about {:.2} ms per step",
+            o.gate.median, o.impact.ms_per_step
+        );
+        let steps = a.steady.len().max(1) as f64;
+        let evidence = vec![Evidence {
+            what: "SIMT fp32 kernels, by total time per step".into(),
+            steps: o.held.clone(),
+            events: by_name
+                .iter()
+                .take(3)
+                .map(|&(i, ns)| format!("{}: {:.3} ms per step", t.name_of(i), ns as f64 / steps / 1e6))
+                .collect(),
+            count: Some(by_name.len() as u64),
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
                 snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
             },
-        ))
+        )
     }
 }

@@ -1,16 +1,33 @@
-//! GPU starved: low utilization while the GPU has work, with the idle time attributed; and
-//! host-only parts of the step (preprocessing before the first kernel, work after the last) that
-//! leave the GPU with nothing to do.
+//! GPU starved mid-step while its kernels are not short (the host is slow to queue work), and
+//! host-only parts of the step (preprocessing before the first GPU work, work after the last)
+//! that leave the GPU with nothing to do.
 
-use super::{finding, Analysis, Detector, Evidence, Finding, Fix};
+use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::attribution::{Ledger, Part};
+use crate::metrics::SHORT_KERNEL_NS;
+use crate::model::StepSource;
 
 pub struct LowUtilization;
 pub struct HostOnlyTime;
 
-/// The TensorBoard plugin's threshold: GPU utilization below 50%.
-const UTILIZATION: f64 = 0.5;
-/// Host-only time at the start of the step, beyond data loading, from this share of the step.
-const HOST_FIRST_SHARE: f64 = 0.25;
+/// Mid-step idle not explained by data, allocator or sync waits.
+pub(crate) const MID_STEP_IDLE: [Part; 3] = [Part::IdleLaunch, Part::IdleKernelWait, Part::IdleOther];
+
+const LOW_UTILIZATION: Gate = Gate {
+    quantity: "GPU idle between its first and last work of the step, not waiting for data, the allocator or a sync, % of the step",
+    threshold: 20.0,
+};
+/// Kernels shorter than `SHORT_KERNEL_NS` from this share make the step launch-bound instead.
+pub(crate) const SHORT_SHARE: f64 = 0.5;
+/// A GPU busy this share of the step is not under-utilized, whatever its gaps.
+const BUSY_SHARE: f64 = 0.8;
+const HOST_ONLY: Gate = Gate {
+    quantity: "GPU idle before the step's first GPU work and after its last, not waiting for data, % of the step",
+    threshold: 25.0,
+};
+/// Host-only time is judged on steps with at least this many kernels (a step with a handful
+/// of kernels is a micro-benchmark or a hand-reduced fixture, not a training step).
+const HOST_ONLY_KERNELS: u64 = 10;
 
 impl Detector for LowUtilization {
     fn id(&self) -> &'static str {
@@ -22,63 +39,73 @@ impl Detector for LowUtilization {
     }
 
     fn threshold(&self) -> &'static str {
-        "busy time of the rank's GPU below 50% of its active part of the steady-state step, from its first to its last work (the TensorBoard plugin's rule; host time before the first and after the last kernel is host-only-time)"
+        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step and under half of the kernels shorter than 10 µs (else it is launch-bound), in at least half of the steady steps"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        let busy = a.steady_mean(|m| m.main_device().map_or(0, |d| d.busy) as f64);
-        if busy <= 0.0 {
-            return None;
-        }
-        let active = a.steady_mean(|m| m.main_device().map_or(0, |d| d.active(m.dur())) as f64);
-        let utilization = busy / active.max(1.0);
-        if utilization >= UTILIZATION {
-            return None;
-        }
-        let host = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_host_wait) as f64);
-        let kernel = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_kernel_wait) as f64);
-        let other = a.steady_mean(|m| m.main_device().map_or(0, |d| d.idle_other) as f64);
-        let impact = a.impact(
-            active - busy,
-            "GPU idle time between its first and last work in the step, mean over steady-state steps; the summary splits it into host wait, kernel wait (Holistic Trace Analysis' definitions) and other",
-        );
-        let (cause, fix) = if host >= kernel {
-            (
-                "the CPU does not queue work fast enough",
-                Fix {
-                    summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
-                    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
-                },
-            )
-        } else {
-            (
-                "kernels are too short for their launch overhead",
-                Fix {
-                    summary: "Fuse small kernels and launch them together.",
-                    snippet: "model = torch.compile(model)",
-                },
-            )
-        };
-        Some(finding(
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
+                let short = m.short_kernels as f64 / m.kernels.max(1) as f64;
+                let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
+                let applies = s.has_gpu() && m.kernels > 0 && short < SHORT_SHARE && busy < BUSY_SHARE;
+                StepCheck {
+                    step: k,
+                    value: if applies {
+                        pct(s.ns_of(&MID_STEP_IDLE) as f64, s.dur() as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(s.intervals_of(&MID_STEP_IDLE), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!(
-                "the GPU is busy {:.0}% of its active {:.2} ms per step: idle {:.2} ms host wait, {:.2} ms kernel wait, {:.2} ms other; mostly {cause}",
-                100.0 * utilization,
-                active / 1e6,
-                host / 1e6,
-                kernel / 1e6,
-                other / 1e6
+            a,
+            ledger,
+            LOW_UTILIZATION,
+            checks,
+            "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let mean = |p: Part| {
+            a.steady.iter().map(|&k| a.splits[k].ns(p) as f64).sum::<f64>()
+                / a.steady.len().max(1) as f64
+                / 1e6
+        };
+        let (launch, kernel, other) = (mean(Part::IdleLaunch), mean(Part::IdleKernelWait), mean(Part::IdleOther));
+        let busy = a.steady.iter().map(|&k| a.splits[k].busy_ns() as f64).sum::<f64>()
+            / a.steady.len().max(1) as f64;
+        let summary = format!(
+            "the GPU is busy {:.0}% of the step; mid-step it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per step",
+            pct(busy, a.step_ns())
+        );
+        let evidence = vec![Evidence {
+            what: format!(
+                "mid-step GPU idle of at least {}% of the step in {} of {} steady steps",
+                LOW_UTILIZATION.threshold,
+                o.held.len(),
+                a.steady.len()
             ),
-            impact,
-            0.6,
-            vec![Evidence {
-                what: format!("GPU busy {:.2} ms of {:.2} ms active", busy / 1e6, active / 1e6),
-                steps: a.steady_numbers(),
-                events: Vec::new(),
-                count: None,
-            }],
-            fix,
-        ))
+            steps: o.held.clone(),
+            events: Vec::new(),
+            count: None,
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
+            Fix {
+                summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
+                snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
+            },
+        )
     }
 }
 
@@ -92,33 +119,62 @@ impl Detector for HostOnlyTime {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle before the step's first GPU work and after its last, less the DataLoader time (its own finding), above 25% of the steady-state step"
+        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady ProfilerStep steps with at least 10 kernels"
     }
 
-    fn detect(&self, a: &Analysis<'_>) -> Option<Finding> {
-        if !a.trace.tracks.iter().any(|t| t.gpu) {
-            return None;
+    fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        if a.steps.source != StepSource::ProfilerSteps {
+            return Verdict::Nothing;
         }
-        let before = a.steady_mean(|m| m.main_device().map_or(0, |d| d.before_first_work) as f64);
-        let after = a.steady_mean(|m| m.main_device().map_or(0, |d| d.after_last_work) as f64);
-        let host = (before + after - a.steady_mean(|m| m.dataloader_ns as f64)).max(0.0);
-        if host < HOST_FIRST_SHARE * a.step_ns() {
-            return None;
-        }
-        let impact = a.impact(
-            host,
-            "GPU idle before the first and after the last GPU work of the step, less DataLoader time, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
-        );
-        Some(finding(
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
+                StepCheck {
+                    step: k,
+                    value: if m.kernels >= HOST_ONLY_KERNELS {
+                        pct(s.ns(Part::IdleHostOnly) as f64, s.dur() as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(s.intervals(Part::IdleHostOnly).to_vec(), 1.0)],
+                }
+            })
+            .collect();
+        let o = match judge(
             self,
-            format!("each step spends {:.2} ms on the host alone ({:.2} ms before its first GPU work, {:.2} ms after its last); the GPU idles meanwhile", host / 1e6, before / 1e6, after / 1e6),
-            impact,
-            0.6,
-            vec![Evidence { what: "host-only time at the start and end of the step".into(), steps: a.steady_numbers(), events: Vec::new(), count: None }],
+            a,
+            ledger,
+            HOST_ONLY,
+            checks,
+            "GPU idle before the first and after the last GPU work of the step, not inside DataLoader ranges, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
+        ) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
+        let summary = format!(
+            "each step spends {:.2} ms ({:.0}% of the step) on the host alone, before its first GPU work or after its last; the GPU idles meanwhile",
+            o.impact.ms_per_step, o.impact.pct_of_step
+        );
+        let evidence = vec![Evidence {
+            what: "host-only time at the start and end of the step".into(),
+            steps: o.held.clone(),
+            events: Vec::new(),
+            count: None,
+        }];
+        finding(
+            self,
+            o,
+            summary,
+            evidence,
             Fix {
                 summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
                 snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
             },
-        ))
+        )
     }
 }
+
+/// Kernels shorter than this are short (re-exported for the launch-bound detector's text).
+pub(crate) const SHORT_US: i64 = SHORT_KERNEL_NS / 1000;

@@ -174,7 +174,7 @@ pub fn score_scenario(
 ) -> Result<Vec<Scored>, String> {
     let (trace, labels) = ingested(c)?;
     let a = Analysis::new(&trace);
-    let findings = detect::run(&a);
+    let findings = detect::run(&a).findings;
     Ok(of_trace(&trace, &a.steps)
         .iter()
         .map(|w| {

@@ -59,6 +59,14 @@ static ELEMENTWISE: LazyLock<Patterns> =
     LazyLock::new(|| Patterns::new(&["elementwise_kernel", "reduce_kernel"]));
 static ATTENTION: LazyLock<Patterns> =
     LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "softmax"]));
+/// Fused attention kernels: flash, memory-efficient, fmha (CUDA, CK and aiter on ROCm), paged.
+static FUSED_ATTENTION: LazyLock<Patterns> =
+    LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "attn_fwd", "attn_bwd"]));
+/// GEMM and batched-matmul kernels: cuBLAS/cuBLASLt (`gemm`, `xmma`), cutlass, Triton
+/// `mm`/`bmm` templates, rocBLAS/hipBLASLt (`Cijk_`).
+static MATMUL: LazyLock<Patterns> = LazyLock::new(|| {
+    Patterns::new(&["gemm", "cijk_", "cutlass", "xmma", "wgmma", "bmm", "matmul", "triton_mm", "gemv"])
+});
 
 /// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
 pub fn is_simt_fp32(name: &str) -> bool {
@@ -88,6 +96,16 @@ pub fn is_attention(lower: &str) -> bool {
     ATTENTION.any_in(lower)
 }
 
+/// Fused attention kernels (not a bare softmax), given the lower-cased name.
+pub fn is_fused_attention(lower: &str) -> bool {
+    FUSED_ATTENTION.any_in(lower) && !lower.contains("softmax")
+}
+
+/// GEMM and batched-matmul kernels (not convolutions), given the lower-cased name.
+pub fn is_matmul(lower: &str) -> bool {
+    MATMUL.any_in(lower) && !CONVOLUTION.any_in(lower) && !FUSED_ATTENTION.any_in(lower)
+}
+
 /// What a kernel's name says, all at once.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelTraits {
@@ -96,6 +114,9 @@ pub struct KernelTraits {
     pub convolution: bool,
     pub attention: bool,
     pub elementwise: bool,
+    pub matmul: bool,
+    pub softmax: bool,
+    pub fused_attention: bool,
 }
 
 impl KernelTraits {
@@ -107,7 +128,15 @@ impl KernelTraits {
             convolution: is_convolution(&lower),
             attention: is_attention(&lower),
             elementwise: is_elementwise(name),
+            matmul: is_matmul(&lower),
+            softmax: lower.contains("softmax"),
+            fused_attention: is_fused_attention(&lower),
         }
+    }
+
+    /// GEMM, batched matmul or convolution.
+    pub fn matmul_conv(self) -> bool {
+        self.matmul || (self.convolution && !self.layout)
     }
 }
 

@@ -37,8 +37,9 @@ impl Kept {
     pub fn new(ingested: Ingested) -> Kept {
         let ingested: &'static Ingested = Box::leak(Box::new(ingested));
         let analysis = Analysis::new(&ingested.trace);
-        let findings = detect::run(&analysis);
-        let report = Report::new(&analysis, &findings);
+        let detected = detect::run(&analysis);
+        let report = Report::new(&analysis, &detected);
+        let findings = detected.findings;
         Kept {
             ingested,
             analysis,

@@ -42,11 +42,22 @@ pub fn run(args: &Args) -> ExitCode {
     if args.list {
         for d in detect::DETECTORS {
             crate::out(&format!(
-                "{:<28} {}\n{:<28} threshold: {}\n",
+                "{:<28} {}\n{:<28} gate: {}{}\n",
                 d.id(),
                 d.title(),
                 "",
-                d.threshold()
+                d.threshold(),
+                if d.training_only() { " (training only)" } else { "" }
+            ));
+        }
+        crate::out("Notes (observations without a time estimate; never ranked with findings):\n");
+        for o in detect::OBSERVERS {
+            crate::out(&format!(
+                "{:<28} {}\n{:<28} when: {}\n",
+                o.id(),
+                o.title(),
+                "",
+                o.threshold()
             ));
         }
         return ExitCode::SUCCESS;
@@ -70,7 +81,7 @@ pub fn run(args: &Args) -> ExitCode {
         };
         let analysis = Analysis::new(&ingested.trace);
         let findings = detect::run(&analysis);
-        gated |= gate.is_some_and(|g| findings.iter().any(|f| f.severity >= g));
+        gated |= gate.is_some_and(|g| findings.findings.iter().any(|f| f.severity >= g));
         let report = Report::new(&analysis, &findings);
         match args.format {
             Format::Md => crate::out(&format!(

@@ -393,6 +393,7 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
         }
         model_types.sort_unstable();
         let rule_types: Vec<&str> = findings
+            .findings
             .iter()
             .map(|f| f.id)
             .filter(|id| AntiPattern::parse(id).is_some())

@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> ExitCode {
         module_names: args.redact_names.clone(),
     };
     let prompts = summary::prompts(
-        &summary::summarize(&analysis, &findings, &report, &opts),
+        &summary::summarize(&analysis, &findings.findings, &report, &opts),
         &opts,
     );
     if prompts.is_empty() {

@@ -1,0 +1,450 @@
+//! One exclusive split of each step's wall time on the rank's GPU: busy by kind of work, idle by
+//! what the GPU waited for. Every nanosecond of the step is in exactly one part, so parts sum to
+//! the step; findings claim time from these parts through a [`Ledger`], which never hands out
+//! the same nanosecond twice.
+//!
+//! Reads the model (and the window module's phase names, the metrics module's interval helpers).
+//! The split is of the main device only: the GPU with the most work over the whole trace.
+
+use crate::metrics::{in_range, merge, total, KERNEL_WAIT_NS};
+use crate::model::kernels::KernelNames;
+use crate::model::{EventKind, RuntimeClass, Trace, NONE};
+use crate::window::{phase_of, Phase};
+
+/// Sorted, disjoint `[start, end)` intervals in trace nanoseconds.
+pub type Intervals = Vec<(i64, i64)>;
+
+/// GPU idle after a synchronizing call ends, up to this long, is the sync's drain and refill.
+pub const SYNC_REFILL_NS: i64 = 1_000_000;
+
+/// One exclusive part of a step. Busy parts take precedence in declaration order (a collective
+/// overlapped by a GEMM counts as GEMM time); idle parts likewise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// GEMM, batched matmul and convolution kernels.
+    BusyMatmulConv,
+    /// Softmax and fused attention kernels.
+    BusyAttention,
+    /// Every other compute kernel but element-wise ones.
+    BusyOtherKernels,
+    /// Element-wise and small reduction kernels.
+    BusyElementwise,
+    /// Collective kernels with no compute alongside (exposed communication).
+    BusyCommunication,
+    /// Memory copies with no kernel alongside.
+    BusyCopies,
+    /// Memsets with nothing else alongside.
+    BusyMemset,
+    /// Idle while the host is in a DataLoader `__next__` range.
+    IdleData,
+    /// Idle while the host is in a device malloc or free call.
+    IdleAllocator,
+    /// Idle during a synchronizing call or in the [`SYNC_REFILL_NS`] after it.
+    IdleSync,
+    /// Idle before the step's first GPU work and after its last (host-only time).
+    IdleHostOnly,
+    /// Idle mid-step before work the host had not launched yet when the GPU went idle.
+    IdleLaunch,
+    /// Short idle (≤ `KERNEL_WAIT_NS`) mid-step before work already queued.
+    IdleKernelWait,
+    /// Any other idle mid-step (waits on events or other streams).
+    IdleOther,
+}
+
+impl Part {
+    pub const ALL: [Part; 14] = [
+        Part::BusyMatmulConv,
+        Part::BusyAttention,
+        Part::BusyOtherKernels,
+        Part::BusyElementwise,
+        Part::BusyCommunication,
+        Part::BusyCopies,
+        Part::BusyMemset,
+        Part::IdleData,
+        Part::IdleAllocator,
+        Part::IdleSync,
+        Part::IdleHostOnly,
+        Part::IdleLaunch,
+        Part::IdleKernelWait,
+        Part::IdleOther,
+    ];
+
+    /// A stable snake_case id, as in the report.
+    pub fn id(self) -> &'static str {
+        match self {
+            Part::BusyMatmulConv => "busy_matmul_conv",
+            Part::BusyAttention => "busy_attention",
+            Part::BusyOtherKernels => "busy_other_kernels",
+            Part::BusyElementwise => "busy_elementwise",
+            Part::BusyCommunication => "busy_communication_exposed",
+            Part::BusyCopies => "busy_copies",
+            Part::BusyMemset => "busy_memset",
+            Part::IdleData => "idle_data_loading",
+            Part::IdleAllocator => "idle_allocator",
+            Part::IdleSync => "idle_sync",
+            Part::IdleHostOnly => "idle_host_only",
+            Part::IdleLaunch => "idle_launch",
+            Part::IdleKernelWait => "idle_kernel_wait",
+            Part::IdleOther => "idle_other",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Part::BusyMatmulConv => "GEMM / convolution",
+            Part::BusyAttention => "attention (softmax, fused)",
+            Part::BusyOtherKernels => "other kernels",
+            Part::BusyElementwise => "element-wise kernels",
+            Part::BusyCommunication => "exposed communication",
+            Part::BusyCopies => "memory copies",
+            Part::BusyMemset => "memsets",
+            Part::IdleData => "idle: data loading",
+            Part::IdleAllocator => "idle: allocator calls",
+            Part::IdleSync => "idle: synchronization",
+            Part::IdleHostOnly => "idle: host-only start/end",
+            Part::IdleLaunch => "idle: waiting for launches",
+            Part::IdleKernelWait => "idle: launch gaps",
+            Part::IdleOther => "idle: other",
+        }
+    }
+
+    pub fn is_idle(self) -> bool {
+        self >= Part::IdleData
+    }
+}
+
+/// One step's wall time split into [`Part`]s.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepSplit {
+    pub start: i64,
+    pub end: i64,
+    /// Intervals of each part, indexed like [`Part::ALL`]; together they tile `[start, end)`
+    /// when the trace has a GPU, and are all empty otherwise.
+    parts: Vec<Intervals>,
+}
+
+impl StepSplit {
+    pub fn intervals(&self, p: Part) -> &[(i64, i64)] {
+        self.parts.get(p as usize).map_or(&[], |v| v.as_slice())
+    }
+
+    pub fn ns(&self, p: Part) -> i64 {
+        total(self.intervals(p))
+    }
+
+    /// Time of several parts together.
+    pub fn ns_of(&self, parts: &[Part]) -> i64 {
+        parts.iter().map(|&p| self.ns(p)).sum()
+    }
+
+    /// Intervals of several parts together.
+    pub fn intervals_of(&self, parts: &[Part]) -> Intervals {
+        merge(
+            parts
+                .iter()
+                .flat_map(|&p| self.intervals(p).iter().copied())
+                .collect(),
+        )
+    }
+
+    pub fn busy_ns(&self) -> i64 {
+        Part::ALL
+            .iter()
+            .filter(|p| !p.is_idle())
+            .map(|&p| self.ns(p))
+            .sum()
+    }
+
+    pub fn dur(&self) -> i64 {
+        self.end - self.start
+    }
+
+    /// Whether the split has any part (the trace has GPU work on the main device).
+    pub fn has_gpu(&self) -> bool {
+        !self.parts.is_empty()
+    }
+}
+
+/// `a` minus `b`, both sorted and disjoint.
+pub fn subtract(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for &(s, e) in a {
+        let mut cur = s;
+        while j < b.len() && b[j].1 <= cur {
+            j += 1;
+        }
+        let mut k = j;
+        while k < b.len() && b[k].0 < e {
+            if b[k].0 > cur {
+                out.push((cur, b[k].0));
+            }
+            cur = cur.max(b[k].1);
+            k += 1;
+        }
+        if cur < e {
+            out.push((cur, e));
+        }
+    }
+    out
+}
+
+/// `a` ∩ `b`, both sorted and disjoint.
+pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if hi > lo {
+            out.push((lo, hi));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// The GPU with the most work over the whole trace (the rank's own GPU).
+pub fn main_device(t: &Trace) -> Option<Option<i64>> {
+    let e = &t.events;
+    let mut by_device: Vec<(Option<i64>, i64)> = Vec::new();
+    for track in t.tracks.iter().filter(|tr| tr.gpu) {
+        let ns: i64 = track
+            .events
+            .clone()
+            .filter(|&i| e.kind[i as usize].is_gpu_work())
+            .map(|i| e.dur[i as usize])
+            .sum();
+        match by_device.iter_mut().find(|d| d.0 == track.device) {
+            Some(d) => d.1 += ns,
+            None => by_device.push((track.device, ns)),
+        }
+    }
+    by_device
+        .into_iter()
+        .filter(|d| d.1 > 0)
+        .max_by_key(|d| (d.1, std::cmp::Reverse(d.0)))
+        .map(|d| d.0)
+}
+
+/// Host-side ranges that explain GPU idle time, over the whole trace, each merged.
+struct HostRanges {
+    data: Intervals,
+    allocator: Intervals,
+    sync: Intervals,
+}
+
+impl HostRanges {
+    fn of(t: &Trace) -> HostRanges {
+        let e = &t.events;
+        let (mut data, mut allocator, mut sync) = (Vec::new(), Vec::new(), Vec::new());
+        for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+            for i in track.events.clone().map(|i| i as usize) {
+                match e.kind[i] {
+                    EventKind::RuntimeCall if e.detail[i] != NONE => {
+                        match t.runtime[e.detail[i] as usize].class {
+                            RuntimeClass::Malloc | RuntimeClass::Free => {
+                                allocator.push((e.start[i], e.end(i)))
+                            }
+                            RuntimeClass::Synchronize => {
+                                sync.push((e.start[i], e.end(i) + SYNC_REFILL_NS))
+                            }
+                            // A plain cudaMemcpy (not Async) blocks the host like a synchronize.
+                            RuntimeClass::Memcpy if !t.name_of(i).contains("Async") => {
+                                sync.push((e.start[i], e.end(i) + SYNC_REFILL_NS))
+                            }
+                            _ => {}
+                        }
+                    }
+                    EventKind::CpuOp | EventKind::UserAnnotation
+                        if phase_of(t.name_of(i)) == Some(Phase::DataLoading) =>
+                    {
+                        data.push((e.start[i], e.end(i)))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        HostRanges {
+            data: merge(data),
+            allocator: merge(allocator),
+            sync: merge(sync),
+        }
+    }
+}
+
+/// Splits each of `ranges` (`[start, end)` of the steps) on the trace's main device.
+pub fn split_steps(t: &Trace, ranges: &[(i64, i64)]) -> Vec<StepSplit> {
+    let Some(device) = main_device(t) else {
+        return ranges
+            .iter()
+            .map(|&(start, end)| StepSplit {
+                start,
+                end,
+                parts: Vec::new(),
+            })
+            .collect();
+    };
+    let host = HostRanges::of(t);
+    let mut names = KernelNames::default();
+    ranges
+        .iter()
+        .map(|&(start, end)| split_one(t, device, &host, &mut names, start, end))
+        .collect()
+}
+
+fn split_one(
+    t: &Trace,
+    device: Option<i64>,
+    host: &HostRanges,
+    names: &mut KernelNames,
+    start: i64,
+    end: i64,
+) -> StepSplit {
+    let e = &t.events;
+    // Busy intervals by kind, in precedence order, and each piece of work with its launch.
+    let mut busy: [Intervals; 7] = Default::default();
+    let mut work: Vec<(i64, Option<i64>)> = Vec::new();
+    for (k, track) in t.tracks.iter().enumerate() {
+        if !track.gpu || track.device != device {
+            continue;
+        }
+        for i in in_range(t, k, start, end) {
+            let kind = e.kind[i];
+            if !kind.is_gpu_work() {
+                continue;
+            }
+            let iv = (e.start[i].max(start), e.end(i).min(end));
+            if iv.1 <= iv.0 {
+                continue;
+            }
+            let slot = match kind {
+                EventKind::GpuKernel => {
+                    let traits = names.of_event(t, i);
+                    if traits.matmul_conv() {
+                        0
+                    } else if traits.attention {
+                        1
+                    } else if traits.elementwise {
+                        3
+                    } else {
+                        2
+                    }
+                }
+                EventKind::Collective => 4,
+                EventKind::Memcpy => 5,
+                _ => 6,
+            };
+            busy[slot].push(iv);
+            work.push((e.start[i], t.launch_of(i as u32).map(|l| e.start[l as usize])));
+        }
+    }
+    let mut parts: Vec<Intervals> = Vec::with_capacity(Part::ALL.len());
+    let mut covered: Intervals = Vec::new();
+    for iv in busy {
+        let own = subtract(&merge(iv), &covered);
+        covered = merge(covered.iter().chain(&own).copied().collect());
+        parts.push(own);
+    }
+    let idle = subtract(&[(start, end)], &covered);
+    let mut left = idle;
+    for ranges in [&host.data, &host.allocator, &host.sync] {
+        let own = intersect(&left, ranges);
+        left = subtract(&left, &own);
+        parts.push(own);
+    }
+    let (first, last) = match (covered.first(), covered.last()) {
+        (Some(f), Some(l)) => (f.0, l.1),
+        _ => (end, end),
+    };
+    let outside = subtract(&[(start, end)], &[(first, last)]);
+    let host_only = intersect(&left, &outside);
+    left = subtract(&left, &host_only);
+    parts.push(host_only);
+    // What is left lies between two pieces of work: classify it by the gap it belongs to.
+    work.sort_unstable_by_key(|w| w.0);
+    let (mut launch, mut kernel_wait, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    for &(s, e_) in &left {
+        // The gap of the busy timeline this piece lies in.
+        let k = covered.partition_point(|c| c.1 <= s);
+        let gap_start = if k == 0 { start } else { covered[k - 1].1 };
+        let gap_end = covered.get(k).map_or(end, |c| c.0);
+        let next = work.partition_point(|w| w.0 < gap_end);
+        let launched = work.get(next).and_then(|w| w.1);
+        match launched {
+            Some(l) if l >= gap_start => launch.push((s, e_)),
+            Some(_) if gap_end - gap_start <= KERNEL_WAIT_NS => kernel_wait.push((s, e_)),
+            _ => other.push((s, e_)),
+        }
+    }
+    parts.push(launch);
+    parts.push(kernel_wait);
+    parts.push(other);
+    StepSplit { start, end, parts }
+}
+
+/// Time already claimed by findings, per step: what makes findings exclusive.
+#[derive(Clone, Debug, Default)]
+pub struct Ledger {
+    claimed: Vec<Intervals>,
+}
+
+impl Ledger {
+    pub fn new(steps: usize) -> Ledger {
+        Ledger {
+            claimed: vec![Vec::new(); steps],
+        }
+    }
+
+    /// Claims `intervals` of step `step`, clipped to `[start, end)`; returns the nanoseconds
+    /// newly claimed times `fraction` (the share of that time the finding says it explains).
+    /// Time claimed once is never returned again, whatever the fraction.
+    pub fn claim(
+        &mut self,
+        step: usize,
+        (start, end): (i64, i64),
+        intervals: &[(i64, i64)],
+        fraction: f64,
+    ) -> f64 {
+        let clipped = intersect(&merge(intervals.to_vec()), &[(start, end)]);
+        let new = subtract(&clipped, &self.claimed[step]);
+        let ns = total(&new);
+        let claimed = &mut self.claimed[step];
+        *claimed = merge(claimed.iter().chain(&new).copied().collect());
+        ns as f64 * fraction.clamp(0.0, 1.0)
+    }
+
+    /// Nanoseconds claimed in step `step` so far.
+    pub fn claimed_ns(&self, step: usize) -> i64 {
+        total(&self.claimed[step])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtract_and_intersect_interval_lists() {
+        let a = vec![(0, 10), (20, 30)];
+        let b = vec![(5, 22), (25, 26)];
+        assert_eq!(subtract(&a, &b), vec![(0, 5), (22, 25), (26, 30)]);
+        assert_eq!(intersect(&a, &b), vec![(5, 10), (20, 22), (25, 26)]);
+        assert_eq!(subtract(&a, &[]), a);
+        assert_eq!(intersect(&a, &[]), vec![]);
+    }
+
+    #[test]
+    fn the_ledger_never_hands_out_time_twice() {
+        let mut l = Ledger::new(1);
+        assert_eq!(l.claim(0, (0, 100), &[(0, 40)], 1.0), 40.0);
+        // Overlaps the first claim by 20: only 20 ns are new, and half of them are claimed.
+        assert_eq!(l.claim(0, (0, 100), &[(20, 60)], 0.5), 10.0);
+        // Outside the step: clipped away.
+        assert_eq!(l.claim(0, (0, 100), &[(100, 200)], 1.0), 0.0);
+        assert_eq!(l.claimed_ns(0), 60);
+    }
+}

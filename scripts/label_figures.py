@@ -28,7 +28,7 @@ CAT = {
     'python_function': 'python_function',
 }
 
-SYNC_RE = re.compile(r'^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|Memcpy2D|Memcpy3D|MemcpyDtoH|MemcpyHtoD)$'
+SYNC_RE = re.compile(r'^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|Memcpy2D|Memcpy3D|MemcpyDtoH|MemcpyHtoD|MemcpyWithStream)$'
                      r'|^cu(CtxSynchronize|StreamSynchronize|EventSynchronize|MemcpyDtoH|MemcpyHtoD|Memcpy)(_v2)?$')
 ALLOC_RE = re.compile(r'^(cuda|hip)(Malloc|Free|HostAlloc|HostMalloc|MallocHost|FreeHost|HostFree|MallocManaged|ExtMallocWithFlags)\w*$'
                       r'|^cuMem(Alloc|Free)\w*$')
@@ -290,7 +290,7 @@ def measure(path):
     # top-level runtime calls are on the host; they are attributed irrespective of thread
     alloc_iv = union([(rt[0], rt[1]) for rt in runtime if ALLOC_RE.match(rt[4])])
     sync_calls = [rt for rt in runtime if SYNC_RE.match(rt[4])]
-    sync_iv = union([(rt[1], rt[1] + 1000.0) for rt in sync_calls])
+    sync_iv = union([(rt[0], rt[1] + 1000.0) for rt in sync_calls])  # during the blocking call and the 1 ms after it
     n_alloc_calls = sum(1 for rt in runtime if ALLOC_RE.match(rt[4]))
 
     # --- kernel-level classifications (main device)

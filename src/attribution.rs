@@ -324,10 +324,10 @@ fn split_one(
             let slot = match kind {
                 EventKind::GpuKernel => {
                     let traits = names.of_event(t, i);
-                    if traits.matmul_conv() {
-                        0
-                    } else if traits.attention {
+                    if traits.attention {
                         1
+                    } else if traits.matmul_conv() {
+                        0
                     } else if traits.elementwise {
                         3
                     } else {
@@ -339,7 +339,10 @@ fn split_one(
                 _ => 6,
             };
             busy[slot].push(iv);
-            work.push((e.start[i], t.launch_of(i as u32).map(|l| e.start[l as usize])));
+            work.push((
+                e.start[i],
+                t.launch_of(i as u32).map(|l| e.start[l as usize]),
+            ));
         }
     }
     let mut parts: Vec<Intervals> = Vec::with_capacity(Part::ALL.len());

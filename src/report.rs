@@ -351,7 +351,11 @@ impl Report {
                 .iter()
                 .map(|&p| SplitEntry {
                     part: p.id().to_string(),
-                    ms: a.steady.iter().map(|&k| a.splits[k].ns(p) as f64).sum::<f64>()
+                    ms: a
+                        .steady
+                        .iter()
+                        .map(|&k| a.splits[k].ns(p) as f64)
+                        .sum::<f64>()
                         / steady
                         / MS,
                 })
@@ -461,7 +465,7 @@ impl Report {
                         margin: f.gate.margin,
                     }),
                     worst_steps: f
-                        .worst_steps
+                        .worst_steps()
                         .iter()
                         .map(|c| StepCostEntry {
                             step: c.number,

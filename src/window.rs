@@ -52,7 +52,9 @@ pub struct StepWindows {
     pub number: i64,
     pub start: i64,
     pub end: i64,
-    /// Warm-up steps are reported apart and kept out of steady-state statistics.
+    /// Warm-up steps are reported apart and kept out of steady-state statistics; so is a last
+    /// step that launches no GPU work in a trace that has some (what the last `prof.step()`
+    /// opens).
     pub warmup: bool,
     pub windows: Vec<Window>,
 }
@@ -154,13 +156,30 @@ pub fn split(t: &Trace) -> Steps {
                 - malloc_times.partition_point(|&x| x < s.start)
         })
         .collect();
-    let durations: Vec<i64> = t.steps.iter().map(|s| s.end - s.start).collect();
+    let mut launch_times: Vec<i64> = t
+        .launches
+        .iter()
+        .map(|l| e.start[l.launch as usize])
+        .collect();
+    launch_times.sort_unstable();
+    // The last `prof.step()` opens a step that records nothing: with GPU work elsewhere, a last
+    // step that launches none is left out of the steady state, and of the warm-up rule's median.
+    let launches_in = |s: &crate::model::Step| {
+        launch_times.partition_point(|&x| x < s.end)
+            > launch_times.partition_point(|&x| x < s.start)
+    };
+    let empty_last = t.steps.len() >= 2
+        && !launch_times.is_empty()
+        && t.steps.last().is_some_and(|s| !launches_in(s));
+    let judged = t.steps.len() - usize::from(empty_last);
+    let durations: Vec<i64> = t.steps[..judged].iter().map(|s| s.end - s.start).collect();
     let steps = t
         .steps
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            let warmup = k == 0 && t.steps.len() >= 2 && is_warmup(&durations, &mallocs);
+            let warmup = (k == 0 && judged >= 2 && is_warmup(&durations, &mallocs[..judged]))
+                || (empty_last && k + 1 == t.steps.len());
             let structured = structure(t, k, s.event);
             let windows = if structured.len() >= 2 {
                 structured

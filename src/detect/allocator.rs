@@ -66,8 +66,7 @@ impl Detector for AllocatorChurn {
                         t.runtime[e.detail[i] as usize].class,
                         RuntimeClass::Malloc | RuntimeClass::Free
                     )
-                    && a
-                        .steady_step_at(e.start[i])
+                    && a.steady_step_at(e.start[i])
                         .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
             })
             .collect();

@@ -41,8 +41,14 @@ impl Detector for HeavyCopies {
                     ns += e.dur[i];
                     shown.push(i);
                     let device_to_device = e.detail[i] != NONE
-                        && t.copies[e.detail[i] as usize].direction == CopyDirection::DeviceToDevice;
-                    if device_to_device { &mut d2d } else { &mut host }.push((e.start[i], e.end(i)));
+                        && t.copies[e.detail[i] as usize].direction
+                            == CopyDirection::DeviceToDevice;
+                    if device_to_device {
+                        &mut d2d
+                    } else {
+                        &mut host
+                    }
+                    .push((e.start[i], e.end(i)));
                 }
                 let (start, end) = a.range(k);
                 StepCheck {

@@ -61,8 +61,7 @@ impl Detector for DataLoaderBottleneck {
         let mut ranges: Vec<usize> = (0..e.len())
             .filter(|&i| {
                 matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
-                    && a
-                        .steady_step_at(e.start[i])
+                    && a.steady_step_at(e.start[i])
                         .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
                     && phase_of(t.name_of(i)) == Some(Phase::DataLoading)
             })

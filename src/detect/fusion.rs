@@ -52,7 +52,8 @@ impl Detector for FusionCandidates {
                         run_ns += kernel_ns;
                         // One fused kernel still does the longest kernel's work; the rest of
                         // the chain's span (other kernels and the gaps) goes.
-                        let saved = (span.1 - span.0 - longest) as f64 / (span.1 - span.0).max(1) as f64;
+                        let saved =
+                            (span.1 - span.0 - longest) as f64 / (span.1 - span.0).max(1) as f64;
                         claims.push((vec![span], saved));
                         if names.len() < 3 && !names.iter().any(|&n| e.name[n] == e.name[run[0]]) {
                             names.push(run[0]);

@@ -61,8 +61,7 @@ impl Detector for HostSync {
                         RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
                         _ => false,
                     }
-                    && a
-                        .steady_step_at(e.start[i])
+                    && a.steady_step_at(e.start[i])
                         .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
             })
             .collect();
@@ -90,7 +89,11 @@ impl Detector for HostSync {
         let evidence = vec![Evidence {
             what: "the synchronizing calls followed by the most GPU idle".into(),
             steps: o.held.clone(),
-            events: ranked.iter().take(3).map(|&(i, _)| a.event_ref(i)).collect(),
+            events: ranked
+                .iter()
+                .take(3)
+                .map(|&(i, _)| a.event_ref(i))
+                .collect(),
             count: Some(syncs.len() as u64),
         }];
         finding(

@@ -11,7 +11,8 @@ pub struct LayoutTransforms;
 const SHARE_OF_CONV: f64 = 0.05;
 /// …and this share of the step.
 const GATE: Gate = Gate {
-    quantity: "layout conversion kernel time, % of the step (where it is at least 5% of convolution time)",
+    quantity:
+        "layout conversion kernel time, % of the step (where it is at least 5% of convolution time)",
     threshold: 1.0,
 };
 

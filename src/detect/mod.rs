@@ -23,6 +23,7 @@ mod launch_bound;
 mod layout;
 mod optimizer;
 mod pageable_copy;
+pub mod scoring;
 mod tensor_cores;
 mod utilization;
 
@@ -137,9 +138,10 @@ impl<'t> Analysis<'t> {
         let mut out = Vec::new();
         for (k, track) in t.tracks.iter().enumerate() {
             if track.gpu && track.device == device {
-                out.extend(in_range(t, k, start, end).filter(|&i| {
-                    t.events.start[i] >= start && t.events.kind[i].is_gpu_work()
-                }));
+                out.extend(
+                    in_range(t, k, start, end)
+                        .filter(|&i| t.events.start[i] >= start && t.events.kind[i].is_gpu_work()),
+                );
             }
         }
         out
@@ -254,8 +256,11 @@ pub struct GateCheck {
 
 /// Share of steady steps in which a gate must hold for a finding.
 pub const MIN_CONSISTENCY: f64 = 0.5;
-/// A finding must explain at least this share of the step, in percent…
+/// A finding must explain at least this share of the step, in percent, or
+/// [`MIN_COST_PCT_OF_BUSY`] of the GPU's busy time (a step dominated by one stall still has GPU
+/// work worth making faster)…
 pub const MIN_COST_PCT: f64 = 0.5;
+pub const MIN_COST_PCT_OF_BUSY: f64 = 3.0;
 /// …and at least this many milliseconds per step.
 pub const MIN_COST_MS: f64 = 0.005;
 
@@ -292,16 +297,21 @@ pub struct Finding {
     /// 0 to 1, from [`GateCheck::confidence`].
     pub confidence: f32,
     pub gate: GateCheck,
-    /// The steps where it costs most (at most [`WORST_STEPS`]), worst first.
-    pub worst_steps: Vec<StepCost>,
+    /// Every steady step where the gate holds, with the time claimed there, worst first.
+    pub step_costs: Vec<StepCost>,
     pub evidence: Vec<Evidence>,
     pub fix: Fix,
 }
 
-/// Steps listed in a finding's `worst_steps`.
+/// Steps listed as a finding's worst.
 pub const WORST_STEPS: usize = 3;
 
 impl Finding {
+    /// The steps where it costs most (at most [`WORST_STEPS`]), worst first.
+    pub fn worst_steps(&self) -> &[StepCost] {
+        &self.step_costs[..self.step_costs.len().min(WORST_STEPS)]
+    }
+
     /// Whether the finding concerns step `number`: its evidence names it, or names no step at
     /// all (the whole trace).
     pub fn cites(&self, number: i64) -> bool {
@@ -335,7 +345,8 @@ pub struct StepCheck {
 pub struct Outcome {
     pub gate: GateCheck,
     pub impact: Impact,
-    pub worst_steps: Vec<StepCost>,
+    /// Every step where the gate holds, worst first.
+    pub step_costs: Vec<StepCost>,
     /// Step numbers where the gate holds.
     pub held: Vec<i64>,
 }
@@ -403,6 +414,9 @@ pub static OBSERVERS: &[&dyn Observer] = &[
 pub struct Detected {
     pub findings: Vec<Finding>,
     pub notes: Vec<Note>,
+    /// The largest sum of the findings' time in one steady step, as a share of that step (in
+    /// percent); at most 100 by construction (the ledger).
+    pub max_step_claimed_pct: f64,
 }
 
 /// Runs every detector and observer.
@@ -421,6 +435,20 @@ pub fn run(a: &Analysis<'_>) -> Detected {
     }
     out.notes
         .extend(OBSERVERS.iter().filter_map(|o| o.observe(a)));
+    out.max_step_claimed_pct = a
+        .steady
+        .iter()
+        .map(|&k| {
+            let number = a.steps.steps[k].number;
+            let ms: f64 = out
+                .findings
+                .iter()
+                .flat_map(|f| f.step_costs.iter().filter(|c| c.number == number))
+                .map(|c| c.ms)
+                .sum();
+            pct(ms * 1e6, a.splits[k].dur() as f64)
+        })
+        .fold(0.0, f64::max);
     out.findings.sort_by(|x, y| {
         y.impact
             .ms_per_step
@@ -432,7 +460,7 @@ pub fn run(a: &Analysis<'_>) -> Detected {
 }
 
 /// Keeps a gate that holds in at least [`MIN_CONSISTENCY`] of the steady steps and explains at
-/// least [`MIN_COST_PCT`] of the step: claims its time (only in the steps where it holds) and
+/// least [`MIN_COST_PCT`] of the step (or [`MIN_COST_PCT_OF_BUSY`] of GPU busy time): claims its time (only in the steps where it holds) and
 /// measures it. Otherwise a note saying what was seen, or nothing when the gate never held.
 pub fn judge(
     d: &dyn Detector,
@@ -443,7 +471,10 @@ pub fn judge(
     method: &'static str,
 ) -> Result<Outcome, Verdict> {
     let steady = a.steady.len();
-    let held: Vec<&StepCheck> = checks.iter().filter(|c| c.value >= gate.threshold).collect();
+    let held: Vec<&StepCheck> = checks
+        .iter()
+        .filter(|c| c.value >= gate.threshold)
+        .collect();
     if held.is_empty() || steady == 0 {
         return Err(Verdict::Nothing);
     }
@@ -494,11 +525,19 @@ pub fn judge(
         .collect();
     let per_step_ns = costs.iter().map(|c| c.ms * 1e6).sum::<f64>() / steady as f64;
     let impact = a.impact(per_step_ns, method);
-    if impact.pct_of_step < MIN_COST_PCT || impact.ms_per_step < MIN_COST_MS {
+    let busy = a
+        .steady
+        .iter()
+        .map(|&k| a.splits[k].busy_ns() as f64)
+        .sum::<f64>()
+        / steady as f64;
+    let costs_enough =
+        impact.pct_of_step >= MIN_COST_PCT || pct(per_step_ns, busy) >= MIN_COST_PCT_OF_BUSY;
+    if !costs_enough || impact.ms_per_step < MIN_COST_MS {
         return Err(Verdict::Note(Note {
             id: d.id(),
             text: format!(
-                "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% a finding needs",
+                "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% of the step (or {MIN_COST_PCT_OF_BUSY}% of GPU busy time) a finding needs",
                 d.title(),
                 gate.quantity,
                 gate.threshold,
@@ -512,11 +551,10 @@ pub fn judge(
     *ledger = trial;
     let held_numbers = costs.iter().map(|c| c.number).collect();
     costs.sort_by(|x, y| y.ms.total_cmp(&x.ms).then(x.number.cmp(&y.number)));
-    costs.truncate(WORST_STEPS);
     Ok(Outcome {
         gate: check,
         impact,
-        worst_steps: costs,
+        step_costs: costs,
         held: held_numbers,
     })
 }
@@ -537,7 +575,7 @@ pub(crate) fn finding(
         confidence: outcome.gate.confidence(),
         impact: outcome.impact,
         gate: outcome.gate,
-        worst_steps: outcome.worst_steps,
+        step_costs: outcome.step_costs,
         evidence,
         fix,
     })

@@ -4,7 +4,6 @@ use super::{finding, judge, Analysis, Detector, Evidence, Fix, Gate, StepCheck, 
 use crate::attribution::{intersect, Ledger, Part};
 use crate::metrics::merge;
 use crate::model::{EventKind, NONE};
-use crate::window::Phase;
 
 pub struct UnfusedOptimizer;
 pub struct ZeroGradMemset;
@@ -28,7 +27,7 @@ impl Detector for UnfusedOptimizer {
     }
 
     fn threshold(&self) -> &'static str {
-        "an Optimizer.step window launching at least 50 kernels with no _foreach_ or _fused_ op in it, in at least half of the steady steps; training traces only"
+        "Optimizer.step ranges launching at least 50 kernels per step with no _foreach_ or _fused_ op in them, in at least half of the steady steps; training traces only"
     }
 
     fn training_only(&self) -> bool {
@@ -38,36 +37,49 @@ impl Detector for UnfusedOptimizer {
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        let mut fused_ops: Vec<i64> = (0..e.len())
-            .filter(|&i| {
-                e.kind[i] == EventKind::CpuOp
-                    && (t.name_of(i).contains("_foreach_") || t.name_of(i).contains("_fused_"))
-            })
-            .map(|i| e.start[i])
-            .collect();
-        fused_ops.sort_unstable();
-        let fused_in = |s: i64, end: i64| {
-            fused_ops.partition_point(|&x| x < end) > fused_ops.partition_point(|&x| x < s)
-        };
+        let n = a.steps.steps.len();
+        // Optimizer.step ranges by steady step, and whether a foreach or fused op runs in them.
+        let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut fused = vec![false; n];
+        for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+            let last = track.events.end as usize;
+            for i in track.events.clone().map(|i| i as usize) {
+                if e.kind[i] != EventKind::CpuOp && e.kind[i] != EventKind::UserAnnotation
+                    || !t.name_of(i).starts_with("Optimizer.step")
+                {
+                    continue;
+                }
+                let Some(k) = a.steady_step_at(e.start[i]) else {
+                    continue;
+                };
+                ranges[k].push((e.start[i], e.end(i)));
+                fused[k] |= (i..last).take_while(|&j| e.start[j] < e.end(i)).any(|j| {
+                    let name = t.name_of(j);
+                    name.contains("_foreach_") || name.contains("_fused_")
+                });
+            }
+        }
+        // Kernels launched under those ranges.
+        let mut kernels = vec![0u64; n];
+        for l in &t.launches {
+            if e.kind[l.gpu as usize] != EventKind::GpuKernel {
+                continue;
+            }
+            let mut p = l.launch;
+            while p != NONE {
+                if t.name_of(p as usize).starts_with("Optimizer.step") {
+                    if let Some(k) = a.steady_step_at(e.start[p as usize]) {
+                        kernels[k] += 1;
+                    }
+                    break;
+                }
+                p = e.parent[p as usize];
+            }
+        }
         let checks = a
             .steady
             .iter()
             .map(|&k| {
-                let windows: Vec<_> = a.steps.steps[k]
-                    .windows
-                    .iter()
-                    .filter(|w| {
-                        w.phase == Phase::Optimizer
-                            && !w.label.as_deref().is_some_and(|l| l.contains("zero_grad"))
-                    })
-                    .collect();
-                let kernels = windows
-                    .iter()
-                    .flat_map(|w| a.steps.launched_in(w))
-                    .filter(|&g| e.kind[g as usize] == EventKind::GpuKernel)
-                    .count();
-                let fused = windows.iter().any(|w| fused_in(w.start, w.end));
-                let ranges = merge(windows.iter().map(|w| (w.start, w.end)).collect());
                 let idle = a.splits[k].intervals_of(&[
                     Part::IdleLaunch,
                     Part::IdleKernelWait,
@@ -76,8 +88,8 @@ impl Detector for UnfusedOptimizer {
                 ]);
                 StepCheck {
                     step: k,
-                    value: if fused { 0.0 } else { kernels as f64 },
-                    claims: vec![(intersect(&idle, &ranges), 1.0)],
+                    value: if fused[k] { 0.0 } else { kernels[k] as f64 },
+                    claims: vec![(intersect(&idle, &merge(ranges[k].clone())), 1.0)],
                 }
             })
             .collect();
@@ -87,17 +99,17 @@ impl Detector for UnfusedOptimizer {
             ledger,
             UNFUSED,
             checks,
-            "GPU idle inside the optimizer window per steady-state step, not already claimed: the launch overhead that a fused optimizer removes",
+            "GPU idle inside Optimizer.step per steady-state step, not already claimed: the launch overhead that a fused optimizer removes",
         ) {
             Ok(o) => o,
             Err(v) => return v,
         };
         let summary = format!(
-            "the optimizer step launches a median {:.0} kernels, one tensor at a time; the GPU idles {:.2} ms per step in it",
+            "the optimizer step launches a median {:.0} kernels per step, one tensor at a time; the GPU idles {:.2} ms per step in it",
             o.gate.median, o.impact.ms_per_step
         );
         let evidence = vec![Evidence {
-            what: "kernels launched by the optimizer step".into(),
+            what: "kernels launched under Optimizer.step".into(),
             steps: o.held.clone(),
             events: vec!["Optimizer.step".into()],
             count: Some(o.gate.median.round() as u64),
@@ -191,7 +203,8 @@ impl Detector for ZeroGradMemset {
             summary,
             evidence,
             Fix {
-                summary: "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
+                summary:
+                    "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
                 snippet: "optimizer.zero_grad(set_to_none=True)",
             },
         )

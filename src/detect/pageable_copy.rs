@@ -10,7 +10,8 @@ pub struct PageableCopy;
 /// Pageable copies matter from 1% of the step in copy time or 1 MB per step: the gated value is
 /// the larger of the two, each over its own threshold.
 const GATE: Gate = Gate {
-    quantity: "pageable copies per step: the larger of (copy time in % of the step) and (MB copied)",
+    quantity:
+        "pageable copies per step: the larger of (copy time in % of the step) and (MB copied)",
     threshold: 1.0,
 };
 
@@ -46,7 +47,9 @@ impl Detector for PageableCopy {
                         continue;
                     }
                     for i in in_range(t, tk, start, end) {
-                        if e.kind[i] != EventKind::Memcpy || e.detail[i] == NONE || e.start[i] < start
+                        if e.kind[i] != EventKind::Memcpy
+                            || e.detail[i] == NONE
+                            || e.start[i] < start
                         {
                             continue;
                         }

@@ -9,7 +9,8 @@ pub struct NoTensorCores;
 
 /// SIMT fp32 GEMM/convolution share of kernel time from which the finding is raised.
 const GATE: Gate = Gate {
-    quantity: "SIMT fp32 GEMM/convolution kernel time, % of the step's kernel time",
+    quantity:
+        "SIMT fp32 GEMM/convolution kernel time, % of the step's kernel time (collectives included)",
     threshold: 10.0,
 };
 
@@ -53,11 +54,12 @@ impl Detector for NoTensorCores {
             .map(|&k| {
                 let (mut simt, mut kernels, mut iv) = (0i64, 0i64, Vec::new());
                 for i in a.gpu_work(k) {
-                    if e.kind[i] != EventKind::GpuKernel {
+                    // Kernel time counts every kernel the GPU runs, collectives included.
+                    if !matches!(e.kind[i], EventKind::GpuKernel | EventKind::Collective) {
                         continue;
                     }
                     kernels += e.dur[i];
-                    if names.of_event(t, i).simt_fp32 {
+                    if e.kind[i] == EventKind::GpuKernel && names.of_event(t, i).simt_fp32 {
                         simt += e.dur[i];
                         iv.push((e.start[i], e.end(i)));
                         match by_name.iter_mut().find(|(j, _)| e.name[*j] == e.name[i]) {
@@ -96,7 +98,13 @@ impl Detector for NoTensorCores {
             events: by_name
                 .iter()
                 .take(3)
-                .map(|&(i, ns)| format!("{}: {:.3} ms per step", t.name_of(i), ns as f64 / steps / 1e6))
+                .map(|&(i, ns)| {
+                    format!(
+                        "{}: {:.3} ms per step",
+                        t.name_of(i),
+                        ns as f64 / steps / 1e6
+                    )
+                })
                 .collect(),
             count: Some(by_name.len() as u64),
         }];

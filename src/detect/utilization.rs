@@ -11,7 +11,8 @@ pub struct LowUtilization;
 pub struct HostOnlyTime;
 
 /// Mid-step idle not explained by data, allocator or sync waits.
-pub(crate) const MID_STEP_IDLE: [Part; 3] = [Part::IdleLaunch, Part::IdleKernelWait, Part::IdleOther];
+pub(crate) const MID_STEP_IDLE: [Part; 3] =
+    [Part::IdleLaunch, Part::IdleKernelWait, Part::IdleOther];
 
 const LOW_UTILIZATION: Gate = Gate {
     quantity: "GPU idle between its first and last work of the step, not waiting for data, the allocator or a sync, % of the step",
@@ -50,7 +51,8 @@ impl Detector for LowUtilization {
                 let (s, m) = (&a.splits[k], &a.step_metrics[k]);
                 let short = m.short_kernels as f64 / m.kernels.max(1) as f64;
                 let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
-                let applies = s.has_gpu() && m.kernels > 0 && short < SHORT_SHARE && busy < BUSY_SHARE;
+                let applies =
+                    s.has_gpu() && m.kernels > 0 && short < SHORT_SHARE && busy < BUSY_SHARE;
                 StepCheck {
                     step: k,
                     value: if applies {
@@ -74,12 +76,23 @@ impl Detector for LowUtilization {
             Err(v) => return v,
         };
         let mean = |p: Part| {
-            a.steady.iter().map(|&k| a.splits[k].ns(p) as f64).sum::<f64>()
+            a.steady
+                .iter()
+                .map(|&k| a.splits[k].ns(p) as f64)
+                .sum::<f64>()
                 / a.steady.len().max(1) as f64
                 / 1e6
         };
-        let (launch, kernel, other) = (mean(Part::IdleLaunch), mean(Part::IdleKernelWait), mean(Part::IdleOther));
-        let busy = a.steady.iter().map(|&k| a.splits[k].busy_ns() as f64).sum::<f64>()
+        let (launch, kernel, other) = (
+            mean(Part::IdleLaunch),
+            mean(Part::IdleKernelWait),
+            mean(Part::IdleOther),
+        );
+        let busy = a
+            .steady
+            .iter()
+            .map(|&k| a.splits[k].busy_ns() as f64)
+            .sum::<f64>()
             / a.steady.len().max(1) as f64;
         let summary = format!(
             "the GPU is busy {:.0}% of the step; mid-step it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per step",

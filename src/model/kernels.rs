@@ -65,7 +65,17 @@ static FUSED_ATTENTION: LazyLock<Patterns> =
 /// GEMM and batched-matmul kernels: cuBLAS/cuBLASLt (`gemm`, `xmma`), cutlass, Triton
 /// `mm`/`bmm` templates, rocBLAS/hipBLASLt (`Cijk_`).
 static MATMUL: LazyLock<Patterns> = LazyLock::new(|| {
-    Patterns::new(&["gemm", "cijk_", "cutlass", "xmma", "wgmma", "bmm", "matmul", "triton_mm", "gemv"])
+    Patterns::new(&[
+        "gemm",
+        "cijk_",
+        "cutlass",
+        "xmma",
+        "wgmma",
+        "bmm",
+        "matmul",
+        "triton_mm",
+        "gemv",
+    ])
 });
 
 /// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
@@ -73,7 +83,19 @@ pub fn is_simt_fp32(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     SIMT.any_in(&lower)
         && !TENSOR_CORES.any_in(&lower)
+        && !is_rocm_matrix_core(&lower)
         && (!ROCM_GEMM.any_in(&lower) || ROCM_SIMT.any_in(&lower))
+}
+
+/// Tensile kernels that name a matrix-core instruction shape (`_MI16x16x1_`, `_MI32x32x8x1`)
+/// run on AMD's matrix cores, fp32 included.
+fn is_rocm_matrix_core(lower: &str) -> bool {
+    lower.match_indices("_mi").any(|(k, _)| {
+        lower[k + 3..]
+            .split('x')
+            .next()
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// Layout conversion kernels (NCHW↔NHWC), given the lower-cased name.
@@ -176,6 +198,7 @@ mod tests {
             "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
             "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)",
             "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1",
+            "Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x1_SN_1LDSB0",
             "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
         ] {
             assert!(!is_simt_fp32(tc), "{tc}");

@@ -47,7 +47,11 @@ pub fn run(args: &Args) -> ExitCode {
                 d.title(),
                 "",
                 d.threshold(),
-                if d.training_only() { " (training only)" } else { "" }
+                if d.training_only() {
+                    " (training only)"
+                } else {
+                    ""
+                }
             ));
         }
         crate::out("Notes (observations without a time estimate; never ranked with findings):\n");

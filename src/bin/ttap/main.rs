@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod eval;
+mod eval_rules;
 mod explain;
 mod features;
 mod inspect;
@@ -50,6 +51,10 @@ enum Command {
     /// Evaluate the window detector on held-out scenarios (unseen architectures and GPUs)
     /// against the rules and k-means, and against the rules on real traces; writes a report.
     Eval(eval::Args),
+    /// Score the rule detectors on the hand-labelled real traces (models/real-labels.json):
+    /// precision and recall per detector, findings on healthy controls; writes models/RULES.md.
+    /// Exit code 1 when a target is missed.
+    EvalRules(eval_rules::Args),
     /// Print a link that carries the analysis of a trace (never the trace itself) in its
     /// fragment, within a size budget; or, with --decode, the report a link carries.
     Share(share::Args),
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         Command::Features(args) => features::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::EvalRules(args) => eval_rules::run(&args),
         Command::Share(args) => share::run(&args),
         Command::Realism(args) => realism::run(&args),
         Command::Explain(args) => explain::run(&args),

@@ -54,7 +54,7 @@ impl Detector for AllocatorChurn {
             "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let t = a.trace;
         let e = &t.events;

@@ -207,7 +207,7 @@ impl Detector for UnfusedAttention {
             "GPU time of the softmax kernels between the attention matmuls plus half that of the two matmuls, per steady-state step: a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let summary = format!(
             "{:.0} attention blocks per step run as separate matmul, softmax and matmul{}, writing the full attention matrix to memory; fusing them saves about {:.3} ms per step",

@@ -59,7 +59,7 @@ impl Detector for ExposedCommunication {
             "collective time with no compute kernel alongside, mean over steady-state steps: the most overlap can recover",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let comm =
             a.steady.iter().map(|&k| comm_share(k)).sum::<f64>() / a.steady.len().max(1) as f64;

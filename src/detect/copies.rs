@@ -67,7 +67,7 @@ impl Detector for HeavyCopies {
             "device-to-device copy time plus half the host copy time per steady-state step, not already claimed by another finding: layout copies can usually be avoided, host copies overlapped",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let count = shown.len();
         shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));

@@ -53,7 +53,7 @@ impl Detector for DataLoaderBottleneck {
             "GPU idle while the host is inside DataLoader ranges, mean over steady-state steps",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let t = a.trace;
         let e = &t.events;

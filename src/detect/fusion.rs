@@ -93,7 +93,7 @@ impl Detector for FusionCandidates {
             "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let summary = format!(
             "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",

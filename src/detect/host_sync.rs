@@ -48,7 +48,7 @@ impl Detector for HostSync {
             "GPU idle during synchronizing calls and in the 1 ms after each, mean over steady-state steps: the pipeline drain and refill the sync causes",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let t = a.trace;
         let e = &t.events;

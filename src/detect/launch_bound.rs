@@ -53,7 +53,7 @@ impl Detector for LaunchBound {
             "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let kernels = a.steady_mean(|m| m.kernels as f64);
         let short = a.steady_mean(|m| m.short_kernels as f64);

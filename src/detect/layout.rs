@@ -73,7 +73,7 @@ impl Detector for LayoutTransforms {
             "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let count = shown.len();
         shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));

@@ -469,14 +469,14 @@ pub fn judge(
     gate: Gate,
     checks: Vec<StepCheck>,
     method: &'static str,
-) -> Result<Outcome, Verdict> {
+) -> Result<Outcome, Rejected> {
     let steady = a.steady.len();
     let held: Vec<&StepCheck> = checks
         .iter()
         .filter(|c| c.value >= gate.threshold)
         .collect();
     if held.is_empty() || steady == 0 {
-        return Err(Verdict::Nothing);
+        return Err(Rejected(None));
     }
     let mut values: Vec<f64> = held.iter().map(|c| c.value).collect();
     values.sort_by(f64::total_cmp);
@@ -493,7 +493,7 @@ pub fn judge(
         },
     };
     if (held.len() as f64) < MIN_CONSISTENCY * steady as f64 {
-        return Err(Verdict::Note(Note {
+        return Err(Rejected(Some(Note {
             id: d.id(),
             text: format!(
                 "{}: {} reaches {} in {} of {} steady steps (median {:.1}); a finding needs at least half of them",
@@ -504,7 +504,7 @@ pub fn judge(
                 steady,
                 median
             ),
-        }));
+        })));
     }
     let mut trial = ledger.clone();
     let mut costs: Vec<StepCost> = held
@@ -534,7 +534,7 @@ pub fn judge(
     let costs_enough =
         impact.pct_of_step >= MIN_COST_PCT || pct(per_step_ns, busy) >= MIN_COST_PCT_OF_BUSY;
     if !costs_enough || impact.ms_per_step < MIN_COST_MS {
-        return Err(Verdict::Note(Note {
+        return Err(Rejected(Some(Note {
             id: d.id(),
             text: format!(
                 "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% of the step (or {MIN_COST_PCT_OF_BUSY}% of GPU busy time) a finding needs",
@@ -546,7 +546,7 @@ pub fn judge(
                 impact.ms_per_step,
                 impact.pct_of_step
             ),
-        }));
+        })));
     }
     *ledger = trial;
     let held_numbers = costs.iter().map(|c| c.number).collect();
@@ -557,6 +557,15 @@ pub fn judge(
         step_costs: costs,
         held: held_numbers,
     })
+}
+
+/// A gate that did not make a finding: a note saying what was seen, or nothing.
+pub struct Rejected(pub Option<Note>);
+
+impl From<Rejected> for Verdict {
+    fn from(r: Rejected) -> Verdict {
+        r.0.map_or(Verdict::Nothing, Verdict::Note)
+    }
 }
 
 /// A finding from a kept [`Outcome`].

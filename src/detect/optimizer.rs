@@ -102,7 +102,7 @@ impl Detector for UnfusedOptimizer {
             "GPU idle inside Optimizer.step per steady-state step, not already claimed: the launch overhead that a fused optimizer removes",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let summary = format!(
             "the optimizer step launches a median {:.0} kernels per step, one tensor at a time; the GPU idles {:.2} ms per step in it",
@@ -183,7 +183,7 @@ impl Detector for ZeroGradMemset {
             "GPU time of the kernels launched by zero_grad per steady-state step",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         shown.dedup();
         let summary = format!(

@@ -87,7 +87,7 @@ impl Detector for PageableCopy {
             "half the pageable copy time per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, overlap compute",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let steps = a.steady.len().max(1) as f64;

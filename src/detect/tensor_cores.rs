@@ -84,7 +84,7 @@ impl Detector for NoTensorCores {
             "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         by_name.sort_by_key(|n| std::cmp::Reverse(n.1));
         let summary = format!(

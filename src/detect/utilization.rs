@@ -73,7 +73,7 @@ impl Detector for LowUtilization {
             "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let mean = |p: Part| {
             a.steady
@@ -164,7 +164,7 @@ impl Detector for HostOnlyTime {
             "GPU idle before the first and after the last GPU work of the step, not inside DataLoader ranges, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
         ) {
             Ok(o) => o,
-            Err(v) => return v,
+            Err(rejected) => return rejected.into(),
         };
         let summary = format!(
             "each step spends {:.2} ms ({:.0}% of the step) on the host alone, before its first GPU work or after its last; the GPU idles meanwhile",

@@ -1,9 +1,11 @@
-//! The findings, ranked by the time they cost per step: severity, impact, evidence, the fix and
-//! its code with a copy button.
+//! The findings, ranked by the time they cost per step: severity, impact, how sure (the gate's
+//! inputs), the worst steps, evidence, the fix and its code with a copy button; then the notes
+//! (never ranked) and where the step's time goes.
 
 use std::rc::Rc;
 
-use torchtraceap::report::FindingEntry;
+use torchtraceap::attribution::Part;
+use torchtraceap::report::{FindingEntry, Report, VERSION};
 use yew::prelude::*;
 
 use super::format::{count, ms};
@@ -59,6 +61,14 @@ pub fn findings(props: &FindingsProps) -> Html {
     let unexplained = &a.report.unexplained;
     html! {
         <section class="findings">
+            if a.report.version < VERSION {
+                <p class="older-version">{format!(
+                    "Made by an older version of TorchTraceAP (report version {}; this one writes {VERSION}): \
+                     its findings have no time split, gate or worst steps, and may count the same time twice. \
+                     Drop the trace again for a current analysis.",
+                    a.report.version
+                )}</p>
+            }
             if findings.is_empty() {
                 <div class="empty">
                     <h2>{"No anti-pattern found by the rules"}</h2>
@@ -91,7 +101,48 @@ pub fn findings(props: &FindingsProps) -> Html {
                     }
                 </article>
             }
+            { notes(&a.report) }
+            { split(&a.report) }
         </section>
+    }
+}
+
+/// Observations that are not ranked findings.
+fn notes(r: &Report) -> Html {
+    if r.notes.is_empty() {
+        return Html::default();
+    }
+    html! {
+        <article class="notes">
+            <h3>{"Notes"}</h3>
+            <p>{"Observations without a time estimate, or patterns seen too rarely or too cheaply to be findings."}</p>
+            <ul>{ for r.notes.iter().map(|n| html! { <li><code>{&n.id}</code>{" "}{&n.text}</li> }) }</ul>
+        </article>
+    }
+}
+
+/// Where a steady step's time goes on the main GPU, parts with time only.
+fn split(r: &Report) -> Html {
+    let total: f64 = r.split.iter().map(|p| p.ms).sum();
+    if total <= 0.0 {
+        return Html::default();
+    }
+    html! {
+        <article class="split">
+            <h3>{"Where a step's time goes"}</h3>
+            <p>{format!("Mean of the steady steps on the main GPU: each part counted once, {} in all. Findings claim time from these parts, never the same time twice.", ms(total))}</p>
+            <table>
+                <tbody>
+                    { for r.split.iter().filter(|p| p.ms > 0.0).map(|p| html! {
+                        <tr>
+                            <td>{Part::ALL.iter().find(|q| q.id() == p.part).map_or(p.part.as_str(), |q| q.label())}</td>
+                            <td class="num">{ms(p.ms)}</td>
+                            <td class="num">{format!("{:.1}%", 100.0 * p.ms / total)}</td>
+                        </tr>
+                    }) }
+                </tbody>
+            </table>
+        </article>
     }
 }
 
@@ -138,6 +189,17 @@ fn card(
                 </span>
             </header>
             <p class="summary">{&f.summary}</p>
+            if let Some(g) = &f.gate {
+                <p class="gate">{format!(
+                    "Confidence {:.0}%: the gate ({} ≥ {}) holds in {} of {} steady steps, median {:.1} ({:.1}× the threshold).",
+                    f.confidence * 100.0, g.quantity, g.threshold, g.held_steps, g.steady_steps, g.median, g.margin
+                )}</p>
+            }
+            if !f.worst_steps.is_empty() {
+                <p class="worst-steps">{format!("Worst steps: {}", f.worst_steps.iter()
+                    .map(|c| format!("{} ({})", c.step, ms(c.ms)))
+                    .collect::<Vec<_>>().join(", "))}</p>
+            }
             { for show }
             <details open={i == 0 || selected}>
                 <summary>{format!("Evidence ({}) · confidence {:.0}%", f.evidence.len(), f.confidence * 100.0)}</summary>

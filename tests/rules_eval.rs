@@ -1,0 +1,42 @@
+//! The rule detectors on the hand-labelled real traces: the committed table
+//! (`models/RULES.md`) is what `ttap eval-rules` makes today, and every target holds.
+
+mod common;
+
+use std::path::Path;
+
+use common::shared_traces;
+use torchtraceap::detect::scoring::{evaluate, markdown, RealLabels};
+
+fn labels() -> RealLabels {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real-labels.json");
+    RealLabels::from_json(&std::fs::read_to_string(path).expect("the label file is committed"))
+        .expect("the committed label file reads")
+}
+
+#[test]
+fn the_committed_rules_table_is_regenerated_and_meets_its_targets() {
+    let Some(dir) = shared_traces() else {
+        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES), so the rules cannot be scored on the labelled real traces");
+        return;
+    };
+    let labels = labels();
+    assert!(
+        labels.traces.len() >= 40,
+        "at least 40 labelled real traces, found {}",
+        labels.traces.len()
+    );
+    let scores = evaluate(&labels, &dir).expect("every labelled trace reads");
+    let missed = scores.missed_targets();
+    assert!(missed.is_empty(), "targets missed:\n{}", missed.join("\n"));
+    assert!(scores.healthy_controls >= 2, "the healthy controls are labelled");
+    let table = markdown(&scores, "ttap eval-rules");
+    let committed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/RULES.md"),
+    )
+    .expect("models/RULES.md is committed");
+    assert_eq!(
+        committed, table,
+        "models/RULES.md is out of date: run `cargo run --release -- eval-rules` and commit it"
+    );
+}

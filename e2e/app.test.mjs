@@ -87,14 +87,27 @@ test('the report downloads as JSON and as Markdown, and the JSON opens again', a
   await context.close();
 });
 
-test('a trace made by the generator shows the anti-pattern injected in it', async () => {
+test('a trace made by the generator shows the anti-pattern injected in it; injected once, it is a note', async () => {
+  // In most steady steps: a finding, with its gate and worst steps.
   const out = join(scratch, 'vit-h100-sync.pt.trace.json');
-  const made = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', '--inject', 'host-device-sync@2:0.8', '--out', out]);
+  const inject = [1, 2, 3, 4].flatMap((step) => ['--inject', `host-device-sync@${step}:0.8`]);
+  const made = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', ...inject, '--out', out]);
   assert.equal(made.status, 0, String(made.stderr));
   const { page, context } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', out));
   const ids = await shownFindings(page);
   assert.ok(ids.includes('host-device-sync'), `findings: ${ids}`);
+  assert.match(await page.locator('#finding-host-device-sync .gate').innerText(), /holds in \d+ of \d+ steady steps/);
+  assert.match(await page.locator('#finding-host-device-sync .worst-steps').innerText(), /^Worst steps: \d+ \(/);
+  assert.match(await page.locator('.split').innerText(), /idle: synchronization/);
+  await page.screenshot({ path: join(SHOTS, 'findings-gate-split.png'), fullPage: true });
+  // In one step of five: not a finding, a note.
+  const once = join(scratch, 'vit-h100-sync-once.pt.trace.json');
+  const madeOnce = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', '--inject', 'host-device-sync@2:0.8', '--out', once]);
+  assert.equal(madeOnce.status, 0, String(madeOnce.stderr));
+  await load(page, () => page.setInputFiles('#file-input', once));
+  assert.ok(!(await shownFindings(page)).includes('host-device-sync'));
+  assert.match(await page.locator('.notes').innerText(), /host-device-sync.*in 1 of \d+ steady steps/s);
   await context.close();
 });
 

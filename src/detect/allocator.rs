@@ -19,6 +19,11 @@ const GATE: Gate = Gate {
 /// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
 const PRESSURE: f64 = 0.9;
 
+const FIX_ALLOCATOR_CHURN: Fix = Fix {
+    summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
+    snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
+};
+
 impl Detector for AllocatorChurn {
     fn id(&self) -> &'static str {
         "allocator-churn"
@@ -30,6 +35,10 @@ impl Detector for AllocatorChurn {
 
     fn threshold(&self) -> &'static str {
         "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_ALLOCATOR_CHURN)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -85,16 +94,7 @@ impl Detector for AllocatorChurn {
             events: calls.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(count as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
-                snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_ALLOCATOR_CHURN)
     }
 }
 

@@ -78,6 +78,11 @@ fn fused_anywhere(t: &Trace) -> bool {
     })
 }
 
+const FIX_UNFUSED_ATTENTION: Fix = Fix {
+    summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
+    snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
+};
+
 impl Detector for UnfusedAttention {
     fn id(&self) -> &'static str {
         "unfused-attention"
@@ -89,6 +94,10 @@ impl Detector for UnfusedAttention {
 
     fn threshold(&self) -> &'static str {
         "a softmax between two matmuls (sibling aten::bmm/matmul/baddbmm/einsum ops, or, from kernel names alone, a GEMM kernel, a softmax kernel and a GEMM kernel within 3 kernels on one stream) in at least half of the steady steps, and no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_UNFUSED_ATTENTION)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -221,16 +230,7 @@ impl Detector for UnfusedAttention {
             events: shown.iter().map(|&i| a.event_ref(i)).collect(),
             count: Some(total),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
-                snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_UNFUSED_ATTENTION)
     }
 }
 

@@ -13,6 +13,11 @@ const GATE: Gate = Gate {
     threshold: 5.0,
 };
 
+const FIX_EXPOSED_COMMUNICATION: Fix = Fix {
+    summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
+    snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
+};
+
 impl Detector for ExposedCommunication {
     fn id(&self) -> &'static str {
         "communication-exposed"
@@ -24,6 +29,10 @@ impl Detector for ExposedCommunication {
 
     fn threshold(&self) -> &'static str {
         "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_EXPOSED_COMMUNICATION)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -73,15 +82,6 @@ impl Detector for ExposedCommunication {
             events: Vec::new(),
             count: None,
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
-                snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_EXPOSED_COMMUNICATION)
     }
 }

@@ -12,6 +12,11 @@ const GATE: Gate = Gate {
     threshold: 5.0,
 };
 
+const FIX_HEAVY_COPIES: Fix = Fix {
+    summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
+    snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
+};
+
 impl Detector for HeavyCopies {
     fn id(&self) -> &'static str {
         "heavy-memcpy"
@@ -23,6 +28,10 @@ impl Detector for HeavyCopies {
 
     fn threshold(&self) -> &'static str {
         "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_HEAVY_COPIES)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -83,15 +92,6 @@ impl Detector for HeavyCopies {
             events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(count as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
-                snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_HEAVY_COPIES)
     }
 }

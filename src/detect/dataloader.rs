@@ -14,6 +14,11 @@ const GATE: Gate = Gate {
     threshold: 5.0,
 };
 
+const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
+    summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
+};
+
 impl Detector for DataLoaderBottleneck {
     fn id(&self) -> &'static str {
         "dataloader-bottleneck"
@@ -25,6 +30,10 @@ impl Detector for DataLoaderBottleneck {
 
     fn threshold(&self) -> &'static str {
         "GPU idle while the host is inside enumerate(DataLoader)#…__next__ at least 5% of the step, in at least half of the steady steps; training traces only"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK)
     }
 
     fn training_only(&self) -> bool {
@@ -82,15 +91,6 @@ impl Detector for DataLoaderBottleneck {
             events: ranges.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(ranges.len() as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_DATA_LOADER_BOTTLENECK)
     }
 }

@@ -19,6 +19,11 @@ const GATE: Gate = Gate {
     threshold: 5.0,
 };
 
+const FIX_FUSION_CANDIDATES: Fix = Fix {
+    summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
+    snippet: "model = torch.compile(model)",
+};
+
 impl Detector for FusionCandidates {
     fn id(&self) -> &'static str {
         "fusion-candidates"
@@ -30,6 +35,10 @@ impl Detector for FusionCandidates {
 
     fn threshold(&self) -> &'static str {
         "runs of 4 or more element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_FUSION_CANDIDATES)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -107,15 +116,6 @@ impl Detector for FusionCandidates {
             events: names.iter().map(|&i| a.event_ref(i)).collect(),
             count: Some(runs_total),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
-                snippet: "model = torch.compile(model)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_FUSION_CANDIDATES)
     }
 }

@@ -13,6 +13,11 @@ const GATE: Gate = Gate {
     threshold: 2.0,
 };
 
+const FIX_HOST_SYNC: Fix = Fix {
+    summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
+    snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
+};
+
 impl Detector for HostSync {
     fn id(&self) -> &'static str {
         "host-device-sync"
@@ -24,6 +29,10 @@ impl Detector for HostSync {
 
     fn threshold(&self) -> &'static str {
         "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, at least 2% of the step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_HOST_SYNC)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -96,15 +105,6 @@ impl Detector for HostSync {
                 .collect(),
             count: Some(syncs.len() as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
-                snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_HOST_SYNC)
     }
 }

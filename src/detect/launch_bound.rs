@@ -13,6 +13,11 @@ const GATE: Gate = Gate {
     threshold: 10.0,
 };
 
+const FIX_LAUNCH_BOUND: Fix = Fix {
+    summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
+    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
+};
+
 impl Detector for LaunchBound {
     fn id(&self) -> &'static str {
         "launch-bound-small-kernels"
@@ -24,6 +29,10 @@ impl Detector for LaunchBound {
 
     fn threshold(&self) -> &'static str {
         "at least 50% of the step's kernels shorter than 10 µs, and GPU idle between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_LAUNCH_BOUND)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -72,15 +81,6 @@ impl Detector for LaunchBound {
             events: Vec::new(),
             count: Some(short.round() as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
-                snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_LAUNCH_BOUND)
     }
 }

@@ -16,6 +16,11 @@ const GATE: Gate = Gate {
     threshold: 1.0,
 };
 
+const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
+    summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
+    snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
+};
+
 impl Detector for LayoutTransforms {
     fn id(&self) -> &'static str {
         "layout-transforms"
@@ -27,6 +32,10 @@ impl Detector for LayoutTransforms {
 
     fn threshold(&self) -> &'static str {
         "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -89,15 +98,6 @@ impl Detector for LayoutTransforms {
             events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(count as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
-                snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
     }
 }

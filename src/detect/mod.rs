@@ -365,6 +365,9 @@ pub trait Detector: Sync {
     fn title(&self) -> &'static str;
     /// The gate in words, and where the value comes from.
     fn threshold(&self) -> &'static str;
+    /// Every fix its findings can carry, the most common first: the catalogue a shared link or
+    /// a saved report is rendered from, so that the page only ever shows its own fixes.
+    fn fixes(&self) -> &'static [Fix];
     /// Whether the pattern exists only in training (DataLoader, optimizer, `zero_grad`).
     fn training_only(&self) -> bool {
         false
@@ -399,6 +402,11 @@ pub static DETECTORS: &[&dyn Detector] = &[
     &fusion::FusionCandidates,
     &copies::HeavyCopies,
 ];
+
+/// The detector with this id, if this version has one.
+pub fn detector(id: &str) -> Option<&'static dyn Detector> {
+    DETECTORS.iter().copied().find(|d| d.id() == id)
+}
 
 /// Every observer, in catalogue order.
 pub static OBSERVERS: &[&dyn Observer] = &[

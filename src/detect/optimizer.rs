@@ -17,6 +17,17 @@ const ZERO_GRAD: Gate = Gate {
     threshold: 1.0,
 };
 
+const FIX_UNFUSED_OPTIMIZER: Fix = Fix {
+    summary: "Use the fused (or foreach) implementation of the optimizer.",
+    snippet:
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
+};
+
+const FIX_ZERO_GRAD_MEMSET: Fix = Fix {
+    summary: "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
+    snippet: "optimizer.zero_grad(set_to_none=True)",
+};
+
 impl Detector for UnfusedOptimizer {
     fn id(&self) -> &'static str {
         "optimizer-not-fused"
@@ -28,6 +39,10 @@ impl Detector for UnfusedOptimizer {
 
     fn threshold(&self) -> &'static str {
         "Optimizer.step ranges launching at least 50 kernels per step with no _foreach_ or _fused_ op in them, in at least half of the steady steps; training traces only"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_UNFUSED_OPTIMIZER)
     }
 
     fn training_only(&self) -> bool {
@@ -114,16 +129,7 @@ impl Detector for UnfusedOptimizer {
             events: vec!["Optimizer.step".into()],
             count: Some(o.gate.median.round() as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Use the fused (or foreach) implementation of the optimizer.",
-                snippet: "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_UNFUSED_OPTIMIZER)
     }
 }
 
@@ -138,6 +144,10 @@ impl Detector for ZeroGradMemset {
 
     fn threshold(&self) -> &'static str {
         "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels) in at least half of the steady steps, costing at least 0.5% of the step; training traces only"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_ZERO_GRAD_MEMSET)
     }
 
     fn training_only(&self) -> bool {
@@ -197,16 +207,6 @@ impl Detector for ZeroGradMemset {
             events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(launches as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary:
-                    "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
-                snippet: "optimizer.zero_grad(set_to_none=True)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_ZERO_GRAD_MEMSET)
     }
 }

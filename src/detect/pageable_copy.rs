@@ -15,6 +15,11 @@ const GATE: Gate = Gate {
     threshold: 1.0,
 };
 
+const FIX_PAGEABLE_COPY: Fix = Fix {
+    summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
+};
+
 impl Detector for PageableCopy {
     fn id(&self) -> &'static str {
         "pageable-memcpy"
@@ -26,6 +31,10 @@ impl Detector for PageableCopy {
 
     fn threshold(&self) -> &'static str {
         "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_PAGEABLE_COPY)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -102,15 +111,6 @@ impl Detector for PageableCopy {
             events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(count),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_PAGEABLE_COPY)
     }
 }

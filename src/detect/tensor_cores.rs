@@ -27,6 +27,11 @@ fn has_tensor_cores(t: &Trace) -> Option<String> {
     })
 }
 
+const FIX_NO_TENSOR_CORES: Fix = Fix {
+    summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
+    snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
+};
+
 impl Detector for NoTensorCores {
     fn id(&self) -> &'static str {
         "fp32-without-tensor-cores"
@@ -38,6 +43,10 @@ impl Detector for NoTensorCores {
 
     fn threshold(&self) -> &'static str {
         "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least 10% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_NO_TENSOR_CORES)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -108,15 +117,6 @@ impl Detector for NoTensorCores {
                 .collect(),
             count: Some(by_name.len() as u64),
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
-                snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_NO_TENSOR_CORES)
     }
 }

@@ -30,6 +30,16 @@ const HOST_ONLY: Gate = Gate {
 /// of kernels is a micro-benchmark or a hand-reduced fixture, not a training step).
 const HOST_ONLY_KERNELS: u64 = 10;
 
+const FIX_LOW_UTILIZATION: Fix = Fix {
+    summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
+    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
+};
+
+const FIX_HOST_ONLY_TIME: Fix = Fix {
+    summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
+};
+
 impl Detector for LowUtilization {
     fn id(&self) -> &'static str {
         "gpu-low-utilization"
@@ -41,6 +51,10 @@ impl Detector for LowUtilization {
 
     fn threshold(&self) -> &'static str {
         "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step and under half of the kernels shorter than 10 µs (else it is launch-bound), in at least half of the steady steps"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_LOW_UTILIZATION)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -109,16 +123,7 @@ impl Detector for LowUtilization {
             events: Vec::new(),
             count: None,
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
-                snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_LOW_UTILIZATION)
     }
 }
 
@@ -133,6 +138,10 @@ impl Detector for HostOnlyTime {
 
     fn threshold(&self) -> &'static str {
         "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady ProfilerStep steps with at least 10 kernels"
+    }
+
+    fn fixes(&self) -> &'static [Fix] {
+        std::slice::from_ref(&FIX_HOST_ONLY_TIME)
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -176,16 +185,7 @@ impl Detector for HostOnlyTime {
             events: Vec::new(),
             count: None,
         }];
-        finding(
-            self,
-            o,
-            summary,
-            evidence,
-            Fix {
-                summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
-            },
-        )
+        finding(self, o, summary, evidence, FIX_HOST_ONLY_TIME)
     }
 }
 

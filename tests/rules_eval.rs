@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::shared_traces;
+use common::{shared_traces, trace_files};
 use torchtraceap::detect::scoring::{evaluate, markdown, RealLabels};
 
 fn labels() -> RealLabels {
@@ -26,15 +26,26 @@ fn the_committed_rules_table_is_regenerated_and_meets_its_targets() {
         "at least 40 labelled real traces, found {}",
         labels.traces.len()
     );
+    let files = trace_files(&dir);
+    for l in &labels.traces {
+        assert!(
+            files.contains(&dir.join(&l.trace)),
+            "labelled trace {} is not in {}",
+            l.trace,
+            dir.display()
+        );
+    }
     let scores = evaluate(&labels, &dir).expect("every labelled trace reads");
     let missed = scores.missed_targets();
     assert!(missed.is_empty(), "targets missed:\n{}", missed.join("\n"));
-    assert!(scores.healthy_controls >= 2, "the healthy controls are labelled");
+    assert!(
+        scores.healthy_controls >= 2,
+        "the healthy controls are labelled"
+    );
     let table = markdown(&scores, "ttap eval-rules");
-    let committed = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/RULES.md"),
-    )
-    .expect("models/RULES.md is committed");
+    let committed =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/RULES.md"))
+            .expect("models/RULES.md is committed");
     assert_eq!(
         committed, table,
         "models/RULES.md is out of date: run `cargo run --release -- eval-rules` and commit it"

@@ -10,7 +10,16 @@ const CALLS_PER_STEP: f64 = 1.0;
 /// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
 const PRESSURE: f64 = 0.9;
 
+const ALLOCATOR_CHURN_FIX: Fix = Fix {
+    summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
+    snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
+};
+
 impl Detector for AllocatorChurn {
+    fn fixes(&self) -> &'static [Fix] {
+        &[ALLOCATOR_CHURN_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "allocator-churn"
     }
@@ -44,15 +53,21 @@ impl Detector for AllocatorChurn {
                 events: vec!["cudaMalloc / hipMalloc".into(), "cudaFree / hipFree".into()],
                 count: Some((mallocs + frees).round() as u64),
             }],
-            Fix {
-                summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
-                snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
-            },
+            ALLOCATOR_CHURN_FIX,
         ))
     }
 }
 
+const MEMORY_PRESSURE_FIX: Fix = Fix {
+    summary: "Lower the activation memory: activation checkpointing, mixed precision, a smaller micro-batch with gradient accumulation.",
+    snippet: "from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)",
+};
+
 impl Detector for MemoryPressure {
+    fn fixes(&self) -> &'static [Fix] {
+        &[MEMORY_PRESSURE_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "memory-pressure"
     }
@@ -88,10 +103,7 @@ impl Detector for MemoryPressure {
             a.impact(0.0, "no time estimate: the risk is an out-of-memory error or allocator retries, not lost time"),
             0.8,
             vec![Evidence { what: "peak Total Allocated of the caching allocator".into(), steps: Vec::new(), events: vec!["[memory]".into()], count: None }],
-            Fix {
-                summary: "Lower the activation memory: activation checkpointing, mixed precision, a smaller micro-batch with gradient accumulation.",
-                snippet: "from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)",
-            },
+            MEMORY_PRESSURE_FIX,
         );
         f.severity = Severity::Medium;
         Some(f)

@@ -41,7 +41,16 @@ const FUSED: [&str; 4] = [
     "_native_multi_head_attention",
 ];
 
+const UNFUSED_ATTENTION_FIX: Fix = Fix {
+    summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
+    snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
+};
+
 impl Detector for UnfusedAttention {
+    fn fixes(&self) -> &'static [Fix] {
+        &[UNFUSED_ATTENTION_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "unfused-attention"
     }
@@ -110,10 +119,7 @@ impl Detector for UnfusedAttention {
             impact,
             0.6,
             vec![Evidence { what: "matmul → softmax → matmul op sequences".into(), steps: a.steady_numbers(), events: vec!["aten::bmm".into(), "aten::softmax".into(), "aten::bmm".into()], count: Some(patterns) }],
-            Fix {
-                summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
-                snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
-            },
+            UNFUSED_ATTENTION_FIX,
         ))
     }
 }
@@ -123,7 +129,16 @@ fn is_attention(name: &str) -> bool {
     lower.contains("attention") || lower.contains("attn")
 }
 
+const ATTENTION_HOT_SPOT_FIX: Fix = Fix {
+    summary: "Make sure attention runs the fused SDPA kernels, and consider fewer tokens or windowed attention for high resolutions.",
+    snippet: "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):\n    out = model(x)",
+};
+
 impl Detector for AttentionHotSpot {
+    fn fixes(&self) -> &'static [Fix] {
+        &[ATTENTION_HOT_SPOT_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "attention-hot-spot"
     }
@@ -183,10 +198,7 @@ impl Detector for AttentionHotSpot {
                 events: blocks.iter().take(5).map(|(n, ns)| format!("{n}: {:.3} ms", *ns as f64 / steps / 1e6)).collect(),
                 count: Some(blocks.len() as u64),
             }],
-            Fix {
-                summary: "Make sure attention runs the fused SDPA kernels, and consider fewer tokens or windowed attention for high resolutions.",
-                snippet: "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):\n    out = model(x)",
-            },
+            ATTENTION_HOT_SPOT_FIX,
         );
         if share >= 0.4 {
             f.severity = super::Severity::Medium;

@@ -9,7 +9,16 @@ const SHARE: f64 = 0.1;
 /// …of which at least this share of the step is not overlapped by compute.
 const EXPOSED_SHARE: f64 = 0.01;
 
+const EXPOSED_COMMUNICATION_FIX: Fix = Fix {
+    summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
+    snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
+};
+
 impl Detector for ExposedCommunication {
+    fn fixes(&self) -> &'static [Fix] {
+        &[EXPOSED_COMMUNICATION_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "communication-exposed"
     }
@@ -49,10 +58,7 @@ impl Detector for ExposedCommunication {
             impact,
             0.5,
             vec![Evidence { what: "collective kernels".into(), steps: a.steady_numbers(), events: vec!["nccl / rccl kernels".into()], count: None }],
-            Fix {
-                summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
-                snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
-            },
+            EXPOSED_COMMUNICATION_FIX,
         ))
     }
 }

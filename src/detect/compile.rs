@@ -5,7 +5,16 @@ use crate::model::EventKind;
 
 pub struct GraphBreaks;
 
+const GRAPH_BREAKS_FIX: Fix = Fix {
+    summary: "Find the breaks and make the model graph-friendly (no .item() or data-dependent Python control flow inside); mark dynamic dimensions to stop recompilations.",
+    snippet: "TORCH_LOGS=\"graph_breaks,recompiles\" python train.py\n# or: torch._dynamo.explain(model)(x)\ntorch._dynamo.mark_dynamic(x, 0)",
+};
+
 impl Detector for GraphBreaks {
+    fn fixes(&self) -> &'static [Fix] {
+        &[GRAPH_BREAKS_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "compile-graph-breaks"
     }
@@ -53,10 +62,7 @@ impl Detector for GraphBreaks {
             a.impact(0.0, "no time estimate: each graph break adds Python and launch overhead between graphs and blocks fusion across it"),
             0.6,
             vec![Evidence { what: "Torch-Compiled Region ranges".into(), steps: a.steady_numbers(), events: recompiled, count: Some(regions) }],
-            Fix {
-                summary: "Find the breaks and make the model graph-friendly (no .item() or data-dependent Python control flow inside); mark dynamic dimensions to stop recompilations.",
-                snippet: "TORCH_LOGS=\"graph_breaks,recompiles\" python train.py\n# or: torch._dynamo.explain(model)(x)\ntorch._dynamo.mark_dynamic(x, 0)",
-            },
+            GRAPH_BREAKS_FIX,
         );
         f.severity = Severity::Medium;
         Some(f)

@@ -8,7 +8,16 @@ pub struct HeavyCopies;
 /// Copies matter from this share of the step.
 const SHARE: f64 = 0.05;
 
+const HEAVY_COPIES_FIX: Fix = Fix {
+    summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
+    snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
+};
+
 impl Detector for HeavyCopies {
+    fn fixes(&self) -> &'static [Fix] {
+        &[HEAVY_COPIES_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "heavy-memcpy"
     }
@@ -43,14 +52,23 @@ impl Detector for HeavyCopies {
         );
         Some(finding(
             self,
-            format!("{count:.0} copies per step take {:.2} ms of GPU time ({:.2} ms device-to-device)", all / 1e6, d2d / 1e6),
+            format!(
+                "{count:.0} copies per step take {:.2} ms of GPU time ({:.2} ms device-to-device)",
+                all / 1e6,
+                d2d / 1e6
+            ),
             impact,
             0.5,
-            vec![Evidence { what: "GPU memcpy time per step".into(), steps: a.steady_numbers(), events: vec!["Memcpy DtoD (Device -> Device)".into(), "Memcpy HtoD".into()], count: Some(count.round() as u64) }],
-            Fix {
-                summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
-                snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
-            },
+            vec![Evidence {
+                what: "GPU memcpy time per step".into(),
+                steps: a.steady_numbers(),
+                events: vec![
+                    "Memcpy DtoD (Device -> Device)".into(),
+                    "Memcpy HtoD".into(),
+                ],
+                count: Some(count.round() as u64),
+            }],
+            HEAVY_COPIES_FIX,
         ))
     }
 }

@@ -10,7 +10,16 @@ pub struct DataLoaderBottleneck;
 /// The TensorBoard plugin's threshold: DataLoader time above 5% of the step.
 const SHARE: f64 = 0.05;
 
+const DATA_LOADER_BOTTLENECK_FIX: Fix = Fix {
+    summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
+};
+
 impl Detector for DataLoaderBottleneck {
+    fn fixes(&self) -> &'static [Fix] {
+        &[DATA_LOADER_BOTTLENECK_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "dataloader-bottleneck"
     }
@@ -79,10 +88,7 @@ impl Detector for DataLoaderBottleneck {
                 events: names,
                 count: None,
             }],
-            Fix {
-                summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
-            },
+            DATA_LOADER_BOTTLENECK_FIX,
         ))
     }
 }

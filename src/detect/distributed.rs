@@ -6,7 +6,16 @@ use crate::model::EventKind;
 pub struct DataParallel;
 pub struct DdpWithoutNccl;
 
+const DATA_PARALLEL_FIX: Fix = Fix {
+    summary: "Use DistributedDataParallel, one process per GPU.",
+    snippet: "torch.distributed.init_process_group(\"nccl\")\nmodel = DDP(model.to(local_rank), device_ids=[local_rank])",
+};
+
 impl Detector for DataParallel {
+    fn fixes(&self) -> &'static [Fix] {
+        &[DATA_PARALLEL_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "data-parallel"
     }
@@ -44,17 +53,23 @@ impl Detector for DataParallel {
             a.impact(0.0, "no time estimate: DistributedDataParallel typically scales much better, by an amount a single trace cannot tell"),
             0.6,
             vec![Evidence { what: "devices with kernels".into(), steps: Vec::new(), events: Vec::new(), count: Some(devices.len() as u64) }],
-            Fix {
-                summary: "Use DistributedDataParallel, one process per GPU.",
-                snippet: "torch.distributed.init_process_group(\"nccl\")\nmodel = DDP(model.to(local_rank), device_ids=[local_rank])",
-            },
+            DATA_PARALLEL_FIX,
         );
         f.severity = Severity::Medium;
         Some(f)
     }
 }
 
+const DDP_WITHOUT_NCCL_FIX: Fix = Fix {
+    summary: "Use the NCCL backend for GPU tensors.",
+    snippet: "torch.distributed.init_process_group(backend=\"nccl\")",
+};
+
 impl Detector for DdpWithoutNccl {
+    fn fixes(&self) -> &'static [Fix] {
+        &[DDP_WITHOUT_NCCL_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "ddp-without-nccl"
     }
@@ -80,7 +95,7 @@ impl Detector for DdpWithoutNccl {
             a.impact(0.0, "no time estimate: NCCL collectives run on the GPU over NVLink/InfiniBand, gloo copies through host memory"),
             0.8,
             vec![Evidence { what: format!("distributedInfo.backend = {backend}"), steps: Vec::new(), events: Vec::new(), count: None }],
-            Fix { summary: "Use the NCCL backend for GPU tensors.", snippet: "torch.distributed.init_process_group(backend=\"nccl\")" },
+            DDP_WITHOUT_NCCL_FIX,
         );
         f.severity = Severity::Medium;
         Some(f)

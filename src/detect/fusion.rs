@@ -15,7 +15,16 @@ const GAP_NS: i64 = 10_000;
 /// …and the runs take this share of the step.
 const SHARE: f64 = 0.05;
 
+const FUSION_CANDIDATES_FIX: Fix = Fix {
+    summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
+    snippet: "model = torch.compile(model)",
+};
+
 impl Detector for FusionCandidates {
+    fn fixes(&self) -> &'static [Fix] {
+        &[FUSION_CANDIDATES_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "fusion-candidates"
     }
@@ -77,14 +86,20 @@ impl Detector for FusionCandidates {
         );
         Some(finding(
             self,
-            format!("{:.0} chains of short element-wise kernels per step take {:.2} ms", runs as f64 / steps, run_ns as f64 / steps / 1e6),
+            format!(
+                "{:.0} chains of short element-wise kernels per step take {:.2} ms",
+                runs as f64 / steps,
+                run_ns as f64 / steps / 1e6
+            ),
             impact,
             0.5,
-            vec![Evidence { what: "element-wise kernel chains".into(), steps: a.steady_numbers(), events: names, count: Some(runs) }],
-            Fix {
-                summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
-                snippet: "model = torch.compile(model)",
-            },
+            vec![Evidence {
+                what: "element-wise kernel chains".into(),
+                steps: a.steady_numbers(),
+                events: names,
+                count: Some(runs),
+            }],
+            FUSION_CANDIDATES_FIX,
         ))
     }
 }

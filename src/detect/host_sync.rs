@@ -8,7 +8,16 @@ pub struct HostSync;
 /// A synchronization matters when the GPU idles after it for at least this share of the step.
 const IDLE_SHARE: f64 = 0.01;
 
+const HOST_SYNC_FIX: Fix = Fix {
+    summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
+    snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
+};
+
 impl Detector for HostSync {
+    fn fixes(&self) -> &'static [Fix] {
+        &[HOST_SYNC_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "host-device-sync"
     }
@@ -52,10 +61,7 @@ impl Detector for HostSync {
             impact,
             0.6,
             vec![Evidence { what: "synchronization points".into(), steps: a.steady_numbers(), events, count: Some((syncs + items).round() as u64) }],
-            Fix {
-                summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
-                snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
-            },
+            HOST_SYNC_FIX,
         ))
     }
 }

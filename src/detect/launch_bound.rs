@@ -11,7 +11,16 @@ const SHORT_SHARE: f64 = 0.5;
 /// …provided the GPU idles on launches for at least this share of the step.
 const IDLE_SHARE: f64 = 0.1;
 
+const LAUNCH_BOUND_FIX: Fix = Fix {
+    summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
+    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
+};
+
 impl Detector for LaunchBound {
+    fn fixes(&self) -> &'static [Fix] {
+        &[LAUNCH_BOUND_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "launch-bound-small-kernels"
     }
@@ -69,10 +78,7 @@ impl Detector for LaunchBound {
                 events: Vec::new(),
                 count: Some((kernels * short).round() as u64),
             }],
-            Fix {
-                summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
-                snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
-            },
+            LAUNCH_BOUND_FIX,
         ))
     }
 }

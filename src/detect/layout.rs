@@ -11,7 +11,16 @@ const SHARE_OF_CONV: f64 = 0.05;
 /// …and this share of the step.
 const SHARE_OF_STEP: f64 = 0.01;
 
+const LAYOUT_TRANSFORMS_FIX: Fix = Fix {
+    summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
+    snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
+};
+
 impl Detector for LayoutTransforms {
+    fn fixes(&self) -> &'static [Fix] {
+        &[LAYOUT_TRANSFORMS_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "layout-transforms"
     }
@@ -56,14 +65,21 @@ impl Detector for LayoutTransforms {
         let impact = a.impact(per_step, "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none");
         Some(finding(
             self,
-            format!("{:.1} layout conversions per step take {:.2} ms, {:.0}% of the convolution time", count as f64 / steps, per_step / 1e6, 100.0 * layout as f64 / conv as f64),
+            format!(
+                "{:.1} layout conversions per step take {:.2} ms, {:.0}% of the convolution time",
+                count as f64 / steps,
+                per_step / 1e6,
+                100.0 * layout as f64 / conv as f64
+            ),
             impact,
             0.7,
-            vec![Evidence { what: "layout conversion kernels".into(), steps: a.steady_numbers(), events: names, count: Some(count) }],
-            Fix {
-                summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
-                snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
-            },
+            vec![Evidence {
+                what: "layout conversion kernels".into(),
+                steps: a.steady_numbers(),
+                events: names,
+                count: Some(count),
+            }],
+            LAYOUT_TRANSFORMS_FIX,
         ))
     }
 }

@@ -186,6 +186,10 @@ pub trait Detector: Sync {
     fn title(&self) -> &'static str;
     /// The threshold that triggers it, and where the value comes from.
     fn threshold(&self) -> &'static str;
+    /// Every fix its findings can carry, the most common first: the catalogue a shared link or
+    /// a saved report is rendered from (`share::render`), so that the page only ever shows its own
+    /// fixes.
+    fn fixes(&self) -> &'static [Fix];
     fn detect(&self, a: &Analysis<'_>) -> Option<Finding>;
 }
 
@@ -212,6 +216,11 @@ pub static DETECTORS: &[&dyn Detector] = &[
     &fusion::FusionCandidates,
     &compile::GraphBreaks,
 ];
+
+/// The detector with this id, if this version has one.
+pub fn detector(id: &str) -> Option<&'static dyn Detector> {
+    DETECTORS.iter().copied().find(|d| d.id() == id)
+}
 
 /// Runs every detector; findings ranked by estimated time recoverable.
 pub fn run(a: &Analysis<'_>) -> Vec<Finding> {

@@ -53,7 +53,17 @@ fn optimizer_windows(a: &Analysis<'_>) -> (f64, f64, f64, bool) {
     (dur as f64 / n, busy as f64 / n, kernels as f64 / n, fused)
 }
 
+const UNFUSED_OPTIMIZER_FIX: Fix = Fix {
+    summary: "Use the fused (or foreach) implementation of the optimizer.",
+    snippet:
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
+};
+
 impl Detector for UnfusedOptimizer {
+    fn fixes(&self) -> &'static [Fix] {
+        &[UNFUSED_OPTIMIZER_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "optimizer-not-fused"
     }
@@ -81,15 +91,21 @@ impl Detector for UnfusedOptimizer {
             impact,
             0.7,
             vec![Evidence { what: "optimizer kernels per step".into(), steps: a.steady_numbers(), events: vec!["Optimizer.step".into()], count: Some(kernels.round() as u64) }],
-            Fix {
-                summary: "Use the fused (or foreach) implementation of the optimizer.",
-                snippet: "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
-            },
+            UNFUSED_OPTIMIZER_FIX,
         ))
     }
 }
 
+const ZERO_GRAD_MEMSET_FIX: Fix = Fix {
+    summary: "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
+    snippet: "optimizer.zero_grad(set_to_none=True)",
+};
+
 impl Detector for ZeroGradMemset {
+    fn fixes(&self) -> &'static [Fix] {
+        &[ZERO_GRAD_MEMSET_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "zero-grad-memset"
     }
@@ -143,11 +159,7 @@ impl Detector for ZeroGradMemset {
                 events: vec!["Optimizer.zero_grad".into()],
                 count: Some(launches),
             }],
-            Fix {
-                summary:
-                    "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
-                snippet: "optimizer.zero_grad(set_to_none=True)",
-            },
+            ZERO_GRAD_MEMSET_FIX,
         ))
     }
 }

@@ -10,7 +10,16 @@ const MIN_SHARE: f64 = 0.01;
 /// …or from this many bytes per step.
 const MIN_BYTES: f64 = 1e6;
 
+const PAGEABLE_COPY_FIX: Fix = Fix {
+    summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
+};
+
 impl Detector for PageableCopy {
+    fn fixes(&self) -> &'static [Fix] {
+        &[PAGEABLE_COPY_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "pageable-memcpy"
     }
@@ -58,10 +67,7 @@ impl Detector for PageableCopy {
             impact,
             0.7,
             vec![Evidence { what: "pageable copies".into(), steps: a.steady_numbers(), events: vec!["Memcpy HtoD (Pageable -> Device)".into()], count: Some(count.round() as u64) }],
-            Fix {
-                summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
-            },
+            PAGEABLE_COPY_FIX,
         ))
     }
 }

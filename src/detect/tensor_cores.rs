@@ -22,7 +22,16 @@ fn has_tensor_cores(t: &Trace) -> Option<String> {
     })
 }
 
+const NO_TENSOR_CORES_FIX: Fix = Fix {
+    summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
+    snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
+};
+
 impl Detector for NoTensorCores {
+    fn fixes(&self) -> &'static [Fix] {
+        &[NO_TENSOR_CORES_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "fp32-without-tensor-cores"
     }
@@ -81,10 +90,7 @@ impl Detector for NoTensorCores {
                 events: names.into_iter().take(5).map(|(n, _)| n).collect(),
                 count: None,
             }],
-            Fix {
-                summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
-                snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
-            },
+            NO_TENSOR_CORES_FIX,
         ))
     }
 }

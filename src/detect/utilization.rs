@@ -12,7 +12,21 @@ const UTILIZATION: f64 = 0.5;
 /// Host-only time at the start of the step, beyond data loading, from this share of the step.
 const HOST_FIRST_SHARE: f64 = 0.25;
 
+const HOST_BOUND_FIX: Fix = Fix {
+    summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
+    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
+};
+
+const SHORT_KERNELS_FIX: Fix = Fix {
+    summary: "Fuse small kernels and launch them together.",
+    snippet: "model = torch.compile(model)",
+};
+
 impl Detector for LowUtilization {
+    fn fixes(&self) -> &'static [Fix] {
+        &[HOST_BOUND_FIX, SHORT_KERNELS_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "gpu-low-utilization"
     }
@@ -43,20 +57,11 @@ impl Detector for LowUtilization {
             "GPU idle time between its first and last work in the step, mean over steady-state steps; the summary splits it into host wait, kernel wait (Holistic Trace Analysis' definitions) and other",
         );
         let (cause, fix) = if host >= kernel {
-            (
-                "the CPU does not queue work fast enough",
-                Fix {
-                    summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
-                    snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
-                },
-            )
+            ("the CPU does not queue work fast enough", HOST_BOUND_FIX)
         } else {
             (
                 "kernels are too short for their launch overhead",
-                Fix {
-                    summary: "Fuse small kernels and launch them together.",
-                    snippet: "model = torch.compile(model)",
-                },
+                SHORT_KERNELS_FIX,
             )
         };
         Some(finding(
@@ -82,7 +87,16 @@ impl Detector for LowUtilization {
     }
 }
 
+const HOST_ONLY_TIME_FIX: Fix = Fix {
+    summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
+    snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
+};
+
 impl Detector for HostOnlyTime {
+    fn fixes(&self) -> &'static [Fix] {
+        &[HOST_ONLY_TIME_FIX]
+    }
+
     fn id(&self) -> &'static str {
         "host-only-time"
     }
@@ -115,10 +129,7 @@ impl Detector for HostOnlyTime {
             impact,
             0.6,
             vec![Evidence { what: "host-only time at the start and end of the step".into(), steps: a.steady_numbers(), events: Vec::new(), count: None }],
-            Fix {
-                summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
-                snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
-            },
+            HOST_ONLY_TIME_FIX,
         ))
     }
 }

@@ -1,11 +1,19 @@
 //! Sharing an analysis as a link: the report travels in the URL fragment (`#…`, which browsers
 //! never send to a server), never the trace.
 //!
-//! A link's fragment is `ttap1.` followed by the base64url (no padding) of the zlib-compressed
-//! (best level) JSON of a [`SharedReport`]: the [`Report`] (trace facts, ranked findings with their
-//! evidence, per-step metrics, windows), a [`fingerprint`] of the trace, what was left out to fit
-//! the size budget, and the sharer's selection and diagnoses. zlib rather than raw deflate: its
-//! checksum turns a damaged link into an error instead of a report with altered numbers.
+//! A link carries facts, not prose. Its fragment is `ttap2.` followed by the base64url (no
+//! padding) of the zlib-compressed (best level) JSON of the link's facts: each finding's detector
+//! id, the index of its fix in the detector's catalogue, its measured figures and its evidence
+//! (step numbers, counts, event names), the per-step and per-window figures, the trace facts, a
+//! [`fingerprint`] of the trace, what was left out to fit the size budget, and the sharer's
+//! selection. Titles, explanations, fixes and code are never in a link: [`decode`] renders them
+//! from this version's own catalogue ([`crate::detect::DETECTORS`]), keyed by detector id and
+//! filled with the link's numbers, and refuses a link that names a detector it does not know.
+//! Text only the link can hold (device, kernel and operator names) comes back as quoted data
+//! ([`quoted`]): length-capped, with control, bidirectional and invisible characters made
+//! visible. [`render`] applies the same rule to a saved report opened again. zlib rather than raw
+//! deflate: its checksum turns a damaged link into an error instead of a report with altered
+//! numbers.
 //!
 //! [`encode`] keeps the fragment within [`ShareOptions::max_bytes`] (8192 by default) by leaving
 //! out the least important parts first ([`Part`], in [`Part::ALL`]'s order) and recording each in
@@ -19,7 +27,9 @@
 //! Decoded strings are plain text, exactly as the sharer's report held them (`<script>` stays the
 //! eight characters it is): front ends must render them as text, never as HTML.
 //!
-//! Format history: link format 1 (`ttap1.`) is the first; no older one was ever written.
+//! Format history: link format 1 (`ttap1.`) carried the whole [`Report`], prose included; it is
+//! still read, its prose ignored (rendered from the catalogue like format 2). Format 2
+//! (`ttap2.`) carries facts only. No older format than 1 was ever written.
 
 use std::fmt;
 
@@ -32,13 +42,18 @@ use flate2::{Compression, Decompress, FlushDecompress, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::detect::{self, Severity};
 use crate::model::Trace;
-use crate::report::{self, Report};
+use crate::report::{
+    self, EvidenceEntry, FindingEntry, Report, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
+};
 
 /// The payload's format name; [`decode`] checks it.
 pub const FORMAT: &str = "torchtraceap.share";
-/// The link format this version writes and reads: the `1` of `ttap1.`.
-pub const VERSION: u32 = 1;
+/// The link format this version writes: the `2` of `ttap2.`. It also reads format 1.
+pub const VERSION: u32 = 2;
+/// The oldest link format this version reads.
+pub const OLDEST_VERSION: u32 = 1;
 /// What every fragment starts with, before the version.
 pub const PREFIX: &str = "ttap";
 /// The default size budget of a fragment, in bytes (= characters: the fragment is ASCII).
@@ -56,14 +71,17 @@ pub const MAX_TEXT_BYTES: usize = 64 << 10;
 pub const MAX_ITEMS: usize = 100_000;
 /// Event names kept per evidence entry once [`Part::EvidenceEvents`] is left out.
 pub const EVIDENCE_EVENTS_KEPT: usize = 3;
+/// The longest quoted text ([`quoted`]) shown from a link or a saved report, in characters.
+pub const QUOTED_MAX_CHARS: usize = 160;
 
-/// What a link carries: the report, the trace's fingerprint, what was left out, and what the
-/// sharer had selected.
+/// A link's content as the page shows it: the report rendered from the catalogue ([`render`]),
+/// the trace's fingerprint, what was left out, and what the sharer had selected. On the wire a
+/// link holds only the facts of it (the private `Facts`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SharedReport {
     /// [`FORMAT`].
     pub format: String,
-    /// [`VERSION`].
+    /// [`VERSION`] (a link of an older format is shown as this one would carry it).
     pub version: u32,
     /// [`fingerprint`] of the trace the report was made from.
     pub fingerprint: String,
@@ -77,9 +95,6 @@ pub struct SharedReport {
     /// The timeline range the sharer had selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_range: Option<TimeRange>,
-    /// Diagnoses (an LLM's, or the sharer's) the sharer chose to include, per finding.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub diagnoses: Vec<Diagnosis>,
 }
 
 /// A time range in milliseconds from the trace's first event (as `WindowEntry::start_ms`).
@@ -87,14 +102,6 @@ pub struct SharedReport {
 pub struct TimeRange {
     pub start_ms: f64,
     pub end_ms: f64,
-}
-
-/// Plain text about one finding.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    /// The finding's id (`FindingEntry::id`).
-    pub finding: String,
-    pub text: String,
 }
 
 /// One kind of part left out of a link, and how many.
@@ -117,15 +124,15 @@ pub enum Part {
     StepStreams,
     /// Every per-step row (the trace facts keep the mean step time).
     Steps,
-    /// Findings of low severity, with their diagnoses.
+    /// Findings of low severity.
     LowFindings,
     /// Evidence event names beyond the first [`EVIDENCE_EVENTS_KEPT`] of each list.
     EvidenceEvents,
-    /// Every diagnosis.
+    /// Every diagnosis (format 1 only: format 2 carries no prose).
     Diagnoses,
-    /// The fixes' code snippets.
+    /// The fixes' code snippets (format 1 only: format 2 renders them from the catalogue).
     FixSnippets,
-    /// Findings of medium severity, with their diagnoses.
+    /// Findings of medium severity.
     MediumFindings,
     /// Every evidence entry.
     Evidence,
@@ -136,14 +143,12 @@ pub enum Part {
 
 impl Part {
     /// The order in which [`encode`] leaves parts out.
-    pub const ALL: [Part; 9] = [
+    pub const ALL: [Part; 7] = [
         Part::Windows,
         Part::StepStreams,
         Part::Steps,
         Part::LowFindings,
         Part::EvidenceEvents,
-        Part::Diagnoses,
-        Part::FixSnippets,
         Part::MediumFindings,
         Part::Evidence,
     ];
@@ -175,14 +180,6 @@ impl Part {
                     .sum(),
                 Vec::new(),
             ),
-            Part::Diagnoses => (std::mem::take(&mut s.diagnoses).len(), Vec::new()),
-            Part::FixSnippets => (
-                r.findings
-                    .iter_mut()
-                    .map(|f| usize::from(!std::mem::take(&mut f.fix_snippet).is_empty()))
-                    .sum(),
-                Vec::new(),
-            ),
             Part::Evidence => (
                 r.findings
                     .iter_mut()
@@ -190,7 +187,7 @@ impl Part {
                     .sum(),
                 Vec::new(),
             ),
-            Part::Other => (0, Vec::new()),
+            Part::Diagnoses | Part::FixSnippets | Part::Other => (0, Vec::new()),
         }
     }
 }
@@ -223,7 +220,7 @@ impl fmt::Display for Omitted {
 
 impl SharedReport {
     /// A link's content for `report`, made from the trace whose [`fingerprint`] is given; no
-    /// selection, no diagnoses, nothing left out yet.
+    /// selection, nothing left out yet.
     pub fn new(report: Report, fingerprint: String) -> SharedReport {
         SharedReport {
             format: FORMAT.to_string(),
@@ -233,18 +230,16 @@ impl SharedReport {
             omitted: Vec::new(),
             selected_finding: None,
             selected_range: None,
-            diagnoses: Vec::new(),
         }
     }
 
-    /// Leaves out the findings of one severity and their diagnoses.
+    /// Leaves out the findings of one severity.
     fn leave_out_findings(&mut self, severity: &str) -> (usize, Vec<String>) {
         let (gone, kept) = std::mem::take(&mut self.report.findings)
             .into_iter()
             .partition(|f| f.severity == severity);
         self.report.findings = kept;
         let ids: Vec<String> = gone.into_iter().map(|f| f.id).collect();
-        self.diagnoses.retain(|d| !ids.contains(&d.finding));
         (ids.len(), ids)
     }
 }
@@ -325,6 +320,8 @@ pub enum ShareError {
     Shape { detail: String },
     /// The JSON names another format.
     WrongFormat { found: String },
+    /// A finding or window names a detector this version does not have.
+    UnknownDetector { id: String, place: String },
     /// [`encode`]: even with every part left out, the fragment is over the budget.
     CannotFit { bytes: usize, max: usize },
 }
@@ -394,6 +391,10 @@ impl fmt::Display for ShareError {
                 f,
                 "the link's JSON is a {found:?} document, not a {FORMAT:?} one; open it with the tool that made it"
             ),
+            ShareError::UnknownDetector { id, place } => write!(
+                f,
+                "{place} names the detector {id:?}, which this version of TorchTraceAP does not have, so it cannot show what it means: refused. It was made by a newer version (open it there) or edited"
+            ),
             ShareError::CannotFit { bytes, max } => write!(
                 f,
                 "the report does not fit in a link of {max} bytes even with every optional part left out ({bytes} bytes); allow a longer link"
@@ -418,12 +419,13 @@ pub fn encode(shared: &SharedReport, options: &ShareOptions) -> Result<Encoded, 
     let mut kept = shared.clone();
     let mut parts = Part::ALL.iter();
     loop {
-        let fragment = pack(&kept);
+        let facts = Facts::of(&kept);
+        let fragment = pack(&facts);
         if fragment.len() <= options.max_bytes {
             return Ok(Encoded {
                 bytes: fragment.len(),
                 fragment,
-                kept,
+                kept: facts.render()?,
             });
         }
         let Some(&part) = parts.next() else {
@@ -450,10 +452,10 @@ pub fn encode(shared: &SharedReport, options: &ShareOptions) -> Result<Encoded, 
     }
 }
 
-/// `ttap1.` + base64url(zlib(JSON)).
-fn pack(shared: &SharedReport) -> String {
+/// `ttap2.` + base64url(zlib(JSON)).
+fn pack(facts: &Facts) -> String {
     use std::io::Write as _;
-    let json = serde_json::to_vec(shared).expect("a shared report serializes");
+    let json = serde_json::to_vec(facts).expect("a link's facts serialize");
     let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
     z.write_all(&json).expect("writing to memory");
     let compressed = z.finish().expect("writing to memory");
@@ -498,23 +500,265 @@ pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
         }
     })?;
     check_limits(&value, &mut String::from("$"), 0)?;
-    check_format(&value)?;
-    let shared: SharedReport = serde_json::from_str(text).map_err(|e| ShareError::Shape {
+    let shape = |e: serde_json::Error| ShareError::Shape {
         detail: e.to_string(),
-    })?;
-    if shared.report.format != report::FORMAT {
-        return Err(ShareError::WrongFormat {
-            found: shared.report.format,
-        });
-    }
-    if shared.report.version > report::VERSION {
+    };
+    let facts = if check_format(&value)? == VERSION {
+        serde_json::from_value::<Facts>(value).map_err(shape)?
+    } else {
+        let legacy: SharedReport = serde_json::from_value(value).map_err(shape)?;
+        if legacy.report.format != report::FORMAT {
+            return Err(ShareError::WrongFormat {
+                found: quoted(&legacy.report.format),
+            });
+        }
+        Facts::of(&legacy)
+    };
+    if facts.report_version > report::VERSION {
         return Err(ShareError::Newer {
             what: "report format",
-            version: shared.report.version.to_string(),
+            version: facts.report_version.to_string(),
             reads: report::VERSION,
         });
     }
-    Ok(shared)
+    facts.render()
+}
+
+/// A report read from outside this page (a saved report opened again) rendered like a link:
+/// titles, explanations, fixes and code from this version's catalogue, keyed by detector id; the
+/// report's own prose ignored; the texts only it holds quoted ([`quoted`]). Refuses a report
+/// that names a detector this version does not have.
+pub fn render(report: &Report) -> Result<Report, ShareError> {
+    Facts::of(&SharedReport::new(report.clone(), String::new()))
+        .render()
+        .map(|shared| shared.report)
+}
+
+/// Text from a link or a saved report, made safe to show as quoted data: control,
+/// bidirectional-override and invisible (zero-width, format) characters are written as visible
+/// `⟨U+XXXX⟩`, and the result is cut to [`QUOTED_MAX_CHARS`] characters, ending in `…` when cut.
+/// Quoting quoted text changes nothing.
+pub fn quoted(text: &str) -> String {
+    let mut visible = String::new();
+    text.chars()
+        .take(QUOTED_MAX_CHARS + 1)
+        .for_each(|c| report::visible(c, &mut visible));
+    if visible.chars().count() <= QUOTED_MAX_CHARS {
+        return visible;
+    }
+    let mut cut: String = visible.chars().take(QUOTED_MAX_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// What a link of format 2 holds: figures, references and ids; no prose.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Facts {
+    format: String,
+    version: u32,
+    fingerprint: String,
+    /// The version of the report format the figures follow.
+    report_version: u32,
+    /// `torchtraceap@<version>` that made the report.
+    exporter: String,
+    trace: TraceFacts,
+    findings: Vec<FindingFacts>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<StepEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    windows: Vec<WindowEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unexplained: Vec<UnexplainedEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    omitted: Vec<Omitted>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    selected_finding: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    selected_range: Option<TimeRange>,
+}
+
+/// A finding as a link holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct FindingFacts {
+    /// The detector's id.
+    id: String,
+    /// Which of the detector's fixes (`Detector::fixes`) applies.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    fix: usize,
+    /// `high`, `medium` or `low`; anything else reads as the severity of the impact.
+    severity: String,
+    impact_ms_per_step: f64,
+    impact_pct_of_step: f64,
+    confidence: f32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    evidence: Vec<EvidenceFacts>,
+}
+
+/// Evidence as a link holds it: where, how many, which events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct EvidenceFacts {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    events: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What the page writes as the evidence's description: the link's own is prose, left out.
+const EVIDENCE_WHAT: &str = "recorded in the shared trace";
+
+impl Facts {
+    /// The facts of `shared`: its prose dropped, each fix named by its place in the catalogue
+    /// (the first where the text is not the catalogue's).
+    fn of(shared: &SharedReport) -> Facts {
+        let r = &shared.report;
+        Facts {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            fingerprint: shared.fingerprint.clone(),
+            report_version: r.version,
+            exporter: r.exporter.clone(),
+            trace: r.trace.clone(),
+            findings: r
+                .findings
+                .iter()
+                .map(|f| FindingFacts {
+                    id: f.id.clone(),
+                    fix: detect::detector(&f.id)
+                        .and_then(|d| d.fixes().iter().position(|x| x.summary == f.fix))
+                        .unwrap_or(0),
+                    severity: f.severity.clone(),
+                    impact_ms_per_step: f.impact_ms_per_step,
+                    impact_pct_of_step: f.impact_pct_of_step,
+                    confidence: f.confidence,
+                    evidence: f
+                        .evidence
+                        .iter()
+                        .map(|e| EvidenceFacts {
+                            steps: e.steps.clone(),
+                            events: e.events.clone(),
+                            count: e.count,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            steps: r.steps.clone(),
+            windows: r.windows.clone(),
+            unexplained: r.unexplained.clone(),
+            omitted: shared.omitted.clone(),
+            selected_finding: shared.selected_finding.clone(),
+            selected_range: shared.selected_range,
+        }
+    }
+
+    /// The report the page shows for these facts: the catalogue's words with the link's numbers.
+    fn render(&self) -> Result<SharedReport, ShareError> {
+        let known = |id: &str, place: String| {
+            detect::detector(id).ok_or_else(|| ShareError::UnknownDetector {
+                id: quoted(id),
+                place,
+            })
+        };
+        let findings = self
+            .findings
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let d = known(&f.id, format!("finding {}", k + 1))?;
+                let fix = d.fixes().get(f.fix).unwrap_or(&d.fixes()[0]);
+                Ok(FindingEntry {
+                    id: d.id().to_string(),
+                    title: d.title().to_string(),
+                    summary: format!(
+                        "about {:.2} ms per step ({:.1}% of the step) could be recovered, by the \
+                         figures in this analysis; the rule: {}",
+                        f.impact_ms_per_step,
+                        f.impact_pct_of_step,
+                        d.threshold()
+                    ),
+                    severity: [Severity::High, Severity::Medium, Severity::Low]
+                        .into_iter()
+                        .find(|s| s.label() == f.severity)
+                        .unwrap_or_else(|| Severity::of(f.impact_pct_of_step))
+                        .label()
+                        .to_string(),
+                    impact_ms_per_step: f.impact_ms_per_step,
+                    impact_pct_of_step: f.impact_pct_of_step,
+                    impact_method:
+                        "as estimated when the analysis was made (`ttap analyze --list` \
+                                    describes each detector)"
+                            .to_string(),
+                    confidence: f.confidence.clamp(0.0, 1.0),
+                    evidence: f
+                        .evidence
+                        .iter()
+                        .map(|e| EvidenceEntry {
+                            what: EVIDENCE_WHAT.to_string(),
+                            steps: e.steps.clone(),
+                            events: e.events.iter().map(|n| quoted(n)).collect(),
+                            count: e.count,
+                        })
+                        .collect(),
+                    fix: fix.summary.to_string(),
+                    fix_snippet: fix.snippet.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, ShareError>>()?;
+        let mut windows = self.windows.clone();
+        for (k, w) in windows.iter_mut().enumerate() {
+            if let Some(kind) = &w.predicted_type {
+                w.predicted_type = Some(known(kind, format!("window {}", k + 1))?.id().to_string());
+            }
+            w.phase = quoted(&w.phase);
+            w.label = w.label.as_deref().map(quoted);
+        }
+        let mut unexplained = self.unexplained.clone();
+        for (k, u) in unexplained.iter_mut().enumerate() {
+            let place = format!("unexplained region {}", k + 1);
+            u.predicted_type = known(&u.predicted_type, place)?.id().to_string();
+            u.phase = quoted(&u.phase);
+        }
+        let mut trace = self.trace.clone();
+        trace.era = quoted(&trace.era);
+        trace.step_source = quoted(&trace.step_source);
+        trace.devices = trace.devices.iter().map(|d| quoted(d)).collect();
+        let selected_finding = self
+            .selected_finding
+            .as_ref()
+            .filter(|id| findings.iter().any(|f| &f.id == *id))
+            .cloned();
+        Ok(SharedReport {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            fingerprint: quoted(&self.fingerprint),
+            report: Report {
+                format: report::FORMAT.to_string(),
+                version: self.report_version,
+                exporter: quoted(&self.exporter),
+                trace,
+                findings,
+                steps: self.steps.clone(),
+                windows,
+                unexplained,
+            },
+            omitted: self
+                .omitted
+                .iter()
+                .map(|o| Omitted {
+                    part: o.part,
+                    count: o.count,
+                    ids: o.ids.iter().map(|id| quoted(id)).collect(),
+                })
+                .collect(),
+            selected_finding,
+            selected_range: self.selected_range,
+        })
+    }
 }
 
 /// Checks the prefix and version; returns the base64 text after `ttap<version>.`.
@@ -532,12 +776,12 @@ fn payload_of(fragment: &str) -> Result<&str, ShareError> {
     Ok(&rest[digits + 1..])
 }
 
-/// A link format version: this one, an older one (none was ever written), or a newer one
-/// (`None`: too large a number to read).
-fn check_version(version: Option<u64>, text: &str) -> Result<(), ShareError> {
+/// A link format version: one this version reads, an older one (none was ever written), or a
+/// newer one (`None`: too large a number to read).
+fn check_version(version: Option<u64>, text: &str) -> Result<u32, ShareError> {
     match version {
-        Some(v) if v == u64::from(VERSION) => Ok(()),
-        Some(v) if v < u64::from(VERSION) => Err(ShareError::Unsupported {
+        Some(v) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&v) => Ok(v as u32),
+        Some(v) if v < u64::from(OLDEST_VERSION) => Err(ShareError::Unsupported {
             version: text.to_string(),
             why: "no TorchTraceAP ever wrote it (format 1 is the first): the link is damaged or was not made by TorchTraceAP",
         }),
@@ -650,13 +894,14 @@ fn check_limits(v: &Value, path: &mut String, depth: usize) -> Result<(), ShareE
 }
 
 /// The payload's own format name and version, before its shape is read: a newer payload says so
-/// rather than failing on a field it does not know.
-fn check_format(v: &Value) -> Result<(), ShareError> {
+/// rather than failing on a field it does not know. Returns the version (format 1 when it is not
+/// a whole number: the typed reading then says what is wrong).
+fn check_format(v: &Value) -> Result<u32, ShareError> {
     match v.get("format").and_then(Value::as_str) {
         Some(FORMAT) => {}
         Some(other) => {
             return Err(ShareError::WrongFormat {
-                found: other.chars().take(64).collect(),
+                found: quoted(other),
             })
         }
         None => {
@@ -667,8 +912,7 @@ fn check_format(v: &Value) -> Result<(), ShareError> {
     }
     match v.get("version").and_then(Value::as_u64) {
         Some(version) => check_version(Some(version), &version.to_string()),
-        // Not a whole number: the typed reading says so.
-        None => Ok(()),
+        None => Ok(OLDEST_VERSION),
     }
 }
 
@@ -761,8 +1005,9 @@ mod tests {
     #[test]
     fn the_prefix_names_the_version() {
         assert_eq!(payload_of("ttap1.xyz"), Ok("xyz"));
+        assert_eq!(payload_of("ttap2.xyz"), Ok("xyz"));
         assert!(matches!(
-            payload_of("ttap2.xyz"),
+            payload_of("ttap3.xyz"),
             Err(ShareError::Newer { .. })
         ));
         assert!(matches!(

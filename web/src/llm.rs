@@ -12,7 +12,7 @@ use std::rc::Rc;
 use gloo_timers::callback::Timeout;
 use js_sys::{Reflect, Uint8Array};
 use torchtraceap::llm::protocol::{
-    error_from_status, parse_response, Endpoint, LlmError, StreamParser,
+    error_from_status, parse_response, Endpoint, LlmError, StreamParser, MAX_RESPONSE_BYTES,
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -147,12 +147,39 @@ impl Request {
             })
         };
         let status = response.status();
+        let stream = response.body().ok_or_else(|| {
+            Failure::Llm(LlmError::Malformed {
+                message: format!("HTTP {status} without a body"),
+            })
+        })?;
+        // Read piece by piece in every case, so that no response is held beyond
+        // MAX_RESPONSE_BYTES (the parser counts a stream's bytes; a whole body is counted here).
+        let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+        let next = || async {
+            let chunk = JsFuture::from(reader.read()).await.map_err(broken)?;
+            let done = Reflect::get(&chunk, &JsValue::from_str("done"))
+                .ok()
+                .and_then(|d| d.as_bool())
+                .unwrap_or(true);
+            if done {
+                return Ok(None);
+            }
+            let bytes: Uint8Array = Reflect::get(&chunk, &JsValue::from_str("value"))
+                .map_err(broken)?
+                .unchecked_into();
+            Ok(Some(bytes.to_vec()))
+        };
         if !response.ok() || !endpoint.stream {
-            let text = match response.text() {
-                Ok(promise) => JsFuture::from(promise).await.map_err(broken)?,
-                Err(e) => return Err(broken(e)),
-            };
-            let text = text.as_string().unwrap_or_default();
+            let mut whole = Vec::new();
+            while let Some(piece) = next().await? {
+                whole.extend_from_slice(&piece);
+                if whole.len() > MAX_RESPONSE_BYTES {
+                    return Err(Failure::Llm(LlmError::TooLong {
+                        bytes: MAX_RESPONSE_BYTES,
+                    }));
+                }
+            }
+            let text = String::from_utf8_lossy(&whole);
             if !response.ok() {
                 return Err(Failure::Llm(error_from_status(status, &text)));
             }
@@ -160,27 +187,14 @@ impl Request {
             on_text(&answer);
             return Ok(answer);
         }
-        let stream = response.body().ok_or_else(|| {
-            Failure::Llm(LlmError::Malformed {
-                message: format!("HTTP {status} without a body"),
-            })
-        })?;
-        let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
         let mut parser = StreamParser::new(endpoint.protocol);
         let mut answer = String::new();
         loop {
-            let chunk = JsFuture::from(reader.read()).await.map_err(broken)?;
-            let done = Reflect::get(&chunk, &JsValue::from_str("done"))
-                .ok()
-                .and_then(|d| d.as_bool())
-                .unwrap_or(true);
-            let pieces = if done {
-                parser.finish()
-            } else {
-                let bytes: Uint8Array = Reflect::get(&chunk, &JsValue::from_str("value"))
-                    .map_err(broken)?
-                    .unchecked_into();
-                parser.feed(&bytes.to_vec())
+            let piece = next().await?;
+            let done = piece.is_none();
+            let pieces = match piece {
+                None => parser.finish(),
+                Some(bytes) => parser.feed(&bytes),
             }
             .map_err(Failure::Llm)?;
             for piece in pieces {
@@ -245,8 +259,13 @@ pub fn message(failure: &Failure, page_origin: &str) -> String {
                  settings (OpenAI-compatible or Ollama) the one this server speaks?"
             ),
             LlmError::Timeout { seconds } => format!(
-                "No complete answer within {seconds} s. Raise the timeout, or lower the answer's \
-                 max tokens, in the LLM settings."
+                "No complete answer within {seconds} s: the answer was cut there (what arrived is \
+                 shown). Raise the timeout, or lower the answer's max tokens, in the LLM settings."
+            ),
+            LlmError::TooLong { bytes } => format!(
+                "The answer was cut after {bytes} bytes, the most this page reads from an endpoint \
+                 (what arrived is shown): the server sends far more than an answer. Lower the \
+                 answer's max tokens in the LLM settings, or check the server."
             ),
             LlmError::Unreachable { url, detail } => {
                 let mut m = format!(

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use js_sys::{Array, Uint8Array};
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap::report::Report;
+use torchtraceap::share;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -131,7 +132,9 @@ async fn read_report(blob: &Blob) -> Result<Analysis, String> {
     let text = JsFuture::from(blob.text())
         .await
         .map_err(|e| js_failure("could not read the file", &e))?;
-    let report = Report::from_json(&text.as_string().unwrap_or_default())?;
+    // Rendered like a link: the words from this version's catalogue, never the file's own.
+    let report = share::render(&Report::from_json(&text.as_string().unwrap_or_default())?)
+        .map_err(|e| format!("this saved report cannot be shown: {e}"))?;
     let analyzed = Analyzed {
         summary: None,
         report,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::llm::client::send;
-use torchtraceap::llm::protocol::{parse_answer, Endpoint, Protocol};
+use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::{self, SummaryOptions};
 use torchtraceap::report::Report;
 
@@ -148,6 +148,7 @@ pub fn run(args: &Args) -> ExitCode {
                 crate::out(&format!("{tail}\n"));
             }
             Err(e) => {
+                let e = without_key(&e.to_string(), &endpoint);
                 eprintln!("error: request {} ({}): {e}", k + 1, p.key);
                 failed = true;
             }

@@ -212,7 +212,9 @@ fn card(
                                 <span class="steps">{format!(" · steps {}", steps_text(&e.steps))}</span>
                             }
                             if !e.events.is_empty() {
-                                <ul class="events">{ for e.events.iter().map(|ev| html! { <li><code>{ev}</code></li> }) }</ul>
+                                <ul class="events" title="Event names as the trace recorded them: data, not advice">
+                                    { for e.events.iter().map(|ev| html! { <li><q class="data"><code>{ev}</code></q></li> }) }
+                                </ul>
                             }
                         </li>
                     }) }

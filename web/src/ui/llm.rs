@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
-use torchtraceap::llm::protocol::{parse_answer, Answer, Endpoint, Protocol};
+use torchtraceap::llm::protocol::{parse_answer, without_key, Answer, Endpoint, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt, SummaryOptions};
 use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
@@ -27,15 +27,22 @@ use super::format::{bytes, count};
 use crate::llm::{message, Failure, Request};
 use crate::protocol::Outcome;
 
-/// Where the settings are kept (the browser's local storage of this page's origin).
+/// Where the settings are kept, the API key left out (the browser's local storage of this
+/// page's origin).
 const STORAGE_KEY: &str = "torchtraceap.llm-settings.v1";
+/// Where the API key is kept: the session storage of this tab by default (gone when the tab
+/// closes), the local storage when the user chose "remember on this device".
+const KEY_STORAGE_KEY: &str = "torchtraceap.llm-key.v1";
 
-/// The endpoint and how prompts are made. Stored in local storage only: never in a share link,
+/// The endpoint and how prompts are made. Stored in this browser only: never in a share link,
 /// a saved report or a request other than the one to the endpoint itself.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub endpoint: Endpoint,
     pub summary: SummaryOptions,
+    /// Keep the API key in local storage (across sessions) rather than for this tab's session.
+    #[serde(default)]
+    pub remember_key: bool,
 }
 
 impl Default for Settings {
@@ -43,6 +50,7 @@ impl Default for Settings {
         Settings {
             endpoint: Endpoint::new("http://127.0.0.1:8080", Protocol::OpenAi, "codellama"),
             summary: SummaryOptions::default(),
+            remember_key: false,
         }
     }
 }
@@ -51,22 +59,53 @@ impl Settings {
     /// The stored settings, or the defaults when none are stored or they cannot be read (a
     /// later format, or edited by hand).
     pub fn load() -> Settings {
-        storage()
+        let mut settings = storage()
             .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
-            .map_or_else(Settings::default, |text| Settings::from_json(&text))
+            .map_or_else(Settings::default, |text| Settings::from_json(&text));
+        let kept = key_storage(settings.remember_key)
+            .and_then(|s| s.get_item(KEY_STORAGE_KEY).ok().flatten());
+        // A key in the settings themselves (stored by an earlier version) stays for this
+        // session only: saving moves it out of the local storage.
+        settings.endpoint.api_key = kept.or(settings.endpoint.api_key.take());
+        if settings.endpoint.api_key.is_some() && !settings.remember_key {
+            let _ = settings.save();
+        }
+        settings
     }
 
     fn from_json(text: &str) -> Settings {
         serde_json::from_str(text).unwrap_or_default()
     }
 
-    /// Stores the settings; the error says why the browser refused (private mode, quota).
+    /// Stores the settings, and the API key where [`Settings::remember_key`] says (removed
+    /// from the other storage); the error says why the browser refused (private mode, quota).
     fn save(&self) -> Result<(), String> {
-        let text = serde_json::to_string(self).expect("settings serialize");
+        let mut stored = self.clone();
+        let key = stored.endpoint.api_key.take();
+        let text = serde_json::to_string(&stored).expect("settings serialize");
+        let refused = |e| format!("the browser refused to store them ({e:?})");
         storage()
             .ok_or_else(|| "this browser gives the page no local storage".to_string())?
             .set_item(STORAGE_KEY, &text)
-            .map_err(|e| format!("the browser refused to store them ({e:?})"))
+            .map_err(refused)?;
+        if let Some(other) = key_storage(!self.remember_key) {
+            other.remove_item(KEY_STORAGE_KEY).map_err(refused)?;
+        }
+        let keys = key_storage(self.remember_key)
+            .ok_or_else(|| "this browser gives the page no storage for the key".to_string())?;
+        match key {
+            Some(key) => keys.set_item(KEY_STORAGE_KEY, &key),
+            None => keys.remove_item(KEY_STORAGE_KEY),
+        }
+        .map_err(refused)
+    }
+
+    /// Removes the settings and the key from both storages.
+    fn forget() {
+        for s in [storage(), key_storage(false)].into_iter().flatten() {
+            let _ = s.remove_item(STORAGE_KEY);
+            let _ = s.remove_item(KEY_STORAGE_KEY);
+        }
     }
 
     /// The options the worker builds prompts with: every flagged window (one request per
@@ -81,6 +120,15 @@ impl Settings {
 
 fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// Where the API key goes: the local storage when remembered, else this tab's session storage.
+fn key_storage(remember: bool) -> Option<web_sys::Storage> {
+    if remember {
+        storage()
+    } else {
+        web_sys::window()?.session_storage().ok().flatten()
+    }
 }
 
 /// This page's origin (`http://127.0.0.1:8080`): what a cross-origin endpoint must allow.
@@ -237,9 +285,7 @@ impl State {
                 return files.into_iter().filter_map(|f| self.need(f)).collect();
             }
             Msg::ForgetSettings => {
-                if let Some(s) = storage() {
-                    let _ = s.remove_item(STORAGE_KEY);
-                }
+                Settings::forget();
                 self.storage_error = None;
                 self.settings = Settings::default();
                 let files: Vec<usize> = self.prompts.keys().copied().collect();
@@ -285,7 +331,7 @@ impl State {
                 let ended = match result {
                     Ok(answer) => Exchange::Answered(parse_answer(&answer)),
                     Err(failure) => Exchange::Failed {
-                        message: message(&failure, &page_origin()),
+                        message: self.failure_message(&failure),
                         text: text.clone(),
                     },
                 };
@@ -325,11 +371,17 @@ impl State {
         Some((file, options))
     }
 
+    /// What to tell the user about `failure`: never the API key, even where the server echoed
+    /// it back.
+    fn failure_message(&self, failure: &Failure) -> String {
+        without_key(&message(failure, &page_origin()), &self.settings.endpoint)
+    }
+
     fn send(&mut self, file: usize, key: String, body: String, send: &Callback<Msg>) {
         let request = match Request::new() {
             Ok(r) => r,
             Err(failure) => {
-                let message = message(&failure, &page_origin());
+                let message = self.failure_message(&failure);
                 self.exchanges.insert(
                     (file, key),
                     Exchange::Failed {
@@ -626,14 +678,16 @@ pub fn settings_panel(state: &State, on: &Callback<Msg>) -> Html {
                 { number("llm-timeout", "Timeout (seconds)", s.endpoint.timeout_s, |s, v| s.endpoint.timeout_s = v) }
             </div>
             <div class="llm-checks">
+                { check("llm-remember-key", "Remember the API key on this device (otherwise it is kept for this tab only, until it closes)",
+                    s.remember_key, |s, v| s.remember_key = v) }
                 { check("llm-stream", "Stream the answer", s.endpoint.stream, |s, v| s.endpoint.stream = v) }
                 { check("llm-redact", "Redact file paths, host names and the names to hide", s.summary.redact, |s, v| s.summary.redact = v) }
                 { text("llm-names", "Names to hide (comma-separated: models, modules, projects)", "text", s.summary.module_names.join(", "), |s, v| {
                     s.summary.module_names = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
                 }) }
             </div>
-            <p class="llm-note">{"Kept in this browser's local storage only: never in a share link or a saved \
-                report. Nothing is sent until you press Send on a previewed request, and then only to this \
+            <p class="llm-note">{"Kept in this browser only (the API key for this tab's session unless you \
+                choose to remember it): never in a share link, a saved report or a message. Nothing is sent until you press Send on a previewed request, and then only to this \
                 endpoint. A server on another origin must allow this page's origin ("}<code>{page_origin()}</code>{")."}</p>
             if let Some(e) = &state.storage_error {
                 <p class="llm-error" role="alert">{format!("The settings apply to this page but could not be kept: {e}.")}</p>

@@ -577,13 +577,11 @@ impl App {
         };
         let note = match (&self.shared, summary) {
             (Some(link), _) => Some(html! {
-                <div class="notice report-only link-note">
-                    <p>{format!(
-                        "A shared analysis, opened from a link (written by {}). The trace is not \
-                         included: drop it on this page to see the full view; it is recognised \
-                         by its fingerprint.",
-                        a.report.exporter
-                    )}</p>
+                <div class="notice report-only link-note shared-banner" role="status">
+                    <p><strong>{"Shared analysis, read-only: not made from a trace in this browser."}</strong>
+                        {" It shows the figures a link carries, in this page's own words; the trace \
+                          is not included. Drop the trace it was made from on this page to see the \
+                          full view (it is recognised by its fingerprint)."}</p>
                     if !link.omitted.is_empty() {
                         <p>{"Left out of the link to keep it short: "}
                             {link.omitted.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")}{"."}</p>
@@ -591,11 +589,14 @@ impl App {
                 </div>
             }),
             (None, None) => Some(html! {
-                <p class="notice report-only">{format!(
-                    "A saved report ({}, written by {}): the findings and step metrics as analyzed then. \
-                     The trace itself is not included; open it to see the kernel and operator tables.",
-                    file.name, a.report.exporter
-                )}</p>
+                <div class="notice report-only shared-banner" role="status">
+                    <p><strong>{"Saved report, read-only: not made from a trace in this browser."}</strong>
+                        {format!(
+                            " {}: the figures as analyzed then, in this page's own words. The trace \
+                             itself is not included; open it to see the full view.",
+                            file.name
+                        )}</p>
+                </div>
             }),
             (None, Some(_)) => None,
         };

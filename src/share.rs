@@ -45,7 +45,8 @@ use serde_json::Value;
 use crate::detect::{self, Severity};
 use crate::model::Trace;
 use crate::report::{
-    self, EvidenceEntry, FindingEntry, Report, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
+    self, EvidenceEntry, FindingEntry, GateEntry, NoteEntry, Report, SplitEntry, StepCostEntry,
+    StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
 };
 
 /// The payload's format name; [`decode`] checks it.
@@ -569,6 +570,12 @@ struct Facts {
     windows: Vec<WindowEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     unexplained: Vec<UnexplainedEntry>,
+    /// The ids of the report's notes (their words come from the page's catalogue).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
+    /// The step split: part ids (`attribution::Part::id`) and milliseconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    split: Vec<SplitEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     omitted: Vec<Omitted>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -590,8 +597,23 @@ struct FindingFacts {
     impact_ms_per_step: f64,
     impact_pct_of_step: f64,
     confidence: f32,
+    /// The gate's figures (its words are the detector's `threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gate: Option<GateFacts>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    worst_steps: Vec<StepCostEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     evidence: Vec<EvidenceFacts>,
+}
+
+/// A gate's figures as a link holds them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct GateFacts {
+    threshold: f64,
+    held_steps: usize,
+    steady_steps: usize,
+    median: f64,
+    margin: f64,
 }
 
 /// Evidence as a link holds it: where, how many, which events.
@@ -636,6 +658,14 @@ impl Facts {
                     impact_ms_per_step: f.impact_ms_per_step,
                     impact_pct_of_step: f.impact_pct_of_step,
                     confidence: f.confidence,
+                    gate: f.gate.as_ref().map(|g| GateFacts {
+                        threshold: g.threshold,
+                        held_steps: g.held_steps,
+                        steady_steps: g.steady_steps,
+                        median: g.median,
+                        margin: g.margin,
+                    }),
+                    worst_steps: f.worst_steps.clone(),
                     evidence: f
                         .evidence
                         .iter()
@@ -650,6 +680,8 @@ impl Facts {
             steps: r.steps.clone(),
             windows: r.windows.clone(),
             unexplained: r.unexplained.clone(),
+            notes: r.notes.iter().map(|n| n.id.clone()).collect(),
+            split: r.split.clone(),
             omitted: shared.omitted.clone(),
             selected_finding: shared.selected_finding.clone(),
             selected_range: shared.selected_range,
@@ -694,6 +726,15 @@ impl Facts {
                                     describes each detector)"
                             .to_string(),
                     confidence: f.confidence.clamp(0.0, 1.0),
+                    gate: f.gate.as_ref().map(|g| GateEntry {
+                        quantity: d.threshold().to_string(),
+                        threshold: g.threshold,
+                        held_steps: g.held_steps,
+                        steady_steps: g.steady_steps,
+                        median: g.median,
+                        margin: g.margin,
+                    }),
+                    worst_steps: f.worst_steps.clone(),
                     evidence: f
                         .evidence
                         .iter()
@@ -723,6 +764,36 @@ impl Facts {
             u.predicted_type = known(&u.predicted_type, place)?.id().to_string();
             u.phase = quoted(&u.phase);
         }
+        let notes = self
+            .notes
+            .iter()
+            .enumerate()
+            .map(|(k, id)| {
+                let title = detect::observer(id)
+                    .map(|o| o.title())
+                    .or_else(|| detect::detector(id).map(|d| d.title()))
+                    .ok_or_else(|| ShareError::UnknownDetector {
+                        id: quoted(id),
+                        place: format!("note {}", k + 1),
+                    })?;
+                Ok(NoteEntry {
+                    id: id.clone(),
+                    text: format!(
+                        "{title} (seen in the shared analysis; drop the trace for the figures)"
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>, ShareError>>()?;
+        let split = self
+            .split
+            .iter()
+            .filter(|p| {
+                crate::attribution::Part::ALL
+                    .iter()
+                    .any(|q| q.id() == p.part)
+            })
+            .cloned()
+            .collect();
         let mut trace = self.trace.clone();
         trace.era = quoted(&trace.era);
         trace.step_source = quoted(&trace.step_source);
@@ -745,6 +816,8 @@ impl Facts {
                 steps: self.steps.clone(),
                 windows,
                 unexplained,
+                notes,
+                split,
             },
             omitted: self
                 .omitted

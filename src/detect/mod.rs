@@ -408,6 +408,11 @@ pub fn detector(id: &str) -> Option<&'static dyn Detector> {
     DETECTORS.iter().copied().find(|d| d.id() == id)
 }
 
+/// The observer with this id, if this version has one.
+pub fn observer(id: &str) -> Option<&'static dyn Observer> {
+    OBSERVERS.iter().copied().find(|o| o.id() == id)
+}
+
 /// Every observer, in catalogue order.
 pub static OBSERVERS: &[&dyn Observer] = &[
     &allocator::MemoryPressure,

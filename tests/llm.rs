@@ -18,8 +18,15 @@ use torchtraceap::llm::summary::{self, estimate_tokens, Flag, SummaryOptions};
 use torchtraceap::report::Report;
 use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
-/// A generated training trace with a host sync and a slow DataLoader injected.
+/// A generated training trace of 5 steps (the first warm-up): a host sync in every steady step
+/// (a `loss.item()` each step, worst in step 2), and a slow DataLoader in steps 3 and 4 (half
+/// of the steady steps, as a finding needs).
 fn generated() -> String {
+    let at = |pattern, step, severity| Injection {
+        pattern,
+        step,
+        severity,
+    };
     generate(&Config {
         model: Model::ResNet50,
         gpu: Gpu::A100,
@@ -28,16 +35,12 @@ fn generated() -> String {
         batch: 32,
         seed: 7,
         injections: vec![
-            Injection {
-                pattern: AntiPattern::HostSync,
-                step: 2,
-                severity: 0.8,
-            },
-            Injection {
-                pattern: AntiPattern::DataLoader,
-                step: 3,
-                severity: 0.8,
-            },
+            at(AntiPattern::HostSync, 1, 0.6),
+            at(AntiPattern::HostSync, 2, 0.8),
+            at(AntiPattern::HostSync, 3, 0.6),
+            at(AntiPattern::HostSync, 4, 0.6),
+            at(AntiPattern::DataLoader, 3, 0.8),
+            at(AntiPattern::DataLoader, 4, 0.5),
         ],
         noise: true,
     })
@@ -100,8 +103,8 @@ fn summaries_are_deterministic_bounded_and_cite_the_window() {
 }
 
 /// A finding's summary describes a window the detector flags as that anti-pattern in a step it
-/// concerns, not merely the first step its evidence names (the DataLoader finding's evidence
-/// names every steady step; the stall is in one).
+/// concerns, not merely the first steady step (the DataLoader stall is in steps 3 and 4 of the
+/// generator, not in steps 1 and 2).
 #[test]
 fn a_finding_is_summarised_at_its_flagged_window() {
     let trace = generated();
@@ -115,8 +118,22 @@ fn a_finding_is_summarised_at_its_flagged_window() {
         .iter()
         .find(|s| s.key == "finding:dataloader-bottleneck")
         .expect("the DataLoader stall is found");
-    // Injected at step 3 of the generator: ProfilerStep#(FIRST_STEP + 3).
-    assert_eq!(dataloader.step, torchtraceap::synth::FIRST_STEP + 3);
+    let finding = findings
+        .iter()
+        .find(|f| f.id == "dataloader-bottleneck")
+        .unwrap();
+    // Injected at steps 3 and 4 of the generator: ProfilerStep#(FIRST_STEP + 3) and + 4; the
+    // gate holds in those 2 of the 4 steady steps.
+    let first = torchtraceap::synth::FIRST_STEP;
+    let mut held: Vec<i64> = finding.step_costs.iter().map(|c| c.number).collect();
+    held.sort();
+    assert_eq!(held, [first + 3, first + 4]);
+    assert_eq!(finding.evidence[0].steps, held);
+    assert!(
+        held.contains(&dataloader.step),
+        "summarised at step {}, the stall is in {held:?}",
+        dataloader.step
+    );
     let step = a
         .steps
         .steps

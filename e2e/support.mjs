@@ -44,7 +44,7 @@ export async function serve(root = DIST, base = '/ttap/') {
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const url = `http://127.0.0.1:${server.address().port}${base}`;
-  return { url, close: () => new Promise((ok) => server.close(ok)) };
+  return { url, root, close: () => new Promise((ok) => server.close(ok)) };
 }
 
 export async function launch() {

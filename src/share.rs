@@ -707,8 +707,8 @@ impl Facts {
                     id: d.id().to_string(),
                     title: d.title().to_string(),
                     summary: format!(
-                        "about {:.2} ms per step ({:.1}% of the step) could be recovered, by the \
-                         figures in this analysis; the rule: {}",
+                        "About {:.2} ms per step ({:.1}% of the step) could be recovered, by the \
+                         figures in this analysis. The rule: {}",
                         f.impact_ms_per_step,
                         f.impact_pct_of_step,
                         d.threshold()

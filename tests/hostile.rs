@@ -714,6 +714,13 @@ fn hostile_llm_replies_are_read_as_text_cut_or_refused() {
         );
         count("JSON answer with extra fields");
     }
+    // Answers where a JSON object seems to start everywhere: read in bounded time.
+    for unit in ["{\"a\":\"", "{\"a\":[", "{{", "{\"a\":{\"b\":1,"] {
+        let reply = unit.repeat(MAX_RESPONSE_BYTES / unit.len());
+        let got = timed(unit, Duration::from_secs(5), || parse_answer(&reply));
+        assert!(got.anti_pattern.is_none() && got.text.len() == reply.len());
+        count("JSON answer with extra fields");
+    }
     for (kind, n) in &counts {
         eprintln!("hostile LLM replies, {kind}: {n} cases");
     }

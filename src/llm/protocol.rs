@@ -401,12 +401,20 @@ pub fn parse_answer(text: &str) -> Answer {
     a
 }
 
-/// The first `{…}` in `text` that parses as a JSON object.
+/// Where [`first_object`] looks for the answer's object: at most this many `{`, each with at
+/// most this many bytes after it. An answer's object is a few hundred bytes; without the bounds
+/// a reply where an object seems to start everywhere (`{"a":[{"a":[…`) costs quadratic time.
+const OBJECT_STARTS: usize = 64;
+const OBJECT_BYTES: usize = 64 << 10;
+
+/// The first `{…}` in `text` that parses as a JSON object (within [`OBJECT_STARTS`] and
+/// [`OBJECT_BYTES`]).
 fn first_object(text: &str) -> Option<serde_json::Map<String, Value>> {
     let mut from = 0;
-    while let Some(k) = text[from..].find('{') {
-        let start = from + k;
-        let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    for _ in 0..OBJECT_STARTS {
+        let start = from + text[from..].find('{')?;
+        let end = text.floor_char_boundary(start.saturating_add(OBJECT_BYTES));
+        let mut stream = serde_json::Deserializer::from_str(&text[start..end]).into_iter::<Value>();
         if let Some(Ok(Value::Object(m))) = stream.next() {
             return Some(m);
         }

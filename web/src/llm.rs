@@ -223,6 +223,12 @@ fn check_url(url: &str) -> Result<(), Failure> {
     }
 }
 
+/// Whether `url` is on a loopback address, which the page's Content Security Policy allows.
+fn on_this_machine(url: &str) -> bool {
+    web_sys::Url::new(url)
+        .is_ok_and(|u| matches!(u.hostname().as_str(), "127.0.0.1" | "localhost" | "[::1]"))
+}
+
 /// The message of a JavaScript error (`TypeError: Failed to fetch` → `Failed to fetch`).
 fn js_text(e: &JsValue) -> String {
     e.dyn_ref::<js_sys::Error>()
@@ -276,6 +282,14 @@ pub fn message(failure: &Failure, page_origin: &str) -> String {
                      --allowed-origins '[\"{page_origin}\"]'; Ollama with \
                      OLLAMA_ORIGINS={page_origin}."
                 );
+                if !on_this_machine(url) && !url.starts_with(page_origin) {
+                    m.push_str(
+                        " This page's security policy lets it reach only its own host and servers \
+                         on this machine (127.0.0.1, localhost, [::1]): an endpoint elsewhere must \
+                         be named when the site is built (TTAP_CSP_CONNECT_SRC; see \
+                         docs/SECURITY.md).",
+                    );
+                }
                 if page_origin.starts_with("https:") && url.starts_with("http:") {
                     m.push_str(
                         " This page is served over https, so the browser also blocks an http:// \
@@ -333,6 +347,38 @@ mod tests {
         assert!(
             message(&Failure::Invalid("x is not a URL".into()), ORIGIN).contains("x is not a URL")
         );
+    }
+
+    #[wasm_bindgen_test]
+    fn an_endpoint_elsewhere_is_said_to_need_the_security_policy_widened() {
+        let message_for = |url: &str| {
+            message(
+                &Failure::Llm(LlmError::Unreachable {
+                    url: url.into(),
+                    detail: "Failed to fetch".into(),
+                }),
+                ORIGIN,
+            )
+        };
+        for elsewhere in [
+            "https://llm.example.com/v1/chat/completions",
+            "http://10.0.0.5:8000/api/chat",
+        ] {
+            assert!(
+                message_for(elsewhere).contains("TTAP_CSP_CONNECT_SRC"),
+                "{elsewhere}"
+            );
+        }
+        for here in [
+            "http://127.0.0.1:9/v1",
+            "http://localhost:11434/api/chat",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(
+                !message_for(here).contains("TTAP_CSP_CONNECT_SRC"),
+                "{here}"
+            );
+        }
     }
 
     #[wasm_bindgen_test]

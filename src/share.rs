@@ -784,15 +784,27 @@ impl Facts {
                 })
             })
             .collect::<Result<Vec<_>, ShareError>>()?;
-        let split = self
-            .split
+        let known_parts = |split: &[SplitEntry]| -> Vec<SplitEntry> {
+            split
+                .iter()
+                .filter(|p| {
+                    crate::attribution::Part::ALL
+                        .iter()
+                        .any(|q| q.id() == p.part)
+                })
+                .cloned()
+                .collect()
+        };
+        let split = known_parts(&self.split);
+        // Each step's split too: a part id is shown as is, so only the catalogue's are kept.
+        let steps = self
+            .steps
             .iter()
-            .filter(|p| {
-                crate::attribution::Part::ALL
-                    .iter()
-                    .any(|q| q.id() == p.part)
+            .map(|s| {
+                let mut s = s.clone();
+                s.split = known_parts(&s.split);
+                s
             })
-            .cloned()
             .collect();
         let mut trace = self.trace.clone();
         trace.era = quoted(&trace.era);
@@ -813,7 +825,7 @@ impl Facts {
                 exporter: quoted(&self.exporter),
                 trace,
                 findings,
-                steps: self.steps.clone(),
+                steps,
                 windows,
                 unexplained,
                 notes,

@@ -43,18 +43,20 @@ fn shared() -> SharedReport {
         steps: 5,
         batch: 64,
         seed: 9,
-        injections: vec![
-            Injection {
+        // A host sync in every steady step and a DataLoader stall in 2 of the 4: both hold in
+        // at least half of the steady steps, as a finding needs.
+        injections: (1..5)
+            .map(|step| Injection {
                 pattern: AntiPattern::HostSync,
-                step: 2,
+                step,
                 severity: 0.9,
-            },
-            Injection {
+            })
+            .chain((3..5).map(|step| Injection {
                 pattern: AntiPattern::DataLoader,
-                step: 3,
+                step,
                 severity: 0.9,
-            },
-        ],
+            }))
+            .collect(),
         noise: false,
     };
     let trace = ingest_bytes(
@@ -126,6 +128,10 @@ fn assert_safe(got: &SharedReport, case: &str) {
             d.fixes().iter().any(|x| x.snippet == f.fix_snippet),
             "{case}"
         );
+        // The gate's words are the catalogue's too, whatever the link said.
+        if let Some(g) = &f.gate {
+            assert_eq!(g.quantity, d.threshold(), "{case}");
+        }
     }
     let v = serde_json::to_value(got).unwrap();
     let mut all = Vec::new();
@@ -141,7 +147,8 @@ fn assert_safe(got: &SharedReport, case: &str) {
         let catalogue = path.ends_with(".title")
             || path.ends_with(".summary")
             || path.ends_with(".fix")
-            || path.ends_with(".impact_method");
+            || path.ends_with(".impact_method")
+            || path.ends_with(".gate.quantity");
         if !catalogue {
             assert!(
                 s.chars().count() <= QUOTED_MAX_CHARS,

@@ -29,7 +29,7 @@ impl Detector for DataLoaderBottleneck {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ at least 5% of the step, in at least half of the steady steps; training traces only"
+        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ at least 5% of the step, in at least half of the steady steps"
     }
 
     fn fixes(&self) -> &'static [Fix] {

@@ -38,7 +38,7 @@ impl Detector for UnfusedOptimizer {
     }
 
     fn threshold(&self) -> &'static str {
-        "Optimizer.step ranges launching at least 50 kernels per step with no _foreach_ or _fused_ op in them, in at least half of the steady steps; training traces only"
+        "Optimizer.step ranges launching at least 50 kernels per step with no _foreach_ or _fused_ op in them, in at least half of the steady steps"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -143,7 +143,7 @@ impl Detector for ZeroGradMemset {
     }
 
     fn threshold(&self) -> &'static str {
-        "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels) in at least half of the steady steps, costing at least 0.5% of the step; training traces only"
+        "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels) in at least half of the steady steps, costing at least 0.5% of the step"
     }
 
     fn fixes(&self) -> &'static [Fix] {

@@ -48,7 +48,7 @@ pub fn run(args: &Args) -> ExitCode {
                 "",
                 d.threshold(),
                 if d.training_only() {
-                    " (training only)"
+                    "; training traces only"
                 } else {
                     ""
                 }

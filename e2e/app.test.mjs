@@ -67,7 +67,13 @@ test('the report downloads as JSON and as Markdown, and the JSON opens again', a
   assert.equal(json.suggestedFilename(), 'resnet50-a100-dataloader.report.json');
   const report = JSON.parse(await readFile(await json.path(), 'utf8'));
   assert.equal(report.format, 'torchtraceap.report');
-  assert.equal(report.version, 2);
+  assert.equal(report.version, 3);
+  // The step's time split once: the parts sum to the mean steady step, and the finding's gate
+  // and worst steps come with it.
+  const split = report.split.reduce((sum, p) => sum + p.ms, 0);
+  assert.ok(Math.abs(split - report.trace.mean_step_ms) < 1e-6 * report.trace.mean_step_ms, `${split} vs ${report.trace.mean_step_ms}`);
+  assert.ok(report.findings[0].gate.held_steps * 2 >= report.findings[0].gate.steady_steps);
+  assert.ok(report.findings[0].worst_steps.length > 0);
   assert.ok(report.windows.every((w) => typeof w.anomaly_probability === 'number'));
   assert.deepEqual(report.findings.map((f) => f.id), ['dataloader-bottleneck']);
   const [md] = await Promise.all([page.waitForEvent('download'), page.click('.download-md')]);
@@ -214,7 +220,7 @@ test('broken, newer and hostile links get a clear error, and no prose in a link 
   };
   const hostile = `${site.url}#ttap1.${deflateSync(JSON.stringify(legacy)).toString('base64url')}`;
   const { page, context } = await openPage(browser, hostile);
-  assert.equal(await page.locator('.finding h3').innerText(), 'The step waits for the DataLoader');
+  assert.equal(await page.locator('.finding h3').innerText(), 'The GPU waits for the DataLoader');
   assert.doesNotMatch(await page.locator('.analysis').innerText(), /evil\.example|<img|<script/);
   assert.equal(await page.locator('.finding img, .finding script').count(), 0);
   assert.equal(await page.evaluate(() => window.pwned), undefined);

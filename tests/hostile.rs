@@ -7,6 +7,7 @@
 mod links;
 
 use std::io::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -708,4 +709,67 @@ fn hostile_llm_replies_are_read_as_text_cut_or_refused() {
     for (kind, n) in &counts {
         eprintln!("hostile LLM replies, {kind}: {n} cases");
     }
+}
+
+/// The files of `fuzz/<dir>`, if any.
+fn fuzz_files(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join(dir);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.path().display().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The share-link and LLM-answer fuzz targets' seeds and regressions, read as the targets read
+/// them (`fuzz/fuzz_targets/share_decode.rs`, `llm_answer.rs`): CI replays what the campaigns
+/// keep, without nightly Rust.
+#[test]
+fn the_fuzz_seeds_and_regressions_replay() {
+    let mut replayed = 0;
+    for dir in ["share_seeds", "regressions/share_decode"] {
+        for (name, bytes) in fuzz_files(dir) {
+            let Some((&control, payload)) = bytes.split_first() else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(payload);
+            let link = match control % 4 {
+                0 => text.into_owned(),
+                1 => format!("ttap2.{text}"),
+                2 => links::link("ttap2.", payload),
+                _ => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(payload)),
+            };
+            if let Ok(shared) = timed(&name, Duration::from_secs(5), || share::decode(&link)) {
+                assert_safe(&shared, &name);
+            }
+            replayed += 1;
+        }
+    }
+    for dir in ["llm_seeds", "regressions/llm_answer"] {
+        for (name, bytes) in fuzz_files(dir) {
+            let Some((&control, payload)) = bytes.split_first() else {
+                continue;
+            };
+            let protocol = [Protocol::OpenAi, Protocol::Ollama][usize::from(control & 1)];
+            timed(&name, Duration::from_secs(5), || {
+                let mut parser = StreamParser::new(protocol);
+                for piece in payload.chunks(usize::from(control >> 1) + 1) {
+                    if parser.feed(piece).is_err() {
+                        break;
+                    }
+                }
+                parse_answer(&String::from_utf8_lossy(payload))
+            });
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 8, "{replayed} seeds: fuzz/ is missing");
 }

@@ -334,6 +334,51 @@ test('hostile LLM replies: markup stays text, broken UTF-8 and extra fields are 
   await context.close();
 });
 
+/** Hostile traces: [name, bytes]. */
+function hostileTraces() {
+  const trace = (events) => JSON.stringify({
+    deviceProperties: [{ id: 0, name: HOSTILE_TEXT[0] }],
+    traceEvents: [
+      { ph: 'X', cat: 'user_annotation', name: 'ProfilerStep#1', pid: 1, tid: 1, ts: 0, dur: 1000 },
+      { ph: 'X', cat: 'kernel', name: HOSTILE_TEXT[4], pid: 0, tid: 7, ts: 10, dur: 100, args: { device: 0, stream: 7 } },
+      ...events,
+    ],
+  });
+  const op = (name, extra = {}) => ({ ph: 'X', cat: 'cpu_op', name, pid: 1, tid: 1, ts: 5, dur: 1, ...extra });
+  const plain = trace(HOSTILE_TEXT.map((t) => op(t, { args: { [t]: t } })));
+  return [
+    ['markup-names', Buffer.from(plain)],
+    ['multi-mb-name', Buffer.from(trace([op('n'.repeat(8 * MIB))]))],
+    ['flows-on-one-id', Buffer.from(trace(Array.from({ length: 100_000 }, (_, i) => ({ ph: i % 2 ? 'f' : 's', cat: 'ac2g', name: 'f', id: 1, pid: 1, tid: 1, ts: i % 900 }))))],
+    ['nan-and-huge', Buffer.from(plain.replace('"ts":5,"dur":1', '"ts":1e400,"dur":NaN'))],
+    ['utf16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(plain, 'utf16le')])],
+    ['bom', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(plain)])],
+  ];
+}
+
+test('hostile traces end in an analysis or a message, quickly, never markup; a refused one keeps the analysis before', async () => {
+  const { page, context, errors } = await watched();
+  await load(page, () => page.click('#sample'));
+  for (const [name, bytes] of hostileTraces()) {
+    const path = join(scratch, `${name}.pt.trace.json`);
+    await writeFile(path, bytes);
+    const started = Date.now();
+    await load(page, () => page.setInputFiles('#file-input', path), 30_000);
+    assert.ok(Date.now() - started < 30_000, `${name}: ${Date.now() - started} ms`);
+    assert.deepEqual(await injected(page), { elements: 0, pwned: undefined }, name);
+    if (await page.locator('.error-panel').count()) {
+      assert.match(await page.locator('.error-panel .error-message').innerText(), /.{40}/, name);
+      assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck'], `${name}: the analysis before stays`);
+    } else {
+      await page.click('.tab:has-text("Overview")');
+      assert.ok((await page.locator('.facts').innerText()).includes('<img src=x'), `${name}: markup shown as text`);
+      await load(page, () => page.click('#sample'));
+    }
+  }
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 /** An endpoint that misbehaves as its first path segment says; loopback, so the CSP allows it. */
 async function hostileEndpoint() {
   const cors = {

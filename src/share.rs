@@ -631,8 +631,9 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// What the page writes as the evidence's description: the link's own is prose, left out.
-const EVIDENCE_WHAT: &str = "recorded in the shared trace";
+/// What the page writes as the evidence's description: the link's or the file's own is prose, left
+/// out.
+const EVIDENCE_WHAT: &str = "recorded in the trace";
 
 impl Facts {
     /// The facts of `shared`: its prose dropped, each fix named by its place in the catalogue

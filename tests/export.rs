@@ -3,22 +3,14 @@
 //! the structure of a benign one and shows each string as typed; the JSON export round-trips
 //! exactly.
 
+mod sample;
+
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::report::{md_code, md_fence, md_text, visible, Report, UnexplainedEntry};
 
+/// The sample's report, with one unexplained region more.
 fn sample_report() -> Report {
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
-    ))
-    .unwrap();
-    let trace = ingest_bytes(&bytes, IngestOptions::default())
-        .unwrap()
-        .trace;
-    let a = Analysis::new(&trace);
-    let mut report = Report::new(&a, &detect::run(&a));
+    let mut report = sample::sample_report();
     // The sample's windows are all explained: one region more, so that its line is tested too.
     report.unexplained.push(UnexplainedEntry {
         step: 3,

@@ -4,7 +4,10 @@
 //! never panic. The same kinds of input are tried in Chromium by `e2e/security.test.mjs`, which
 //! checks the DOM for markup.
 
+mod links;
+
 use std::io::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -69,36 +72,6 @@ fn shared() -> SharedReport {
     let report = Report::new(&a, &detect::run(&a));
     assert!(report.findings.len() >= 2);
     SharedReport::new(report, share::fingerprint(&trace))
-}
-
-fn zlib(bytes: &[u8]) -> Vec<u8> {
-    let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
-    z.write_all(bytes).unwrap();
-    z.finish().unwrap()
-}
-
-fn link(prefix: &str, json: &[u8]) -> String {
-    format!("{prefix}{}", URL_SAFE_NO_PAD.encode(zlib(json)))
-}
-
-/// The facts JSON a link of `s` carries.
-fn facts(s: &SharedReport) -> Value {
-    let fragment = share::encode(
-        s,
-        &ShareOptions {
-            max_bytes: usize::MAX,
-        },
-    )
-    .unwrap()
-    .fragment;
-    let compressed = URL_SAFE_NO_PAD.decode(&fragment["ttap2.".len()..]).unwrap();
-    let mut json = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::ZlibDecoder::new(compressed.as_slice()),
-        &mut json,
-    )
-    .unwrap();
-    serde_json::from_slice(&json).unwrap()
 }
 
 /// Every string of `v` with its path.
@@ -171,9 +144,35 @@ fn timed<T>(case: &str, limit: Duration, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Cases per kind, and how many of them were refused with a message.
+#[derive(Default)]
+struct Tally(Vec<(&'static str, usize, usize)>);
+
+impl Tally {
+    fn add(&mut self, kind: &'static str, refused: bool) {
+        match self.0.iter_mut().find(|(k, _, _)| *k == kind) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 += usize::from(refused);
+            }
+            None => self.0.push((kind, 1, usize::from(refused))),
+        }
+    }
+
+    /// Prints one line per kind: `what` and what became of the cases not refused.
+    fn print(&self, what: &str, otherwise: &str) {
+        for (kind, n, refused) in &self.0 {
+            eprintln!(
+                "{what}, {kind}: {n} cases, {refused} refused with a message, {} {otherwise}",
+                n - refused
+            );
+        }
+    }
+}
+
 /// Forged and malformed links, by kind: (kind, case name, link).
 fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
-    let v2 = facts(base);
+    let v2 = links::facts_json(base);
     let legacy = {
         let mut v = serde_json::to_value(base).unwrap();
         v["version"] = json!(1);
@@ -194,14 +193,14 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "wrong version",
             format!("prefix {version}"),
-            link(prefix, &forge(&v2, &|_| {})),
+            links::link(prefix, &forge(&v2, &|_| {})),
         );
     }
     for version in [0u64, 3, u64::MAX] {
         add(
             "wrong version",
             format!("payload {version}"),
-            link("ttap2.", &forge(&v2, &|v| v["version"] = json!(version))),
+            links::link("ttap2.", &forge(&v2, &|v| v["version"] = json!(version))),
         );
     }
     for (k, id) in [
@@ -217,7 +216,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "unknown ids",
             format!("finding id {k}"),
-            link(
+            links::link(
                 "ttap2.",
                 &forge(&v2, &|v| v["findings"][1]["id"] = json!(id)),
             ),
@@ -225,7 +224,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "unknown ids",
             format!("format 1 finding id {k}"),
-            link(
+            links::link(
                 "ttap1.",
                 &forge(&legacy, &|v| v["report"]["findings"][0]["id"] = json!(id)),
             ),
@@ -233,7 +232,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "unknown ids",
             format!("window type {k}"),
-            link(
+            links::link(
                 "ttap2.",
                 &forge(&v2, &|v| v["windows"][0]["predicted_type"] = json!(id)),
             ),
@@ -249,11 +248,19 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
     let long = forge(&v2, &|v| {
         v["exporter"] = json!("x".repeat(share::MAX_TEXT_BYTES + 1))
     });
-    add("oversized", "one long text".into(), link("ttap2.", &long));
+    add(
+        "oversized",
+        "one long text".into(),
+        links::link("ttap2.", &long),
+    );
     let many = forge(&v2, &|v| {
         v["trace"]["warmup_steps"] = json!(vec![1; share::MAX_ITEMS + 1])
     });
-    add("oversized", "one long list".into(), link("ttap2.", &many));
+    add(
+        "oversized",
+        "one long list".into(),
+        links::link("ttap2.", &many),
+    );
     for mb in [2, 64, 256] {
         let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
         let zeros = vec![b' '; 1 << 20];
@@ -268,7 +275,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "deep nesting",
             format!("{depth} arrays"),
-            link("ttap2.", deep.as_bytes()),
+            links::link("ttap2.", deep.as_bytes()),
         );
         let objects = forge(&v2, &|v| {
             let mut inner = json!(1);
@@ -280,7 +287,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "deep nesting",
             format!("{depth} objects in a finding"),
-            link("ttap2.", &objects),
+            links::link("ttap2.", &objects),
         );
     }
     let text = serde_json::to_string(&v2).unwrap();
@@ -311,7 +318,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
                 add(
                     "huge numbers",
                     format!("{field} = {number} ({k})"),
-                    link("ttap2.", changed.as_bytes()),
+                    links::link("ttap2.", changed.as_bytes()),
                 );
             }
         }
@@ -322,7 +329,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
             &format!("\"impact_ms_per_step\":{nan},\"x\":"),
             1,
         );
-        add("NaN", nan.into(), link("ttap2.", changed.as_bytes()));
+        add("NaN", nan.into(), links::link("ttap2.", changed.as_bytes()));
     }
     let mut paths = Vec::new();
     strings(&v2, "$".into(), &mut paths);
@@ -342,7 +349,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "markup and hidden characters",
             format!("every field, text {k}"),
-            link("ttap2.", &every),
+            links::link("ttap2.", &every),
         );
         for path in &paths {
             let one = forge(&v2, &|v| {
@@ -353,7 +360,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
             add(
                 "markup and hidden characters",
                 format!("{path}, text {k}"),
-                link("ttap2.", &one),
+                links::link("ttap2.", &one),
             );
         }
         let old = forge(&legacy, &|v| {
@@ -373,7 +380,7 @@ fn hostile_links(base: &SharedReport) -> Vec<(&'static str, String, String)> {
         add(
             "markup and hidden characters",
             format!("format 1 prose, text {k}"),
-            link("ttap1.", &old),
+            links::link("ttap1.", &old),
         );
     }
     cases
@@ -395,7 +402,7 @@ fn pointer<'v>(v: &'v mut Value, path: &str) -> Option<&'v mut Value> {
 fn forged_and_malformed_links_are_refused_or_shown_safely() {
     let base = shared();
     let cases = hostile_links(&base);
-    let mut per_kind: Vec<(&str, usize, usize)> = Vec::new();
+    let mut tally = Tally::default();
     for (kind, name, link) in &cases {
         let case = format!("{kind}: {name}");
         let got = timed(&case, Duration::from_secs(5), || share::decode(link));
@@ -411,21 +418,10 @@ fn forged_and_malformed_links_are_refused_or_shown_safely() {
                 true
             }
         };
-        match per_kind.iter_mut().find(|(k, _, _)| k == kind) {
-            Some(entry) => {
-                entry.1 += 1;
-                entry.2 += usize::from(refused);
-            }
-            None => per_kind.push((kind, 1, usize::from(refused))),
-        }
+        tally.add(kind, refused);
     }
-    for (kind, n, refused) in &per_kind {
-        eprintln!(
-            "hostile links, {kind}: {n} cases, {refused} refused with a message, {} shown safely",
-            n - refused
-        );
-    }
-    let refused_all = |kind: &str| per_kind.iter().any(|(k, n, r)| *k == kind && n == r);
+    tally.print("hostile links", "shown safely");
+    let refused_all = |kind: &str| tally.0.iter().any(|(k, n, r)| *k == kind && n == r);
     for kind in [
         "wrong version",
         "unknown ids",
@@ -562,7 +558,7 @@ fn hostile_traces() -> Vec<(&'static str, String, Vec<u8>)> {
 #[test]
 fn hostile_traces_end_in_a_report_or_a_clear_message() {
     let cases = hostile_traces();
-    let mut per_kind: Vec<(&str, usize, usize)> = Vec::new();
+    let mut tally = Tally::default();
     for (kind, name, bytes) in &cases {
         let case = format!("{kind}: {name}");
         let refused = timed(&case, Duration::from_secs(120), || {
@@ -585,20 +581,9 @@ fn hostile_traces_end_in_a_report_or_a_clear_message() {
                 }
             }
         });
-        match per_kind.iter_mut().find(|(k, _, _)| k == kind) {
-            Some(entry) => {
-                entry.1 += 1;
-                entry.2 += usize::from(refused);
-            }
-            None => per_kind.push((kind, 1, usize::from(refused))),
-        }
+        tally.add(kind, refused);
     }
-    for (kind, n, refused) in &per_kind {
-        eprintln!(
-            "hostile traces, {kind}: {n} cases, {refused} refused with a message, {} analyzed",
-            n - refused
-        );
-    }
+    tally.print("hostile traces", "analyzed");
 }
 
 /// An SSE stream of `pieces`, then `[DONE]`.
@@ -731,4 +716,67 @@ fn hostile_llm_replies_are_read_as_text_cut_or_refused() {
     for (kind, n) in &counts {
         eprintln!("hostile LLM replies, {kind}: {n} cases");
     }
+}
+
+/// The files of `fuzz/<dir>`, if any.
+fn fuzz_files(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join(dir);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.path().display().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The share-link and LLM-answer fuzz targets' seeds and regressions, read as the targets read
+/// them (`fuzz/fuzz_targets/share_decode.rs`, `llm_answer.rs`): CI replays what the campaigns
+/// keep, without nightly Rust.
+#[test]
+fn the_fuzz_seeds_and_regressions_replay() {
+    let mut replayed = 0;
+    for dir in ["share_seeds", "regressions/share_decode"] {
+        for (name, bytes) in fuzz_files(dir) {
+            let Some((&control, payload)) = bytes.split_first() else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(payload);
+            let link = match control % 4 {
+                0 => text.into_owned(),
+                1 => format!("ttap2.{text}"),
+                2 => links::link("ttap2.", payload),
+                _ => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(payload)),
+            };
+            if let Ok(shared) = timed(&name, Duration::from_secs(5), || share::decode(&link)) {
+                assert_safe(&shared, &name);
+            }
+            replayed += 1;
+        }
+    }
+    for dir in ["llm_seeds", "regressions/llm_answer"] {
+        for (name, bytes) in fuzz_files(dir) {
+            let Some((&control, payload)) = bytes.split_first() else {
+                continue;
+            };
+            let protocol = [Protocol::OpenAi, Protocol::Ollama][usize::from(control & 1)];
+            timed(&name, Duration::from_secs(5), || {
+                let mut parser = StreamParser::new(protocol);
+                for piece in payload.chunks(usize::from(control >> 1) + 1) {
+                    if parser.feed(piece).is_err() {
+                        break;
+                    }
+                }
+                parse_answer(&String::from_utf8_lossy(payload))
+            });
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 8, "{replayed} seeds: fuzz/ is missing");
 }

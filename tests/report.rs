@@ -1,21 +1,9 @@
 //! Saved reports read back: this version, the older one, and what is refused.
 
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::{ingest_bytes, IngestOptions};
-use torchtraceap::report::{Report, VERSION};
+mod sample;
 
-fn sample_report() -> Report {
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
-    ))
-    .unwrap();
-    let trace = ingest_bytes(&bytes, IngestOptions::default())
-        .unwrap()
-        .trace;
-    let a = Analysis::new(&trace);
-    Report::new(&a, &detect::run(&a))
-}
+use sample::sample_report;
+use torchtraceap::report::{Report, VERSION};
 
 #[test]
 fn a_saved_report_reads_back_equal() {

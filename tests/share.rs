@@ -4,6 +4,7 @@
 //! hostile link gets its own error; the trace fingerprint.
 
 mod common;
+mod links;
 
 use std::io::Write as _;
 
@@ -12,6 +13,7 @@ use base64::Engine as _;
 use common::{shared_traces, trace_files};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::Compression;
+use links::{facts_json, zlib, PREFIX};
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::report::{self, EvidenceEntry, FindingEntry, Report};
@@ -30,18 +32,9 @@ fn shared_report_of(ingested: &Ingested) -> SharedReport {
     SharedReport::new(report, share::fingerprint(&ingested.trace))
 }
 
-fn zlib(bytes: &[u8]) -> Vec<u8> {
-    let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
-    z.write_all(bytes).unwrap();
-    z.finish().unwrap()
-}
-
-/// The current link prefix.
-const PREFIX: &str = "ttap2.";
-
 /// A well-formed link around any bytes: `ttap2.` + base64url(zlib(bytes)).
 fn link_of(bytes: &[u8]) -> String {
-    format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(zlib(bytes)))
+    links::link(PREFIX, bytes)
 }
 
 /// What the page shows for `shared`: its report rendered from the catalogue.
@@ -348,26 +341,6 @@ fn refused(link: &str, kind: fn(&ShareError) -> bool) -> ShareError {
             e
         }
     }
-}
-
-/// The JSON a link made of `shared` carries (format 2: facts only).
-fn facts_json(shared: &SharedReport) -> serde_json::Value {
-    let fragment = encode(
-        shared,
-        &ShareOptions {
-            max_bytes: usize::MAX,
-        },
-    )
-    .unwrap()
-    .fragment;
-    let compressed = URL_SAFE_NO_PAD.decode(&fragment[PREFIX.len()..]).unwrap();
-    let mut json = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::ZlibDecoder::new(compressed.as_slice()),
-        &mut json,
-    )
-    .unwrap();
-    serde_json::from_slice(&json).unwrap()
 }
 
 /// A small link's JSON (format 2), changed by `f`.
@@ -754,7 +727,7 @@ fn forged(f: &mut serde_json::Value) {
 
 #[test]
 fn a_link_carries_facts_and_the_page_writes_the_words() {
-    let shared = shared_report_of(&generated(6, 4, syncs(1..6)));
+    let shared = small();
     assert!(!shared.report.findings.is_empty());
     // On the wire: ids, figures, step numbers and event names; none of the catalogue's words.
     let json = facts_json(&shared).to_string();

@@ -1,8 +1,7 @@
 //! Device allocations that stall the GPU in steady state (allocator churn), and memory pressure.
 
 use super::{
-    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck,
-    Verdict,
+    finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Verdict,
 };
 use crate::attribution::{Ledger, Part};
 use crate::model::{EventKind, RuntimeClass, NONE};
@@ -42,18 +41,7 @@ impl Detector for AllocatorChurn {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.splits[k];
-                StepCheck {
-                    step: k,
-                    value: pct(s.ns(Part::IdleAllocator) as f64, s.dur() as f64),
-                    claims: vec![(s.intervals(Part::IdleAllocator).to_vec(), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &[Part::IdleAllocator], |_| true);
         let o = match judge(
             self,
             a,

@@ -1,6 +1,6 @@
 //! Communication that takes a large share of the step and is not hidden behind compute.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part};
 
 pub struct ExposedCommunication;
@@ -43,22 +43,7 @@ impl Detector for ExposedCommunication {
                 m.dur() as f64,
             )
         };
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.splits[k];
-                StepCheck {
-                    step: k,
-                    value: if comm_share(k) >= SHARE {
-                        pct(s.ns(Part::BusyCommunication) as f64, s.dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(s.intervals(Part::BusyCommunication).to_vec(), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &[Part::BusyCommunication], |k| comm_share(k) >= SHARE);
         let o = match judge(
             self,
             a,

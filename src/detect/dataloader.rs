@@ -1,6 +1,6 @@
 //! DataLoader bottleneck: the GPU waits while the host fetches the next batch.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part};
 use crate::model::EventKind;
 use crate::window::{phase_of, Phase};
@@ -41,18 +41,7 @@ impl Detector for DataLoaderBottleneck {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.splits[k];
-                StepCheck {
-                    step: k,
-                    value: pct(s.ns(Part::IdleData) as f64, s.dur() as f64),
-                    claims: vec![(s.intervals(Part::IdleData).to_vec(), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &[Part::IdleData], |_| true);
         let o = match judge(
             self,
             a,

@@ -1,7 +1,7 @@
 //! Host–device synchronization inside the step: the CPU stops queueing work until the GPU is
 //! done, so the GPU drains and waits for the next launch.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part, SYNC_REFILL_NS};
 use crate::model::{EventKind, RuntimeClass, NONE};
 
@@ -36,18 +36,7 @@ impl Detector for HostSync {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.splits[k];
-                StepCheck {
-                    step: k,
-                    value: pct(s.ns(Part::IdleSync) as f64, s.dur() as f64),
-                    claims: vec![(s.intervals(Part::IdleSync).to_vec(), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &[Part::IdleSync], |_| true);
         let o = match judge(
             self,
             a,

@@ -1,7 +1,7 @@
 //! Launch-bound: many tiny kernels whose launches the GPU waits on.
 
 use super::utilization::{MID_STEP_IDLE, SHORT_SHARE, SHORT_US};
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::Ledger;
 
 pub struct LaunchBound;
@@ -36,23 +36,10 @@ impl Detector for LaunchBound {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
-                let short = m.short_kernels as f64 / m.kernels.max(1) as f64;
-                StepCheck {
-                    step: k,
-                    value: if s.has_gpu() && m.kernels > 0 && short >= SHORT_SHARE {
-                        pct(s.ns_of(&MID_STEP_IDLE) as f64, s.dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(s.intervals_of(&MID_STEP_IDLE), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &MID_STEP_IDLE, |k| {
+            let (s, m) = (&a.splits[k], &a.step_metrics[k]);
+            s.has_gpu() && m.kernels > 0 && m.short_kernels as f64 >= SHORT_SHARE * m.kernels as f64
+        });
         let o = match judge(
             self,
             a,

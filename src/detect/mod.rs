@@ -341,6 +341,30 @@ pub struct StepCheck {
     pub claims: Vec<(Intervals, f64)>,
 }
 
+/// Per steady step, the share of the step (in percent) that `parts` of the split take, claimed
+/// whole where the gate holds; 0 in the steps `applies` rejects.
+pub(crate) fn part_checks(
+    a: &Analysis<'_>,
+    parts: &[crate::attribution::Part],
+    applies: impl Fn(usize) -> bool,
+) -> Vec<StepCheck> {
+    a.steady
+        .iter()
+        .map(|&k| {
+            let s = &a.splits[k];
+            StepCheck {
+                step: k,
+                value: if applies(k) {
+                    pct(s.ns_of(parts) as f64, s.dur() as f64)
+                } else {
+                    0.0
+                },
+                claims: vec![(s.intervals_of(parts), 1.0)],
+            }
+        })
+        .collect()
+}
+
 /// A gate that held, with the time claimed.
 pub struct Outcome {
     pub gate: GateCheck,
@@ -349,6 +373,14 @@ pub struct Outcome {
     pub step_costs: Vec<StepCost>,
     /// Step numbers where the gate holds.
     pub held: Vec<i64>,
+}
+
+impl Outcome {
+    /// Whether time `ts` lies in a steady step where the gate holds.
+    pub fn holds_at(&self, a: &Analysis<'_>, ts: i64) -> bool {
+        a.steady_step_at(ts)
+            .is_some_and(|k| self.held.contains(&a.steps.steps[k].number))
+    }
 }
 
 /// Why a detector has no finding.

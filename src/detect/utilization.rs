@@ -2,7 +2,7 @@
 //! host-only parts of the step (preprocessing before the first GPU work, work after the last)
 //! that leave the GPU with nothing to do.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part};
 use crate::metrics::SHORT_KERNEL_NS;
 use crate::model::StepSource;
@@ -58,26 +58,14 @@ impl Detector for LowUtilization {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
-                let short = m.short_kernels as f64 / m.kernels.max(1) as f64;
-                let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
-                let applies =
-                    s.has_gpu() && m.kernels > 0 && short < SHORT_SHARE && busy < BUSY_SHARE;
-                StepCheck {
-                    step: k,
-                    value: if applies {
-                        pct(s.ns_of(&MID_STEP_IDLE) as f64, s.dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(s.intervals_of(&MID_STEP_IDLE), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &MID_STEP_IDLE, |k| {
+            let (s, m) = (&a.splits[k], &a.step_metrics[k]);
+            let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
+            s.has_gpu()
+                && m.kernels > 0
+                && (m.short_kernels as f64) < SHORT_SHARE * m.kernels as f64
+                && busy < BUSY_SHARE
+        });
         let o = match judge(
             self,
             a,
@@ -148,22 +136,9 @@ impl Detector for HostOnlyTime {
         if a.steps.source != StepSource::ProfilerSteps {
             return Verdict::Nothing;
         }
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let (s, m) = (&a.splits[k], &a.step_metrics[k]);
-                StepCheck {
-                    step: k,
-                    value: if m.kernels >= HOST_ONLY_KERNELS {
-                        pct(s.ns(Part::IdleHostOnly) as f64, s.dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(s.intervals(Part::IdleHostOnly).to_vec(), 1.0)],
-                }
-            })
-            .collect();
+        let checks = part_checks(a, &[Part::IdleHostOnly], |k| {
+            a.step_metrics[k].kernels >= HOST_ONLY_KERNELS
+        });
         let o = match judge(
             self,
             a,

@@ -3,11 +3,13 @@
 //! must not trigger it; the warm-up rule; then the findings expected on real traces of
 //! `../shared/traces` (skipped, with a message, when absent).
 
+mod notes;
+
+use notes::{expect_no_note, expect_note};
+
 use std::path::{Path, PathBuf};
 
-use torchtraceap::detect::{
-    self, Analysis, Detected, Finding, Note, Severity, DETECTORS, OBSERVERS,
-};
+use torchtraceap::detect::{self, Analysis, Detected, Finding, Severity, DETECTORS, OBSERVERS};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
 use torchtraceap::model::Trace;
 
@@ -413,35 +415,6 @@ fn expect(shape: &Shape, id: &str, ms_per_step: f64, severity: Severity) -> Find
     f
 }
 
-/// The observer `id` must note the trace: its note, which is never a finding.
-fn expect_note(shape: &Shape, id: &str) -> Note {
-    assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
-        "{id} is no observer"
-    );
-    let found = detected(shape);
-    assert!(
-        found.findings.iter().all(|f| f.id != id),
-        "{id} is a finding"
-    );
-    found
-        .notes
-        .into_iter()
-        .find(|n| n.id == id)
-        .unwrap_or_else(|| panic!("no {id} note"))
-}
-
-/// The observer `id` must have nothing to say.
-fn expect_no_note(shape: &Shape, id: &str) {
-    assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
-        "{id} is no observer"
-    );
-    if let Some(n) = detected(shape).notes.iter().find(|n| n.id == id) {
-        panic!("{id} must not note the healthy trace: {}", n.text);
-    }
-}
-
 /// The finding `id` must not be there.
 fn expect_none(shape: &Shape, id: &str) {
     assert!(
@@ -757,14 +730,14 @@ fn memory(share: f64) -> Shape {
 #[test]
 fn memory_pressure() {
     // Peak 95% of the A100's 80 GiB: a risk, not lost time, so a note and no finding.
-    let n = expect_note(&memory(0.95), "memory-pressure");
+    let n = expect_note(detected(&memory(0.95)), "memory-pressure");
     assert!(n.text.contains("95%"), "{}", n.text);
     assert!(n.text.contains("80.0 GiB"), "{}", n.text);
 }
 
 #[test]
 fn memory_at_half_the_device_is_fine() {
-    expect_no_note(&memory(0.5), "memory-pressure");
+    expect_no_note(&detected(&memory(0.5)), "memory-pressure");
 }
 
 #[test]
@@ -815,13 +788,13 @@ fn devices(devices: i64) -> Shape {
 #[test]
 fn data_parallel() {
     // Kernels alternate between GPUs 0 and 1 in one process: no time estimate, so a note.
-    let n = expect_note(&devices(2), "data-parallel");
+    let n = expect_note(detected(&devices(2)), "data-parallel");
     assert!(n.text.contains("on 2 GPUs ([0, 1])"), "{}", n.text);
 }
 
 #[test]
 fn one_device_per_process_is_fine() {
-    expect_no_note(&devices(1), "data-parallel");
+    expect_no_note(&detected(&devices(1)), "data-parallel");
 }
 
 fn backend(backend: &'static str) -> Shape {
@@ -835,13 +808,13 @@ fn backend(backend: &'static str) -> Shape {
 #[test]
 fn ddp_without_nccl() {
     // gloo on GPU tensors: no time estimate, so a note.
-    let n = expect_note(&backend("gloo"), "ddp-without-nccl");
+    let n = expect_note(detected(&backend("gloo")), "ddp-without-nccl");
     assert!(n.text.contains("the gloo backend"), "{}", n.text);
 }
 
 #[test]
 fn ddp_with_nccl_is_fine() {
-    expect_no_note(&backend("nccl"), "ddp-without-nccl");
+    expect_no_note(&detected(&backend("nccl")), "ddp-without-nccl");
 }
 
 /// The detectors this file covers, each with a positive and a negative case above.

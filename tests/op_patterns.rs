@@ -7,9 +7,11 @@
 //! Every trace has four `ProfilerStep#N` ranges of 10 ms (so none is warm-up) unless a test says
 //! otherwise; impacts are per steady-state step, percentages of those 10 ms.
 
-use torchtraceap::detect::{
-    self, Analysis, Detected, Finding, Note, Severity, DETECTORS, OBSERVERS,
-};
+mod notes;
+
+use notes::{expect_no_note, expect_note};
+
+use torchtraceap::detect::{self, Analysis, Detected, Finding, Severity, DETECTORS};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 
 // ---------------------------------------------------------------------------------------------
@@ -217,35 +219,6 @@ fn detected(text: &str) -> Detected {
         "steady steps of {step_ms} ms"
     );
     detect::run(&analysis)
-}
-
-/// The observer `id` must note the trace (and never as a finding): its note.
-fn expect_note(text: &str, id: &str) -> Note {
-    assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
-        "{id} is no observer"
-    );
-    let found = detected(text);
-    assert!(
-        found.findings.iter().all(|f| f.id != id),
-        "{id} is a finding"
-    );
-    found
-        .notes
-        .into_iter()
-        .find(|n| n.id == id)
-        .unwrap_or_else(|| panic!("no {id} note"))
-}
-
-/// The observer `id` must have nothing to say.
-fn expect_no_note(text: &str, id: &str) {
-    assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
-        "{id} is no observer"
-    );
-    if let Some(n) = detected(text).notes.iter().find(|n| n.id == id) {
-        panic!("{id} must not note: {}", n.text);
-    }
 }
 
 fn known(id: &str) {
@@ -744,7 +717,7 @@ fn graph_breaks_split_each_step_into_compiled_regions() {
             &["Torch-Compiled Region: 0/0", "Torch-Compiled Region: 1/0"],
         )
     });
-    let n = expect_note(&text, "compile-graph-breaks");
+    let n = expect_note(detected(&text), "compile-graph-breaks");
     assert!(
         n.text.contains(": 2 compiled regions per step;"),
         "{}",
@@ -760,7 +733,7 @@ fn a_recompiled_region() {
         let id = if k < 2 { "0/0" } else { "0/1" };
         compiled_step(b, &[&format!("Torch-Compiled Region: {id}")])
     });
-    let n = expect_note(&text, "compile-graph-breaks");
+    let n = expect_note(detected(&text), "compile-graph-breaks");
     assert!(
         n.text
             .contains(": 1 compiled regions per step; recompiled: Torch-Compiled Region: 0/1;"),
@@ -774,7 +747,7 @@ fn one_compiled_region_per_step_is_fine() {
     let text = Kineto::trace(&STEADY, |b, _| {
         compiled_step(b, &["Torch-Compiled Region: 0/0"])
     });
-    expect_no_note(&text, "compile-graph-breaks");
+    expect_no_note(&detected(&text), "compile-graph-breaks");
 }
 
 #[test]

@@ -55,7 +55,7 @@ impl Detector for AllocatorChurn {
         };
         let t = a.trace;
         let e = &t.events;
-        let mut calls: Vec<usize> = (0..e.len())
+        let calls: Vec<usize> = (0..e.len())
             .filter(|&i| {
                 e.kind[i] == EventKind::RuntimeCall
                     && e.detail[i] != NONE
@@ -68,7 +68,6 @@ impl Detector for AllocatorChurn {
             })
             .collect();
         let count = calls.len();
-        calls.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let mallocs = a.steady_mean(|m| m.mallocs as f64);
         let frees = a.steady_mean(|m| m.frees as f64);
         let summary = format!(
@@ -79,7 +78,7 @@ impl Detector for AllocatorChurn {
             what: "the longest device allocation calls in the steps where the GPU waits on them"
                 .into(),
             steps: o.held.clone(),
-            events: calls.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            events: a.longest_refs(&calls, 3),
             count: Some(count as u64),
         }];
         finding(self, o, summary, evidence, FIX_ALLOCATOR_CHURN)

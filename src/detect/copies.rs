@@ -79,7 +79,6 @@ impl Detector for HeavyCopies {
             Err(rejected) => return rejected.into(),
         };
         let count = shown.len();
-        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let summary = format!(
             "copies take a median {:.1}% of the step ({:.0} per step); avoiding or overlapping them saves about {:.2} ms per step",
             o.gate.median,
@@ -89,7 +88,7 @@ impl Detector for HeavyCopies {
         let evidence = vec![Evidence {
             what: "the longest copies".into(),
             steps: o.held.clone(),
-            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            events: a.longest_refs(&shown, 3),
             count: Some(count as u64),
         }];
         finding(self, o, summary, evidence, FIX_HEAVY_COPIES)

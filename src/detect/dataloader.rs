@@ -56,7 +56,7 @@ impl Detector for DataLoaderBottleneck {
         let t = a.trace;
         let e = &t.events;
         // The longest DataLoader ranges of the steps where the gate holds.
-        let mut ranges: Vec<usize> = (0..e.len())
+        let ranges: Vec<usize> = (0..e.len())
             .filter(|&i| {
                 matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
                     && a.steady_step_at(e.start[i])
@@ -64,7 +64,6 @@ impl Detector for DataLoaderBottleneck {
                     && phase_of(t.name_of(i)) == Some(Phase::DataLoading)
             })
             .collect();
-        ranges.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let loading_ms = a.steady_mean(|m| m.dataloader_ns as f64) / 1e6;
         let summary = format!(
             "the GPU is idle {:.2} ms per step ({:.1}% of the step) while the host loads the next batch ({loading_ms:.2} ms in the DataLoader per step)",
@@ -77,7 +76,7 @@ impl Detector for DataLoaderBottleneck {
                 a.steady.len()
             ),
             steps: o.held.clone(),
-            events: ranges.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            events: a.longest_refs(&ranges, 3),
             count: Some(ranges.len() as u64),
         }];
         finding(self, o, summary, evidence, FIX_DATA_LOADER_BOTTLENECK)

@@ -85,7 +85,6 @@ impl Detector for LayoutTransforms {
             Err(rejected) => return rejected.into(),
         };
         let count = shown.len();
-        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let summary = format!(
             "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",
             count as f64 / a.steady.len().max(1) as f64,
@@ -95,7 +94,7 @@ impl Detector for LayoutTransforms {
         let evidence = vec![Evidence {
             what: "the longest layout conversion kernels".into(),
             steps: o.held.clone(),
-            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            events: a.longest_refs(&shown, 3),
             count: Some(count as u64),
         }];
         finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)

@@ -147,6 +147,17 @@ impl<'t> Analysis<'t> {
         out
     }
 
+    /// The `n` longest of `events` for evidence, longest first (see [`Analysis::event_ref`]).
+    pub fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
+        let mut by_length = events.to_vec();
+        by_length.sort_by_key(|&i| std::cmp::Reverse(self.trace.events.dur[i]));
+        by_length
+            .iter()
+            .take(n)
+            .map(|&i| self.event_ref(i))
+            .collect()
+    }
+
     /// Event `i` for evidence: its name, where it starts (from the trace's start) and how long
     /// it lasts.
     pub fn event_ref(&self, i: usize) -> String {

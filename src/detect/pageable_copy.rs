@@ -98,7 +98,6 @@ impl Detector for PageableCopy {
             Ok(o) => o,
             Err(rejected) => return rejected.into(),
         };
-        shown.sort_by_key(|&i| std::cmp::Reverse(e.dur[i]));
         let steps = a.steady.len().max(1) as f64;
         let summary = format!(
             "{:.1} copies per step go through pageable host memory; pinning them saves about {:.3} ms per step",
@@ -108,7 +107,7 @@ impl Detector for PageableCopy {
         let evidence = vec![Evidence {
             what: "the longest pageable copies".into(),
             steps: o.held.clone(),
-            events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+            events: a.longest_refs(&shown, 3),
             count: Some(count),
         }];
         finding(self, o, summary, evidence, FIX_PAGEABLE_COPY)

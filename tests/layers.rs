@@ -1,0 +1,160 @@
+//! The library's layers, enforced: a module of `src/` may name (`crate::x`, `use crate::{x, …}`)
+//! only modules of a lower layer, never one of its own layer or above. The front ends
+//! (`src/bin/`, `web/`) may use any layer. ARCHITECTURE.md ("Layers") explains the order.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The layers, lowest first. A module may depend on modules of lower layers only.
+const LAYERS: &[&[&str]] = &[
+    // The normalized trace: what everything reads.
+    &["model"],
+    // Bytes to the model; the labelled generator (writes trace JSON, reads nothing).
+    &["ingest", "synth"],
+    // Steps and their windows.
+    &["window"],
+    // Numbers about a time range.
+    &["metrics"],
+    // One split of each step's time; window features; what a trace holds.
+    &["attribution", "features", "summary"],
+    // The rules; the generator's realism statistics.
+    &["detect", "realism"],
+    // The window detector (trained on generated scenarios, compared with the rules).
+    &["ml"],
+    // The versioned report of rules and model.
+    &["report"],
+    // What is made from a report: links, LLM requests, the timeline's bands.
+    &["share", "llm", "timeline"],
+];
+
+fn layer_of(module: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|l| l.contains(&module))
+        .unwrap_or_else(|| {
+            panic!("module `{module}` has no layer: add it to LAYERS and to ARCHITECTURE.md")
+        })
+}
+
+/// The top-level modules a source text names through `crate::`.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (k, _) in text.match_indices("crate::") {
+        let rest = &text[k + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `use crate::{a::b, c, d::{e, f}}`: the names at the group's top level.
+            let mut depth = 0;
+            let mut item = String::new();
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.extend(top_name(&item));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(ch);
+                }
+            }
+            out.extend(top_name(&item));
+        } else {
+            out.extend(top_name(rest));
+        }
+    }
+    out
+}
+
+fn top_name(path: &str) -> Option<String> {
+    let name: String = path
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty() && name != "self").then_some(name)
+}
+
+/// Every `.rs` file below `dir`, with the top-level module it belongs to.
+fn library_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let relative = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if path.is_dir() {
+            if relative != "bin" {
+                library_files(root, &path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") && relative != "lib.rs" {
+            let module = relative.split(['/', '.']).next().unwrap().to_string();
+            out.push((module, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+}
+
+/// Every edge from a module to a module of its own layer or above, as `file: a -> b`.
+fn upward_edges(files: &[(String, String)]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (module, text) in files {
+        for target in named_modules(text) {
+            if &target != module && layer_of(&target) >= layer_of(module) {
+                wrong.push(format!("{module} -> {target}"));
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    wrong
+}
+
+#[test]
+fn every_library_module_reads_only_lower_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    library_files(&src, &src, &mut files);
+    assert!(files.len() > 40, "found only {} library files", files.len());
+    let wrong = upward_edges(&files);
+    assert!(
+        wrong.is_empty(),
+        "upward or sideways imports (move the shared type down, or change the layers in \
+         tests/layers.rs and ARCHITECTURE.md with a reason):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_upward_import_is_caught() {
+    let files = vec![
+        (
+            "metrics".to_string(),
+            "use crate::model::Trace;\nuse crate::{window::Phase, detect::Finding};".to_string(),
+        ),
+        (
+            "ml".to_string(),
+            "let c = crate::synth::Config::default();".to_string(),
+        ),
+        (
+            "features".to_string(),
+            "fn f(s: &crate::summary::Summary) {}".to_string(),
+        ),
+    ];
+    assert_eq!(
+        upward_edges(&files),
+        vec!["features -> summary", "metrics -> detect"]
+    );
+}
+
+#[test]
+fn grouped_and_nested_imports_are_read() {
+    let names = named_modules("use crate::{a::{b, c}, d, self, e::f as g};\nlet x = crate::h::i;");
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        vec!["a", "d", "e", "h"]
+    );
+}

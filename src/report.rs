@@ -66,6 +66,13 @@ pub struct NoteEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateEntry {
     pub quantity: String,
+    #[serde(flatten)]
+    pub figures: GateFigures,
+}
+
+/// A gate's figures: what a share link carries of it (the words are the detector's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateFigures {
     pub threshold: f64,
     pub held_steps: usize,
     pub steady_steps: usize,
@@ -458,11 +465,13 @@ impl Report {
                     confidence: f.confidence,
                     gate: Some(GateEntry {
                         quantity: f.gate.gate.quantity.to_string(),
-                        threshold: f.gate.gate.threshold,
-                        held_steps: f.gate.held_steps,
-                        steady_steps: f.gate.steady_steps,
-                        median: f.gate.median,
-                        margin: f.gate.margin,
+                        figures: GateFigures {
+                            threshold: f.gate.gate.threshold,
+                            held_steps: f.gate.held_steps,
+                            steady_steps: f.gate.steady_steps,
+                            median: f.gate.median,
+                            margin: f.gate.margin,
+                        },
                     }),
                     worst_steps: f
                         .worst_steps()
@@ -607,11 +616,11 @@ impl Report {
                         o,
                         "- Gate: {} ≥ {}, held in {} of {} steady steps, median {:.2} ({:.1}× the threshold).",
                         md_text(&g.quantity),
-                        g.threshold,
-                        g.held_steps,
-                        g.steady_steps,
-                        g.median,
-                        g.margin
+                        g.figures.threshold,
+                        g.figures.held_steps,
+                        g.figures.steady_steps,
+                        g.figures.median,
+                        g.figures.margin
                     );
                 }
                 if !f.worst_steps.is_empty() {

@@ -45,8 +45,8 @@ use serde_json::Value;
 use crate::detect::{self, Severity};
 use crate::model::Trace;
 use crate::report::{
-    self, EvidenceEntry, FindingEntry, GateEntry, NoteEntry, Report, SplitEntry, StepCostEntry,
-    StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
+    self, EvidenceEntry, FindingEntry, GateEntry, GateFigures, NoteEntry, Report, SplitEntry,
+    StepCostEntry, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
 };
 
 /// The payload's format name; [`decode`] checks it.
@@ -599,21 +599,11 @@ struct FindingFacts {
     confidence: f32,
     /// The gate's figures (its words are the detector's `threshold`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    gate: Option<GateFacts>,
+    gate: Option<GateFigures>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     worst_steps: Vec<StepCostEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     evidence: Vec<EvidenceFacts>,
-}
-
-/// A gate's figures as a link holds them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct GateFacts {
-    threshold: f64,
-    held_steps: usize,
-    steady_steps: usize,
-    median: f64,
-    margin: f64,
 }
 
 /// Evidence as a link holds it: where, how many, which events.
@@ -659,13 +649,7 @@ impl Facts {
                     impact_ms_per_step: f.impact_ms_per_step,
                     impact_pct_of_step: f.impact_pct_of_step,
                     confidence: f.confidence,
-                    gate: f.gate.as_ref().map(|g| GateFacts {
-                        threshold: g.threshold,
-                        held_steps: g.held_steps,
-                        steady_steps: g.steady_steps,
-                        median: g.median,
-                        margin: g.margin,
-                    }),
+                    gate: f.gate.as_ref().map(|g| g.figures.clone()),
                     worst_steps: f.worst_steps.clone(),
                     evidence: f
                         .evidence
@@ -729,11 +713,7 @@ impl Facts {
                     confidence: f.confidence.clamp(0.0, 1.0),
                     gate: f.gate.as_ref().map(|g| GateEntry {
                         quantity: d.threshold().to_string(),
-                        threshold: g.threshold,
-                        held_steps: g.held_steps,
-                        steady_steps: g.steady_steps,
-                        median: g.median,
-                        margin: g.margin,
+                        figures: g.clone(),
                     }),
                     worst_steps: f.worst_steps.clone(),
                     evidence: f

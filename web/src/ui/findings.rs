@@ -192,7 +192,7 @@ fn card(
             if let Some(g) = &f.gate {
                 <p class="gate">{format!(
                     "Confidence {:.0}%: the gate ({} ≥ {}) holds in {} of {} steady steps, median {:.1} ({:.1}× the threshold).",
-                    f.confidence * 100.0, g.quantity, g.threshold, g.held_steps, g.steady_steps, g.median, g.margin
+                    f.confidence * 100.0, g.quantity, g.figures.threshold, g.figures.held_steps, g.figures.steady_steps, g.figures.median, g.figures.margin
                 )}</p>
             }
             if !f.worst_steps.is_empty() {

@@ -353,12 +353,29 @@ fn split_one(
         parts.push(own);
     }
     let idle = subtract(&[(start, end)], &covered);
-    let mut left = idle;
+    // Each gap of the busy timeline, and whether the GPU was starved in it: its next work was
+    // launched only after the gap began. Where that work was already queued the GPU did not wait
+    // on the host, so no host call (DataLoader, allocator, sync) is blamed for the gap.
+    work.sort_unstable_by_key(|w| w.0);
+    let gap_of = |s: i64| {
+        let k = covered.partition_point(|c| c.1 <= s);
+        let gap_start = if k == 0 { start } else { covered[k - 1].1 };
+        let gap_end = covered.get(k).map_or(end, |c| c.0);
+        let next = work.partition_point(|w| w.0 < gap_end);
+        let launched = work.get(next).and_then(|w| w.1);
+        (gap_start, gap_end, launched)
+    };
+    let starved = |&(s, _): &(i64, i64)| {
+        let (gap_start, _, launched) = gap_of(s);
+        launched.is_none_or(|l| l >= gap_start)
+    };
+    let (mut left, queued): (Intervals, Intervals) = idle.into_iter().partition(starved);
     for ranges in [&host.data, &host.allocator, &host.sync] {
         let own = intersect(&left, ranges);
         left = subtract(&left, &own);
         parts.push(own);
     }
+    left = merge(left.into_iter().chain(queued).collect());
     let (first, last) = match (covered.first(), covered.last()) {
         (Some(f), Some(l)) => (f.0, l.1),
         _ => (end, end),
@@ -368,15 +385,9 @@ fn split_one(
     left = subtract(&left, &host_only);
     parts.push(host_only);
     // What is left lies between two pieces of work: classify it by the gap it belongs to.
-    work.sort_unstable_by_key(|w| w.0);
     let (mut launch, mut kernel_wait, mut other) = (Vec::new(), Vec::new(), Vec::new());
     for &(s, e_) in &left {
-        // The gap of the busy timeline this piece lies in.
-        let k = covered.partition_point(|c| c.1 <= s);
-        let gap_start = if k == 0 { start } else { covered[k - 1].1 };
-        let gap_end = covered.get(k).map_or(end, |c| c.0);
-        let next = work.partition_point(|w| w.0 < gap_end);
-        let launched = work.get(next).and_then(|w| w.1);
+        let (gap_start, gap_end, launched) = gap_of(s);
         match launched {
             Some(l) if l >= gap_start => launch.push((s, e_)),
             Some(_) if gap_end - gap_start <= KERNEL_WAIT_NS => kernel_wait.push((s, e_)),

@@ -1,5 +1,6 @@
-//! A feature vector per window, for the window detector: shares of the window's time, rates
-//! per millisecond and a few log-scaled sizes, so that windows of any length and any GPU compare.
+//! A feature vector per window, for the window detector: shares of the window's time, counts per
+//! launch and kernel times against the trace's own median, so that windows of any length, cut
+//! any way, on any GPU compare.
 //!
 //! Reads the model, the windows and the metrics. Every value is finite.
 
@@ -8,15 +9,15 @@ use crate::model::kernels::KernelNames;
 use crate::model::{CopyDirection, EventKind, HostMemory, Trace};
 use crate::window::{Phase, Steps, Window};
 
-/// The features, in vector order.
-pub const NAMES: [&str; 40] = [
-    "log_duration_ms",
-    "phase_data_loading",
-    "phase_forward",
-    "phase_backward",
-    "phase_optimizer",
-    "phase_communication",
-    "phase_slice",
+/// The features, in vector order. None depends on the window's length, the trace's length or
+/// the number of streams: shares of the window's time or of its kernel time, counts per launch,
+/// kernel-time quantiles relative to the trace's own median kernel. Two absolute times stay, as
+/// they define an anti-pattern rather than a GPU's speed: the median kernel's µs (launch-bound
+/// work is kernels of a few µs) and the host's launch delay; and one ratio of the host's pace to
+/// the GPU's (the mean interval between launches over the median kernel). Nor does any depend on
+/// how the window was cut: a phase window and a slice holding the same work get the same values
+/// (no phase, no length among them).
+pub const NAMES: [&str; 34] = [
     "gpu_busy",
     "gpu_compute",
     "gpu_communication",
@@ -28,21 +29,22 @@ pub const NAMES: [&str; 40] = [
     "idle_host_wait",
     "idle_kernel_wait",
     "idle_other",
-    "kernels_per_ms",
     "short_kernel_share",
-    "log_kernel_p10_us",
     "log_kernel_p50_us",
-    "log_kernel_p90_us",
-    "launch_calls_per_ms",
+    "launch_interval_vs_kernel",
+    "kernel_p10_vs_trace",
+    "kernel_p50_vs_trace",
+    "kernel_p90_vs_trace",
+    "kernels_per_launch",
     "launch_call_time",
     "log_launch_delay_us",
-    "sync_calls_per_ms",
+    "syncs_per_launch",
     "sync_time",
-    "item_calls_per_ms",
+    "items_per_launch",
     "idle_after_sync",
     "pageable_copy_time",
     "device_to_device_copy_time",
-    "allocation_calls_per_ms",
+    "allocations_per_launch",
     "allocation_call_time",
     "dataloader_time",
     "simt_fp32_kernel_share",
@@ -70,8 +72,30 @@ fn share(part: i64, whole: i64) -> f32 {
     }
 }
 
-fn per_ms(count: u64, dur: i64) -> f32 {
-    (count as f64 / (dur.max(1) as f64 / 1e6)) as f32
+/// `count` per launch call (per one where the window launches nothing).
+fn per_launch(count: u64, launches: u64) -> f32 {
+    (count as f64 / launches.max(1) as f64) as f32
+}
+
+/// `log2` of the mean interval between the window's launches over its median kernel: above 0 the
+/// host launches more slowly than the GPU runs the kernels (the GPU waits), below 0 work queues
+/// up. 0 without launches or kernels.
+fn launch_interval_vs_kernel(dur: i64, launches: u64, median_kernel: i64) -> f32 {
+    if launches > 0 && median_kernel > 0 {
+        (dur as f64 / launches as f64 / median_kernel as f64).log2() as f32
+    } else {
+        0.0
+    }
+}
+
+/// `log2(ns / median)`, 0 without kernels: where a kernel-time quantile lies against the
+/// trace's median kernel.
+fn vs_median(ns: i64, median: i64) -> f32 {
+    if ns > 0 && median > 0 {
+        (ns as f64 / median as f64).log2() as f32
+    } else {
+        0.0
+    }
 }
 
 fn log_us(ns: i64) -> f32 {
@@ -87,7 +111,13 @@ pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
 }
 
 /// The features of one window.
-fn of_window(t: &Trace, steps: &Steps, w: &Window, names: &mut KernelNames) -> WindowFeatures {
+fn of_window(
+    t: &Trace,
+    steps: &Steps,
+    w: &Window,
+    median_kernel: i64,
+    names: &mut KernelNames,
+) -> WindowFeatures {
     let m = measure(t, w.start, w.end);
     let dur = m.dur();
     let d = m.main_device().cloned().unwrap_or_default();
@@ -121,15 +151,8 @@ fn of_window(t: &Trace, steps: &Steps, w: &Window, names: &mut KernelNames) -> W
             .map(|c| c.ns)
             .sum()
     };
-    let phase = |p: Phase| f32::from(w.phase == p);
+    let launches = m.launch_calls;
     let values = vec![
-        ((dur.max(1) as f64 / 1e6) + 1.0).ln() as f32,
-        phase(Phase::DataLoading),
-        phase(Phase::Forward),
-        phase(Phase::Backward),
-        phase(Phase::Optimizer),
-        phase(Phase::Communication),
-        phase(Phase::Slice),
         share(d.busy, dur),
         share(d.compute, dur),
         share(d.communication, dur),
@@ -141,21 +164,22 @@ fn of_window(t: &Trace, steps: &Steps, w: &Window, names: &mut KernelNames) -> W
         share(d.idle_host_wait, dur),
         share(d.idle_kernel_wait, dur),
         share(d.idle_other, dur),
-        per_ms(m.kernels, dur),
         share(m.short_kernels as i64, m.kernels as i64),
-        log_us(quantile(&kernel_durs, 0.1)),
         log_us(quantile(&kernel_durs, 0.5)),
-        log_us(quantile(&kernel_durs, 0.9)),
-        per_ms(m.launch_calls, dur),
+        launch_interval_vs_kernel(dur, launches, quantile(&kernel_durs, 0.5)),
+        vs_median(quantile(&kernel_durs, 0.1), median_kernel),
+        vs_median(quantile(&kernel_durs, 0.5), median_kernel),
+        vs_median(quantile(&kernel_durs, 0.9), median_kernel),
+        per_launch(m.kernels, launches),
         share(m.launch_call_ns, dur),
         log_us(m.launch_delay_median_ns.unwrap_or(0)),
-        per_ms(m.sync_calls, dur),
+        per_launch(m.sync_calls, launches),
         share(m.sync_ns, dur),
-        per_ms(m.item_calls + m.data_dependent_calls, dur),
+        per_launch(m.item_calls + m.data_dependent_calls, launches),
         share(m.idle_after_sync_ns, dur),
         share(copies(&|_, h| h == HostMemory::Pageable), dur),
         share(copies(&|d, _| d == CopyDirection::DeviceToDevice), dur),
-        per_ms(m.mallocs + m.frees, dur),
+        per_launch(m.mallocs + m.frees, launches),
         share(m.alloc_call_ns, dur),
         share(m.dataloader_ns, dur),
         share(simt, kernel_ns),
@@ -178,11 +202,22 @@ fn of_window(t: &Trace, steps: &Steps, w: &Window, names: &mut KernelNames) -> W
     }
 }
 
+/// The median duration of the trace's GPU kernels (0 without any).
+fn median_kernel_ns(t: &Trace) -> i64 {
+    let mut durs: Vec<i64> = (0..t.events.len())
+        .filter(|&i| t.events.kind[i] == EventKind::GpuKernel)
+        .map(|i| t.events.dur[i])
+        .collect();
+    durs.sort_unstable();
+    quantile(&durs, 0.5)
+}
+
 /// The features of every window of every step.
 pub fn of_trace(t: &Trace, steps: &Steps) -> Vec<WindowFeatures> {
     let mut names = KernelNames::default();
+    let median_kernel = median_kernel_ns(t);
     steps
         .windows()
-        .map(|w| of_window(t, steps, w, &mut names))
+        .map(|w| of_window(t, steps, w, median_kernel, &mut names))
         .collect()
 }

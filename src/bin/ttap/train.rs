@@ -5,16 +5,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use torchtraceap::ml::train::{data_set, fit, Params, TRAIN_GPUS, TRAIN_MODELS};
+use torchtraceap::features::NAMES;
+use torchtraceap::ml::fit::Params;
+use torchtraceap::ml::train::{train as train_model, Recipe, TRAIN_GPUS, TRAIN_MODELS};
 use torchtraceap::synth::AntiPattern;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// How many generated scenarios (traces) to train on.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = Recipe::COMMITTED.traces)]
     traces: usize,
     /// The first scenario's seed (the others follow it).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = Recipe::COMMITTED.seed)]
     seed: u64,
     /// Trees per forest.
     #[arg(long, default_value_t = Params::COMMITTED.trees)]
@@ -22,7 +24,7 @@ pub struct Args {
     #[arg(long, default_value_t = Params::COMMITTED.max_depth)]
     max_depth: u16,
     /// Where the model goes.
-    #[arg(long, default_value = "models/window-forest.v1.json")]
+    #[arg(long, default_value = "models/window-forest.json")]
     out: PathBuf,
     /// Where the training report (Markdown) goes.
     #[arg(long, default_value = "models/TRAINING.md")]
@@ -41,15 +43,18 @@ pub fn run(args: &Args) -> ExitCode {
 
 fn train(args: &Args) -> Result<(), String> {
     let started = Instant::now();
-    let rows = data_set(&TRAIN_MODELS, &TRAIN_GPUS, args.traces, args.seed)?;
-    let generated = started.elapsed();
     let params = Params {
         trees: args.trees,
         max_depth: args.max_depth,
         ..Params::COMMITTED
     };
-    let model = fit(&rows, params)?;
-    let fitted = started.elapsed() - generated;
+    let recipe = Recipe {
+        traces: args.traces,
+        seed: args.seed,
+        params,
+    };
+    let (model, rows) = train_model(&recipe)?;
+    let elapsed = started.elapsed();
     let json = serde_json::to_string(&model).expect("a model serializes");
     let write = |path: &PathBuf, text: &str| {
         std::fs::write(path, text)
@@ -68,14 +73,14 @@ fn train(args: &Args) -> Result<(), String> {
     let names = |list: &[&str]| list.join(", ");
     let report = format!(
         "# Window detector: training report\n\n\
-         Written by `ttap train --traces {traces} --seed {seed} --trees {trees} --max-depth {depth}`.\n\n\
+         Written by `{command}` (generator version {generator}; the model file records both).\n\n\
          - Scenarios: {traces} generated traces (`synth::scenario`, seeds {seed}..{end}) of {models} on {gpus}; \
          training three times in four, batch 16–128, 6–8 steps, 0–3 anti-patterns each at its own steady-state step, severity 0.1–1, with unlabelled noise (`Config::noise`).\n\
          - Windows: {windows}, of which {anomalous} anomalous ({share:.1}%).\n\
-         - Forests: {trees} trees each, depth ≤ {depth}, ≥ {leaf} samples per leaf, √40 = 6 features tried per split (smartcore 0.7); \
+         - Forests: {trees} trees each, depth ≤ {depth}, ≥ {leaf} samples per leaf, √{features} = {tried} features tried per split (smartcore 0.7); \
          anomaly forest {anodes} nodes, type forest {knodes} nodes.\n\
          - Model file: {bytes} bytes.\n\
-         - Time: {gen:.1} s generating and extracting features, {fit:.1} s fitting.\n\n\
+         - Time: {secs:.1} s generating, extracting features and fitting.\n\n\
          | anomalous windows by type | count |\n|---|---|\n{per_kind}\n",
         traces = args.traces,
         seed = args.seed,
@@ -91,8 +96,11 @@ fn train(args: &Args) -> Result<(), String> {
         anodes = nodes(&model.anomaly),
         knodes = nodes(&model.kind),
         bytes = json.len(),
-        gen = generated.as_secs_f64(),
-        fit = fitted.as_secs_f64(),
+        secs = elapsed.as_secs_f64(),
+        command = recipe.command(),
+        generator = model.provenance.generator,
+        features = NAMES.len(),
+        tried = (NAMES.len() as f64).sqrt().floor(),
         per_kind = per_kind.join("\n"),
     );
     write(&args.report, &report)?;

@@ -624,6 +624,21 @@ fn tiny(kernel_us: &str, swap: bool) -> String {
     )
 }
 
+/// The bundled sample's fingerprint is the one recorded for it, which `web/tests/browser.rs`
+/// checks the wasm build computes from the same bytes: native and wasm32 agree.
+#[test]
+fn the_bundled_sample_s_fingerprint_is_the_recorded_one() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample = std::fs::read(root.join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz"))
+        .unwrap();
+    let recorded = std::fs::read_to_string(root.join("tests/fixtures/sample.fingerprint")).unwrap();
+    assert_eq!(
+        share::fingerprint(&read(&sample).trace),
+        recorded.trim(),
+        "a new sample has a new fingerprint: write it into tests/fixtures/sample.fingerprint"
+    );
+}
+
 #[test]
 fn the_fingerprint_is_stable_and_tells_traces_apart() {
     let fp = |text: &str| share::fingerprint(&read(text.as_bytes()).trace);

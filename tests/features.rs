@@ -1,6 +1,8 @@
 //! Window features: on a real trace (every window, finite values, the fp32 SIMT kernels of a
 //! V100 ResNet-50 visible), and on a generated one (the injected window stands out).
 
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
 mod common;
 
 use torchtraceap::features::{of_trace, NAMES};

@@ -893,10 +893,7 @@ fn findings_of(path: &Path) -> Vec<Finding> {
 
 #[test]
 fn real_traces_show_their_known_problems() {
-    let Some(dir) = shared_traces() else {
-        eprintln!(
-            "SKIPPED: the shared traces are absent (TTAP_SHARED_TRACES or ../shared/traces); the real-trace detector checks did not run"
-        );
+    let Some(dir) = shared_traces("real_traces_show_their_known_problems") else {
         return;
     };
     let tracelens = "AMD-AGI__TraceLens/tests__traces__mi300__";
@@ -959,8 +956,7 @@ fn real_traces_show_their_known_problems() {
 
 #[test]
 fn findings_are_ranked_by_impact_on_every_real_trace() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: the shared traces are absent (TTAP_SHARED_TRACES or ../shared/traces); the ranking check on real traces did not run");
+    let Some(dir) = shared_traces("findings_are_ranked_by_impact_on_every_real_trace") else {
         return;
     };
     let mut analysed = 0;

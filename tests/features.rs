@@ -16,13 +16,17 @@ fn feature(name: &str) -> usize {
 
 #[test]
 fn every_window_of_a_real_trace_gets_finite_features() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: the shared traces are absent (TTAP_SHARED_TRACES or ../shared/traces); the real-trace feature check did not run");
+    let Some(dir) = common::shared_traces("every_window_of_a_real_trace_gets_finite_features")
+    else {
         return;
     };
     let path = dir.join("facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
-    let file = std::fs::File::open(&path)
-        .unwrap_or_else(|e| panic!("{} is listed in the shared traces' catalogue: {e}", path.display()));
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "{} is listed in the shared traces' catalogue: {e}",
+            path.display()
+        )
+    });
     let t = ingest_reader(file, IngestOptions::default(), 1 << 20, |_| {})
         .unwrap()
         .trace;
@@ -87,7 +91,11 @@ fn the_injected_window_stands_out_in_its_features() {
         .collect();
     // In the injected step the GPU has finished the previous step and idles while the batch
     // loads; elsewhere it is still busy with the previous step's work.
-    assert_eq!(loading.len(), 6, "one DataLoader window per step: {loading:?}");
+    assert_eq!(
+        loading.len(),
+        6,
+        "one DataLoader window per step: {loading:?}"
+    );
     assert!(loading.iter().any(|(step, _)| *step == FIRST_STEP + 3));
     for (step, b) in loading.iter().skip(1) {
         if *step == FIRST_STEP + 3 {

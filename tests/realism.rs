@@ -102,8 +102,9 @@ const FACTOR: f64 = 1.5;
 
 #[test]
 fn generated_resnet50_training_on_an_a100_is_within_1_5x_of_the_real_cnn_training_traces() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: the shared traces are absent (TTAP_SHARED_TRACES or ../shared/traces); the realism check needs the real traces");
+    let Some(dir) = common::shared_traces(
+        "generated_resnet50_training_on_an_a100_is_within_1_5x_of_the_real_cnn_training_traces",
+    ) else {
         return;
     };
     let real: Vec<Stats> = REAL_TRACES

@@ -208,7 +208,12 @@ fn fuzzer_regressions_read_the_same_in_any_chunks() {
         .filter(|path| path.is_file())
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "only {} regressions in {}", files.len(), dir.display());
+    assert!(
+        files.len() >= 5,
+        "only {} regressions in {}",
+        files.len(),
+        dir.display()
+    );
     let mut rng = Rng(1);
     for path in files {
         let bytes = std::fs::read(&path).unwrap();

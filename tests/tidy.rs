@@ -43,7 +43,11 @@ fn sections(doc: &str) -> Vec<(Option<String>, Vec<String>)> {
 
 /// The backticked texts of `text`.
 fn quoted(text: &str) -> Vec<String> {
-    text.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether `path` is named: backticked whole anywhere, or from a section about its folder.
@@ -88,9 +92,14 @@ fn every_source_path_architecture_md_names_is_there() {
                 .filter(|q| q.contains('/') && (q.ends_with(".rs") || q.ends_with(".mjs")))
                 .filter(move |q| {
                     !root.join(q).is_file()
-                        && !folder.as_ref().is_some_and(|f| root.join(f).join(q).is_file())
+                        && !folder
+                            .as_ref()
+                            .is_some_and(|f| root.join(f).join(q).is_file())
                 })
         })
         .collect();
-    assert!(stale.is_empty(), "ARCHITECTURE.md names files that are not there: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md names files that are not there: {stale:?}"
+    );
 }

@@ -819,35 +819,45 @@ fn ddp_with_nccl_is_fine() {
     expect_no_note(&detected(&backend("nccl")), "ddp-without-nccl");
 }
 
-/// The detectors this file covers, each with a positive and a negative case above.
-const COVERED: [&str; 8] = [
-    "dataloader-bottleneck",
-    "gpu-low-utilization",
-    "launch-bound-small-kernels",
-    "host-device-sync",
-    "pageable-memcpy",
-    "fp32-without-tensor-cores",
-    "allocator-churn",
-    "communication-exposed",
-];
+/// Whether `sources` call `expect`/`expect_note` (positive) and `expect_none`/`expect_no_note`
+/// (negative) with `id` as an argument: the id comes after the call's name, with no `;` between.
+fn cases_of(sources: &str, id: &str) -> (bool, bool) {
+    let (mut positive, mut negative) = (false, false);
+    for (at, _) in sources.match_indices(&format!("\"{id}\"")) {
+        let before = &sources[..at];
+        let Some(call) = before.rfind("expect").map(|k| &before[k..]) else {
+            continue;
+        };
+        if call.contains(';') {
+            continue;
+        }
+        negative |= call.starts_with("expect_none(") || call.starts_with("expect_no_note(");
+        positive |= call.starts_with("expect(") || call.starts_with("expect_note(");
+    }
+    (positive, negative)
+}
 
-/// The observers this file covers, likewise: they note, never find.
-const COVERED_OBSERVERS: [&str; 3] = ["memory-pressure", "data-parallel", "ddp-without-nccl"];
-
+/// Every detector and observer of the catalogue has a case that must find (or note) it and one
+/// that must not, in this file or in `tests/op_patterns.rs`.
 #[test]
-fn the_covered_detectors_are_in_the_catalogue() {
-    let catalogue: Vec<&str> = DETECTORS.iter().map(|d| d.id()).collect();
-    for id in COVERED {
-        assert!(catalogue.contains(&id), "{id} is no longer a detector");
-    }
-    let observers: Vec<&str> = OBSERVERS.iter().map(|o| o.id()).collect();
-    for id in COVERED_OBSERVERS {
-        assert!(observers.contains(&id), "{id} is no longer an observer");
-        assert!(
-            !catalogue.contains(&id),
-            "{id} is both observer and detector"
-        );
-    }
+fn every_detector_and_observer_has_a_positive_and_a_negative_case() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let sources: String = ["detectors.rs", "op_patterns.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(tests.join(f)).unwrap())
+        .collect();
+    let ids = DETECTORS.iter().map(|d| d.id());
+    let missing: Vec<String> = ids
+        .chain(OBSERVERS.iter().map(|o| o.id()))
+        .filter_map(|id| match cases_of(&sources, id) {
+            (true, true) => None,
+            (positive, _) => Some(format!(
+                "{id}: no {} case",
+                if positive { "negative" } else { "positive" }
+            )),
+        })
+        .collect();
+    assert!(missing.is_empty(), "{missing:?}");
 }
 
 #[test]
@@ -1006,4 +1016,31 @@ fn findings_are_ranked_by_time_recoverable_per_step() {
         "{:?}",
         summaries(&found)
     );
+}
+
+#[test]
+fn host_sync_gate_holds_from_2_percent_of_the_step() {
+    // The GPU idles 300 µs after each sync, then three 16 µs launch gaps fall in the 1 ms after
+    // it: 348 µs = 3.48% of the 10 ms step, over the 2% gate but under twice it (confidence
+    // below 1), a low finding.
+    let found = findings(&sync(Some((19, 300))));
+    let f = found
+        .iter()
+        .find(|f| f.id == "host-device-sync")
+        .unwrap_or_else(|| panic!("no host-device-sync in {:?}", summaries(&found)));
+    assert!(
+        (f.impact.ms_per_step - 0.348).abs() < 1e-3,
+        "{} ms per step",
+        f.impact.ms_per_step
+    );
+    assert_eq!(f.severity, Severity::Low);
+    assert_eq!(f.gate.gate.threshold, 2.0);
+    assert!(
+        (f.gate.median - 3.48).abs() < 1e-6,
+        "gate median {}",
+        f.gate.median
+    );
+    assert!(f.confidence < 1.0, "confidence {}", f.confidence);
+    // 100 µs, and four launch gaps in the 1 ms after: 164 µs = 1.64%, under the gate.
+    expect_none(&sync(Some((19, 100))), "host-device-sync");
 }

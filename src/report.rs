@@ -210,7 +210,8 @@ pub struct UnexplainedEntry {
     pub predicted_type: String,
 }
 
-const MS: f64 = 1e6;
+/// Nanoseconds per millisecond.
+const NS_PER_MS: f64 = 1e6;
 /// Windows listed in the Markdown's window-detector table.
 const TOP_WINDOWS: usize = 5;
 
@@ -311,20 +312,21 @@ impl Report {
                 StepEntry {
                     number: s.number,
                     warmup: s.warmup,
-                    duration_ms: s.dur() as f64 / MS,
+                    duration_ms: s.dur() as f64 / NS_PER_MS,
                     gpu_busy_pct: d.map(|d| pct(d.busy, m.dur())),
-                    idle_host_wait_ms: d.map(|d| d.idle_host_wait as f64 / MS),
-                    idle_kernel_wait_ms: d.map(|d| d.idle_kernel_wait as f64 / MS),
-                    idle_other_ms: d.map(|d| d.idle_other as f64 / MS),
-                    idle_before_first_gpu_work_ms: d.map(|d| d.before_first_work as f64 / MS),
+                    idle_host_wait_ms: d.map(|d| d.idle_host_wait as f64 / NS_PER_MS),
+                    idle_kernel_wait_ms: d.map(|d| d.idle_kernel_wait as f64 / NS_PER_MS),
+                    idle_other_ms: d.map(|d| d.idle_other as f64 / NS_PER_MS),
+                    idle_before_first_gpu_work_ms: d
+                        .map(|d| d.before_first_work as f64 / NS_PER_MS),
                     kernels: m.kernels,
                     short_kernels: m.short_kernels,
                     launch_calls: m.launch_calls,
                     sync_calls: m.sync_calls,
                     item_calls: m.item_calls,
-                    dataloader_ms: m.dataloader_ns as f64 / MS,
-                    communication_ms: d.map(|d| d.communication as f64 / MS),
-                    communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / MS),
+                    dataloader_ms: m.dataloader_ns as f64 / NS_PER_MS,
+                    communication_ms: d.map(|d| d.communication as f64 / NS_PER_MS),
+                    communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / NS_PER_MS),
                     device_mallocs: m.mallocs,
                     device_frees: m.frees,
                     peak_allocated_bytes: m.peak_allocated,
@@ -334,11 +336,11 @@ impl Report {
                         .map(|st| StreamEntry {
                             device: st.device,
                             stream: st.stream,
-                            compute_ms: st.compute as f64 / MS,
-                            communication_ms: st.communication as f64 / MS,
-                            memcpy_ms: st.memcpy as f64 / MS,
-                            memset_ms: st.memset as f64 / MS,
-                            idle_ms: st.idle as f64 / MS,
+                            compute_ms: st.compute as f64 / NS_PER_MS,
+                            communication_ms: st.communication as f64 / NS_PER_MS,
+                            memcpy_ms: st.memcpy as f64 / NS_PER_MS,
+                            memset_ms: st.memset as f64 / NS_PER_MS,
+                            idle_ms: st.idle as f64 / NS_PER_MS,
                         })
                         .collect(),
                     split: Part::ALL
@@ -346,7 +348,7 @@ impl Report {
                         .filter(|&&p| split.ns(p) > 0)
                         .map(|&p| SplitEntry {
                             part: p.id().to_string(),
-                            ms: split.ns(p) as f64 / MS,
+                            ms: split.ns(p) as f64 / NS_PER_MS,
                         })
                         .collect(),
                 }
@@ -364,7 +366,7 @@ impl Report {
                         .map(|&k| a.splits[k].ns(p) as f64)
                         .sum::<f64>()
                         / steady
-                        / MS,
+                        / NS_PER_MS,
                 })
                 .collect()
         } else {
@@ -384,20 +386,20 @@ impl Report {
                     step: a.steps.steps[w.step].number,
                     phase: w.phase.label().to_string(),
                     label: w.label.clone(),
-                    start_ms: (w.start - origin) as f64 / MS,
-                    duration_ms: (w.end - w.start) as f64 / MS,
+                    start_ms: (w.start - origin) as f64 / NS_PER_MS,
+                    duration_ms: (w.end - w.start) as f64 / NS_PER_MS,
                     gpu_busy_pct: m.main_device().map(|d| pct(d.busy, m.dur())),
                     launched_gpu_ms: a
                         .steps
                         .launched_in(w)
                         .map(|g| t.events.dur[g as usize])
                         .sum::<i64>() as f64
-                        / MS,
-                    idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / MS),
+                        / NS_PER_MS,
+                    idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / NS_PER_MS),
                     kernels: m.kernels,
                     short_kernels: m.short_kernels,
                     sync_calls: m.sync_calls,
-                    communication_ms: m.main_device().map(|d| d.communication as f64 / MS),
+                    communication_ms: m.main_device().map(|d| d.communication as f64 / NS_PER_MS),
                     anomaly_probability: score.map(|s| s.probability),
                     predicted_type: score.map(|s| s.kind.to_string()),
                 }
@@ -450,7 +452,7 @@ impl Report {
                     .filter(|s| s.warmup)
                     .map(|s| s.number)
                     .collect(),
-                mean_step_ms: a.step_ns() / MS,
+                mean_step_ms: a.step_ns() / NS_PER_MS,
             },
             findings: findings
                 .iter()

@@ -23,6 +23,28 @@ use crate::ml::{self, Model};
 pub const FORMAT: &str = "torchtraceap.report";
 pub const VERSION: u32 = 3;
 
+/// Why a saved report cannot be read; each message says what was found and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(
+        "not a TorchTraceAP report: {0}. A saved report is the JSON that the app's \"Save the \
+         report\" or `ttap analyze --format json` writes."
+    )]
+    NotAReport(serde_json::Error),
+    #[error("not a TorchTraceAP report: its format is \"{0}\", not \"{FORMAT}\"")]
+    OtherFormat(String),
+    #[error(
+        "this report was written by a newer TorchTraceAP (report version {0}; this one reads \
+         versions 1 to {VERSION}): open it with a newer version"
+    )]
+    Newer(u32),
+    #[error("a {FORMAT} version {version} document, but it is damaged or edited: {source}")]
+    Damaged {
+        version: u32,
+        source: serde_json::Error,
+    },
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub format: String,
@@ -514,32 +536,22 @@ impl Report {
     }
 
     /// Reads a saved report of this version or an older one, saying what is wrong otherwise.
-    pub fn from_json(text: &str) -> Result<Report, String> {
+    pub fn from_json(text: &str) -> Result<Report, ReportError> {
         #[derive(Deserialize)]
         struct Head {
             format: String,
             version: u32,
         }
-        let head: Head = serde_json::from_str(text).map_err(|e| {
-            format!("not a TorchTraceAP report: {e}. A saved report is the JSON that the app's \"Save the report\" or `ttap analyze --format json` writes.")
-        })?;
+        let head: Head = serde_json::from_str(text).map_err(ReportError::NotAReport)?;
         if head.format != FORMAT {
-            return Err(format!(
-                "not a TorchTraceAP report: its format is \"{}\", not \"{FORMAT}\"",
-                head.format
-            ));
+            return Err(ReportError::OtherFormat(head.format));
         }
         if head.version > VERSION {
-            return Err(format!(
-                "this report was written by a newer TorchTraceAP (report version {}; this one reads versions 1 to {VERSION}): open it with a newer version",
-                head.version
-            ));
+            return Err(ReportError::Newer(head.version));
         }
-        serde_json::from_str(text).map_err(|e| {
-            format!(
-                "a {FORMAT} version {} document, but it is damaged or edited: {e}",
-                head.version
-            )
+        serde_json::from_str(text).map_err(|source| ReportError::Damaged {
+            version: head.version,
+            source,
         })
     }
 

@@ -10,6 +10,7 @@
 //!   `memory`), or is `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
 
+pub mod fingerprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;

@@ -1,6 +1,10 @@
 //! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
 //!
+//! Over 600 lines: the `App` is one state machine (loads, the worker of the analysis shown, a
+//! shared link waiting for its trace, the tabs) whose messages and view are read together; each
+//! view is its own module.
+//!
 //! The page never parses or analyzes trace bytes: all of that runs in the worker (the timeline
 //! too), and the page renders `Analyzed` and the worker's replies (it decodes and encodes share
 //! links itself: bounded work on a few kilobytes). Nothing from a report, a saved file or a link

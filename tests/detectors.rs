@@ -4,6 +4,7 @@
 //! `../shared/traces` (skipped, with a message, when absent).
 
 mod common;
+mod kineto;
 mod notes;
 
 use common::{shared_traces, trace_files};
@@ -132,24 +133,13 @@ impl Shape {
             start += step_us;
         }
         let devices: Vec<String> = (0..self.devices)
-            .map(|d| {
-                format!(
-                    r#"{{"id": {d}, "name": "{}", "totalGlobalMem": {}, "computeMajor": {}, "computeMinor": 0, "numSms": 108}}"#,
-                    self.gpu.0, self.gpu.2, self.gpu.1
-                )
-            })
+            .map(|d| kineto::device(d, self.gpu.0, self.gpu.1, self.gpu.2))
             .collect();
-        format!(
-            r#"{{"schemaVersion": 1, "deviceProperties": [{}],
-  "distributedInfo": {{"backend": "{}", "rank": 0, "world_size": {}}},
-  "traceEvents": [
-{}
-  ], "traceName": "synthetic.pt.trace.json", "displayTimeUnit": "ms"}}"#,
-            devices.join(", "),
-            self.backend,
-            self.world_size,
-            g.events.join(",\n")
-        )
+        let distributed = format!(
+            r#""distributedInfo": {{"backend": "{}", "rank": 0, "world_size": {}}}, "#,
+            self.backend, self.world_size
+        );
+        kineto::document(&devices, &distributed, &g.events, "synthetic.pt.trace.json")
     }
 
     /// Writes one step's events; returns where its last event ends.
@@ -280,14 +270,8 @@ impl Gen {
     }
 
     fn cpu_on(&mut self, tid: i64, cat: &str, name: &str, ts: i64, dur: i64, args: &str) {
-        let args = if args.is_empty() {
-            String::new()
-        } else {
-            format!(r#", "args": {{{args}}}"#)
-        };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 100, "tid": {tid}, "ts": {ts}, "dur": {dur}{args}}}"#
-        ));
+        self.events
+            .push(kineto::complete(cat, name, (100, tid), (ts, dur), args));
     }
 
     fn gpu_work(
@@ -332,8 +316,14 @@ impl Gen {
         } else {
             String::new()
         };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {device}, "tid": {stream}, "ts": {ts}, "dur": {dur}, "args": {{"correlation": {corr}, "device": {device}, "stream": {stream}{bytes}}}}}"#
+        let args =
+            format!(r#""correlation": {corr}, "device": {device}, "stream": {stream}{bytes}"#);
+        self.events.push(kineto::complete(
+            cat,
+            name,
+            (device, stream),
+            (ts, dur),
+            &args,
         ));
     }
 

@@ -7,6 +7,7 @@
 //! Every trace has four `ProfilerStep#N` ranges of 10 ms (so none is warm-up) unless a test says
 //! otherwise; impacts are per steady-state step, percentages of those 10 ms.
 
+mod kineto;
 mod notes;
 
 use notes::{expect_no_note, expect_note};
@@ -94,26 +95,14 @@ impl Kineto {
             b.event("user_annotation", &name, (PID, MAIN), (start, dur), "");
             start += dur;
         }
-        format!(
-            r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, "computeMinor": 0, "numSms": 108}}],
-  "traceEvents": [
-{}
-  ], "traceName": "op_patterns.pt.trace.json", "displayTimeUnit": "ms"}}"#,
-            b.events.join(",\n")
-        )
+        let a100 = kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 85_899_345_920);
+        kineto::document(&[a100], "", &b.events, "op_patterns.pt.trace.json")
     }
 
     /// One complete event at `(pid, tid)` over `(ts, dur)`; `args` is the inside of its `args`.
     fn event(&mut self, cat: &str, name: &str, at: (i64, i64), span: (i64, i64), args: &str) {
-        let args = if args.is_empty() {
-            String::new()
-        } else {
-            format!(r#", "args": {{{args}}}"#)
-        };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {}, "tid": {}, "ts": {}, "dur": {}{args}}}"#,
-            at.0, at.1, span.0, span.1
-        ));
+        self.events
+            .push(kineto::complete(cat, name, at, span, args));
     }
 
     /// Moves the CPU cursor to `offset` µs after the step's start.

@@ -190,15 +190,7 @@ impl Builder {
             .collect();
         let first_event = self.events.len() as u32;
         for (track, ts) in next.deferred_ends {
-            let track = tracks[track as usize];
-            match self.open.get_mut(&track).and_then(Vec::pop) {
-                Some(index) => {
-                    let start = self.events.start[index as usize];
-                    self.events.dur[index as usize] = (ts - start).max(0);
-                }
-                None if self.defer_ends => self.deferred_ends.push((track, ts)),
-                None => self.skip(skip::UNMATCHED_END),
-            }
+            self.close(tracks[track as usize], ts);
         }
         let mut open: Vec<(u32, Vec<u32>)> = next.open.into_iter().collect();
         open.sort_unstable();
@@ -678,6 +670,12 @@ impl Builder {
             return self.skip(skip::BAD_TS);
         };
         let track = self.track(ev);
+        self.close(track, ts);
+    }
+
+    /// An `E` at `ts` on `track`: ends the innermost open `B` there; without one, it is kept for
+    /// a merge (`defer_ends`) or counted as unmatched.
+    fn close(&mut self, track: u32, ts: i64) {
         match self.open.get_mut(&track).and_then(Vec::pop) {
             Some(index) => {
                 let start = self.events.start[index as usize];

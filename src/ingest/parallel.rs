@@ -100,6 +100,8 @@ pub struct Blocks {
     jobs: Option<SyncSender<Job>>,
     results: Receiver<Done>,
     early: BTreeMap<usize, Done>,
+    /// Buffers of merged blocks, for the next blocks.
+    spare: Vec<Vec<u8>>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -139,6 +141,7 @@ impl Blocks {
             jobs: Some(jobs),
             results,
             early: BTreeMap::new(),
+            spare: Vec::new(),
             workers,
         }
     }
@@ -190,10 +193,15 @@ impl Blocks {
         while self.sent - self.merged >= self.in_flight_limit {
             self.merge_next(framer, builder)?;
         }
-        let rest = self.pending.split_off(cut);
+        // The next pending buffer is a merged block's, reused: a fresh one would cost a page
+        // fault per 4 KiB. Room for a block and the chunk that fills it, never reallocated.
+        let mut rest = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.block + SLACK));
+        rest.extend_from_slice(&self.pending[cut..]);
+        self.pending.truncate(cut);
         let bytes = std::mem::replace(&mut self.pending, rest);
-        // Room for a block and the chunk that fills it, so that it is never reallocated.
-        self.pending.reserve(self.block + SLACK);
         let start = match self.sent {
             0 => Start::Document,
             _ => Start::Between(self.in_object.unwrap_or(true)),
@@ -238,7 +246,7 @@ impl Blocks {
             Start::Document => true,
             Start::Between(in_object) => framer.between_elements() == Some(in_object),
         };
-        match (guessed, done.framed) {
+        let framed = match (guessed, done.framed) {
             (true, Ok(())) => {
                 *framer = done.framer;
                 match done.start {
@@ -249,7 +257,11 @@ impl Blocks {
             }
             // A wrong guess, or a syntax error that framing in order will report at its place.
             _ => framer.push(&done.bytes, builder),
-        }
+        };
+        let mut spare = done.bytes;
+        spare.clear();
+        self.spare.push(spare);
+        framed
     }
 
     /// Sends what is left and merges every block; the workers end.

@@ -402,6 +402,36 @@ fn scaled_dot_product_attention_is_fused() {
     expect_none(&vit(true), "unfused-attention");
 }
 
+// attention-hot-spot (a note)
+
+fn vit_blocks(blocks: usize) -> String {
+    Kineto::trace(&STEADY, |b, _| {
+        for layer in 0..blocks {
+            attention_block(b, layer, true);
+        }
+    })
+}
+
+#[test]
+fn attention_above_a_fifth_of_the_step_is_noted_as_the_hot_spot() {
+    // 4 fused blocks per step, each launching 200 + 350 + 100 µs under its
+    // `nn.Module: Attention_N` (the SDPA ops inside it are not counted again): 2.6 ms = 26%.
+    let note = expect_note(detected(&vit_blocks(4)), "attention-hot-spot");
+    assert!(
+        note.text.contains("2.60 ms")
+            && note.text.contains("26%")
+            && note.text.contains("16 blocks"),
+        "{}",
+        note.text
+    );
+}
+
+#[test]
+fn attention_under_a_fifth_of_the_step_is_no_hot_spot() {
+    // 3 blocks: 1.95 ms = 19.5%, under the 20% mark.
+    expect_no_note(&detected(&vit_blocks(3)), "attention-hot-spot");
+}
+
 // ---------------------------------------------------------------------------------------------
 // heavy-memcpy
 

@@ -161,8 +161,7 @@ fn awkward_inputs_ingest_the_same_in_parallel() {
 
 #[test]
 fn every_shared_trace_ingests_the_same_in_parallel() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES): the real traces were not compared");
+    let Some(dir) = common::shared_traces("every_shared_trace_ingests_the_same_in_parallel") else {
         return;
     };
     let files = common::trace_files(&dir);

@@ -13,6 +13,7 @@ TRUNK_VERSION=0.21.14
 # Must equal the `wasm-bindgen = "=X"` pin in web/Cargo.toml (and Trunk.toml's [tools]).
 WASM_BINDGEN_VERSION=0.2.130
 WASM_TARGET=wasm32-unknown-unknown
+RAY_VERSION=2.60.0
 
 # cargo installs binaries here; make them visible even when the shell profile was not sourced.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -67,6 +68,16 @@ if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core ]] \
 else
   say "installing node packages (binaryen's wasm-opt, playwright-core)"
   npm ci --no-audit --no-fund
+fi
+
+# Ray, for the fleet job's test (scripts/fleet): a 79 MB wheel, about 240 MB installed, ~30 s.
+# Where it cannot be installed the fleet test skips and says so; nothing else needs it.
+if python3 -c 'import ray' >/dev/null 2>&1; then
+  say "ray already installed, skipping"
+elif python3 -m pip install --quiet "ray==$RAY_VERSION"; then
+  say "installed ray $RAY_VERSION"
+else
+  say "could not install ray $RAY_VERSION with pip: the fleet test will skip" >&2
 fi
 
 say "done"

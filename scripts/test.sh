@@ -59,6 +59,9 @@ fi
 step "cargo test (core and CLI, native)"
 cargo test --locked 2>&1 | tee -a "$log"
 
+step "fleet job on a local Ray cluster (scripts/fleet; skipped, saying so, without Ray)"
+python3 scripts/fleet/test_fleet.py --ttap target/debug/ttap 2>&1 | tee -a "$log"
+
 step "cargo test for wasm32 (the web app: Node.js, and headless Chromium through chromedriver)"
 CHROMEDRIVER=/usr/bin/chromedriver cargo test --locked -p torchtraceap-web --target wasm32-unknown-unknown 2>&1 | tee -a "$log"
 

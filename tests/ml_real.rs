@@ -10,11 +10,8 @@ use torchtraceap::ml::Model;
 
 #[test]
 fn the_window_model_meets_its_targets_on_the_labelled_real_traces() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!(
-            "SKIPPED: the shared traces are absent (../shared/traces or TTAP_SHARED_TRACES), so \
-             the window model is not checked on real traces"
-        );
+    let Some(dir) = common::shared_traces("the_window_model_meets_its_targets_on_the_labelled_real_traces")
+    else {
         return;
     };
     let labels = RealLabels::from_json(include_str!("../models/real-labels.json")).unwrap();

@@ -133,6 +133,11 @@ pub struct Builder {
     name_cache: Vec<StrId>,
     /// Indexed by name id: the category and phase kind last seen with it, and what they gave.
     classified: Vec<Option<(StrId, bool, Classified)>>,
+    /// Set on a builder of a later block of a parallel ingest: an `E` without its `B` may end
+    /// a `B` of an earlier block, so it is kept in `deferred_ends` for [`Builder::merge`].
+    defer_ends: bool,
+    /// The `E` events (track, time) that found no `B`, in order, when `defer_ends`.
+    deferred_ends: Vec<(u32, i64)>,
 }
 
 impl Builder {
@@ -142,6 +147,131 @@ impl Builder {
         b.last_track = NONE;
         b.name_cache = vec![NONE; NAME_CACHE_SLOTS];
         b
+    }
+
+    /// A builder for a later block of a parallel ingest (see `defer_ends`).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn resumed() -> Builder {
+        Builder {
+            defer_ends: true,
+            ..Builder::new()
+        }
+    }
+
+    /// Appends what `next`, the builder of the input right after this one's, read: the result is
+    /// the builder one pass over both inputs would have made (same string ids, track ids, event
+    /// and detail order; `E` events of `next` end this builder's open `B` events).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn merge(&mut self, next: Builder) {
+        let ids: Vec<StrId> = next
+            .strings
+            .iter()
+            .map(|s| self.strings.intern(s))
+            .collect();
+        let id = |s: StrId| ids[s as usize];
+        let tracks: Vec<u32> = next
+            .tracks
+            .iter()
+            .map(|t| {
+                let new = self.tracks.len() as u32;
+                let at = *self.track_ids.entry((id(t.pid), id(t.tid))).or_insert(new);
+                if at == new {
+                    self.tracks.push(Track {
+                        pid: id(t.pid),
+                        tid: id(t.tid),
+                        ..t.clone()
+                    });
+                } else if t.gpu && !self.tracks[at as usize].gpu {
+                    let mine = &mut self.tracks[at as usize];
+                    (mine.gpu, mine.device, mine.stream) = (true, t.device, t.stream);
+                }
+                at
+            })
+            .collect();
+        let first_event = self.events.len() as u32;
+        for (track, ts) in next.deferred_ends {
+            self.close(tracks[track as usize], ts);
+        }
+        let mut open: Vec<(u32, Vec<u32>)> = next.open.into_iter().collect();
+        open.sort_unstable();
+        for (track, stack) in open {
+            self.open
+                .entry(tracks[track as usize])
+                .or_default()
+                .extend(stack.into_iter().map(|i| i + first_event));
+        }
+        let collectives = self.collectives.len() as u32;
+        let offsets = [
+            self.kernels.len() as u32,
+            self.copies.len() as u32,
+            self.runtime.len() as u32,
+            self.ops.len() as u32,
+            self.memory.len() as u32,
+        ];
+        // Column by column: each a tight loop.
+        let (mine, e) = (&mut self.events, next.events);
+        mine.start.extend_from_slice(&e.start);
+        mine.dur.extend_from_slice(&e.dur);
+        mine.name.extend(e.name.iter().map(|&n| id(n)));
+        mine.cat.extend(e.cat.iter().map(|&c| id(c)));
+        mine.track
+            .extend(e.track.iter().map(|&t| tracks[t as usize]));
+        mine.detail
+            .extend(e.detail.iter().zip(&e.kind).map(|(&d, &kind)| {
+                match (d, detail_table(kind)) {
+                    (NONE, _) | (_, None) => NONE,
+                    (d, Some(table)) => d + offsets[table],
+                }
+            }));
+        mine.kind.extend_from_slice(&e.kind);
+        self.kernels
+            .extend(next.kernels.into_iter().map(|k| KernelDetail {
+                collective: k.collective.map(|c| c + collectives),
+                ..k
+            }));
+        self.copies.extend(next.copies);
+        self.runtime.extend(next.runtime);
+        self.ops.extend(next.ops.into_iter().map(|o| OpDetail {
+            input_dims: o.input_dims.map(id),
+            input_types: o.input_types.map(id),
+            collective: o.collective.map(|c| c + collectives),
+            ..o
+        }));
+        self.collectives
+            .extend(next.collectives.into_iter().map(|c| CollectiveDetail {
+                name: c.name.map(id),
+                dtype: c.dtype.map(id),
+                process_group: c.process_group.map(id),
+                ..c
+            }));
+        self.memory.extend(next.memory);
+        self.flows.extend(next.flows.into_iter().map(|f| FlowPoint {
+            track: tracks[f.track as usize],
+            ..f
+        }));
+        for (pid, name) in next.process_names {
+            self.process_names.insert(id(pid), id(name));
+        }
+        for ((pid, tid), name) in next.thread_names {
+            self.thread_names.insert((id(pid), id(tid)), id(name));
+        }
+        for c in next.categories {
+            match self.categories.iter_mut().find(|mine| mine.raw == c.raw) {
+                Some(mine) => mine.count += c.count,
+                None => self.categories.push(Category { id: id(c.id), ..c }),
+            }
+        }
+        for (reason, n) in next.skipped {
+            *self.skipped.entry(reason).or_default() += n;
+        }
+        self.elements += next.elements;
+        self.array_elements += next.array_elements;
+        self.metadata_events += next.metadata_events;
+        self.concrete_inputs |= next.concrete_inputs;
+        self.repaired_utf8 += next.repaired_utf8;
+        self.top.object = self.top.object.or(next.top.object);
+        self.top.keys.extend(next.top.keys);
+        self.top.values.extend(next.top.values);
     }
 
     fn skip(&mut self, reason: &'static str) {
@@ -540,11 +670,18 @@ impl Builder {
             return self.skip(skip::BAD_TS);
         };
         let track = self.track(ev);
+        self.close(track, ts);
+    }
+
+    /// An `E` at `ts` on `track`: ends the innermost open `B` there; without one, it is kept for
+    /// a merge (`defer_ends`) or counted as unmatched.
+    fn close(&mut self, track: u32, ts: i64) {
         match self.open.get_mut(&track).and_then(Vec::pop) {
             Some(index) => {
                 let start = self.events.start[index as usize];
                 self.events.dur[index as usize] = (ts - start).max(0);
             }
+            None if self.defer_ends => self.deferred_ends.push((track, ts)),
             None => self.skip(skip::UNMATCHED_END),
         }
     }
@@ -608,6 +745,24 @@ impl Builder {
 }
 
 const NAME_CACHE_SLOTS: usize = 4096;
+
+/// Which detail table an event of `kind` indexes (`detail` is `NONE` or an index into it), in
+/// the order of `Builder::merge`'s offsets: kernels, copies, runtime calls, ops, memory.
+#[cfg(not(target_arch = "wasm32"))]
+fn detail_table(kind: EventKind) -> Option<usize> {
+    match kind {
+        EventKind::GpuKernel | EventKind::Collective => Some(0),
+        EventKind::Memcpy | EventKind::Memset => Some(1),
+        EventKind::RuntimeCall => Some(2),
+        EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => Some(3),
+        EventKind::Memory => Some(4),
+        EventKind::GpuUserAnnotation
+        | EventKind::GpuSync
+        | EventKind::PythonFunction
+        | EventKind::Profiler
+        | EventKind::Other => None,
+    }
+}
 
 /// A cheap hash of a name's length and its first and last eight bytes.
 fn name_slot(name: &[u8]) -> usize {

@@ -16,6 +16,8 @@ mod builder;
 mod error;
 mod event;
 mod framer;
+#[cfg(not(target_arch = "wasm32"))]
+mod parallel;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};
@@ -25,6 +27,8 @@ use serde::Serialize;
 
 pub use builder::skip as skip_reasons;
 pub use error::IngestError;
+#[cfg(not(target_arch = "wasm32"))]
+pub use parallel::BLOCK as PARALLEL_BLOCK;
 
 use crate::model::Trace;
 use builder::Builder;
@@ -83,6 +87,10 @@ struct JsonSink {
     framer: Framer,
     builder: Builder,
     error: Option<IngestError>,
+    /// When reading on several threads: the blocks on their way, merged into `framer` and
+    /// `builder` as they are done.
+    #[cfg(not(target_arch = "wasm32"))]
+    blocks: Option<parallel::Blocks>,
 }
 
 impl framer::Consumer for Builder {
@@ -107,18 +115,48 @@ impl framer::Consumer for Builder {
 }
 
 impl JsonSink {
-    fn new() -> JsonSink {
+    #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+    fn new(threads: usize, block: usize) -> JsonSink {
         JsonSink {
             framer: Framer::default(),
             builder: Builder::new(),
             error: None,
+            #[cfg(not(target_arch = "wasm32"))]
+            blocks: (threads > 1).then(|| parallel::Blocks::new(threads, block)),
         }
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(blocks) = &mut self.blocks {
+            return blocks
+                .feed(bytes, &mut self.framer, &mut self.builder)
+                .map_err(|e| json_error(&e, self.builder.top.object.is_some(), blocks.head()));
+        }
         self.framer
             .push(bytes, &mut self.builder)
             .map_err(|e| json_error(&e, self.builder.top.object.is_some(), bytes))
+    }
+
+    /// Decoded bytes received so far (framed or on their way).
+    fn received(&self) -> u64 {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(blocks) = &self.blocks {
+            return blocks.received();
+        }
+        self.framer.offset()
+    }
+
+    /// Frames what is still in flight (nothing when reading on one thread).
+    fn drain(&mut self) -> Result<(), IngestError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(blocks) = self.blocks.take() {
+            let head = blocks.head().to_vec();
+            return blocks
+                .finish(&mut self.framer, &mut self.builder)
+                .map_err(|e| json_error(&e, self.builder.top.object.is_some(), &head));
+        }
+        Ok(())
     }
 }
 
@@ -174,6 +212,9 @@ pub struct Ingest {
     options: IngestOptions,
     input_bytes: u64,
     gzip_error: Option<String>,
+    /// Threads that frame and read the JSON (1: this one), and their block size.
+    threads: usize,
+    block: usize,
 }
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -186,6 +227,20 @@ impl Ingest {
             options,
             input_bytes: 0,
             gzip_error: None,
+            threads: 1,
+            block: 0,
+        }
+    }
+
+    /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about
+    /// `block` bytes ([`PARALLEL_BLOCK`] unless testing), with the same result as
+    /// [`Ingest::new`]'s; the thread that feeds it decompresses gzip input meanwhile.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn parallel(options: IngestOptions, threads: usize, block: usize) -> Ingest {
+        Ingest {
+            threads: threads.max(1),
+            block,
+            ..Ingest::new(options)
         }
     }
 
@@ -201,7 +256,7 @@ impl Ingest {
         let sink = self.sink();
         Progress {
             input_bytes: self.input_bytes,
-            json_bytes: sink.map_or(0, |s| s.framer.offset()),
+            json_bytes: sink.map_or(0, JsonSink::received),
             events: sink.map_or(0, |s| s.builder.elements),
         }
     }
@@ -218,10 +273,10 @@ impl Ingest {
             self.stage = if head.starts_with(&GZIP_MAGIC) {
                 Stage::Gzip(Box::new(MultiGzDecoder::new(BufWriter::with_capacity(
                     GZIP_CHUNK,
-                    JsonSink::new(),
+                    JsonSink::new(self.threads, self.block),
                 ))))
             } else {
-                Stage::Plain(Box::new(JsonSink::new()))
+                Stage::Plain(Box::new(JsonSink::new(self.threads, self.block)))
             };
             return self.pass(&head);
         }
@@ -253,12 +308,12 @@ impl Ingest {
         if let Stage::Sniffing(head) = &mut self.stage {
             // Fewer than two bytes in all: no gzip, pass them on as they are.
             let head = std::mem::take(head);
-            self.stage = Stage::Plain(Box::new(JsonSink::new()));
+            self.stage = Stage::Plain(Box::new(JsonSink::new(self.threads, self.block)));
             self.pass(&head)?;
         }
         let mut warnings = Vec::new();
         let gzip = matches!(self.stage, Stage::Gzip(_));
-        let sink = match self.stage {
+        let mut sink = match self.stage {
             Stage::Sniffing(_) => unreachable!("handled above"),
             Stage::Plain(sink) => *sink,
             Stage::Gzip(mut decoder) => {
@@ -277,7 +332,7 @@ impl Ingest {
                 })?;
                 let offset = self.input_bytes;
                 if let Some(detail) = &self.gzip_error {
-                    if decoder.get_ref().get_ref().framer.offset() == 0 {
+                    if decoder.get_ref().get_ref().received() == 0 {
                         return Err(IngestError::BadGzip {
                             offset,
                             detail: detail.clone(),
@@ -287,9 +342,10 @@ impl Ingest {
                         "the gzip stream is incomplete or damaged ({detail}): it ends after {offset} compressed bytes; everything decoded before that point was read."
                     ));
                 }
-                std::mem::replace(decoder.get_mut().get_mut(), JsonSink::new())
+                std::mem::replace(decoder.get_mut().get_mut(), JsonSink::new(1, 0))
             }
         };
+        sink.drain()?;
         let JsonSink {
             mut framer,
             mut builder,
@@ -379,28 +435,40 @@ impl Ingest {
 
 /// Reads a whole `Read` source in chunks of `chunk_size`, calling `progress` after each.
 pub fn ingest_reader(
-    mut reader: impl Read,
+    reader: impl Read,
     options: IngestOptions,
     chunk_size: usize,
-    mut progress: impl FnMut(Progress),
+    progress: impl FnMut(Progress),
 ) -> Result<Ingested, IngestError> {
-    let mut ingest = Ingest::new(options);
-    let mut buf = vec![0u8; chunk_size.max(1)];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(IngestError::Read {
-                    detail: e.to_string(),
-                })
-            }
-        };
-        ingest.feed(&buf[..n])?;
-        progress(ingest.progress());
+    Ingest::new(options).read_all(reader, chunk_size, progress)
+}
+
+impl Ingest {
+    /// Feeds a whole `Read` source in chunks of `chunk_size`, calling `progress` after each,
+    /// then finishes.
+    pub fn read_all(
+        mut self,
+        mut reader: impl Read,
+        chunk_size: usize,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<Ingested, IngestError> {
+        let mut buf = vec![0u8; chunk_size.max(1)];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(IngestError::Read {
+                        detail: e.to_string(),
+                    })
+                }
+            };
+            self.feed(&buf[..n])?;
+            progress(self.progress());
+        }
+        self.finish()
     }
-    ingest.finish()
 }
 
 /// Reads a trace held in memory.

@@ -36,6 +36,11 @@ impl Strings {
         self.list.len()
     }
 
+    /// Every string, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().map(|s| &**s)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use torchtraceap::detect::{self, Analysis, Severity};
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::report::Report;
+use torchtraceap::share::fingerprint;
 
 use crate::inspect::read_file;
 
@@ -92,7 +93,11 @@ pub fn run(args: &Args) -> ExitCode {
                 "{}\n",
                 report.to_markdown(&path.display().to_string())
             )),
-            Format::Json => json.push(serde_json::json!({ "file": path, "report": report })),
+            Format::Json => json.push(serde_json::json!({
+                "file": path,
+                "fingerprint": fingerprint(&ingested.trace),
+                "report": report,
+            })),
         }
     }
     if args.format == Format::Json {

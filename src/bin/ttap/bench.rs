@@ -1,8 +1,10 @@
-//! `ttap bench`: ingest throughput and peak memory on a large trace, against the floor of any
-//! serde-based reader (serde_json skimming the same bytes into `IgnoredAny`), in one run.
+//! `ttap bench`: ingest throughput on 1, 2 and N threads and peak memory on a large trace,
+//! against the floor of any serde-based reader (serde_json skimming the same bytes into
+//! `IgnoredAny` on one thread), and gzip input against its decompression alone, in one run.
 //!
 //! Timings on a shared machine are noisy, so the figures that matter are ratios measured in the
-//! same run; nothing here passes or fails on an absolute time.
+//! same run: every measurement runs once per round, rounds interleave them, and each figure is
+//! the median over the rounds. Nothing here passes or fails on an absolute time.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -15,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use torchtraceap::ingest::IngestOptions;
 
-use crate::inspect::{read_file, CHUNK};
+use crate::inspect::{read_file_on, CHUNK};
 
 /// The default source: the largest real Kineto trace in the shared set (rank 3 of a recsys
 /// training job on 8×A100, 109 k events, 33 MB of JSON).
@@ -32,9 +34,12 @@ pub struct Args {
     /// Where the generated files go (they are reused when present with the same size).
     #[arg(long, default_value = "target/bench")]
     dir: PathBuf,
-    /// How many times each measurement runs; the best time is reported.
-    #[arg(long, default_value_t = 2)]
+    /// How many rounds of measurements run; the median of each is reported.
+    #[arg(long, default_value_t = 3)]
     runs: u32,
+    /// Thread counts of the scaling curve (default: 1, 2 and every core).
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -45,6 +50,9 @@ pub struct ChildArgs {
     file: PathBuf,
     #[arg(long, value_enum, default_value_t = Mode::Ingest)]
     mode: Mode,
+    /// Threads that ingest.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 /// What a child process measures.
@@ -61,9 +69,27 @@ pub enum Mode {
 #[derive(Serialize, Deserialize)]
 pub struct ChildResult {
     seconds: f64,
+    /// CPU time (user and system, every thread) over the same span: on a shared machine wall
+    /// time also counts the waits for a core, CPU time does not.
+    cpu_seconds: f64,
     json_bytes: u64,
     events: u64,
     peak_rss_bytes: u64,
+}
+
+/// CPU time this process has used, all threads, user and system (`/proc/self/stat`, in clock
+/// ticks of 10 ms: `USER_HZ` is 100 on Linux).
+fn cpu_time() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which may hold spaces), from the third on.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
 }
 
 /// Peak resident memory of this process (`VmHWM`), in bytes.
@@ -81,12 +107,15 @@ fn peak_rss() -> u64 {
 
 pub fn child(args: &ChildArgs) -> ExitCode {
     let t0 = Instant::now();
+    let cpu0 = cpu_time();
     let result = if args.mode == Mode::Skim {
         let bytes = std::fs::read(&args.file).expect("bench file exists");
         let t0 = Instant::now();
+        let cpu0 = cpu_time();
         serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).expect("bench file is JSON");
         ChildResult {
             seconds: t0.elapsed().as_secs_f64(),
+            cpu_seconds: cpu_time() - cpu0,
             json_bytes: bytes.len() as u64,
             events: 0,
             peak_rss_bytes: peak_rss(),
@@ -106,14 +135,16 @@ pub fn child(args: &ChildArgs) -> ExitCode {
         }
         ChildResult {
             seconds: t0.elapsed().as_secs_f64(),
+            cpu_seconds: cpu_time() - cpu0,
             json_bytes: total,
             events: 0,
             peak_rss_bytes: peak_rss(),
         }
     } else {
-        match read_file(&args.file, IngestOptions::default()) {
+        match read_file_on(&args.file, IngestOptions::default(), args.threads) {
             Ok(ingested) => ChildResult {
                 seconds: t0.elapsed().as_secs_f64(),
+                cpu_seconds: cpu_time() - cpu0,
                 json_bytes: ingested.report.json_bytes,
                 events: ingested.report.events,
                 peak_rss_bytes: peak_rss(),
@@ -131,7 +162,7 @@ pub fn child(args: &ChildArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run_child(file: &Path, mode: Mode) -> Result<ChildResult> {
+fn run_child(file: &Path, mode: Mode, threads: usize) -> Result<ChildResult> {
     let exe = std::env::current_exe().context("finding the ttap executable")?;
     let mode = match mode {
         Mode::Ingest => "ingest",
@@ -141,7 +172,7 @@ fn run_child(file: &Path, mode: Mode) -> Result<ChildResult> {
     let out = Command::new(exe)
         .arg("bench-child")
         .arg(file)
-        .args(["--mode", mode])
+        .args(["--mode", mode, "--threads", &threads.to_string()])
         .output()
         .context("running the ingest child process")?;
     if !out.status.success() {
@@ -153,23 +184,16 @@ fn run_child(file: &Path, mode: Mode) -> Result<ChildResult> {
     serde_json::from_slice(&out.stdout).context("reading the child's result")
 }
 
-fn best_of(runs: u32, file: &Path, mode: Mode) -> Result<ChildResult> {
-    let mut best: Option<ChildResult> = None;
-    for _ in 0..runs.max(1) {
-        let r = run_child(file, mode)?;
-        best = Some(match best {
-            Some(b) if b.seconds <= r.seconds => ChildResult {
-                peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes),
-                ..b
-            },
-            Some(b) => ChildResult {
-                peak_rss_bytes: b.peak_rss_bytes.max(r.peak_rss_bytes),
-                ..r
-            },
-            None => r,
-        });
+/// The median of `xs` (the mean of the middle two for an even count).
+fn median(xs: &[f64]) -> f64 {
+    let mut s = xs.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
     }
-    Ok(best.expect("at least one run"))
 }
 
 fn shift(v: &mut Value, key: &str, by: f64) {
@@ -272,21 +296,57 @@ fn gzip(plain: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One point of the scaling curve.
+#[derive(Serialize)]
+struct Scaling {
+    threads: usize,
+    /// Median seconds to ingest the plain file.
+    ingest_s: f64,
+    ingest_mb_per_s: f64,
+    /// Throughput over the single-thread serde_json skim's (≥ 1.0: faster than the skim).
+    over_skim: f64,
+    /// Throughput over the single-thread ingest's.
+    over_one_thread: f64,
+    /// Median CPU seconds, all threads: what the threads cost beyond one (merging, hand-offs).
+    cpu_s: f64,
+    peak_rss_bytes: u64,
+}
+
 #[derive(Serialize)]
 struct Report {
     source: PathBuf,
     json_bytes: u64,
     gzip_bytes: u64,
     events: u64,
-    ingest_mb_per_s: f64,
+    rounds: u32,
     skim_mb_per_s: f64,
-    ingest_over_skim: f64,
+    skim_cpu_s: f64,
+    scaling: Vec<Scaling>,
     peak_rss_bytes: u64,
     peak_over_size: f64,
+    /// Threads of the gzip measurement (the most of the curve).
+    gzip_threads: usize,
     gzip_ingest_s: f64,
-    plain_ingest_s: f64,
     decompress_s: f64,
-    gzip_extra_over_decompress: f64,
+    /// gzip ingest over decompression alone (≤ 1.0: no slower than decompressing).
+    gzip_over_decompress: f64,
+}
+
+/// The thread counts of the curve: the ones asked for, else 1, 2 and every core.
+fn thread_counts(asked: &[usize]) -> Vec<usize> {
+    let mut counts = if asked.is_empty() {
+        vec![
+            1,
+            2,
+            std::thread::available_parallelism().map_or(1, usize::from),
+        ]
+    } else {
+        asked.to_vec()
+    };
+    counts.retain(|&t| t > 0);
+    counts.sort_unstable();
+    counts.dedup();
+    counts
 }
 
 fn measure(args: &Args) -> Result<Report> {
@@ -313,30 +373,64 @@ fn measure(args: &Args) -> Result<Report> {
     }
     let json_bytes = std::fs::metadata(&plain)?.len();
     let gzip_bytes = std::fs::metadata(&gz)?.len();
+    let counts = thread_counts(&args.threads);
+    let most = *counts.last().context("no thread count")?;
+    let rounds = args.runs.max(1);
 
     eprintln!(
-        "measuring in child processes: serde_json skim, ingest (plain, gzip), decompression …"
+        "measuring in child processes, {rounds} rounds: serde_json skim, ingest on {counts:?} threads, gzip ingest on {most}, decompression …"
     );
-    let skim_s = best_of(args.runs, &plain, Mode::Skim)?.seconds;
-    let plain_run = best_of(args.runs, &plain, Mode::Ingest)?;
-    let gz_run = best_of(args.runs, &gz, Mode::Ingest)?;
-    let decompress = best_of(args.runs, &gz, Mode::Decompress)?;
+    let mut skim = Vec::new();
+    let mut skim_cpu = Vec::new();
+    let mut ingest: Vec<Vec<ChildResult>> = counts.iter().map(|_| Vec::new()).collect();
+    let mut gz_runs = Vec::new();
+    let mut decompress = Vec::new();
+    for _ in 0..rounds {
+        let r = run_child(&plain, Mode::Skim, 1)?;
+        skim.push(r.seconds);
+        skim_cpu.push(r.cpu_seconds);
+        for (runs, &threads) in ingest.iter_mut().zip(&counts) {
+            runs.push(run_child(&plain, Mode::Ingest, threads)?);
+        }
+        gz_runs.push(run_child(&gz, Mode::Ingest, most)?.seconds);
+        decompress.push(run_child(&gz, Mode::Decompress, 1)?.seconds);
+    }
     let mb = json_bytes as f64 / 1e6;
+    let skim_s = median(&skim);
+    let one_s = median(&ingest[0].iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let scaling: Vec<Scaling> = counts
+        .iter()
+        .zip(&ingest)
+        .map(|(&threads, runs)| {
+            let s = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+            Scaling {
+                threads,
+                ingest_s: s,
+                ingest_mb_per_s: mb / s,
+                over_skim: skim_s / s,
+                over_one_thread: one_s / s,
+                cpu_s: median(&runs.iter().map(|r| r.cpu_seconds).collect::<Vec<_>>()),
+                peak_rss_bytes: runs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0),
+            }
+        })
+        .collect();
+    let peak = scaling.iter().map(|s| s.peak_rss_bytes).max().unwrap_or(0);
+    let (gzip_ingest_s, decompress_s) = (median(&gz_runs), median(&decompress));
     Ok(Report {
         source: args.source.clone(),
         json_bytes,
         gzip_bytes,
-        events: plain_run.events,
-        ingest_mb_per_s: mb / plain_run.seconds,
+        events: ingest[0][0].events,
+        rounds,
         skim_mb_per_s: mb / skim_s,
-        ingest_over_skim: skim_s / plain_run.seconds,
-        peak_rss_bytes: plain_run.peak_rss_bytes.max(gz_run.peak_rss_bytes),
-        peak_over_size: plain_run.peak_rss_bytes.max(gz_run.peak_rss_bytes) as f64
-            / json_bytes as f64,
-        gzip_ingest_s: gz_run.seconds,
-        plain_ingest_s: plain_run.seconds,
-        decompress_s: decompress.seconds,
-        gzip_extra_over_decompress: (gz_run.seconds - plain_run.seconds) / decompress.seconds,
+        skim_cpu_s: median(&skim_cpu),
+        scaling,
+        peak_rss_bytes: peak,
+        peak_over_size: peak as f64 / json_bytes as f64,
+        gzip_threads: most,
+        gzip_ingest_s,
+        decompress_s,
+        gzip_over_decompress: gzip_ingest_s / decompress_s,
     })
 }
 
@@ -357,26 +451,35 @@ pub fn run(args: &Args) -> ExitCode {
                     r.source.display()
                 );
                 println!(
-                    "ingest             {:.1} MB/s ({:.2} s)",
-                    r.ingest_mb_per_s, r.plain_ingest_s
+                    "serde_json skim    {:.1} MB/s ({:.2} s, CPU {:.2} s; one thread; medians of {} rounds)",
+                    r.skim_mb_per_s,
+                    r.json_bytes as f64 / 1e6 / r.skim_mb_per_s,
+                    r.skim_cpu_s,
+                    r.rounds
                 );
-                println!("serde_json skim    {:.1} MB/s", r.skim_mb_per_s);
-                println!(
-                    "ingest / skim      {:.2}  (target >= 0.5)",
-                    r.ingest_over_skim
-                );
+                for s in &r.scaling {
+                    println!(
+                        "ingest, {:>2} thr.   {:.1} MB/s ({:.2} s, CPU {:.2} s)  / skim {:.2}  / 1 thread {:.2}",
+                        s.threads,
+                        s.ingest_mb_per_s,
+                        s.ingest_s,
+                        s.cpu_s,
+                        s.over_skim,
+                        s.over_one_thread
+                    );
+                }
                 println!(
                     "peak memory        {:.1} MB = {:.3} x the JSON size  (target <= 0.35)",
                     r.peak_rss_bytes as f64 / 1e6,
                     r.peak_over_size
                 );
                 println!(
-                    "gzip input         {:.2} s; plain {:.2} s; decompression alone {:.2} s",
-                    r.gzip_ingest_s, r.plain_ingest_s, r.decompress_s
+                    "gzip input         {:.2} s on {} threads; decompression alone {:.2} s",
+                    r.gzip_ingest_s, r.gzip_threads, r.decompress_s
                 );
                 println!(
-                    "gzip extra / decompression  {:.2}  (target <= 1.0)",
-                    r.gzip_extra_over_decompress
+                    "gzip / decompression  {:.2}  (target <= 1.0)",
+                    r.gzip_over_decompress
                 );
             }
             ExitCode::SUCCESS

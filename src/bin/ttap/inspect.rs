@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use torchtraceap::ingest::{ingest_reader, IngestError, IngestOptions, Ingested};
+use torchtraceap::ingest::{Ingest, IngestError, IngestOptions, Ingested, PARALLEL_BLOCK};
 use torchtraceap::summary::Summary;
 
 /// Inputs at least this large get a progress bar on stderr.
@@ -31,8 +31,29 @@ pub struct Args {
     allow_non_pytorch: bool,
 }
 
-/// Reads one file with a progress bar for large inputs.
+/// Threads that read a trace: `TTAP_THREADS` when set, else one. Reading on several threads
+/// gives the same result; it is not the default because on a machine whose cores are already
+/// busy (a shared CI runner, a fleet of `ttap` processes) the hand-offs and the merge make it
+/// slower (`ttap bench` measures both).
+pub fn threads() -> usize {
+    std::env::var("TTAP_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
+
+/// Reads one file with a progress bar for large inputs, on [`threads`] threads.
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
+    read_file_on(path, options, threads())
+}
+
+/// Reads one file on `threads` threads (the same result for any number).
+pub fn read_file_on(
+    path: &Path,
+    options: IngestOptions,
+    threads: usize,
+) -> Result<Ingested, IngestError> {
     let file = File::open(path).map_err(|e| IngestError::Read {
         detail: e.to_string(),
     })?;
@@ -49,7 +70,11 @@ pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, Ingest
     } else {
         ProgressBar::hidden()
     };
-    let result = ingest_reader(file, options, CHUNK, |p| {
+    let ingest = match threads {
+        1 => Ingest::new(options),
+        n => Ingest::parallel(options, n, PARALLEL_BLOCK),
+    };
+    let result = ingest.read_all(file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
     });

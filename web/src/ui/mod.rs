@@ -34,9 +34,7 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{
-    self, Analyzed, FromWorker, Outcome, Progress, Request, Stage, TimelineReply, ToWorker,
-};
+use crate::protocol::{self, Analyzed, FromWorker, Outcome, Progress, Request, Stage, ToWorker};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -119,8 +117,9 @@ pub struct App {
     loading: Option<Loading>,
     /// The worker that analyzed `files`: it keeps their traces and answers requests about them.
     worker: Option<AnalysisWorker>,
-    /// The worker's latest answer to the timeline, numbered so the timeline sees each once.
-    timeline_reply: Option<(u32, Rc<TimelineReply>)>,
+    /// Where the worker's answers to the timeline go: to the timeline alone, which re-renders
+    /// on a drawn frame without the rest of the page.
+    timeline_replies: timeline::Replies,
     /// The finding the timeline moves to, numbered so that each request moves it.
     timeline_focus: Option<(u32, String)>,
     /// The files of the last load that read at least one trace; a cancelled load, or one where
@@ -175,7 +174,7 @@ impl Component for App {
         let mut app = App {
             loading: None,
             worker: None,
-            timeline_reply: None,
+            timeline_replies: timeline::Replies::default(),
             timeline_focus: None,
             files: Vec::new(),
             failed: Vec::new(),
@@ -237,10 +236,8 @@ impl Component for App {
                 }
             }
             Msg::FromWorker(FromWorker::Timeline(reply)) => {
-                self.timeline_reply = Some((
-                    self.timeline_reply.as_ref().map_or(0, |r| r.0) + 1,
-                    Rc::from(reply),
-                ));
+                self.timeline_replies.deliver(reply);
+                return false;
             }
             Msg::FromWorker(FromWorker::Finished) => {
                 if let Some(l) = self.loading.take() {
@@ -588,7 +585,7 @@ impl App {
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Timeline, Some(_)) => html! {
-                <timeline::Timeline file={file.file} reply={self.timeline_reply.clone()}
+                <timeline::Timeline file={file.file} replies={self.timeline_replies.clone()}
                     ask={link.callback(Msg::Ask)} focus={self.timeline_focus.clone()}
                     on_finding={link.callback(Msg::OpenFinding)} />
             },

@@ -8,6 +8,7 @@
 //! Ctrl + wheel zooms, the wheel scrolls the tracks, Shift + wheel pans; dragging pans,
 //! Shift + drag selects a time range; a click selects what is under the pointer.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -25,11 +26,45 @@ use crate::protocol::{
     Drawn, Found, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
 };
 
+/// Where the page hands the worker's timeline replies: straight to the timeline shown (which
+/// listens while it exists), so that a drawn frame re-renders the timeline alone, never the
+/// whole page. Replies that come while no timeline is shown are dropped.
+#[derive(Clone, Default)]
+pub struct Replies(Rc<RefCell<Option<Callback<Box<TimelineReply>>>>>);
+
+impl PartialEq for Replies {
+    fn eq(&self, other: &Replies) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Replies {
+    /// Hands a reply to the timeline shown, if any.
+    pub fn deliver(&self, reply: Box<TimelineReply>) {
+        let listener = self.0.borrow().clone();
+        if let Some(listener) = listener {
+            listener.emit(reply);
+        }
+    }
+
+    fn listen(&self, listener: Callback<Box<TimelineReply>>) {
+        *self.0.borrow_mut() = Some(listener);
+    }
+
+    /// Stops handing replies to `listener` (a timeline made since keeps its own).
+    fn stop(&self, listener: &Callback<Box<TimelineReply>>) {
+        let mut current = self.0.borrow_mut();
+        if current.as_ref() == Some(listener) {
+            current.take();
+        }
+    }
+}
+
 #[derive(Properties, PartialEq)]
 pub struct TimelineProps {
     pub file: usize,
-    /// The worker's latest timeline reply, numbered.
-    pub reply: Option<(u32, Rc<TimelineReply>)>,
+    /// The worker's timeline replies come through here.
+    pub replies: Replies,
     pub ask: Callback<Rc<ToWorker>>,
     /// A finding to move to, numbered so that asking twice moves twice.
     pub focus: Option<(u32, String)>,
@@ -38,6 +73,7 @@ pub struct TimelineProps {
 }
 
 pub enum Msg {
+    Reply(Box<TimelineReply>),
     KeyDown(String),
     KeyUp(String),
     Frame(f64),
@@ -80,6 +116,8 @@ struct Drag {
 }
 
 pub struct Timeline {
+    /// Where this timeline takes the worker's replies (see [`Replies`]).
+    listener: Callback<Box<TimelineReply>>,
     canvas: NodeRef,
     handed_over: bool,
     opened: Option<Opened>,
@@ -106,7 +144,6 @@ pub struct Timeline {
     last_frame: Option<f64>,
     pointer_x: f64,
     drag: Option<Drag>,
-    seen_reply: u32,
     seen_focus: u32,
     error: Option<String>,
     // Kept alive with the component: the non-passive wheel handler, the resize handler and the
@@ -378,7 +415,10 @@ impl Component for Timeline {
     type Properties = TimelineProps;
 
     fn create(ctx: &Context<Self>) -> Self {
+        let listener = ctx.link().callback(Msg::Reply);
+        ctx.props().replies.listen(listener.clone());
         Timeline {
+            listener,
             canvas: NodeRef::default(),
             handed_over: false,
             opened: None,
@@ -403,8 +443,6 @@ impl Component for Timeline {
             last_frame: None,
             pointer_x: GUTTER,
             drag: None,
-            // Replies from before this view existed are not its own.
-            seen_reply: ctx.props().reply.as_ref().map_or(0, |r| r.0),
             seen_focus: 0,
             error: None,
             _wheel: None,
@@ -419,20 +457,12 @@ impl Component for Timeline {
             *self = Timeline {
                 canvas: self.canvas.clone(),
                 handed_over: self.handed_over,
-                seen_reply: self.seen_reply,
                 seen_focus: self.seen_focus,
                 _wheel: self._wheel.take(),
                 _resize: self._resize.take(),
                 ..<Timeline as Component>::create(ctx)
             };
             ask(ctx, TimelineRequest::Open { file: props.file });
-        }
-        if let Some((n, reply)) = &props.reply {
-            if *n > self.seen_reply {
-                self.seen_reply = *n;
-                let reply = Rc::clone(reply);
-                self.on_reply(ctx, &reply);
-            }
         }
         if let Some((n, id)) = &props.focus {
             if *n > self.seen_focus && self.opened.is_some() {
@@ -507,7 +537,8 @@ impl Component for Timeline {
         self._resize = Some(resize);
     }
 
-    fn destroy(&mut self, _ctx: &Context<Self>) {
+    fn destroy(&mut self, ctx: &Context<Self>) {
+        ctx.props().replies.stop(&self.listener);
         if let (Some(w), Some(resize)) = (web_sys::window(), &self._resize) {
             let _ =
                 w.remove_event_listener_with_callback("resize", resize.as_ref().unchecked_ref());
@@ -516,6 +547,7 @@ impl Component for Timeline {
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         match msg {
+            Msg::Reply(reply) => self.on_reply(ctx, &reply),
             Msg::KeyDown(key) => match key.as_str() {
                 "w" | "s" | "a" | "d" => {
                     if self.held.insert(key) {

@@ -1,0 +1,312 @@
+//! Native only: the JSON framed and read on several threads, with the same result as one pass.
+//!
+//! ```text
+//! decoded bytes ─▶ blocks (cut before an event's `{`) ─▶ N worker threads (framer + builder
+//!   each, on the guess that the block starts between two events) ─▶ merged in input order
+//! ```
+//!
+//! The framer is chunk-independent, so a block can be framed alone if it is known where in the
+//! document it starts. Blocks are cut just before a `{` that follows a `,` (an element of the
+//! event array, in every writer seen), and framed on the guess that they start between two
+//! elements. The guess is checked when blocks are merged, in order: the framer of everything
+//! before must stand between two elements ([`Framer::between_elements`]); when it does not (a
+//! `,{` inside an event's arguments, an event longer than a block, a malformed one), the block
+//! is framed again, serially, by that framer. So any cut gives the serial result; good cuts only
+//! make it fast. [`Builder::merge`] renumbers strings, tracks and details as one pass would have
+//! numbered them, and ends open `B` events of earlier blocks with `E` events of later ones.
+//!
+//! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
+//! default, and the one being filled).
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use memchr::memrchr;
+
+use super::builder::Builder;
+use super::event::is_ws;
+use super::framer::{Framer, SyntaxError};
+
+/// Bytes per block by default: large enough that merging and thread hand-offs cost little next
+/// to framing, small enough that blocks in flight stay a small part of the model.
+pub const BLOCK: usize = 8 << 20;
+/// A block without a cut point grows to this many times the block size before it is cut
+/// anywhere.
+const MAX_BLOCKS_UNCUT: usize = 4;
+
+/// Room beyond a block for the chunk that fills it (the CLI and the gzip path feed 1 MiB).
+const SLACK: usize = 1 << 20;
+/// How many of the document's first bytes an error message may quote.
+const HEAD: usize = 8;
+
+/// Where a block's framing started.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The start of the document (the first block).
+    Document,
+    /// Between two elements of the event array (inside a top-level object or not): a guess.
+    Between(bool),
+}
+
+struct Job {
+    index: usize,
+    offset: u64,
+    start: Start,
+    bytes: Vec<u8>,
+}
+
+/// A framed block, with its bytes in case the guess was wrong.
+struct Done {
+    index: usize,
+    start: Start,
+    bytes: Vec<u8>,
+    framer: Framer,
+    builder: Builder,
+    framed: Result<(), SyntaxError>,
+}
+
+fn frame(job: Job) -> Done {
+    let (mut framer, mut builder) = match job.start {
+        Start::Document => (Framer::default(), Builder::new()),
+        Start::Between(in_object) => (Framer::between(job.offset, in_object), Builder::resumed()),
+    };
+    let framed = framer.push(&job.bytes, &mut builder);
+    Done {
+        index: job.index,
+        start: job.start,
+        bytes: job.bytes,
+        framer,
+        builder,
+        framed,
+    }
+}
+
+/// Blocks on their way through the worker threads; merged into the sink's framer and builder.
+pub struct Blocks {
+    /// The document's first bytes, for the message when it is not JSON at all.
+    head: Vec<u8>,
+    /// Decoded bytes not yet sent, starting at document offset `offset`.
+    pending: Vec<u8>,
+    offset: u64,
+    /// Whether the event array is guessed to sit in a top-level object (from the first byte).
+    in_object: Option<bool>,
+    /// Bytes per block.
+    block: usize,
+    sent: usize,
+    merged: usize,
+    in_flight_limit: usize,
+    jobs: Option<SyncSender<Job>>,
+    results: Receiver<Done>,
+    early: BTreeMap<usize, Done>,
+    /// Buffers of merged blocks, for the next blocks.
+    spare: Vec<Vec<u8>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Blocks {
+    /// Starts `threads` worker threads for blocks of about `block` bytes.
+    pub fn new(threads: usize, block: usize) -> Blocks {
+        let block = block.max(1);
+        let threads = threads.max(1);
+        let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
+        let queue = Arc::new(Mutex::new(queue));
+        let (done, results) = mpsc::channel();
+        let workers = (0..threads)
+            .map(|_| {
+                let queue = Arc::clone(&queue);
+                let done = done.clone();
+                std::thread::spawn(move || loop {
+                    let job = match queue.lock() {
+                        Ok(q) => q.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    if done.send(frame(job)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        Blocks {
+            head: Vec::new(),
+            pending: Vec::with_capacity(block + SLACK),
+            block,
+            offset: 0,
+            in_object: None,
+            sent: 0,
+            merged: 0,
+            in_flight_limit: threads + 1,
+            jobs: Some(jobs),
+            results,
+            early: BTreeMap::new(),
+            spare: Vec::new(),
+            workers,
+        }
+    }
+
+    /// Takes the next decoded bytes; sends full blocks and merges those that are done.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        framer: &mut Framer,
+        builder: &mut Builder,
+    ) -> Result<(), SyntaxError> {
+        if self.in_object.is_none() {
+            self.in_object = bytes.iter().find(|&&b| !is_ws(b)).map(|&b| b != b'[');
+        }
+        if self.head.len() < HEAD {
+            let more = bytes.len().min(HEAD - self.head.len());
+            self.head.extend_from_slice(&bytes[..more]);
+        }
+        self.pending.extend_from_slice(bytes);
+        while self.pending.len() >= self.block {
+            let cut = match cut_point(&self.pending) {
+                Some(cut) => cut,
+                None if self.pending.len() >= MAX_BLOCKS_UNCUT * self.block => self.pending.len(),
+                None => break,
+            };
+            self.send(cut, framer, builder)?;
+        }
+        Ok(())
+    }
+
+    /// Decoded bytes received so far.
+    pub fn received(&self) -> u64 {
+        self.offset + self.pending.len() as u64
+    }
+
+    /// The document's first bytes (up to eight).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Sends `pending[..cut]` as the next block, first merging (and waiting for) enough blocks
+    /// that at most `in_flight_limit` are in flight.
+    fn send(
+        &mut self,
+        cut: usize,
+        framer: &mut Framer,
+        builder: &mut Builder,
+    ) -> Result<(), SyntaxError> {
+        while self.sent - self.merged >= self.in_flight_limit {
+            self.merge_next(framer, builder)?;
+        }
+        // The next pending buffer is a merged block's, reused: a fresh one would cost a page
+        // fault per 4 KiB. Room for a block and the chunk that fills it, never reallocated.
+        let mut rest = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.block + SLACK));
+        rest.extend_from_slice(&self.pending[cut..]);
+        self.pending.truncate(cut);
+        let bytes = std::mem::replace(&mut self.pending, rest);
+        let start = match self.sent {
+            0 => Start::Document,
+            _ => Start::Between(self.in_object.unwrap_or(true)),
+        };
+        let job = Job {
+            index: self.sent,
+            offset: self.offset,
+            start,
+            bytes,
+        };
+        self.offset += cut as u64;
+        self.sent += 1;
+        if let Some(jobs) = &self.jobs {
+            if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                // No worker is left (one panicked): frame it here.
+                self.early.insert(job.index, frame(job));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the next block in input order and merges it.
+    fn merge_next(
+        &mut self,
+        framer: &mut Framer,
+        builder: &mut Builder,
+    ) -> Result<(), SyntaxError> {
+        let done = loop {
+            if let Some(done) = self.early.remove(&self.merged) {
+                break done;
+            }
+            match self.results.recv() {
+                Ok(done) if done.index == self.merged => break done,
+                Ok(done) => {
+                    self.early.insert(done.index, done);
+                }
+                Err(_) => unreachable!("a block in flight is always answered or framed here"),
+            }
+        };
+        self.merged += 1;
+        let guessed = match done.start {
+            Start::Document => true,
+            Start::Between(in_object) => framer.between_elements() == Some(in_object),
+        };
+        let framed = match (guessed, done.framed) {
+            (true, Ok(())) => {
+                *framer = done.framer;
+                match done.start {
+                    Start::Document => *builder = done.builder,
+                    Start::Between(_) => builder.merge(done.builder),
+                }
+                Ok(())
+            }
+            // A wrong guess, or a syntax error that framing in order will report at its place.
+            _ => framer.push(&done.bytes, builder),
+        };
+        let mut spare = done.bytes;
+        spare.clear();
+        self.spare.push(spare);
+        framed
+    }
+
+    /// Sends what is left and merges every block; the workers end.
+    pub fn finish(mut self, framer: &mut Framer, builder: &mut Builder) -> Result<(), SyntaxError> {
+        if !self.pending.is_empty() {
+            self.send(self.pending.len(), framer, builder)?;
+        }
+        self.jobs = None;
+        while self.merged < self.sent {
+            self.merge_next(framer, builder)?;
+        }
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        Ok(())
+    }
+}
+
+/// Where the last block boundary in `bytes` is: the last `{` whose previous non-whitespace byte
+/// is `,` (an element of the event array, usually), searched in the second half only.
+fn cut_point(bytes: &[u8]) -> Option<usize> {
+    let floor = bytes.len() / 2;
+    let mut end = bytes.len();
+    while let Some(p) = memrchr(b'{', &bytes[floor..end]).map(|p| p + floor) {
+        let before = bytes[..p].iter().rposition(|&b| !is_ws(b));
+        if before.is_some_and(|q| bytes[q] == b',') {
+            return Some(p);
+        }
+        end = p;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_cut_before_an_element_never_inside_a_value() {
+        let text = br#"{"a": {"b": 1}},
+  {"c": [{"d": 2}, {"e": 3}], "f": {"g": 4}}"#;
+        let cut = cut_point(text).expect("a cut point");
+        // The last `,{` pattern is inside the array of "c": a guess the merge checks.
+        assert_eq!(text[cut], b'{');
+        assert_eq!(&text[cut..cut + 6], br#"{"e": "#);
+        assert_eq!(cut_point(br#"{"a": {"b": 1}}"#), None);
+    }
+}

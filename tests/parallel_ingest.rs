@@ -1,0 +1,189 @@
+//! The parallel ingest (`Ingest::parallel`) gives exactly the serial result: the same model
+//! (every column, string and track id, detail and step) and the same report, or the same error,
+//! on the bundled sample, generated traces, hand-made awkward inputs and every real trace in
+//! `../shared/traces` (skipped, saying so, where it is absent), for several thread counts and
+//! block sizes down to a few hundred bytes (where most cuts fall inside events and are framed
+//! again).
+
+mod common;
+
+use std::fmt::Write as _;
+use std::hash::Hasher;
+use std::io::Write as _;
+
+use torchtraceap::ingest::{ingest_bytes, Ingest, IngestOptions};
+use torchtraceap::synth::{self, Gpu, Model};
+
+/// A digest of everything an ingest produced: the model's `Debug` form and the report's JSON,
+/// or the error's `Debug` form.
+fn digest(
+    result: Result<torchtraceap::ingest::Ingested, torchtraceap::ingest::IngestError>,
+) -> String {
+    struct Hash(rustc_hash::FxHasher, usize);
+    impl std::fmt::Write for Hash {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            self.1 += s.len();
+            Ok(())
+        }
+    }
+    let mut h = Hash(rustc_hash::FxHasher::default(), 0);
+    match result {
+        Ok(ingested) => {
+            write!(h, "{:?}", ingested.trace).unwrap();
+            let report = serde_json::to_string(&ingested.report).unwrap();
+            format!("ok {:016x} ({} bytes of model) {report}", h.0.finish(), h.1)
+        }
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+/// Feeds `bytes` in chunks of `chunk` to a parallel ingester.
+fn parallel(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String {
+    let mut ingest = Ingest::parallel(IngestOptions::default(), threads, block);
+    for piece in bytes.chunks(chunk) {
+        if let Err(e) = ingest.feed(piece) {
+            return digest(Err(e));
+        }
+    }
+    digest(ingest.finish())
+}
+
+/// Checks every configuration against the serial ingest of `bytes`; returns the serial digest.
+fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -> String {
+    let serial = digest(ingest_bytes(bytes, IngestOptions::default()));
+    for &(threads, block, chunk) in configs {
+        let got = parallel(bytes, threads, block, chunk);
+        assert_eq!(
+            got, serial,
+            "{what}: {threads} threads, blocks of {block} B, chunks of {chunk} B differ from the serial ingest"
+        );
+    }
+    serial
+}
+
+const CONFIGS: [(usize, usize, usize); 4] = [
+    (2, 1 << 20, 1 << 20),
+    (3, 64 << 10, 1 << 20),
+    (4, 4 << 10, 1 << 16),
+    (2, 300, 4096),
+];
+
+#[test]
+fn the_bundled_sample_ingests_the_same_in_parallel() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
+    );
+    let gz = std::fs::read(path).unwrap();
+    let serial = same_as_serial("sample (gzip)", &gz, &CONFIGS);
+    assert!(serial.starts_with("ok"), "{serial}");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    same_as_serial("sample (plain)", &plain, &CONFIGS);
+}
+
+#[test]
+fn generated_traces_ingest_the_same_in_parallel() {
+    for seed in 1..=4 {
+        let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], seed);
+        let trace = synth::generate(&config).trace;
+        let serial = same_as_serial(
+            &format!("generated, seed {seed}"),
+            trace.as_bytes(),
+            &CONFIGS,
+        );
+        assert!(serial.starts_with("ok"), "{serial}");
+    }
+}
+
+#[test]
+fn awkward_inputs_ingest_the_same_in_parallel() {
+    let event = |i: usize| {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::op{}", "pid": 1, "tid": {}, "ts": {}, "dur": 5, "args": {{"shapes": [{{"a": 1}}, {{"b": 2}}]}}}}"#,
+            i % 7,
+            i % 3,
+            10 * i
+        )
+    };
+    let body: Vec<String> = (0..400).map(event).collect();
+    let one_line = format!(
+        r#"{{"schemaVersion": 1, "traceEvents": [{}]}}"#,
+        body.join(",")
+    );
+    let lines = format!(
+        "{{\"schemaVersion\": 1,\n\"traceEvents\": [\n{}\n],\n\"deviceProperties\": []}}\n",
+        body.join(",\n")
+    );
+    // B in one block, E in a later one; E without B; B never ended.
+    let mut pairs = vec![
+        r#"{"ph": "E", "cat": "user_annotation", "name": "x", "pid": 1, "tid": 9, "ts": 1}"#
+            .to_string(),
+    ];
+    for i in 0..300 {
+        pairs.push(format!(
+            r#"{{"ph": "B", "cat": "user_annotation", "name": "outer{i}", "pid": 1, "tid": 9, "ts": {}}}"#,
+            100 * i
+        ));
+        pairs.push(event(i));
+    }
+    for i in 0..250 {
+        pairs.push(format!(
+            r#"{{"ph": "E", "cat": "user_annotation", "pid": 1, "tid": 9, "ts": {}}}"#,
+            100_000 + i
+        ));
+    }
+    let nested = format!("{{\"traceEvents\": [\n{}\n]}}", pairs.join(",\n"));
+    let array = format!("[\n{}\n]", body.join(",\n"));
+    let cut = &lines[..lines.len() * 2 / 3];
+    let broken = lines.replacen("aten::op3\"", "aten::\"op3\"", 5);
+    let not_json = format!("\n\n\n{}", "x".repeat(5000));
+    let bad_later = format!("{lines} trailing");
+    for (what, input) in [
+        ("one line", one_line.as_str()),
+        ("one event per line", &lines),
+        ("B/E across blocks", &nested),
+        ("top-level array", &array),
+        ("cut off", cut),
+        ("malformed events", &broken),
+        ("not JSON", &not_json),
+        ("data after the document", &bad_later),
+    ] {
+        same_as_serial(what, input.as_bytes(), &CONFIGS);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(input.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        same_as_serial(&format!("{what} (gzip)"), &gz, &CONFIGS);
+        same_as_serial(&format!("{what} (cut gzip)"), &gz[..gz.len() / 2], &CONFIGS);
+    }
+}
+
+#[test]
+fn every_shared_trace_ingests_the_same_in_parallel() {
+    let Some(dir) = common::shared_traces("every_shared_trace_ingests_the_same_in_parallel") else {
+        return;
+    };
+    let files = common::trace_files(&dir);
+    assert!(
+        files.len() > 50,
+        "{} traces in {}",
+        files.len(),
+        dir.display()
+    );
+    let mut ok = 0;
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        let serial = same_as_serial(
+            &file.display().to_string(),
+            &bytes,
+            &[(2, 1 << 20, 1 << 20), (3, 32 << 10, 1 << 20)],
+        );
+        ok += usize::from(serial.starts_with("ok"));
+    }
+    eprintln!(
+        "{} real traces compared, {ok} of them ingested",
+        files.len()
+    );
+    assert!(ok > 50);
+}

@@ -24,7 +24,9 @@ const LAYERS: &[&[&str]] = &[
     // The versioned report of rules and model.
     &["report"],
     // What is made from a report: links, LLM requests, the timeline's bands.
-    &["share", "llm", "timeline"],
+    &["share", "llm", "timeline", "profile"],
+    // What is made from profiles: a before/after comparison, a multi-rank run view.
+    &["compare", "run"],
 ];
 
 fn layer_of(module: &str) -> usize {

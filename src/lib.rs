@@ -16,6 +16,7 @@ pub mod model;
 pub mod profile;
 pub mod realism;
 pub mod report;
+pub mod run;
 pub mod share;
 pub mod summary;
 pub mod synth;

@@ -4,11 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use torchtraceap::compare::{render, Comparison};
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::IngestOptions;
 use torchtraceap::profile::{Batch, Profile};
-
-use crate::inspect::read_file;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -45,16 +41,9 @@ pub struct Args {
 }
 
 /// The profile of one trace file, with a batch size given on the command line.
-pub fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
-    let ingested = read_file(path, IngestOptions::default())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let analysis = Analysis::new(&ingested.trace);
-    let detected = detect::run(&analysis);
-    let label = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into(),
-    );
-    let mut profile = Profile::new(&label, &analysis, &detected);
+fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
+    let (_, mut profile) =
+        crate::analyze::analyze_one(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(size) = batch {
         profile.batch = Some(Batch {
             size,

@@ -1,0 +1,161 @@
+//! Multi-rank runs (`run`, `ttap analyze` on a folder): generated 8-rank data-parallel runs with
+//! a straggler injected on one rank in one step (found on that rank, that step, in data
+//! loading), on one rank in every step (load imbalance), and none (no finding); and the CLI's
+//! run view in Markdown and JSON.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::profile::Profile;
+use torchtraceap::run::RunView;
+use torchtraceap::synth::{
+    generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model, FIRST_STEP,
+};
+
+const WORLD: u32 = 8;
+
+fn config() -> Config {
+    Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 8,
+        batch: 64,
+        seed: 3,
+        injections: Vec::new(),
+        noise: false,
+    }
+}
+
+fn stall(rank: u32, step: u32) -> (u32, Injection) {
+    (
+        rank,
+        Injection {
+            pattern: AntiPattern::DataLoader,
+            step,
+            severity: 0.8,
+        },
+    )
+}
+
+/// The run's profiles: each rank ingested, analyzed and reduced, one at a time.
+fn run(rank_injections: Vec<(u32, Injection)>) -> RunView {
+    let dp = DataParallel {
+        world_size: WORLD,
+        rank_injections,
+    };
+    let profiles: Vec<Profile> = generate_ranks(&config(), &dp)
+        .iter()
+        .enumerate()
+        .map(|(r, g)| {
+            let ingested = ingest_bytes(g.trace.as_bytes(), IngestOptions::default())
+                .expect("generated traces ingest");
+            let a = Analysis::new(&ingested.trace);
+            Profile::new(&format!("rank {r}"), &a, &detect::run(&a))
+        })
+        .collect();
+    RunView::new(&profiles)
+}
+
+#[test]
+fn a_straggler_is_found_on_its_rank_and_step_in_data_loading() {
+    let view = run(vec![stall(5, 5)]);
+    assert_eq!(view.ranks.len(), WORLD as usize);
+    assert_eq!(
+        view.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        (0..WORLD as i64).collect::<Vec<_>>()
+    );
+    let step = FIRST_STEP + 5;
+    assert_eq!(view.findings.len(), 1, "{:#?}", view.findings);
+    let f = &view.findings[0];
+    assert_eq!((f.id.as_str(), f.rank), ("straggler", 5), "{}", f.summary);
+    assert_eq!(f.steps, vec![step]);
+    assert_eq!(
+        f.part.as_deref(),
+        Some("idle: data loading"),
+        "{}",
+        f.summary
+    );
+    assert!(f.others_wait_ms > 10.0, "{}", f.summary);
+    let row = view
+        .steps
+        .iter()
+        .find(|s| s.step == step)
+        .expect("the step");
+    assert_eq!(row.critical_rank, Some(5));
+    // The others waited for it in their collectives; it did not.
+    let wait = |r: usize| row.wait_ms[r].expect("every rank has the step");
+    assert!(wait(5) < 1.0 && (0..8).filter(|&r| r != 5).all(|r| wait(r) > 10.0));
+    println!("{}", torchtraceap::run::render::markdown(&view));
+}
+
+#[test]
+fn a_rank_slow_in_every_step_is_load_imbalance_and_a_clean_run_has_no_finding() {
+    let view = run((1..8).map(|step| stall(2, step)).collect());
+    assert_eq!(view.findings.len(), 1, "{:#?}", view.findings);
+    let f = &view.findings[0];
+    assert_eq!(
+        (f.id.as_str(), f.rank),
+        ("load-imbalance", 2),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.steps.len(), 7, "{}", f.summary);
+    assert_eq!(view.ranks[2].critical_steps, 7);
+
+    let clean = run(Vec::new());
+    assert!(clean.findings.is_empty(), "{:#?}", clean.findings);
+}
+
+fn ttap(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ttap"))
+        .args(args)
+        .output()
+        .expect("ttap runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn ttap_analyze_on_a_folder_prints_the_run_view() {
+    let dir: PathBuf = std::env::temp_dir().join(format!("ttap-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let (code, _) = ttap(&[
+        "synth",
+        "--ranks",
+        "8",
+        "--steps",
+        "8",
+        "--inject",
+        "dataloader-bottleneck@5:0.8@rank5",
+        "--out",
+        d,
+    ]);
+    assert_eq!(code, 0);
+    let (code, md) = ttap(&["analyze", d]);
+    assert_eq!(code, 0);
+    assert!(md.starts_with("# Run: 8 ranks"), "{md}");
+    assert!(md.contains("**straggler** (high): rank 5"), "{md}");
+    assert_eq!(
+        md.matches("# TorchTraceAP report:").count(),
+        8,
+        "each rank's report"
+    );
+    let (code, json) = ttap(&["analyze", "--format", "json", d]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(v["run"]["findings"][0]["rank"], 5);
+    assert_eq!(v["run"]["findings"][0]["steps"][0], FIRST_STEP + 5);
+    assert_eq!(v["reports"].as_array().map(Vec::len), Some(8));
+    // The straggler is a high-severity run finding: it gates CI.
+    assert_eq!(ttap(&["analyze", "--fail-on", "high", d]).0, 1);
+    // One rank alone is no run.
+    let (_, one) = ttap(&["analyze", &format!("{d}/rank-0.pt.trace.json")]);
+    assert!(!one.contains("# Run:"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

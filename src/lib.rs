@@ -13,6 +13,7 @@ pub mod llm;
 pub mod metrics;
 pub mod ml;
 pub mod model;
+pub mod modules;
 pub mod profile;
 pub mod realism;
 pub mod report;

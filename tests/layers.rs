@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     // Numbers about a time range.
     &["metrics"],
     // One split of each step's time; window features; what a trace holds.
-    &["attribution", "features", "summary"],
+    &["attribution", "features", "summary", "modules"],
     // The rules; the generator's realism statistics.
     &["detect", "realism"],
     // The window detector (trained on generated scenarios, compared with the rules).

@@ -1,15 +1,30 @@
-//! The messages between the page and the analysis worker.
+//! The messages between the page and the analysis worker, and how they travel.
+//!
+//! Every message is an [`Envelope`] with this protocol's [`VERSION`], turned into a JavaScript
+//! value by `serde-wasm-bindgen` and posted as is: the browser's structured clone carries it, no
+//! JSON text is written or parsed. 64-bit integers travel as `BigInt`s (trace times in ns since
+//! 1970 exceed a double's 53 bits). The `File`s to analyze and the timeline's `OffscreenCanvas`
+//! travel inside the messages as the browser's own handles (`serde_wasm_bindgen::preserve`):
+//! files by reference (never copied whole), the canvas transferred ([`ToWorker::transfer`]).
+//! Nothing else is large enough to gain from a transfer: the worker reads the files' bytes
+//! itself and draws the timeline's frames straight into the canvas.
 //!
 //! The worker says `Ready` once its message handler is installed (messages posted before that
-//! would be lost: the wasm module starts asynchronously). The page then posts the `File`s (or
-//! `Blob`s) to analyze as a JS array: files are handed over by reference, never copied whole. The
-//! worker answers with [`FromWorker`] messages, each one JSON text, in this order: `Progress`* per
-//! file, then that file's `Done`, and `Finished` at the end.
+//! would be lost: the wasm module starts asynchronously). The page then posts
+//! [`ToWorker::Analyze`]; the worker answers with [`FromWorker`] messages in this order:
+//! `Progress`* per file, then that file's `Done`, and `Finished` at the end.
 //!
 //! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
-//! requests (JSON text) about them, such as a search, each with one reply. The page keeps the
-//! worker of the analysis it shows and terminates it when another load replaces that analysis.
+//! requests about them, such as a search, each with one reply. The page keeps the worker of the
+//! analysis it shows and terminates it when another load replaces that analysis.
+//!
+//! The messages are this module's enums. What they carry of the core (the report, the trace's
+//! summary, timeline places and bands, LLM prompts) travels in the core's own serde form: for
+//! the report, the versioned document a saved report holds (`report::VERSION`). Page and worker
+//! are built from one source, so such a change reaches both sides at once; bump [`VERSION`]
+//! when it changes a message's shape, so that a cached worker of the older build is refused.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
@@ -18,19 +33,70 @@ use torchtraceap::share;
 use torchtraceap::summary::Summary;
 use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
+use wasm_bindgen::JsValue;
+use web_sys::OffscreenCanvas;
+
+/// The protocol's version, checked on every message: the page and the worker are built together,
+/// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
+/// text; 2 is structured clone through `serde-wasm-bindgen`.
+pub const VERSION: u32 = 2;
+
+/// What is posted: a message and the version of the protocol it belongs to.
+#[derive(Serialize, Deserialize)]
+struct Envelope<M> {
+    version: u32,
+    message: M,
+}
+
+/// Why a message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error(
+        "a message of protocol version {found}, where version {VERSION} is expected: the page \
+         and its worker come from different builds of the site; reload the page"
+    )]
+    Version { found: String },
+    #[error("a message that does not decode ({0}): a bug in TorchTraceAP")]
+    Decode(String),
+}
+
+/// The JavaScript value to post for `message`.
+pub fn encode<M: Serialize>(message: &M) -> Result<JsValue, ProtocolError> {
+    let envelope = Envelope {
+        version: VERSION,
+        message,
+    };
+    envelope
+        .serialize(
+            &serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true),
+        )
+        .map_err(|e| ProtocolError::Decode(e.to_string()))
+}
+
+/// The message in a posted value, when its version is this protocol's.
+pub fn decode<M: DeserializeOwned>(value: JsValue) -> Result<M, ProtocolError> {
+    let version = js_sys::Reflect::get(&value, &JsValue::from_str("version")).ok();
+    if version.as_ref().and_then(JsValue::as_f64) != Some(f64::from(VERSION)) {
+        return Err(ProtocolError::Version {
+            found: version.map_or_else(|| "none".into(), |v| format!("{v:?}")),
+        });
+    }
+    serde_wasm_bindgen::from_value::<Envelope<M>>(value)
+        .map(|envelope| envelope.message)
+        .map_err(|e| ProtocolError::Decode(e.to_string()))
+}
 
 /// How many kernels and operators the tables keep (the largest by total time).
 pub const TABLE_ROWS: usize = 500;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromWorker {
     Ready,
     Progress(Progress),
     Done(Box<Outcome>),
     Finished,
     Timeline(Box<TimelineReply>),
-    /// The answer to `ToWorker::Prompts`: the options it was made with (the page drops a reply
+    /// The answer to `Request::Prompts`: the options it was made with (the page drops a reply
     /// for settings it no longer has), and the prompts or why there are none.
     Prompts {
         file: usize,
@@ -39,12 +105,47 @@ pub enum FromWorker {
     },
 }
 
-/// What the page asks of the worker of the analysis it shows; `file` is the file's index in
-/// the load. Before the first `View`, the page posts the timeline's `OffscreenCanvas` (not as
-/// JSON: transferred), which the worker then draws into.
+impl FromWorker {
+    /// The message's kind, for measuring its cost (`ui::cost`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FromWorker::Ready => "ready",
+            FromWorker::Progress(_) => "progress",
+            FromWorker::Done(_) => "done",
+            FromWorker::Finished => "finished",
+            FromWorker::Timeline(reply) => match **reply {
+                TimelineReply::Opened(_) => "timeline-opened",
+                TimelineReply::Drawn(_) => "timeline-drawn",
+                TimelineReply::Picked { .. } => "timeline-picked",
+                TimelineReply::Found(_) => "timeline-found",
+                TimelineReply::Failed { .. } => "timeline-failed",
+            },
+            FromWorker::Prompts { .. } => "prompts",
+        }
+    }
+}
+
+/// What the page asks of its worker; `file` is the file's index in the load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToWorker {
+    /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`.
+    Analyze {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        files: js_sys::Array,
+    },
+    /// The timeline's canvas, which the worker draws into from then on; posted before the first
+    /// `View`, transferred ([`ToWorker::transfer`]).
+    Canvas {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        canvas: OffscreenCanvas,
+    },
+    /// A question about an analyzed file, answered with one message.
+    Request(Request),
+}
+
+/// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
     /// A request about the file's timeline; answered by `FromWorker::Timeline`.
     Timeline(TimelineRequest),
     /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
@@ -56,9 +157,34 @@ pub enum ToWorker {
     },
 }
 
-/// What the timeline asks (tagged `request`: it travels inside a `ToWorker`, tagged `type`).
+impl ToWorker {
+    /// What the message hands over to the worker rather than copies: the canvas.
+    pub fn transfer(&self) -> js_sys::Array {
+        match self {
+            ToWorker::Canvas { canvas } => js_sys::Array::of1(canvas),
+            _ => js_sys::Array::new(),
+        }
+    }
+
+    /// The message's kind, for measuring its cost (`ui::cost`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToWorker::Analyze { .. } => "analyze",
+            ToWorker::Canvas { .. } => "canvas",
+            ToWorker::Request(Request::Timeline(request)) => match request {
+                TimelineRequest::Open { .. } => "timeline-open",
+                TimelineRequest::View(_) => "timeline-view",
+                TimelineRequest::Pick { .. } => "timeline-pick",
+                TimelineRequest::Details { .. } => "timeline-details",
+                TimelineRequest::Search { .. } => "timeline-search",
+            },
+            ToWorker::Request(Request::Prompts { .. }) => "prompts",
+        }
+    }
+}
+
+/// What the timeline asks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "request", rename_all = "snake_case")]
 pub enum TimelineRequest {
     /// Lay out the file's timeline; answered by `Opened`.
     Open { file: usize },
@@ -72,10 +198,8 @@ pub enum TimelineRequest {
     Search { file: usize, text: String },
 }
 
-/// The worker's answers to the timeline's requests (tagged `reply`: they travel inside a
-/// `FromWorker`, which is tagged `type`).
+/// The worker's answers to the timeline's requests.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "reply", rename_all = "snake_case")]
 pub enum TimelineReply {
     Opened(Opened),
     Drawn(Drawn),
@@ -151,7 +275,6 @@ pub struct Drawn {
 
 /// What lies under a point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "what", rename_all = "snake_case")]
 pub enum Picked {
     Slice(Box<Details>),
     /// A group's header (to collapse or expand it).
@@ -192,7 +315,6 @@ pub struct Progress {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Stage {
     Reading,
     Analyzing,
@@ -249,14 +371,14 @@ mod tests {
         }
     }
 
-    fn round_trip(message: FromWorker) {
-        let text = serde_json::to_string(&message).expect("serializes");
-        let back: FromWorker = serde_json::from_str(&text).expect("parses back");
-        assert_eq!(back, message, "{text}");
+    fn round_trip<M: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(message: M) {
+        let value = encode(&message).expect("encodes");
+        let back: M = decode(value).expect("decodes");
+        assert_eq!(back, message);
     }
 
-    /// Every reply the timeline gets crosses the page↔worker boundary as JSON: nested tags
-    /// must not collide.
+    /// Every reply the timeline gets crosses the page↔worker boundary whole, trace times in ns
+    /// since 1970 (beyond a double's 53 bits) to the nanosecond.
     #[wasm_bindgen_test]
     fn every_timeline_reply_survives_the_trip_to_the_page() {
         let details = Details {
@@ -272,7 +394,7 @@ mod tests {
         let replies = [
             TimelineReply::Opened(Opened {
                 file: 0,
-                span: (0, 10),
+                span: (1_700_000_000_123_456_789, 1_700_000_000_987_654_321),
                 slices: 5,
                 rows: 2,
                 bands: Vec::new(),
@@ -332,15 +454,11 @@ mod tests {
             module_names: vec!["MyNet".into()],
             ..SummaryOptions::default()
         };
-        let request = ToWorker::Prompts {
+        let request = ToWorker::Request(Request::Prompts {
             file: 2,
             options: options.clone(),
-        };
-        let text = serde_json::to_string(&request).expect("serializes");
-        assert_eq!(
-            serde_json::from_str::<ToWorker>(&text).expect("parses back"),
-            request
-        );
+        });
+        round_trip(request);
         let prompt = Prompt {
             key: "finding:host-device-sync".into(),
             title: "Host-device sync (step 3)".into(),
@@ -360,5 +478,76 @@ mod tests {
             options,
             result: Err("file 4 has no trace in this worker".into()),
         });
+    }
+
+    /// A message from another build of the site is refused with a message saying to reload,
+    /// whatever else it holds; a value that is no message at all is refused too.
+    #[wasm_bindgen_test]
+    fn a_message_of_another_version_is_refused() {
+        let message = encode(&FromWorker::Finished).expect("encodes");
+        js_sys::Reflect::set(&message, &"version".into(), &JsValue::from(1)).expect("sets");
+        let refused = decode::<FromWorker>(message).expect_err("version 1 is not read");
+        assert!(
+            matches!(refused, ProtocolError::Version { .. }),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("reload the page"), "{refused}");
+        let text = decode::<FromWorker>(JsValue::from_str("{\"type\":\"finished\"}"));
+        assert!(
+            matches!(text, Err(ProtocolError::Version { .. })),
+            "{text:?}"
+        );
+        let wrong = encode(&FromWorker::Finished).expect("encodes");
+        js_sys::Reflect::set(&wrong, &"message".into(), &JsValue::from(7)).expect("sets");
+        assert!(matches!(
+            decode::<FromWorker>(wrong),
+            Err(ProtocolError::Decode(_))
+        ));
+    }
+
+    /// The files to analyze travel as the browser's own handles, not as copies of their data.
+    #[wasm_bindgen_test]
+    fn files_travel_as_handles() {
+        let blob = web_sys::Blob::new().expect("a blob");
+        let files = js_sys::Array::of1(&blob);
+        let value = encode(&ToWorker::Analyze {
+            files: files.clone(),
+        })
+        .expect("encodes");
+        let ToWorker::Analyze { files: back } = decode(value).expect("decodes") else {
+            panic!("not an Analyze");
+        };
+        let sent: &JsValue = blob.as_ref();
+        assert!(&back.get(0) == sent, "the same Blob object");
+        assert_eq!(ToWorker::Analyze { files }.transfer().length(), 0);
+    }
+
+    /// A real analysis (the bundled sample's summary and report: the core's flattened gate
+    /// figures, tagged enums, optional fields and 64-bit times) crosses whole through the
+    /// browser's structured clone, as `postMessage` carries it.
+    #[wasm_bindgen_test]
+    fn an_analysis_crosses_whole_through_structured_clone() {
+        const SAMPLE: &[u8] =
+            include_bytes!("../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+        let ingested = torchtraceap::ingest::ingest_bytes(SAMPLE, Default::default())
+            .expect("the sample ingests");
+        let kept = crate::session::Kept::new(ingested);
+        let analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        assert!(!analyzed.report.findings.is_empty());
+        let message = FromWorker::Done(Box::new(Outcome {
+            file: 0,
+            name: "sample.pt.trace.json.gz".into(),
+            size: SAMPLE.len() as u64,
+            worker_memory_bytes: 1 << 33,
+            result: Ok(analyzed),
+        }));
+        let structured_clone: js_sys::Function =
+            js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())
+                .expect("structuredClone")
+                .into();
+        let posted = structured_clone
+            .call1(&JsValue::UNDEFINED, &encode(&message).expect("encodes"))
+            .expect("clones");
+        assert_eq!(decode::<FromWorker>(posted).expect("decodes"), message);
     }
 }

@@ -13,7 +13,7 @@ use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::Timeline;
 use crate::protocol::{
-    Found, FromWorker, Opened, Picked, TimelineReply, TimelineRequest, ToWorker, View, MAX_FOUND,
+    Found, FromWorker, Opened, Picked, Request, TimelineReply, TimelineRequest, View, MAX_FOUND,
 };
 
 /// One analyzed trace, as the worker keeps it.
@@ -111,9 +111,9 @@ impl Session {
     }
 
     /// The reply to one request.
-    pub fn answer(&self, request: ToWorker) -> FromWorker {
+    pub fn answer(&self, request: Request) -> FromWorker {
         match request {
-            ToWorker::Prompts { file, options } => {
+            Request::Prompts { file, options } => {
                 let result = self.prompts(file, &options);
                 FromWorker::Prompts {
                     file,
@@ -121,7 +121,7 @@ impl Session {
                     result,
                 }
             }
-            ToWorker::Timeline(request) => {
+            Request::Timeline(request) => {
                 let drawing = matches!(request, TimelineRequest::View(_));
                 FromWorker::Timeline(Box::new(
                     self.timeline(request)

@@ -8,16 +8,16 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Uint8Array};
+use js_sys::Uint8Array;
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent, OffscreenCanvas};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
-use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, ToWorker};
+use crate::protocol::{self, Analyzed, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::session::{Kept, Session};
 
 /// Bytes read from the file per slice.
@@ -33,46 +33,43 @@ pub fn start() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let reply = scope.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-        let data = event.data();
-        if let Some(text) = data.as_string() {
-            answer(&reply, &text);
-            return;
-        }
-        if let Some(canvas) = data.dyn_ref::<OffscreenCanvas>() {
-            SESSION.with_borrow_mut(|session| session.canvas = Some(canvas.clone()));
-            return;
-        }
-        let files: Array = data.unchecked_into();
-        let reply = reply.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            for (index, file) in files.iter().enumerate() {
-                let outcome = analyze_blob(&reply, index, file.unchecked_ref()).await;
-                post(&reply, &FromWorker::Done(Box::new(outcome)));
+        // The page and the worker are built together: an unreadable request is a bug, or a
+        // page of another build (the message says to reload).
+        match protocol::decode::<ToWorker>(event.data()) {
+            Ok(ToWorker::Analyze { files }) => {
+                let reply = reply.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    for (index, file) in files.iter().enumerate() {
+                        let outcome = analyze_blob(&reply, index, file.unchecked_ref()).await;
+                        post(&reply, &FromWorker::Done(Box::new(outcome)));
+                    }
+                    post(&reply, &FromWorker::Finished);
+                });
             }
-            post(&reply, &FromWorker::Finished);
-        });
+            Ok(ToWorker::Canvas { canvas }) => {
+                SESSION.with_borrow_mut(|session| session.canvas = Some(canvas));
+            }
+            Ok(ToWorker::Request(request)) => {
+                let answer = SESSION.with_borrow(|session| session.answer(request));
+                post(&reply, &answer);
+            }
+            Err(e) => wasm_bindgen::throw_str(&format!("a request from the page: {e}")),
+        }
     });
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&scope, &FromWorker::Ready);
 }
 
-/// Answers one request from the page (JSON text of a [`ToWorker`]).
-fn answer(scope: &DedicatedWorkerGlobalScope, text: &str) {
-    match serde_json::from_str::<ToWorker>(text) {
-        Ok(request) => {
-            let reply = SESSION.with_borrow(|session| session.answer(request));
-            post(scope, &reply);
-        }
-        // The page and the worker are built together: an unreadable request is a bug.
-        Err(e) => wasm_bindgen::throw_str(&format!("unreadable request from the page: {e}")),
-    }
-}
-
 fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
-    let text = serde_json::to_string(message).expect("worker messages serialize");
-    // Posting a string to the page cannot fail: the page exists while its worker runs.
-    let _ = scope.post_message(&JsValue::from_str(&text));
+    match protocol::encode(message) {
+        // Posting cannot fail: the page exists while its worker runs, and the message holds
+        // plain values only.
+        Ok(value) => {
+            let _ = scope.post_message(&value);
+        }
+        Err(e) => wasm_bindgen::throw_str(&format!("a message for the page: {e}")),
+    }
 }
 
 async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -> Outcome {

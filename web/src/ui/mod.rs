@@ -2,6 +2,7 @@
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
 
 mod charts;
+mod cost;
 mod export;
 mod findings;
 mod format;
@@ -22,7 +23,9 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{Analyzed, FromWorker, Outcome, Progress, Stage, TimelineReply, ToWorker};
+use crate::protocol::{
+    self, Analyzed, FromWorker, Outcome, Progress, Request, Stage, TimelineReply, ToWorker,
+};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -59,7 +62,7 @@ pub enum Msg {
     /// A band was clicked on the timeline: open its finding.
     OpenFinding(String),
     /// The timeline asks something of the worker.
-    Ask(Rc<timeline::Ask>),
+    Ask(Rc<ToWorker>),
     /// The LLM settings, previews and answers.
     Llm(llm::Msg),
 }
@@ -135,6 +138,20 @@ struct SharedLink {
     selected_finding: Option<String>,
 }
 
+/// Posts `message` to `worker` (transferring what it hands over), recording its cost.
+fn post(worker: &Worker, message: &ToWorker) -> Result<(), String> {
+    cost::measured(
+        "to-worker",
+        |_| message.kind(),
+        || {
+            let value = protocol::encode(message).map_err(|e| e.to_string())?;
+            worker
+                .post_message_with_transfer(&value, &message.transfer())
+                .map_err(|e| format!("{e:?}"))
+        },
+    )
+}
+
 fn now_ms() -> f64 {
     js_sys::Date::now()
 }
@@ -192,9 +209,9 @@ impl Component for App {
                 let Some(files) = l.files.take() else {
                     return false;
                 };
-                if let Err(e) = l.worker.worker.post_message(&files) {
+                if let Err(e) = post(&l.worker.worker, &ToWorker::Analyze { files }) {
                     self.loading = None;
-                    self.notice = Some(format!("Could not hand the files to the worker: {e:?}"));
+                    self.notice = Some(format!("Could not hand the files to the worker: {e}"));
                 }
             }
             Msg::FromWorker(FromWorker::Progress(p)) => {
@@ -278,7 +295,7 @@ impl Component for App {
                 let send = ctx.link().callback(Msg::Llm);
                 let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
                 for (file, options) in wanted {
-                    self.ask(&timeline::Ask::Worker(ToWorker::Prompts { file, options }));
+                    self.ask(&ToWorker::Request(Request::Prompts { file, options }));
                 }
             }
             Msg::FromWorker(FromWorker::Prompts {
@@ -336,22 +353,12 @@ fn error_panel(file: &Outcome) -> Html {
 }
 
 impl App {
-    /// Hands a timeline request (or its canvas) to the worker of the analysis shown.
-    fn ask(&self, request: &timeline::Ask) {
-        let Some(w) = &self.worker else {
-            return;
-        };
-        let sent = match request {
-            timeline::Ask::Worker(r) => {
-                let text = serde_json::to_string(r).expect("requests serialize");
-                w.worker.post_message(&JsValue::from_str(&text))
+    /// Hands a request (or the timeline's canvas) to the worker of the analysis shown.
+    fn ask(&self, request: &ToWorker) {
+        if let Some(w) = &self.worker {
+            if let Err(e) = post(&w.worker, request) {
+                web_sys::console::error_1(&JsValue::from_str(&e));
             }
-            timeline::Ask::Canvas(canvas) => w
-                .worker
-                .post_message_with_transfer(canvas, &js_sys::Array::of1(canvas)),
-        };
-        if let Err(e) = sent {
-            web_sys::console::error_1(&e);
         }
     }
 
@@ -427,12 +434,14 @@ impl App {
         };
         let link = ctx.link().clone();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            let text = e.data().as_string().unwrap_or_default();
-            match serde_json::from_str::<FromWorker>(&text) {
+            let decoded = cost::measured(
+                "from-worker",
+                |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
+                || protocol::decode::<FromWorker>(e.data()),
+            );
+            match decoded {
                 Ok(m) => link.send_message(Msg::FromWorker(m)),
-                Err(err) => link.send_message(Msg::WorkerFailed(format!(
-                    "unreadable message from the worker ({err})"
-                ))),
+                Err(err) => link.send_message(Msg::WorkerFailed(err.to_string())),
             }
         });
         let link = ctx.link().clone();

@@ -14,8 +14,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    AddEventListenerOptions, HtmlCanvasElement, HtmlInputElement, KeyboardEvent, OffscreenCanvas,
-    WheelEvent,
+    AddEventListenerOptions, HtmlCanvasElement, HtmlInputElement, KeyboardEvent, WheelEvent,
 };
 use yew::prelude::*;
 
@@ -23,21 +22,15 @@ use torchtraceap::timeline::inspect::{Details, Place};
 
 use crate::draw::{duration, GUTTER, HEADER};
 use crate::protocol::{
-    Drawn, Found, Opened, Picked, TimelineReply, TimelineRequest, ToWorker, View,
+    Drawn, Found, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
 };
-
-/// What the timeline asks of the page: a request for the worker, or the canvas to hand over.
-pub enum Ask {
-    Worker(ToWorker),
-    Canvas(OffscreenCanvas),
-}
 
 #[derive(Properties, PartialEq)]
 pub struct TimelineProps {
     pub file: usize,
     /// The worker's latest timeline reply, numbered.
     pub reply: Option<(u32, Rc<TimelineReply>)>,
-    pub ask: Callback<Rc<Ask>>,
+    pub ask: Callback<Rc<ToWorker>>,
     /// A finding to move to, numbered so that asking twice moves twice.
     pub focus: Option<(u32, String)>,
     /// A finding's band was clicked.
@@ -365,7 +358,7 @@ fn key_of(e: &KeyboardEvent) -> Option<String> {
 fn ask(ctx: &Context<Timeline>, request: TimelineRequest) {
     ctx.props()
         .ask
-        .emit(Rc::new(Ask::Worker(ToWorker::Timeline(request))));
+        .emit(Rc::new(ToWorker::Request(Request::Timeline(request))));
 }
 
 /// Appends a drawn frame's time to `window.ttapFrames` where a benchmark created that array.
@@ -462,7 +455,9 @@ impl Component for Timeline {
         match canvas.transfer_control_to_offscreen() {
             Ok(offscreen) => {
                 self.handed_over = true;
-                ctx.props().ask.emit(Rc::new(Ask::Canvas(offscreen)));
+                ctx.props()
+                    .ask
+                    .emit(Rc::new(ToWorker::Canvas { canvas: offscreen }));
                 ask(
                     ctx,
                     TimelineRequest::Open {

@@ -21,7 +21,7 @@ const HTA: &str = "facebookresearch__HolisticTraceAnalysis";
 fn profile_of_bytes(label: &str, bytes: &[u8]) -> Profile {
     let ingested = ingest_bytes(bytes, IngestOptions::default()).expect("the trace ingests");
     let a = Analysis::new(&ingested.trace);
-    Profile::new(label, &a, &detect::run(&a))
+    Profile::new(label, &a, &detect::run(&a).findings)
 }
 
 fn profile_of(path: &Path) -> Profile {

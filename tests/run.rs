@@ -9,7 +9,7 @@ use std::process::Command;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
-use torchtraceap::run::RunView;
+use torchtraceap::run::{is_run, RunView};
 use torchtraceap::synth::{
     generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model, FIRST_STEP,
 };
@@ -41,7 +41,7 @@ fn stall(rank: u32, step: u32) -> (u32, Injection) {
 }
 
 /// The run's profiles: each rank ingested, analyzed and reduced, one at a time.
-fn run(rank_injections: Vec<(u32, Injection)>) -> RunView {
+fn profiles(rank_injections: Vec<(u32, Injection)>) -> Vec<Profile> {
     let dp = DataParallel {
         world_size: WORLD,
         rank_injections,
@@ -53,10 +53,15 @@ fn run(rank_injections: Vec<(u32, Injection)>) -> RunView {
             let ingested = ingest_bytes(g.trace.as_bytes(), IngestOptions::default())
                 .expect("generated traces ingest");
             let a = Analysis::new(&ingested.trace);
-            Profile::new(&format!("rank {r}"), &a, &detect::run(&a))
+            Profile::new(&format!("rank {r}"), &a, &detect::run(&a).findings)
         })
         .collect();
-    RunView::new(&profiles)
+    assert!(is_run(&profiles), "the ranks of one run");
+    profiles
+}
+
+fn run(rank_injections: Vec<(u32, Injection)>) -> RunView {
+    RunView::new(&profiles(rank_injections))
 }
 
 #[test]
@@ -105,8 +110,15 @@ fn a_rank_slow_in_every_step_is_load_imbalance_and_a_clean_run_has_no_finding() 
     assert_eq!(f.steps.len(), 7, "{}", f.summary);
     assert_eq!(view.ranks[2].critical_steps, 7);
 
-    let clean = run(Vec::new());
+    let mut ranks = profiles(Vec::new());
+    let clean = RunView::new(&ranks);
     assert!(clean.findings.is_empty(), "{:#?}", clean.findings);
+    // Not one run: another world size, or a rank twice.
+    ranks[1].world_size = Some(2);
+    assert!(!is_run(&ranks));
+    ranks[1].world_size = ranks[0].world_size;
+    ranks[1].rank = ranks[0].rank;
+    assert!(!is_run(&ranks));
 }
 
 fn ttap(args: &[&str]) -> (i32, String) {

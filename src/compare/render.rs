@@ -10,7 +10,7 @@ use crate::report::{md_code, md_text};
 /// Longest name shown in a table; longer ones are cut with `…`.
 const NAME_CHARS: usize = 96;
 
-fn signed(v: f64, decimals: usize) -> String {
+pub fn signed(v: f64, decimals: usize) -> String {
     let text = format!("{:+.*}", decimals, v);
     text.replacen('-', "\u{2212}", 1)
 }
@@ -68,7 +68,8 @@ pub fn verdict(c: &Comparison) -> String {
     )
 }
 
-fn devices(list: &[String]) -> String {
+/// Device names with their counts (`NVIDIA A100 ×8`).
+pub fn devices(list: &[String]) -> String {
     let mut out: Vec<(String, usize)> = Vec::new();
     for d in list {
         match out.iter_mut().find(|(n, _)| n == d) {
@@ -97,7 +98,7 @@ fn batch(b: &Option<crate::profile::Batch>) -> String {
     })
 }
 
-fn significance(c: &Comparison) -> String {
+pub fn significance(c: &Comparison) -> String {
     let s = &c.step_ms;
     match s.significant {
         Some(true) => format!(
@@ -115,8 +116,8 @@ fn significance(c: &Comparison) -> String {
     }
 }
 
-/// The headline figures as rows: what, before, after, change.
-fn headline(c: &Comparison) -> Vec<[String; 4]> {
+/// The headline figures as rows: what, before, after, change (the CLI's and the web page's).
+pub fn headline(c: &Comparison) -> Vec<[String; 4]> {
     let s = &c.step_ms;
     let mut rows = vec![
         [

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
-use crate::detect::{Analysis, Detected};
+use crate::detect::{Analysis, Finding};
 use crate::model::{EventKind, Trace, NONE};
 
 /// One trace, reduced to what comparisons and run views read.
@@ -102,7 +102,8 @@ const BATCH_OPS: [&str; 4] = [
 ];
 
 impl Profile {
-    pub fn new(label: &str, a: &Analysis<'_>, detected: &Detected) -> Profile {
+    /// The profile of an analyzed trace and its findings (`detect::run`'s, ranked).
+    pub fn new(label: &str, a: &Analysis<'_>, findings: &[Finding]) -> Profile {
         let t = a.trace;
         let steps = a
             .steps
@@ -145,8 +146,7 @@ impl Profile {
             batch: first_steady.and_then(|r| batch_of(t, r)),
             gpu_work: totals(t, |k| k.is_gpu_work(), false),
             cpu_ops: totals(t, |k| k == EventKind::CpuOp, true),
-            findings: detected
-                .findings
+            findings: findings
                 .iter()
                 .map(|f| FindingCost {
                     id: f.id.to_string(),

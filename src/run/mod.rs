@@ -82,6 +82,27 @@ pub struct RunFinding {
     pub summary: String,
 }
 
+/// Whether the profiles are the ranks of one run: two or more, each with its rank, all
+/// different, of one world size.
+pub fn is_run(profiles: &[Profile]) -> bool {
+    let mut ranks: Vec<Option<i64>> = profiles.iter().map(|p| p.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    profiles.len() >= 2
+        && ranks.len() == profiles.len()
+        && !ranks.contains(&None)
+        && profiles
+            .iter()
+            .all(|p| p.world_size == profiles[0].world_size)
+}
+
+/// Whether a rank with `own_ms` of its own work in a step is slow against the median rank's
+/// `median_ms` (beyond both the margin and the floor).
+pub fn is_slow(own_ms: f64, median_ms: f64) -> bool {
+    let excess = own_ms - median_ms;
+    excess >= STRAGGLER_MIN_MS && excess >= STRAGGLER_MARGIN_PCT / 100.0 * median_ms
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -253,10 +274,7 @@ fn findings(
             .enumerate()
             .filter_map(|(j, s)| {
                 let own = s.own_ms[k]?;
-                let excess = own - s.median_own_ms;
-                (excess >= STRAGGLER_MIN_MS
-                    && excess >= STRAGGLER_MARGIN_PCT / 100.0 * s.median_own_ms)
-                    .then_some((j, excess))
+                is_slow(own, s.median_own_ms).then_some((j, own - s.median_own_ms))
             })
             .collect();
         if slow.is_empty() {

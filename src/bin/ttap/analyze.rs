@@ -1,6 +1,5 @@
 //! `ttap analyze FILE...`
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +9,7 @@ use torchtraceap::detect::{self, Analysis, Severity};
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
-use torchtraceap::run::{render, RunView};
+use torchtraceap::run::{is_run, render, RunView};
 
 use crate::inspect::read_file;
 
@@ -115,10 +114,8 @@ pub fn run(args: &Args) -> ExitCode {
         }
         profiles.push(profile);
     }
-    let ranks: BTreeSet<Option<i64>> = profiles.iter().map(|p| p.rank).collect();
-    let run = (profiles.len() >= 2
-        && (folder || (ranks.len() == profiles.len() && !ranks.contains(&None))))
-    .then(|| RunView::new(&profiles));
+    let run =
+        (profiles.len() >= 2 && (folder || is_run(&profiles))).then(|| RunView::new(&profiles));
     if let Some(run) = &run {
         gated |= gate.is_some_and(|g| {
             run.findings
@@ -222,5 +219,5 @@ pub fn analyze_one(path: &Path) -> Analyzed {
         || path.display().to_string(),
         |n| n.to_string_lossy().into(),
     );
-    Ok((report, Profile::new(&label, &analysis, &findings)))
+    Ok((report, Profile::new(&label, &analysis, &findings.findings)))
 }

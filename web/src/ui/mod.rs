@@ -2,6 +2,7 @@
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
 
 mod charts;
+mod compare;
 mod cost;
 mod export;
 mod findings;
@@ -9,6 +10,7 @@ mod format;
 mod llm;
 mod load;
 mod overview;
+mod run;
 mod share;
 mod table;
 mod timeline;
@@ -65,6 +67,8 @@ pub enum Msg {
     Ask(Rc<ToWorker>),
     /// The LLM settings, previews and answers.
     Llm(llm::Msg),
+    /// The files compared, before and after (indices into the loaded files).
+    Pick((usize, usize)),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -74,6 +78,10 @@ pub enum Tab {
     Kernels,
     Operators,
     Timeline,
+    /// Two loaded traces, before and after.
+    Compare,
+    /// The loaded traces as the ranks of one run.
+    Run,
 }
 
 /// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
@@ -129,6 +137,8 @@ pub struct App {
     selected_finding: Option<String>,
     /// The LLM settings, each file's prompts and the questions asked.
     llm: Rc<llm::State>,
+    /// The files the Compare view shows, before and after.
+    compared: (usize, usize),
 }
 
 /// What a shared link said beyond its report.
@@ -175,6 +185,7 @@ impl Component for App {
             shared: None,
             selected_finding: None,
             llm: Rc::default(),
+            compared: (0, 1),
         };
         let fragment = share::page_fragment();
         if !fragment.is_empty() {
@@ -239,6 +250,7 @@ impl Component for App {
                         Rc::make_mut(&mut self.llm).forget_files();
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
+                        self.compared = (0, 1);
                         self.tab = Tab::Findings;
                         self.selected_finding = None;
                         if let Some(link) = self.shared.take() {
@@ -275,6 +287,7 @@ impl Component for App {
             },
             Msg::Select(i) => self.selected = i,
             Msg::Show(tab) => self.tab = tab,
+            Msg::Pick(pair) => self.compared = pair,
             Msg::SelectFinding(id) => self.selected_finding = Some(id),
             Msg::ShowOnTimeline(id) => {
                 let n = self.timeline_focus.as_ref().map_or(0, |f| f.0) + 1;
@@ -377,6 +390,7 @@ impl App {
                     summary: None,
                     report: link.report,
                     fingerprint: Some(link.fingerprint),
+                    profile: None,
                 };
                 (Ok(analyzed), "the shared analysis")
             }
@@ -568,6 +582,11 @@ impl App {
         };
         let analysis = Rc::clone(file);
         let summary = a.summary.as_ref();
+        let profiles = self
+            .files
+            .iter()
+            .filter(|f| f.result.as_ref().is_ok_and(|a| a.profile.is_some()))
+            .count();
         let content = match (self.tab, summary) {
             (Tab::Findings, _) => html! {
                 <findings::Findings file={analysis} selected={self.selected_finding.clone()}
@@ -582,6 +601,11 @@ impl App {
                     on_finding={link.callback(Msg::OpenFinding)} />
             },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
+            (Tab::Compare, _) => html! {
+                <compare::Compare files={self.files.clone()} before={self.compared.0}
+                    after={self.compared.1} on_pick={link.callback(Msg::Pick)} />
+            },
+            (Tab::Run, _) => html! { <run::Run files={self.files.clone()} /> },
             _ => html! { <overview::Overview file={analysis} /> },
         };
         let note = match (&self.shared, summary) {
@@ -619,6 +643,12 @@ impl App {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                         { tab(Tab::Timeline, "Timeline".into()) }
+                    }
+                    if profiles >= 2 {
+                        { tab(Tab::Compare, "Compare".into()) }
+                    }
+                    if run::profiles(&self.files).is_some() {
+                        { tab(Tab::Run, "Run".into()) }
                     }
                     <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
                     { llm::settings_button(&self.llm, &link.callback(Msg::Llm)) }

@@ -1,7 +1,9 @@
 //! Multi-rank runs (`run`, `ttap analyze` on a folder): generated 8-rank data-parallel runs with
 //! a straggler injected on one rank in one step (found on that rank, that step, in data
-//! loading), on one rank in every step (load imbalance), and none (no finding); and the CLI's
-//! run view in Markdown and JSON.
+//! loading), on one rank in every step (load imbalance), and none (no finding); the real
+//! per-rank traces of param's 8-rank DLRM job; and the CLI's run view in Markdown and JSON.
+
+mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -119,6 +121,44 @@ fn a_rank_slow_in_every_step_is_load_imbalance_and_a_clean_run_has_no_finding() 
     ranks[1].world_size = ranks[0].world_size;
     ranks[1].rank = ranks[0].rank;
     assert!(!is_run(&ranks));
+}
+
+#[test]
+fn the_real_dlrm_ranks_make_one_run() {
+    let Some(dir) = common::shared_traces() else {
+        eprintln!("SKIPPED: ../shared/traces is absent: the real 8-rank run did not run");
+        return;
+    };
+    // param's DLRM replay inputs: one trace per rank of an 8-rank V100 job, one step each.
+    let files: Vec<PathBuf> = common::trace_files(&dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("dlrm_kineto__worker"))
+        .collect();
+    assert_eq!(files.len(), 8, "{files:?}");
+    let profiles: Vec<Profile> = files
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(f).expect("readable");
+            let t = ingest_bytes(&bytes, IngestOptions::default())
+                .expect("ingests")
+                .trace;
+            let a = Analysis::new(&t);
+            Profile::new(&f.display().to_string(), &a, &detect::run(&a).findings)
+        })
+        .collect();
+    assert!(is_run(&profiles));
+    let view = RunView::new(&profiles);
+    let mut ranks: Vec<i64> = view.ranks.iter().map(|r| r.rank).collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, (0..8).collect::<Vec<_>>());
+    assert_eq!(view.steps.len(), 1, "one shared step");
+    let step = &view.steps[0];
+    assert!(step.own_ms.iter().all(Option::is_some), "every rank has it");
+    // The rank that spent least in collectives arrived last: it waited for nobody.
+    let waits: Vec<f64> = step.wait_ms.iter().map(|w| w.unwrap()).collect();
+    assert_eq!(waits.iter().copied().fold(f64::INFINITY, f64::min), 0.0);
+    assert!(waits.iter().any(|&w| w > 1.0), "{waits:?}");
+    println!("{}", torchtraceap::run::render::markdown(&view));
 }
 
 fn ttap(args: &[&str]) -> (i32, String) {

@@ -5,6 +5,7 @@
 //! and findings are fixed or new; the CLI's formats and its regression gate.
 
 mod common;
+mod ttap;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use ttap::ttap;
 
 const HTA: &str = "facebookresearch__HolisticTraceAnalysis";
 
@@ -263,17 +265,6 @@ fn the_same_run_twice_is_no_significant_change_and_an_injected_stall_is() {
         after > before + 1.0,
         "{before} → {after} ms idle in data loading"
     );
-}
-
-fn ttap(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ttap"))
-        .args(args)
-        .output()
-        .expect("ttap runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
 }
 
 #[test]

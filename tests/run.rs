@@ -4,9 +4,9 @@
 //! per-rank traces of param's 8-rank DLRM job; and the CLI's run view in Markdown and JSON.
 
 mod common;
+mod ttap;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
@@ -15,6 +15,7 @@ use torchtraceap::run::{is_run, RunView};
 use torchtraceap::synth::{
     generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model, FIRST_STEP,
 };
+use ttap::ttap;
 
 const WORLD: u32 = 8;
 
@@ -159,17 +160,6 @@ fn the_real_dlrm_ranks_make_one_run() {
     assert_eq!(waits.iter().copied().fold(f64::INFINITY, f64::min), 0.0);
     assert!(waits.iter().any(|&w| w > 1.0), "{waits:?}");
     println!("{}", torchtraceap::run::render::markdown(&view));
-}
-
-fn ttap(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ttap"))
-        .args(args)
-        .output()
-        .expect("ttap runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
 }
 
 #[test]

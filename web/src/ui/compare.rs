@@ -12,8 +12,8 @@ use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
-use super::format::{count, ms};
-use super::table::{Column, Row, Table};
+use super::format::ms;
+use super::table::{column, count_f, Column, Row, Table};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]
@@ -27,14 +27,6 @@ pub struct CompareProps {
 
 fn signed_ms(v: f64) -> String {
     signed(v, 3)
-}
-
-fn count_f(v: f64) -> String {
-    count(v as u64)
-}
-
-const fn column(label: &'static str, fmt: fn(f64) -> String) -> Column {
-    Column { label, fmt }
 }
 
 /// The second column (the table's initial sort) is the size of the change.

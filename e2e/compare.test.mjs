@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, launch, openPage, load, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
@@ -64,6 +64,16 @@ test("HTA's trace_diff pair compared in the page: the CLI's verdict, the tables,
   await page.locator('section.table').first().scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, 'compare-trace-diff-tables.png') });
 
+  // Saved as Markdown: the CLI's Markdown of the same pair (20 names a table).
+  const [saved] = await Promise.all([page.waitForEvent('download'), page.click('.save-compare')]);
+  assert.equal(saved.suggestedFilename(), 'comparison.md');
+  const markdown = await readFile(await saved.path(), 'utf8');
+  assert.match(markdown, /^# Before\/after comparison\n/);
+  if (existsSync(TTAP)) {
+    const cli = spawnSync(TTAP, ['compare', '--format', 'md', '--top', '20', CONTROL, TREATED], { encoding: 'utf8' });
+    assert.equal(markdown, cli.stdout);
+  }
+
   await page.click('.compare .swap');
   const swapped = (await page.locator('.verdict').innerText()).replace(/^Verdict: /, '');
   assert.match(swapped, /^step time \u2212\d+\.\d % \(/);
@@ -98,6 +108,8 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   assert.equal(await row.locator('td').nth(6).getAttribute('class'), 'num slow');
   assert.equal(await row.locator('td').last().innerText(), '5');
   await page.screenshot({ path: join(SHOTS, 'run-straggler.png'), fullPage: true });
+  const [saved] = await Promise.all([page.waitForEvent('download'), page.click('.save-run')]);
+  assert.match(await readFile(await saved.path(), 'utf8'), /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
 
   // Two ranks of the run picked as before and after (ranks 0 and 1 by default): the same work,
   // no significant change.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use torchtraceap::compare::{Comparison, NameChange};
+use torchtraceap::compare::{render, Comparison, NameChange};
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
@@ -296,4 +296,65 @@ fn ttap_compare_prints_every_format_and_gates_regressions() {
     assert_eq!(ttap(&["compare", b, a, "--fail-on-regression", "90"]).0, 0);
     assert_eq!(ttap(&["compare", a, b, "--fail-on-regression", "10"]).0, 0);
     assert_eq!(ttap(&["compare", b, "/nonexistent.json"]).0, 2);
+}
+
+/// Names written to break out of a Markdown table or a terminal line.
+const HOSTILE: &[&str] = &[
+    "<script>alert(1)</script>",
+    "a | b | c",
+    "[x](javascript:alert(1))",
+    "line\n\n## heading",
+    "`` ticks ```",
+    "\u{1b}[31mred\u{202e}evil",
+];
+
+#[test]
+fn hostile_names_stay_text_in_the_markdown_and_the_terminal() {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let (mut before, mut after) = (synth(1, Vec::new()), synth(2, Vec::new()));
+    let benign = render::markdown(&Comparison::new(&before, &after), 10);
+    for (k, p) in [&mut before, &mut after].into_iter().enumerate() {
+        p.label = HOSTILE[k].to_string();
+        p.devices = vec![HOSTILE[k + 2].to_string()];
+        for (i, n) in p
+            .gpu_work
+            .iter_mut()
+            .chain(p.cpu_ops.iter_mut())
+            .enumerate()
+        {
+            n.name = format!("{}{i}", HOSTILE[i % HOSTILE.len()]);
+        }
+    }
+    let c = Comparison::new(&before, &after);
+    assert!(!c.gpu_work.changed.is_empty());
+    let markdown = render::markdown(&c, 10);
+    let structure = |text: &str| {
+        Parser::new_ext(text, Options::ENABLE_TABLES)
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Html(_)
+                        | Event::InlineHtml(_)
+                        | Event::Start(Tag::Heading { .. } | Tag::Link { .. } | Tag::Table(_))
+                        | Event::Start(Tag::TableRow)
+                )
+            })
+            .map(|e| format!("{e:?}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(structure(&markdown), structure(&benign), "{markdown}");
+    // GitHub splits a row at every unescaped `|`, code spans included.
+    let pipes = |line: &str| line.matches('|').count() - line.matches("\\|").count();
+    for table in markdown.split("\n\n").filter(|b| b.starts_with('|')) {
+        let header = pipes(table.lines().next().unwrap());
+        for row in table.lines() {
+            assert_eq!(pipes(row), header, "{row}");
+        }
+    }
+    let text = render::text(&c, 10);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text}"
+    );
+    assert!(text.contains("⟨U+001B⟩"));
 }

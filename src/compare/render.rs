@@ -1,11 +1,11 @@
 //! A [`Comparison`] as a verdict line, plain text for a terminal and Markdown for a ticket.
-//! Names from the traces go through `report::md_code` / `md_text` in Markdown, so none can add
+//! Names from the traces go through `report::md_code_cell` / `md_text` in Markdown, so none can add
 //! markup.
 
 use std::fmt::Write;
 
 use super::{Comparison, FindingChange, NameChange, NameChanges};
-use crate::report::{md_code, md_text};
+use crate::report::{md_code_cell, md_text, visible};
 
 /// Longest name shown in a table; longer ones are cut with `…`.
 const NAME_CHARS: usize = 96;
@@ -15,13 +15,17 @@ pub fn signed(v: f64, decimals: usize) -> String {
     text.replacen('-', "\u{2212}", 1)
 }
 
+/// A name from a trace for display: hidden characters (control, bidirectional, invisible)
+/// made visible, cut to `NAME_CHARS` with `…`.
 fn cut(name: &str) -> String {
-    if name.chars().count() > NAME_CHARS {
-        let head: String = name.chars().take(NAME_CHARS - 1).collect();
-        format!("{head}…")
-    } else {
-        name.to_string()
+    let mut shown = String::with_capacity(name.len());
+    for c in name.chars().take(NAME_CHARS) {
+        visible(c, &mut shown);
     }
+    if name.chars().count() > NAME_CHARS {
+        shown.push('…');
+    }
+    shown
 }
 
 fn ids(list: &[FindingChange]) -> String {
@@ -203,11 +207,11 @@ pub fn text(c: &Comparison, top: usize) -> String {
         let _ = writeln!(
             o,
             "{what:<7} {} — {}; {} steps (warm-up: {:?}); batch size {}",
-            s.label,
-            devices(&s.devices),
+            cut(&s.label),
+            cut(&devices(&s.devices)),
             s.steps,
             s.warmup_steps,
-            batch(&s.batch)
+            cut(&batch(&s.batch))
         );
     }
     let _ = writeln!(o);
@@ -337,7 +341,7 @@ pub fn markdown(c: &Comparison, top: usize) -> String {
             .map(|(what, s)| {
                 vec![
                     what.to_string(),
-                    md_code(&s.label),
+                    md_code_cell(&s.label),
                     md_text(&devices(&s.devices)),
                     s.steps.to_string(),
                     md_text(&format!("{:?}", s.warmup_steps)),
@@ -388,7 +392,7 @@ pub fn markdown(c: &Comparison, top: usize) -> String {
                 &mut o,
                 &["change", "before", "after", "count", "name"],
                 list.iter().take(top).map(|x| {
-                    let mut row = name_row(x, md_code(&cut(&x.name))).to_vec();
+                    let mut row = name_row(x, md_code_cell(&cut(&x.name))).to_vec();
                     for cell in row.iter_mut().take(4) {
                         *cell = md_text(cell);
                     }
@@ -415,7 +419,7 @@ pub fn markdown(c: &Comparison, top: usize) -> String {
             list.iter().map(move |x| {
                 vec![
                     what.to_string(),
-                    md_code(&x.id),
+                    md_code_cell(&x.id),
                     format!("{:.3}", x.before_ms_per_step),
                     format!("{:.3}", x.after_ms_per_step),
                 ]

@@ -1,10 +1,10 @@
 //! A [`RunView`] as Markdown (the CLI prints it before the ranks' own reports). Labels from the
-//! inputs go through `report::md_code`.
+//! inputs go through `report::md_code_cell`.
 
 use std::fmt::Write;
 
 use super::RunView;
-use crate::report::{md_code, md_text};
+use crate::report::{md_code_cell, md_text};
 
 fn ms(v: Option<f64>) -> String {
     v.map_or("—".to_string(), |v| format!("{v:.1}"))
@@ -49,7 +49,7 @@ pub fn markdown(v: &RunView) -> String {
             o,
             "| {} | {} | {} | {:.1} | {} | {:.2} | {:.2} | {:.2} | {} steps | {} |",
             r.rank,
-            md_code(&r.label),
+            md_code_cell(&r.label),
             r.steady_steps,
             r.step_ms,
             r.gpu_busy_pct
@@ -63,7 +63,7 @@ pub fn markdown(v: &RunView) -> String {
             } else {
                 r.findings
                     .iter()
-                    .map(|f| md_code(f))
+                    .map(|f| md_code_cell(f))
                     .collect::<Vec<_>>()
                     .join(", ")
             }

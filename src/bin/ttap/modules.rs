@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::modules::ModuleTree;
+use torchtraceap::share::quoted;
 
 use crate::inspect::read_file;
 
@@ -76,7 +77,7 @@ pub fn text(tree: &ModuleTree, depth: usize, min_pct: f64) -> String {
             n.calls,
             n.kernels,
             "  ".repeat(n.depth),
-            n.name,
+            quoted(&n.name),
             if n.module { "" } else { " (label)" }
         );
     }

@@ -6,15 +6,19 @@
 use std::rc::Rc;
 
 use torchtraceap::attribution::Part;
-use torchtraceap::compare::render::{devices, headline, signed, significance};
+use torchtraceap::compare::render::{devices, headline, markdown, signed, significance};
 use torchtraceap::compare::{Comparison, FindingChange, NameChange, PartChange};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
+use super::export::download;
 use super::format::ms;
 use super::table::{column, count_f, Column, Row, Table};
 use crate::protocol::Outcome;
+
+/// Names listed per table in the saved Markdown.
+const MARKDOWN_ROWS: usize = 20;
 
 #[derive(Properties, PartialEq)]
 pub struct CompareProps {
@@ -120,7 +124,18 @@ pub fn compare(props: &CompareProps) -> Html {
         return html! { <section class="compare">{pickers}
         <p class="notice">{"Pick two analyzed traces."}</p></section> };
     };
-    let c = Comparison::new(before, after);
+    let c = Rc::new(Comparison::new(before, after));
+    let save = {
+        let c = Rc::clone(&c);
+        Callback::from(move |_: MouseEvent| {
+            // A refused download changes nothing on the page; the browser says why.
+            let _ = download(
+                "comparison.md",
+                "text/markdown",
+                &markdown(&c, MARKDOWN_ROWS),
+            );
+        })
+    };
     let series: Vec<Series> = c
         .split
         .iter()
@@ -142,6 +157,7 @@ pub fn compare(props: &CompareProps) -> Html {
                 <p class="notice">{"The same trace on both sides: pick another one as after."}</p>
             }
             <p class="verdict"><strong>{"Verdict: "}</strong>{&c.verdict}</p>
+            <p class="export"><button class="save-compare" onclick={save}>{"Save as Markdown"}</button></p>
             <table class="compare-headline">
                 <thead><tr><th></th><th>{"before"}</th><th>{"after"}</th><th>{"change"}</th></tr></thead>
                 <tbody>

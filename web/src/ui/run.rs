@@ -6,10 +6,12 @@
 use std::rc::Rc;
 
 use torchtraceap::profile::Profile;
+use torchtraceap::run::render::markdown;
 use torchtraceap::run::{is_run, is_slow, RunView};
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
+use super::export::download;
 use super::format::{ms, pct};
 use crate::protocol::Outcome;
 
@@ -43,7 +45,14 @@ pub fn run(props: &RunProps) -> Html {
     let Some(profiles) = profiles(&props.files) else {
         return html! { <p class="notice">{"Load the traces of two or more ranks of one run."}</p> };
     };
-    let v = RunView::new(&profiles);
+    let v = Rc::new(RunView::new(&profiles));
+    let save = {
+        let v = Rc::clone(&v);
+        Callback::from(move |_: MouseEvent| {
+            // A refused download changes nothing on the page; the browser says why.
+            let _ = download("run.md", "text/markdown", &markdown(&v));
+        })
+    };
     let bars: Vec<Bar> = v
         .ranks
         .iter()
@@ -55,6 +64,7 @@ pub fn run(props: &RunProps) -> Html {
     html! {
         <section class="run">
             <h2>{format!("Run: {} ranks", v.ranks.len())}</h2>
+            <p class="export"><button class="save-run" onclick={save}>{"Save as Markdown"}</button></p>
             if v.findings.is_empty() {
                 <p class="notice">{format!(
                     "No straggler: in every steady step each rank's own work is within {} % (or {} ms) of the median rank's.",

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 
 use js_sys::Uint8Array;
 use torchtraceap::ingest::{Ingest, IngestOptions};
+use torchtraceap::modules::ModuleTree;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::share;
@@ -138,6 +139,7 @@ async fn read_report(blob: &Blob) -> Result<Analysis, String> {
         report,
         fingerprint: None,
         profile: None,
+        modules: None,
     };
     Ok((analyzed, None))
 }
@@ -153,6 +155,7 @@ async fn analyze_trace(
         let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
         let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
         analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
+        analyzed.modules = ModuleTree::of(&kept.ingested.trace);
         Ok((analyzed, Some(kept)))
     })
 }

@@ -9,6 +9,7 @@ mod findings;
 mod format;
 mod llm;
 mod load;
+mod modules;
 mod overview;
 mod run;
 mod share;
@@ -78,6 +79,8 @@ pub enum Tab {
     Kernels,
     Operators,
     Timeline,
+    /// GPU and CPU time per model module.
+    Modules,
     /// Two loaded traces, before and after.
     Compare,
     /// The loaded traces as the ranks of one run.
@@ -391,6 +394,7 @@ impl App {
                     report: link.report,
                     fingerprint: Some(link.fingerprint),
                     profile: None,
+                    modules: None,
                 };
                 (Ok(analyzed), "the shared analysis")
             }
@@ -601,6 +605,9 @@ impl App {
                     on_finding={link.callback(Msg::OpenFinding)} />
             },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
+            (Tab::Modules, _) if a.modules.is_some() => {
+                html! { <modules::Modules file={analysis} /> }
+            }
             (Tab::Compare, _) => html! {
                 <compare::Compare files={self.files.clone()} before={self.compared.0}
                     after={self.compared.1} on_pick={link.callback(Msg::Pick)} />
@@ -643,6 +650,9 @@ impl App {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                         { tab(Tab::Timeline, "Timeline".into()) }
+                    }
+                    if a.modules.is_some() {
+                        { tab(Tab::Modules, "Modules".into()) }
                     }
                     if profiles >= 2 {
                         { tab(Tab::Compare, "Compare".into()) }

@@ -291,6 +291,48 @@ fn ttap_compare_prints_every_format_and_gates_regressions() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(v["step_ms"]["significant"], true);
 
+    // The batch size read from the first linear layer's input, unless given.
+    assert_eq!(v["before"]["batch"]["size"], 1024);
+    assert_eq!(
+        v["before"]["batch"]["source"],
+        "aten::linear input [1024, 1705]"
+    );
+    let (_, json) = ttap(&[
+        "compare",
+        b,
+        a,
+        "--format",
+        "json",
+        "--batch-size-before",
+        "512",
+        "--batch-size-after",
+        "1024",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(v["before"]["batch"]["source"], "given");
+    let (before_rate, after_rate) = (
+        v["samples_per_s"]["before"].as_f64().unwrap(),
+        v["samples_per_s"]["after"].as_f64().unwrap(),
+    );
+    let steps = |side: &str| v["steps_per_s"][side].as_f64().unwrap();
+    assert!((before_rate - 512.0 * steps("before")).abs() < 1e-6);
+    assert!((after_rate - 1024.0 * steps("after")).abs() < 1e-6);
+    // Twice the batch at 62 % of the step rate: more samples per second, no regression.
+    assert_eq!(
+        ttap(&[
+            "compare",
+            b,
+            a,
+            "--batch-size-before",
+            "512",
+            "--batch-size-after",
+            "1024",
+            "--fail-on-regression",
+            "10"
+        ])
+        .0,
+        0
+    );
     // The V100 is slower: a gate at 10 % fails, at 90 % passes; the other way round is faster.
     assert_eq!(ttap(&["compare", b, a, "--fail-on-regression", "10"]).0, 1);
     assert_eq!(ttap(&["compare", b, a, "--fail-on-regression", "90"]).0, 0);

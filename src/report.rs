@@ -1,4 +1,4 @@
-//! The analysis report: a versioned JSON document and its Markdown rendering.
+//! The analysis report: a versioned JSON document; its Markdown rendering is in `markdown`.
 //!
 //! This is the serialization boundary of the analysis: the model, windows, metrics and findings
 //! carry no serde derives; the report copies what a reader needs into its own types.
@@ -11,6 +11,9 @@
 //! `worst_steps`; observations without a time cost are `notes`, never ranked with findings.
 //! Readers take versions 1 and 2 with those fields empty.
 
+mod markdown;
+
+pub use markdown::{is_hidden, md_code, md_code_cell, md_fence, md_text, visible};
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
@@ -22,6 +25,28 @@ use crate::ml::{self, Model};
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
 pub const VERSION: u32 = 3;
+
+/// Why a saved report cannot be read; each message says what was found and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(
+        "not a TorchTraceAP report: {0}. A saved report is the JSON that the app's \"Save the \
+         report\" or `ttap analyze --format json` writes."
+    )]
+    NotAReport(serde_json::Error),
+    #[error("not a TorchTraceAP report: its format is \"{0}\", not \"{FORMAT}\"")]
+    OtherFormat(String),
+    #[error(
+        "this report was written by a newer TorchTraceAP (report version {0}; this one reads \
+         versions 1 to {VERSION}): open it with a newer version"
+    )]
+    Newer(u32),
+    #[error("a {FORMAT} version {version} document, but it is damaged or edited: {source}")]
+    Damaged {
+        version: u32,
+        source: serde_json::Error,
+    },
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -210,9 +235,8 @@ pub struct UnexplainedEntry {
     pub predicted_type: String,
 }
 
-const MS: f64 = 1e6;
-/// Windows listed in the Markdown's window-detector table.
-const TOP_WINDOWS: usize = 5;
+/// Nanoseconds per millisecond.
+const NS_PER_MS: f64 = 1e6;
 
 fn pct(part: i64, whole: i64) -> f64 {
     if whole > 0 {
@@ -311,20 +335,21 @@ impl Report {
                 StepEntry {
                     number: s.number,
                     warmup: s.warmup,
-                    duration_ms: s.dur() as f64 / MS,
+                    duration_ms: s.dur() as f64 / NS_PER_MS,
                     gpu_busy_pct: d.map(|d| pct(d.busy, m.dur())),
-                    idle_host_wait_ms: d.map(|d| d.idle_host_wait as f64 / MS),
-                    idle_kernel_wait_ms: d.map(|d| d.idle_kernel_wait as f64 / MS),
-                    idle_other_ms: d.map(|d| d.idle_other as f64 / MS),
-                    idle_before_first_gpu_work_ms: d.map(|d| d.before_first_work as f64 / MS),
+                    idle_host_wait_ms: d.map(|d| d.idle_host_wait as f64 / NS_PER_MS),
+                    idle_kernel_wait_ms: d.map(|d| d.idle_kernel_wait as f64 / NS_PER_MS),
+                    idle_other_ms: d.map(|d| d.idle_other as f64 / NS_PER_MS),
+                    idle_before_first_gpu_work_ms: d
+                        .map(|d| d.before_first_work as f64 / NS_PER_MS),
                     kernels: m.kernels,
                     short_kernels: m.short_kernels,
                     launch_calls: m.launch_calls,
                     sync_calls: m.sync_calls,
                     item_calls: m.item_calls,
-                    dataloader_ms: m.dataloader_ns as f64 / MS,
-                    communication_ms: d.map(|d| d.communication as f64 / MS),
-                    communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / MS),
+                    dataloader_ms: m.dataloader_ns as f64 / NS_PER_MS,
+                    communication_ms: d.map(|d| d.communication as f64 / NS_PER_MS),
+                    communication_exposed_ms: d.map(|d| d.communication_exposed as f64 / NS_PER_MS),
                     device_mallocs: m.mallocs,
                     device_frees: m.frees,
                     peak_allocated_bytes: m.peak_allocated,
@@ -334,11 +359,11 @@ impl Report {
                         .map(|st| StreamEntry {
                             device: st.device,
                             stream: st.stream,
-                            compute_ms: st.compute as f64 / MS,
-                            communication_ms: st.communication as f64 / MS,
-                            memcpy_ms: st.memcpy as f64 / MS,
-                            memset_ms: st.memset as f64 / MS,
-                            idle_ms: st.idle as f64 / MS,
+                            compute_ms: st.compute as f64 / NS_PER_MS,
+                            communication_ms: st.communication as f64 / NS_PER_MS,
+                            memcpy_ms: st.memcpy as f64 / NS_PER_MS,
+                            memset_ms: st.memset as f64 / NS_PER_MS,
+                            idle_ms: st.idle as f64 / NS_PER_MS,
                         })
                         .collect(),
                     split: Part::ALL
@@ -346,7 +371,7 @@ impl Report {
                         .filter(|&&p| split.ns(p) > 0)
                         .map(|&p| SplitEntry {
                             part: p.id().to_string(),
-                            ms: split.ns(p) as f64 / MS,
+                            ms: split.ns(p) as f64 / NS_PER_MS,
                         })
                         .collect(),
                 }
@@ -364,7 +389,7 @@ impl Report {
                         .map(|&k| a.splits[k].ns(p) as f64)
                         .sum::<f64>()
                         / steady
-                        / MS,
+                        / NS_PER_MS,
                 })
                 .collect()
         } else {
@@ -384,20 +409,20 @@ impl Report {
                     step: a.steps.steps[w.step].number,
                     phase: w.phase.label().to_string(),
                     label: w.label.clone(),
-                    start_ms: (w.start - origin) as f64 / MS,
-                    duration_ms: (w.end - w.start) as f64 / MS,
+                    start_ms: (w.start - origin) as f64 / NS_PER_MS,
+                    duration_ms: (w.end - w.start) as f64 / NS_PER_MS,
                     gpu_busy_pct: m.main_device().map(|d| pct(d.busy, m.dur())),
                     launched_gpu_ms: a
                         .steps
                         .launched_in(w)
                         .map(|g| t.events.dur[g as usize])
                         .sum::<i64>() as f64
-                        / MS,
-                    idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / MS),
+                        / NS_PER_MS,
+                    idle_host_wait_ms: m.main_device().map(|d| d.idle_host_wait as f64 / NS_PER_MS),
                     kernels: m.kernels,
                     short_kernels: m.short_kernels,
                     sync_calls: m.sync_calls,
-                    communication_ms: m.main_device().map(|d| d.communication as f64 / MS),
+                    communication_ms: m.main_device().map(|d| d.communication as f64 / NS_PER_MS),
                     anomaly_probability: score.map(|s| s.probability),
                     predicted_type: score.map(|s| s.kind.to_string()),
                 }
@@ -450,7 +475,7 @@ impl Report {
                     .filter(|s| s.warmup)
                     .map(|s| s.number)
                     .collect(),
-                mean_step_ms: a.step_ns() / MS,
+                mean_step_ms: a.step_ns() / NS_PER_MS,
             },
             findings: findings
                 .iter()
@@ -512,331 +537,22 @@ impl Report {
     }
 
     /// Reads a saved report of this version or an older one, saying what is wrong otherwise.
-    pub fn from_json(text: &str) -> Result<Report, String> {
+    pub fn from_json(text: &str) -> Result<Report, ReportError> {
         #[derive(Deserialize)]
         struct Head {
             format: String,
             version: u32,
         }
-        let head: Head = serde_json::from_str(text).map_err(|e| {
-            format!("not a TorchTraceAP report: {e}. A saved report is the JSON that the app's \"Save the report\" or `ttap analyze --format json` writes.")
-        })?;
+        let head: Head = serde_json::from_str(text).map_err(ReportError::NotAReport)?;
         if head.format != FORMAT {
-            return Err(format!(
-                "not a TorchTraceAP report: its format is \"{}\", not \"{FORMAT}\"",
-                head.format
-            ));
+            return Err(ReportError::OtherFormat(head.format));
         }
         if head.version > VERSION {
-            return Err(format!(
-                "this report was written by a newer TorchTraceAP (report version {}; this one reads versions 1 to {VERSION}): open it with a newer version",
-                head.version
-            ));
+            return Err(ReportError::Newer(head.version));
         }
-        serde_json::from_str(text).map_err(|e| {
-            format!(
-                "a {FORMAT} version {} document, but it is damaged or edited: {e}",
-                head.version
-            )
+        serde_json::from_str(text).map_err(|source| ReportError::Damaged {
+            version: head.version,
+            source,
         })
     }
-
-    /// A Markdown rendering to paste into a ticket. Every string that can come from a trace, a
-    /// link or a file is escaped ([`md_text`], [`md_code`], [`md_fence`]): none can add markup,
-    /// leave its table cell or break out of its code.
-    pub fn to_markdown(&self, title: &str) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let t = &self.trace;
-        let _ = writeln!(o, "# TorchTraceAP report: {}\n", md_text(title));
-        let _ = writeln!(
-            o,
-            "{} · {} · rank {} of {} · {} steady-state steps, mean {:.3} ms{}\n",
-            md_text(&t.era),
-            if t.devices.is_empty() {
-                "no GPU listed".to_string()
-            } else {
-                md_code(&t.devices[0])
-            },
-            t.rank.map_or("-".into(), |r| r.to_string()),
-            t.world_size.map_or("-".into(), |w| w.to_string()),
-            t.steady_steps,
-            t.mean_step_ms,
-            if t.warmup_steps.is_empty() {
-                String::new()
-            } else {
-                format!(" (warm-up steps left out: {:?})", t.warmup_steps)
-            }
-        );
-        if self.findings.is_empty() {
-            let _ = writeln!(o, "No anti-pattern found.");
-        } else {
-            let _ = writeln!(o, "| # | finding | severity | time recoverable per step | confidence |\n|---|---|---|---|---|");
-            for (k, f) in self.findings.iter().enumerate() {
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} | {:.2} ms ({:.1}%) | {:.0}% |",
-                    k + 1,
-                    md_text(&f.title),
-                    md_text(&f.severity),
-                    f.impact_ms_per_step,
-                    f.impact_pct_of_step,
-                    100.0 * f.confidence
-                );
-            }
-            for (k, f) in self.findings.iter().enumerate() {
-                let _ = writeln!(
-                    o,
-                    "\n## {}. {} ({})\n\n{}.\n",
-                    k + 1,
-                    md_text(&f.title),
-                    md_code(&f.id),
-                    md_text(&f.summary)
-                );
-                for e in &f.evidence {
-                    let _ = write!(o, "- Evidence: {}", md_text(&e.what));
-                    if let Some(n) = e.count {
-                        let _ = write!(o, " ({n})");
-                    }
-                    if !e.events.is_empty() {
-                        let events: Vec<String> = e.events.iter().map(|n| md_code(n)).collect();
-                        let _ = write!(o, ": {}", events.join(", "));
-                    }
-                    let _ = writeln!(o);
-                }
-                let _ = writeln!(
-                    o,
-                    "- Estimated impact: {:.2} ms per step ({:.1}%); {}.",
-                    f.impact_ms_per_step,
-                    f.impact_pct_of_step,
-                    md_text(&f.impact_method)
-                );
-                if let Some(g) = &f.gate {
-                    let _ = writeln!(
-                        o,
-                        "- Gate: {} ≥ {}, held in {} of {} steady steps, median {:.2} ({:.1}× the threshold).",
-                        md_text(&g.quantity),
-                        g.figures.threshold,
-                        g.figures.held_steps,
-                        g.figures.steady_steps,
-                        g.figures.median,
-                        g.figures.margin
-                    );
-                }
-                if !f.worst_steps.is_empty() {
-                    let worst: Vec<String> = f
-                        .worst_steps
-                        .iter()
-                        .map(|c| format!("{} ({:.3} ms)", c.step, c.ms))
-                        .collect();
-                    let _ = writeln!(o, "- Worst steps: {}.", worst.join(", "));
-                }
-                let _ = writeln!(
-                    o,
-                    "- Fix: {}\n\n{}",
-                    md_text(&f.fix),
-                    md_fence(&f.fix_snippet, "python")
-                );
-            }
-        }
-        if !self.notes.is_empty() {
-            let _ = writeln!(o, "\n## Notes\n");
-            for n in &self.notes {
-                let _ = writeln!(o, "- {}: {}", md_code(&n.id), md_text(&n.text));
-            }
-        }
-        let total: f64 = self.split.iter().map(|p| p.ms).sum();
-        if total > 0.0 {
-            let _ = writeln!(
-                o,
-                "\n## Where a step's time goes (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|"
-            );
-            for p in self.split.iter().filter(|p| p.ms > 0.0) {
-                let _ = writeln!(
-                    o,
-                    "| {} | {:.3} | {:.1}% |",
-                    md_text(&p.part),
-                    p.ms,
-                    100.0 * p.ms / total
-                );
-            }
-        }
-        self.window_detector_markdown(&mut o);
-        o
-    }
-
-    /// The top-scoring windows and the unexplained ones.
-    fn window_detector_markdown(&self, o: &mut String) {
-        use std::fmt::Write as _;
-        let mut top: Vec<(&WindowEntry, f32, &str)> = self
-            .windows
-            .iter()
-            .filter_map(|w| Some((w, w.anomaly_probability?, w.predicted_type.as_deref()?)))
-            .collect();
-        if top.is_empty() {
-            let _ = writeln!(
-                o,
-                "\n## Window detector\n\nNot applied: the trace holds no GPU work, and the detector is trained on GPU steps."
-            );
-            return;
-        }
-        top.sort_by(|x, y| y.1.total_cmp(&x.1));
-        let _ = writeln!(
-            o,
-            "\n## Window detector\n\nThe {} windows the model finds most suspicious \
-             (probability that the window holds an anti-pattern, and its most likely type):\n\n\
-             | step | phase | start | duration | probability | likely type |\n|---|---|---|---|---|---|",
-            top.len().min(TOP_WINDOWS)
-        );
-        for (w, p, kind) in top.iter().take(TOP_WINDOWS) {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {:.3} ms | {:.3} ms | {:.0}% | {} |",
-                w.step,
-                md_text(&w.phase),
-                w.start_ms,
-                w.duration_ms,
-                100.0 * p,
-                md_code_cell(kind)
-            );
-        }
-        if self.unexplained.is_empty() {
-            let _ = writeln!(
-                o,
-                "\nNo flagged window is left unexplained by the findings."
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "\nUnexplained suspicious regions (flagged, and no finding of that type concerns the step): {}.",
-                self.unexplained
-                    .iter()
-                    .map(|u| format!(
-                        "step {} {} ({:.0}%, {})",
-                        u.step,
-                        md_text(&u.phase),
-                        100.0 * u.anomaly_probability,
-                        md_code(&u.predicted_type)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
-}
-
-/// Control, bidirectional-override and invisible characters (Unicode's `Cc` and `Cf`, and the
-/// line and paragraph separators): what must be made visible before text from a trace, a link or
-/// a file is shown.
-pub fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{034F}'
-                | '\u{061C}'
-                | '\u{115F}'..='\u{1160}'
-                | '\u{17B4}'..='\u{17B5}'
-                | '\u{180B}'..='\u{180F}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}'
-                | '\u{FFA0}'
-                | '\u{FFF0}'..='\u{FFFB}'
-                | '\u{110BD}'
-                | '\u{1BCA0}'..='\u{1BCA3}'
-                | '\u{1D173}'..='\u{1D17A}'
-                | '\u{E0000}'..='\u{E0FFF}'
-        )
-}
-
-/// `c` written so that it can be seen: `⟨U+202E⟩` for a hidden character ([`is_hidden`]).
-pub fn visible(c: char, out: &mut String) {
-    if is_hidden(c) {
-        out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
-    } else {
-        out.push(c);
-    }
-}
-
-/// Text as Markdown inline text, shown as typed: hidden characters made visible (so a line
-/// break cannot start a block), spaces at either end written `&#32;`, and every ASCII
-/// punctuation character that Markdown or HTML reads escaped with a backslash (CommonMark allows
-/// it before any ASCII punctuation), so that no emphasis, link, image, HTML, entity, code block
-/// or table-cell boundary can be made from it.
-pub fn md_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    let inner = text.trim_matches(' ');
-    let (lead, trail) = (
-        text.len() - text.trim_start_matches(' ').len(),
-        text.len() - text.trim_end_matches(' ').len(),
-    );
-    // Spaces at either end as entities: leading ones would indent a line into a code block,
-    // trailing ones are dropped by the reader.
-    let spaces = |n: usize| "&#32;".repeat(n);
-    if inner.is_empty() {
-        return spaces(text.len());
-    }
-    out.push_str(&spaces(lead));
-    for c in inner.chars() {
-        if c.is_ascii_punctuation()
-            && !matches!(
-                c,
-                ',' | '.' | ':' | ';' | '/' | '\'' | '"' | '?' | '=' | '%' | '@' | '-'
-            )
-        {
-            out.push('\\');
-        }
-        visible(c, &mut out);
-    }
-    out.push_str(&spaces(trail));
-    out
-}
-
-/// Text as a Markdown code span: hidden characters made visible, delimited by a run of
-/// backticks longer than any inside it (padded with a space where it starts or ends with a
-/// backtick or a space, which the reader strips). Inside a table cell, `|` must still be
-/// escaped (GitHub's tables split cells before reading code spans).
-pub fn md_code(text: &str) -> String {
-    let mut body = String::with_capacity(text.len());
-    text.chars().for_each(|c| visible(c, &mut body));
-    if body.is_empty() {
-        return "(empty)".to_string();
-    }
-    let fence = "`".repeat(longest_run(&body, '`') + 1);
-    let pad = if body.starts_with(['`', ' ']) || body.ends_with(['`', ' ']) {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{body}{pad}{fence}")
-}
-
-/// [`md_code`] for a table cell: its `|` escaped, so that GitHub does not split the cell there.
-pub fn md_code_cell(text: &str) -> String {
-    md_code(text).replace('|', "\\|")
-}
-
-/// Text as a fenced Markdown code block in `language`: its lines kept, other hidden characters
-/// (a carriage return would end a line) made visible, and a fence longer than any run of
-/// backticks inside, so that no line of it can close the block.
-pub fn md_fence(text: &str, language: &str) -> String {
-    let mut body = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c == '\n' || c == '\t' {
-            body.push(c);
-        } else {
-            visible(c, &mut body);
-        }
-    }
-    let fence = "`".repeat(longest_run(&body, '`').max(2) + 1);
-    format!("{fence}{language}\n{body}\n{fence}")
-}
-
-/// The longest run of `c` in `text`.
-fn longest_run(text: &str, c: char) -> usize {
-    text.split(|x| x != c).map(str::len).max().unwrap_or(0)
 }

@@ -35,13 +35,7 @@ fn profile_of(path: &Path) -> Profile {
 
 /// The pair's files among the shared traces, or `None` (and a loud message) without them.
 fn pair(before: &str, after: &str) -> Option<(PathBuf, PathBuf)> {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!(
-            "SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES): the real-pair \
-             comparison checks did not run"
-        );
-        return None;
-    };
+    let dir = common::shared_traces("the real-pair comparison checks")?;
     let files = common::trace_files(&dir);
     let find = |name: &str| {
         files

@@ -3,8 +3,11 @@
 //! must not trigger it; the warm-up rule; then the findings expected on real traces of
 //! `../shared/traces` (skipped, with a message, when absent).
 
+mod common;
+mod kineto;
 mod notes;
 
+use common::{shared_traces, trace_files};
 use notes::{expect_no_note, expect_note};
 
 use std::path::{Path, PathBuf};
@@ -130,24 +133,13 @@ impl Shape {
             start += step_us;
         }
         let devices: Vec<String> = (0..self.devices)
-            .map(|d| {
-                format!(
-                    r#"{{"id": {d}, "name": "{}", "totalGlobalMem": {}, "computeMajor": {}, "computeMinor": 0, "numSms": 108}}"#,
-                    self.gpu.0, self.gpu.2, self.gpu.1
-                )
-            })
+            .map(|d| kineto::device(d, self.gpu.0, self.gpu.1, self.gpu.2))
             .collect();
-        format!(
-            r#"{{"schemaVersion": 1, "deviceProperties": [{}],
-  "distributedInfo": {{"backend": "{}", "rank": 0, "world_size": {}}},
-  "traceEvents": [
-{}
-  ], "traceName": "synthetic.pt.trace.json", "displayTimeUnit": "ms"}}"#,
-            devices.join(", "),
-            self.backend,
-            self.world_size,
-            g.events.join(",\n")
-        )
+        let distributed = format!(
+            r#""distributedInfo": {{"backend": "{}", "rank": 0, "world_size": {}}}, "#,
+            self.backend, self.world_size
+        );
+        kineto::document(&devices, &distributed, &g.events, "synthetic.pt.trace.json")
     }
 
     /// Writes one step's events; returns where its last event ends.
@@ -278,14 +270,8 @@ impl Gen {
     }
 
     fn cpu_on(&mut self, tid: i64, cat: &str, name: &str, ts: i64, dur: i64, args: &str) {
-        let args = if args.is_empty() {
-            String::new()
-        } else {
-            format!(r#", "args": {{{args}}}"#)
-        };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 100, "tid": {tid}, "ts": {ts}, "dur": {dur}{args}}}"#
-        ));
+        self.events
+            .push(kineto::complete(cat, name, (100, tid), (ts, dur), args));
     }
 
     fn gpu_work(
@@ -330,8 +316,14 @@ impl Gen {
         } else {
             String::new()
         };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {device}, "tid": {stream}, "ts": {ts}, "dur": {dur}, "args": {{"correlation": {corr}, "device": {device}, "stream": {stream}{bytes}}}}}"#
+        let args =
+            format!(r#""correlation": {corr}, "device": {device}, "stream": {stream}{bytes}"#);
+        self.events.push(kineto::complete(
+            cat,
+            name,
+            (device, stream),
+            (ts, dur),
+            &args,
         ));
     }
 
@@ -817,35 +809,45 @@ fn ddp_with_nccl_is_fine() {
     expect_no_note(&detected(&backend("nccl")), "ddp-without-nccl");
 }
 
-/// The detectors this file covers, each with a positive and a negative case above.
-const COVERED: [&str; 8] = [
-    "dataloader-bottleneck",
-    "gpu-low-utilization",
-    "launch-bound-small-kernels",
-    "host-device-sync",
-    "pageable-memcpy",
-    "fp32-without-tensor-cores",
-    "allocator-churn",
-    "communication-exposed",
-];
+/// Whether `sources` call `expect`/`expect_note` (positive) and `expect_none`/`expect_no_note`
+/// (negative) with `id` as an argument: the id comes after the call's name, with no `;` between.
+fn cases_of(sources: &str, id: &str) -> (bool, bool) {
+    let (mut positive, mut negative) = (false, false);
+    for (at, _) in sources.match_indices(&format!("\"{id}\"")) {
+        let before = &sources[..at];
+        let Some(call) = before.rfind("expect").map(|k| &before[k..]) else {
+            continue;
+        };
+        if call.contains(';') {
+            continue;
+        }
+        negative |= call.starts_with("expect_none(") || call.starts_with("expect_no_note(");
+        positive |= call.starts_with("expect(") || call.starts_with("expect_note(");
+    }
+    (positive, negative)
+}
 
-/// The observers this file covers, likewise: they note, never find.
-const COVERED_OBSERVERS: [&str; 3] = ["memory-pressure", "data-parallel", "ddp-without-nccl"];
-
+/// Every detector and observer of the catalogue has a case that must find (or note) it and one
+/// that must not, in this file or in `tests/op_patterns.rs`.
 #[test]
-fn the_covered_detectors_are_in_the_catalogue() {
-    let catalogue: Vec<&str> = DETECTORS.iter().map(|d| d.id()).collect();
-    for id in COVERED {
-        assert!(catalogue.contains(&id), "{id} is no longer a detector");
-    }
-    let observers: Vec<&str> = OBSERVERS.iter().map(|o| o.id()).collect();
-    for id in COVERED_OBSERVERS {
-        assert!(observers.contains(&id), "{id} is no longer an observer");
-        assert!(
-            !catalogue.contains(&id),
-            "{id} is both observer and detector"
-        );
-    }
+fn every_detector_and_observer_has_a_positive_and_a_negative_case() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let sources: String = ["detectors.rs", "op_patterns.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(tests.join(f)).unwrap())
+        .collect();
+    let ids = DETECTORS.iter().map(|d| d.id());
+    let missing: Vec<String> = ids
+        .chain(OBSERVERS.iter().map(|o| o.id()))
+        .filter_map(|id| match cases_of(&sources, id) {
+            (true, true) => None,
+            (positive, _) => Some(format!(
+                "{id}: no {} case",
+                if positive { "negative" } else { "positive" }
+            )),
+        })
+        .collect();
+    assert!(missing.is_empty(), "{missing:?}");
 }
 
 #[test]
@@ -877,11 +879,6 @@ fn a_slow_first_step_is_warm_up_and_its_dataloader_and_mallocs_are_left_out() {
 // ---------------------------------------------------------------------------------------------
 // Real traces.
 
-fn shared_traces() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
-    dir.is_dir().then_some(dir)
-}
-
 fn read(path: &Path) -> Result<Trace, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     ingest_reader(file, IngestOptions::default(), 1 << 20, |_| {})
@@ -896,10 +893,7 @@ fn findings_of(path: &Path) -> Vec<Finding> {
 
 #[test]
 fn real_traces_show_their_known_problems() {
-    let Some(dir) = shared_traces() else {
-        eprintln!(
-            "SKIPPED: ../shared/traces is absent; the real-trace detector checks did not run"
-        );
+    let Some(dir) = shared_traces("real_traces_show_their_known_problems") else {
         return;
     };
     let tracelens = "AMD-AGI__TraceLens/tests__traces__mi300__";
@@ -960,33 +954,18 @@ fn real_traces_show_their_known_problems() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The `.json` and `.gz` files one folder down (one folder per source repository).
-fn trace_files(dir: &Path) -> Vec<PathBuf> {
-    let entries = |d: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(d)
-            .map(|r| r.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    let mut files: Vec<PathBuf> = entries(dir)
-        .into_iter()
-        .filter(|p| p.is_dir())
-        .flat_map(|repo| entries(&repo))
-        .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "gz"))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn findings_are_ranked_by_impact_on_every_real_trace() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent; the ranking check did not run");
+    let Some(dir) = shared_traces("findings_are_ranked_by_impact_on_every_real_trace") else {
         return;
     };
     let mut analysed = 0;
+    // Traces with two findings or more: only they can show a ranking.
+    let mut ranked = 0;
     for path in trace_files(&dir) {
         let Ok(trace) = read(&path) else { continue };
         let found = detect::run(&Analysis::new(&trace)).findings;
+        ranked += usize::from(found.len() >= 2);
         for pair in found.windows(2) {
             assert!(
                 pair[0].impact.ms_per_step >= pair[1].impact.ms_per_step,
@@ -1000,6 +979,58 @@ fn findings_are_ranked_by_impact_on_every_real_trace() {
         }
         analysed += 1;
     }
-    eprintln!("ranking checked on {analysed} traces");
-    assert!(analysed > 0, "no trace in {} could be read", dir.display());
+    eprintln!("ranking checked on {analysed} traces, {ranked} of them with two findings or more");
+    assert!(
+        ranked >= 3,
+        "only {ranked} of {analysed} traces in {} have two findings: the ranking went unchecked",
+        dir.display()
+    );
+}
+
+#[test]
+fn findings_are_ranked_by_time_recoverable_per_step() {
+    // A sync idling the GPU for the 1 ms after it, and a DataLoader stall of 0.6 ms per step:
+    // the sync ranks first although the DataLoader's detector claims time first.
+    let shape = Shape {
+        dataloader_us: 600,
+        ..sync(Some((19, 1_500)))
+    };
+    let found = findings(&shape);
+    let order: Vec<&str> = ids(&found)
+        .into_iter()
+        .filter(|id| ["dataloader-bottleneck", "host-device-sync"].contains(id))
+        .collect();
+    assert_eq!(
+        order,
+        ["host-device-sync", "dataloader-bottleneck"],
+        "{:?}",
+        summaries(&found)
+    );
+}
+
+#[test]
+fn host_sync_gate_holds_from_2_percent_of_the_step() {
+    // The GPU idles 300 µs after each sync, then three 16 µs launch gaps fall in the 1 ms after
+    // it: 348 µs = 3.48% of the 10 ms step, over the 2% gate but under twice it (confidence
+    // below 1), a low finding.
+    let found = findings(&sync(Some((19, 300))));
+    let f = found
+        .iter()
+        .find(|f| f.id == "host-device-sync")
+        .unwrap_or_else(|| panic!("no host-device-sync in {:?}", summaries(&found)));
+    assert!(
+        (f.impact.ms_per_step - 0.348).abs() < 1e-3,
+        "{} ms per step",
+        f.impact.ms_per_step
+    );
+    assert_eq!(f.severity, Severity::Low);
+    assert_eq!(f.gate.gate.threshold, 2.0);
+    assert!(
+        (f.gate.median - 3.48).abs() < 1e-6,
+        "gate median {}",
+        f.gate.median
+    );
+    assert!(f.confidence < 1.0, "confidence {}", f.confidence);
+    // 100 µs, and four launch gaps in the 1 ms after: 164 µs = 1.64%, under the gate.
+    expect_none(&sync(Some((19, 100))), "host-device-sync");
 }

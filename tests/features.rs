@@ -1,7 +1,9 @@
 //! Window features: on a real trace (every window, finite values, the fp32 SIMT kernels of a
 //! V100 ResNet-50 visible), and on a generated one (the injected window stands out).
 
-use std::path::Path;
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
+mod common;
 
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
@@ -14,12 +16,17 @@ fn feature(name: &str) -> usize {
 
 #[test]
 fn every_window_of_a_real_trace_gets_finite_features() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/traces/facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
-    let Ok(file) = std::fs::File::open(&path) else {
-        eprintln!("SKIPPED: {} is absent", path.display());
+    let Some(dir) = common::shared_traces("every_window_of_a_real_trace_gets_finite_features")
+    else {
         return;
     };
+    let path = dir.join("facebookresearch__HolisticTraceAnalysis/tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "{} is listed in the shared traces' catalogue: {e}",
+            path.display()
+        )
+    });
     let t = ingest_reader(file, IngestOptions::default(), 1 << 20, |_| {})
         .unwrap()
         .trace;
@@ -41,12 +48,17 @@ fn every_window_of_a_real_trace_gets_finite_features() {
         !heavy.is_empty() && heavy.iter().all(|&s| s > 0.2),
         "{heavy:?}"
     );
-    // The GPU is busy in the backward windows (98% over the trace).
+    // The GPU is busy in the backward windows (98% over the trace), one per step at least.
     let busy = feature("gpu_busy");
-    assert!(rows
+    let backward: Vec<f32> = rows
         .iter()
         .filter(|r| r.phase == Phase::Backward)
-        .all(|r| r.values[busy] > 0.8));
+        .map(|r| r.values[busy])
+        .collect();
+    assert!(
+        backward.len() >= steps.steps.len() && backward.iter().all(|&b| b > 0.8),
+        "{backward:?}"
+    );
 }
 
 #[test]
@@ -79,6 +91,12 @@ fn the_injected_window_stands_out_in_its_features() {
         .collect();
     // In the injected step the GPU has finished the previous step and idles while the batch
     // loads; elsewhere it is still busy with the previous step's work.
+    assert_eq!(
+        loading.len(),
+        6,
+        "one DataLoader window per step: {loading:?}"
+    );
+    assert!(loading.iter().any(|(step, _)| *step == FIRST_STEP + 3));
     for (step, b) in loading.iter().skip(1) {
         if *step == FIRST_STEP + 3 {
             assert!(*b < 0.1, "step {step}: busy {b}");

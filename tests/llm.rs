@@ -192,8 +192,7 @@ fn unexplained_regions_are_summarised() {
 /// Tokens per window and per request on every shared trace, against the raw size (printed).
 #[test]
 fn summary_sizes_on_the_shared_traces() {
-    let Some(dir) = common::shared_traces() else {
-        println!("SKIPPED: no shared traces (TTAP_SHARED_TRACES or ../shared/traces)");
+    let Some(dir) = common::shared_traces("summary_sizes_on_the_shared_traces") else {
         return;
     };
     let opts = SummaryOptions::default();

@@ -3,6 +3,10 @@
 //! through its file format, malformed model files are refused, the AUROC on a hand-checked case,
 //! and the report's window scores and unexplained regions.
 
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
+mod common;
+
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
@@ -181,12 +185,12 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
 
 #[test]
 fn a_cpu_only_trace_is_outside_the_detector_s_domain() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/traces/local__torch-2.15-cpu/resnet18_train_step_cpu.pt.trace.json.gz");
-    let Ok(bytes) = std::fs::read(&path) else {
-        eprintln!("SKIPPED: {} is absent", path.display());
+    let Some(dir) = common::shared_traces("a_cpu_only_trace_is_outside_the_detector_s_domain")
+    else {
         return;
     };
+    let path = dir.join("local__torch-2.15-cpu/resnet18_train_step_cpu.pt.trace.json.gz");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let t = ingest_bytes(&bytes, IngestOptions::default())
         .unwrap()
         .trace;

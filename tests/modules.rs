@@ -91,8 +91,7 @@ fn a_trace_without_frames_has_no_tree() {
 
 #[test]
 fn a_real_resnet_training_trace_is_attributed_forward_and_backward() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent: the real module-tree check did not run");
+    let Some(dir) = common::shared_traces("the real module-tree check") else {
         return;
     };
     let name = "tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz";

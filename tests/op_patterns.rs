@@ -7,6 +7,7 @@
 //! Every trace has four `ProfilerStep#N` ranges of 10 ms (so none is warm-up) unless a test says
 //! otherwise; impacts are per steady-state step, percentages of those 10 ms.
 
+mod kineto;
 mod notes;
 
 use notes::{expect_no_note, expect_note};
@@ -94,26 +95,14 @@ impl Kineto {
             b.event("user_annotation", &name, (PID, MAIN), (start, dur), "");
             start += dur;
         }
-        format!(
-            r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, "computeMinor": 0, "numSms": 108}}],
-  "traceEvents": [
-{}
-  ], "traceName": "op_patterns.pt.trace.json", "displayTimeUnit": "ms"}}"#,
-            b.events.join(",\n")
-        )
+        let a100 = kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 85_899_345_920);
+        kineto::document(&[a100], "", &b.events, "op_patterns.pt.trace.json")
     }
 
     /// One complete event at `(pid, tid)` over `(ts, dur)`; `args` is the inside of its `args`.
     fn event(&mut self, cat: &str, name: &str, at: (i64, i64), span: (i64, i64), args: &str) {
-        let args = if args.is_empty() {
-            String::new()
-        } else {
-            format!(r#", "args": {{{args}}}"#)
-        };
-        self.events.push(format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {}, "tid": {}, "ts": {}, "dur": {}{args}}}"#,
-            at.0, at.1, span.0, span.1
-        ));
+        self.events
+            .push(kineto::complete(cat, name, at, span, args));
     }
 
     /// Moves the CPU cursor to `offset` µs after the step's start.
@@ -400,6 +389,36 @@ fn attention_as_bmm_softmax_bmm() {
 #[test]
 fn scaled_dot_product_attention_is_fused() {
     expect_none(&vit(true), "unfused-attention");
+}
+
+// attention-hot-spot (a note)
+
+fn vit_blocks(blocks: usize) -> String {
+    Kineto::trace(&STEADY, |b, _| {
+        for layer in 0..blocks {
+            attention_block(b, layer, true);
+        }
+    })
+}
+
+#[test]
+fn attention_above_a_fifth_of_the_step_is_noted_as_the_hot_spot() {
+    // 4 fused blocks per step, each launching 200 + 350 + 100 µs under its
+    // `nn.Module: Attention_N` (the SDPA ops inside it are not counted again): 2.6 ms = 26%.
+    let note = expect_note(detected(&vit_blocks(4)), "attention-hot-spot");
+    assert!(
+        note.text.contains("2.60 ms")
+            && note.text.contains("26%")
+            && note.text.contains("16 blocks"),
+        "{}",
+        note.text
+    );
+}
+
+#[test]
+fn attention_under_a_fifth_of_the_step_is_no_hot_spot() {
+    // 3 blocks: 1.95 ms = 19.5%, under the 20% mark.
+    expect_no_note(&detected(&vit_blocks(3)), "attention-hot-spot");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 //! ResNet-50 training on an A100 close to the real CNN training traces (when `../shared/traces`
 //! is present).
 
-use std::path::{Path, PathBuf};
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
+mod common;
 
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
 use torchtraceap::realism::{KernelClass, Quantiles, Stats, Workload, REAL_TRACES};
@@ -90,21 +92,19 @@ fn kernel_classes_follow_the_names_of_every_vendor() {
     }
 }
 
-fn shared_traces() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
-    dir.is_dir().then_some(dir)
-}
-
 /// A statistic checked against the real range: its name and how to read it.
 type Check = (&'static str, fn(&Stats) -> f64);
 
-/// How far the generated ResNet-50 on an A100 may lie outside the real CNN training range.
-const FACTOR: f64 = 4.0;
+/// How far the generated ResNet-50 on an A100 may lie outside the real CNN training range. On
+/// 2026-12-02 it lay 1.05× above it (median kernel 74.6 µs, real 5.0 to 71.0 µs) and inside it
+/// for kernels per step (480, real 241 to 2360); 1.5× leaves room for the generator's tuning.
+const FACTOR: f64 = 1.5;
 
 #[test]
-fn generated_resnet50_training_on_an_a100_is_within_4x_of_the_real_cnn_training_traces() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent; the realism check needs the real traces");
+fn generated_resnet50_training_on_an_a100_is_within_1_5x_of_the_real_cnn_training_traces() {
+    let Some(dir) = common::shared_traces(
+        "generated_resnet50_training_on_an_a100_is_within_1_5x_of_the_real_cnn_training_traces",
+    ) else {
         return;
     };
     let real: Vec<Stats> = REAL_TRACES
@@ -142,6 +142,7 @@ fn generated_resnet50_training_on_an_a100_is_within_4x_of_the_real_cnn_training_
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = values.iter().copied().fold(0.0, f64::max);
         let g = get(&generated);
+        eprintln!("{what}: generated {g:.1}, real {lo:.1} to {hi:.1}");
         assert!(
             g >= lo / FACTOR && g <= hi * FACTOR,
             "{what}: generated {g:.1}, real {lo:.1} to {hi:.1} (allowed: {FACTOR}× outside)"

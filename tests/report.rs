@@ -3,7 +3,7 @@
 mod sample;
 
 use sample::sample_report;
-use torchtraceap::report::{Report, VERSION};
+use torchtraceap::report::{Report, ReportError, VERSION};
 
 #[test]
 fn a_saved_report_reads_back_equal() {
@@ -35,21 +35,39 @@ fn newer_foreign_and_damaged_documents_are_refused_with_the_reason() {
     let mut json = serde_json::to_value(sample_report()).unwrap();
     json["version"] = (VERSION + 1).into();
     let newer = Report::from_json(&json.to_string()).unwrap_err();
-    assert!(newer.contains("newer TorchTraceAP"), "{newer}");
+    assert!(matches!(newer, ReportError::Newer(v) if v == VERSION + 1));
+    assert!(newer.to_string().contains("newer TorchTraceAP"), "{newer}");
 
     json["version"] = VERSION.into();
     json["format"] = "chrome.trace".into();
     let foreign = Report::from_json(&json.to_string()).unwrap_err();
-    assert!(foreign.contains("\"chrome.trace\""), "{foreign}");
+    assert!(matches!(foreign, ReportError::OtherFormat(_)));
+    assert!(
+        foreign.to_string().contains("\"chrome.trace\""),
+        "{foreign}"
+    );
 
     json["format"] = "torchtraceap.report".into();
     json["findings"] = "none".into();
     let damaged = Report::from_json(&json.to_string()).unwrap_err();
-    assert!(damaged.contains("damaged or edited"), "{damaged}");
+    assert!(matches!(
+        damaged,
+        ReportError::Damaged {
+            version: VERSION,
+            ..
+        }
+    ));
+    assert!(
+        damaged.to_string().contains("damaged or edited"),
+        "{damaged}"
+    );
 
     let not_json = Report::from_json("{\"traceEvents\": [").unwrap_err();
+    assert!(matches!(not_json, ReportError::NotAReport(_)));
     assert!(
-        not_json.starts_with("not a TorchTraceAP report"),
+        not_json
+            .to_string()
+            .starts_with("not a TorchTraceAP report"),
         "{not_json}"
     );
 }

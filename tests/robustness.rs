@@ -117,29 +117,38 @@ fn mutated_traces_never_panic_and_read_the_same_in_any_chunks() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for round in 0..4000 {
         let input = mutate(SEED.as_bytes(), &mut rng);
-        let options = IngestOptions {
-            accept_other_chrome_traces: round % 2 == 0,
-        };
-        let whole = torchtraceap::ingest::ingest_bytes(&input, options);
-        let chunked = ingest_in_chunks(&input, &mut rng, round % 2 == 0);
-        let what = String::from_utf8_lossy(&input);
-        match (whole, chunked) {
-            (Ok(a), Ok(b)) => {
-                assert_eq!(a.report.elements, b.report.elements, "{what}");
-                assert_eq!(a.report.skipped, b.report.skipped, "{what}");
-                assert_eq!(a.trace.events.start, b.trace.events.start, "{what}");
-            }
-            (Err(a), Err(b)) => assert_eq!(
-                std::mem::discriminant(&a),
-                std::mem::discriminant(&b),
-                "{what}"
-            ),
-            (a, b) => panic!(
-                "whole {:?} vs chunked {:?}: {what}",
-                a.map(|i| i.report.events),
-                b.map(|i| i.report.events)
-            ),
+        same_in_any_chunks(&input, &mut rng, round % 2 == 0);
+    }
+}
+
+/// Ingests `input` whole and in random chunks: the same events, elements and skips, or the same
+/// kind of error.
+fn same_in_any_chunks(input: &[u8], rng: &mut Rng, accept_other: bool) {
+    let options = IngestOptions {
+        accept_other_chrome_traces: accept_other,
+    };
+    let whole = torchtraceap::ingest::ingest_bytes(input, options);
+    if let Ok(got) = &whole {
+        check(got);
+    }
+    let chunked = ingest_in_chunks(input, rng, accept_other);
+    let what = String::from_utf8_lossy(input);
+    match (whole, chunked) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.report.elements, b.report.elements, "{what}");
+            assert_eq!(a.report.skipped, b.report.skipped, "{what}");
+            assert_eq!(a.trace.events.start, b.trace.events.start, "{what}");
         }
+        (Err(a), Err(b)) => assert_eq!(
+            std::mem::discriminant(&a),
+            std::mem::discriminant(&b),
+            "{what}"
+        ),
+        (a, b) => panic!(
+            "whole {:?} vs chunked {:?}: {what}",
+            a.map(|i| i.report.events),
+            b.map(|i| i.report.events)
+        ),
     }
 }
 
@@ -187,26 +196,29 @@ fn many_malformed_events_in_one_chunk_cost_linear_time() {
     assert_eq!(got.report.skipped.values().sum::<u64>(), 100_000);
 }
 
+/// Every input the fuzzer ever found failing (`fuzz/regressions`, part of the repository) reads
+/// without a panic, and the same whole as in chunks (what the fuzz target checks).
 #[test]
-fn fuzzer_regressions_do_not_panic() {
+fn fuzzer_regressions_read_the_same_in_any_chunks() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("no fuzz/regressions folder: nothing to replay");
-        return;
-    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 5,
+        "only {} regressions in {}",
+        files.len(),
+        dir.display()
+    );
     let mut rng = Rng(1);
-    for entry in entries.flatten() {
-        let bytes = std::fs::read(entry.path()).unwrap();
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap();
         for accept_other in [false, true] {
-            let mut ingest = Ingest::new(IngestOptions {
-                accept_other_chrome_traces: accept_other,
-            });
-            if ingest.feed(&bytes).is_ok() {
-                if let Ok(got) = ingest.finish() {
-                    check(&got);
-                }
-            }
-            let _ = ingest_in_chunks(&bytes, &mut rng, accept_other);
+            same_in_any_chunks(&bytes, &mut rng, accept_other);
         }
     }
 }

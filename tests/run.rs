@@ -126,8 +126,7 @@ fn a_rank_slow_in_every_step_is_load_imbalance_and_a_clean_run_has_no_finding() 
 
 #[test]
 fn the_real_dlrm_ranks_make_one_run() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent: the real 8-rank run did not run");
+    let Some(dir) = common::shared_traces("the real 8-rank DLRM run") else {
         return;
     };
     // param's DLRM replay inputs: one trace per rank of an 8-rank V100 job, one step each.

@@ -106,8 +106,8 @@ fn small() -> SharedReport {
 
 #[test]
 fn every_shared_trace_s_report_survives_the_link_and_fits_8_kb() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES to run the real-trace tests)");
+    let Some(dir) = shared_traces("every_shared_trace_s_report_survives_the_link_and_fits_8_kb")
+    else {
         return;
     };
     let mut sizes = Vec::new();
@@ -587,8 +587,7 @@ fn fields_and_parts_added_later_in_format_2_are_ignored() {
 
 #[test]
 fn the_fingerprint_names_the_trace_not_its_encoding() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent");
+    let Some(dir) = shared_traces("the_fingerprint_names_the_trace_not_its_encoding") else {
         return;
     };
     let plain =
@@ -622,6 +621,21 @@ fn tiny(kernel_us: &str, swap: bool) -> String {
         r#"{{"deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}}], "traceEvents": [{}]}}"#,
         events.join(",\n")
     )
+}
+
+/// The bundled sample's fingerprint is the one recorded for it, which `web/tests/browser.rs`
+/// checks the wasm build computes from the same bytes: native and wasm32 agree.
+#[test]
+fn the_bundled_sample_s_fingerprint_is_the_recorded_one() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample =
+        std::fs::read(root.join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz")).unwrap();
+    let recorded = std::fs::read_to_string(root.join("tests/fixtures/sample.fingerprint")).unwrap();
+    assert_eq!(
+        share::fingerprint(&read(&sample).trace),
+        recorded.trim(),
+        "a new sample has a new fingerprint: write it into tests/fixtures/sample.fingerprint"
+    );
 }
 
 #[test]

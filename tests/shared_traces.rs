@@ -194,8 +194,9 @@ fn read(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
 
 #[test]
 fn every_shared_trace_is_read_as_the_oracle_counts_it_or_refused_with_its_message() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES to run the real-trace tests)");
+    let Some(dir) = shared_traces(
+        "every_shared_trace_is_read_as_the_oracle_counts_it_or_refused_with_its_message",
+    ) else {
         return;
     };
     let files = trace_files(&dir);
@@ -251,8 +252,7 @@ fn every_shared_trace_is_read_as_the_oracle_counts_it_or_refused_with_its_messag
 
 #[test]
 fn a_non_pytorch_chrome_trace_is_read_when_asked_for() {
-    let Some(dir) = shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent");
+    let Some(dir) = shared_traces("a_non_pytorch_chrome_trace_is_read_when_asked_for") else {
         return;
     };
     let path = dir.join("IBM__aiu-trace-analyzer/tests__test_data__allreduce_tp4.json");

@@ -346,8 +346,8 @@ fn a_generated_trace_has_bands_where_the_stall_was_injected() {
 
 #[test]
 fn every_shared_trace_lays_out_without_losing_an_event() {
-    let Some(dir) = common::shared_traces() else {
-        eprintln!("SKIPPED: ../shared/traces is absent (set TTAP_SHARED_TRACES)");
+    let Some(dir) = common::shared_traces("every_shared_trace_lays_out_without_losing_an_event")
+    else {
         return;
     };
     let mut checked = 0;

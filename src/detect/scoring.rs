@@ -42,15 +42,40 @@ pub struct LabelledTrace {
     pub absent: BTreeMap<String, String>,
 }
 
+/// Why the labels could not be read, or a labelled trace could not be scored.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoringError {
+    #[error("not a real-trace label file: {0}")]
+    NotLabels(serde_json::Error),
+    #[error(
+        "a label file of format \"{format}\" version {version}, expected \"{LABELS_FORMAT}\" \
+         version {LABELS_VERSION}"
+    )]
+    OtherFormat { format: String, version: u32 },
+    #[error(
+        "labelled trace {} cannot be opened: {source}; point --traces (or TTAP_SHARED_TRACES) at \
+         the shared traces folder",
+        path.display()
+    )]
+    Missing {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("labelled trace {} cannot be read: {source}", path.display())]
+    Unreadable {
+        path: std::path::PathBuf,
+        source: crate::ingest::IngestError,
+    },
+}
+
 impl RealLabels {
-    pub fn from_json(text: &str) -> Result<RealLabels, String> {
-        let labels: RealLabels =
-            serde_json::from_str(text).map_err(|e| format!("not a real-trace label file: {e}"))?;
+    pub fn from_json(text: &str) -> Result<RealLabels, ScoringError> {
+        let labels: RealLabels = serde_json::from_str(text).map_err(ScoringError::NotLabels)?;
         if labels.format != LABELS_FORMAT || labels.version != LABELS_VERSION {
-            return Err(format!(
-                "a label file of format \"{}\" version {}, expected \"{LABELS_FORMAT}\" version {LABELS_VERSION}",
-                labels.format, labels.version
-            ));
+            return Err(ScoringError::OtherFormat {
+                format: labels.format,
+                version: labels.version,
+            });
         }
         Ok(labels)
     }
@@ -153,18 +178,18 @@ impl Scores {
 }
 
 /// Ingests every labelled trace under `dir`, runs the detectors and scores them.
-pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Scores, String> {
+pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Scores, ScoringError> {
     let mut results = Vec::new();
     for l in &labels.traces {
         let path = dir.join(&l.trace);
-        let file = std::fs::File::open(&path).map_err(|e| {
-            format!(
-                "labelled trace {} cannot be opened: {e}; point --traces (or TTAP_SHARED_TRACES) at the shared traces folder",
-                path.display()
-            )
-        })?;
-        let ingested = ingest_reader(file, IngestOptions::default(), 4 << 20, |_| {})
-            .map_err(|e| format!("labelled trace {} cannot be read: {e}", path.display()))?;
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(source) => return Err(ScoringError::Missing { path, source }),
+        };
+        let ingested = match ingest_reader(file, IngestOptions::default(), 4 << 20, |_| {}) {
+            Ok(ingested) => ingested,
+            Err(source) => return Err(ScoringError::Unreadable { path, source }),
+        };
         let a = Analysis::new(&ingested.trace);
         let detected = run(&a);
         results.push(TraceResult {

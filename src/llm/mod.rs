@@ -1,7 +1,8 @@
 //! The LLM stage: compact summaries of the flagged windows, sent to an endpoint the user
 //! chooses, and the answers read back.
 //!
-//! - [`summary`]: the flagged windows as bounded, deterministic text; redaction; the prompts.
+//! - [`summary`]: the flagged windows as bounded, deterministic text; the prompts.
+//! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
 //! - [`protocol`]: request bodies, stream parsers, answer parsing and error mapping, without a
 //!   transport (the web app sends with `fetch` and feeds the same parsers).
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
@@ -9,4 +10,5 @@
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 pub mod protocol;
+pub mod redact;
 pub mod summary;

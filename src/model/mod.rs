@@ -9,7 +9,15 @@
 //! - `detail` indexes the side table of the event's kind (`kernels`, `copies`, `runtime`, `ops`,
 //!   `memory`), or is `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
+//!
+//! Steps are the `ProfilerStep#N` ranges when recorded; without any (inference traces, single
+//! forward passes) one step spans the GPU's active time (`StepSource::WholeTrace`; the whole
+//! span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
+//! `correlation`, else by launch flow events (`ac2g`, `async`, …) bound to their endpoints.
+//! The model has no serde derive on its structs (only on a few enums the views copy):
+//! serialization belongs to the views.
 
+pub mod fingerprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;

@@ -1,13 +1,29 @@
 //! Helpers shared by the integration tests that read the real traces.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// `$TTAP_SHARED_TRACES`, else `../shared/traces` beside the crate; `None` where it is absent.
-pub fn shared_traces() -> Option<PathBuf> {
+/// `$TTAP_SHARED_TRACES`, else `../shared/traces` beside the crate; `None` where it is absent,
+/// after saying loudly that `test` did not run. The line goes straight to the process's stderr:
+/// the test harness captures `eprintln!` of passing tests, not that, so it shows in every
+/// `cargo test` run. With `TTAP_REQUIRE_SHARED_TRACES` set, a missing folder fails the test.
+pub fn shared_traces(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("TTAP_SHARED_TRACES")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"));
-    dir.is_dir().then_some(dir)
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let why = format!(
+        "{test}: {} is absent (set TTAP_SHARED_TRACES, or put the shared traces there)",
+        dir.display()
+    );
+    assert!(
+        std::env::var_os("TTAP_REQUIRE_SHARED_TRACES").is_none(),
+        "TTAP_REQUIRE_SHARED_TRACES is set and {why}"
+    );
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+    None
 }
 
 /// The `.json` and `.gz` files one folder below `dir`, sorted.

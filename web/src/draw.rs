@@ -127,17 +127,17 @@ impl Scale {
     }
 
     /// The x of a trace time.
-    fn x(&self, t: i64) -> f64 {
-        self.x_offset(t.saturating_sub(self.origin) as f64)
+    fn x_of_time(&self, t: i64) -> f64 {
+        self.x_of_offset(t.saturating_sub(self.origin) as f64)
     }
 
     /// The x of an offset from the trace's start.
-    fn x_offset(&self, offset: f64) -> f64 {
+    fn x_of_offset(&self, offset: f64) -> f64 {
         GUTTER + (offset - self.start) / self.ns_per_px
     }
 
     /// The trace time at `x`.
-    fn t(&self, x: f64) -> i64 {
+    fn time_at(&self, x: f64) -> i64 {
         let offset = (self.start + (x - GUTTER) * self.ns_per_px).round();
         // `as` saturates: a view panned far away stays far away.
         self.origin.saturating_add(offset as i64)
@@ -146,7 +146,7 @@ impl Scale {
     /// The trace times at the view's left and right edges.
     fn range(&self) -> (i64, i64) {
         let end = self.origin.saturating_add(self.end.ceil() as i64);
-        (self.t(GUTTER), end)
+        (self.time_at(GUTTER), end)
     }
 }
 
@@ -328,8 +328,8 @@ impl Timeline {
                 // Rectangles by colour (the palette's, then merged runs): one fill style each.
                 let mut by_colour: Vec<Vec<(f64, f64)>> = vec![Vec::new(); PALETTE.len() + 1];
                 for s in &spans {
-                    let x0 = scale.x(s.start).max(GUTTER);
-                    let x1 = scale.x(s.end).min(v.width);
+                    let x0 = scale.x_of_time(s.start).max(GUTTER);
+                    let x1 = scale.x_of_time(s.end).min(v.width);
                     let w = (x1 - x0).max(MIN_W);
                     let name = t.events.name[s.event as usize];
                     if s.merged > 1 {
@@ -411,7 +411,7 @@ impl Timeline {
             if v.finding.is_some() && !focused {
                 continue;
             }
-            let (x0, x1) = (scale.x(band.start), scale.x(band.end));
+            let (x0, x1) = (scale.x_of_time(band.start), scale.x_of_time(band.end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -425,8 +425,8 @@ impl Timeline {
         }
         if let Some((a, b)) = v.range {
             let (x0, x1) = (
-                scale.x_offset(a.min(b)).max(GUTTER),
-                scale.x_offset(a.max(b)),
+                scale.x_of_offset(a.min(b)).max(GUTTER),
+                scale.x_of_offset(a.max(b)),
             );
             ctx.set_fill_style_str("rgba(30, 100, 200, 0.15)");
             ctx.fill_rect(x0, HEADER, (x1 - x0).max(MIN_W), body_h);
@@ -442,7 +442,11 @@ impl Timeline {
                 .find(|s| matches!(s.2, Strip::Row { row: r, .. } if r == row))?;
             let s = t.events.start[event as usize];
             let e = t.events.end(event as usize);
-            Some((scale.x(s), scale.x(e), HEADER + y - v.scroll + h / 2.0))
+            Some((
+                scale.x_of_time(s),
+                scale.x_of_time(e),
+                HEADER + y - v.scroll + h / 2.0,
+            ))
         };
         let mut drawn = None;
         if let Some((x0, x1, y)) = centre(selected) {
@@ -488,7 +492,7 @@ impl Timeline {
             if tick > v.end {
                 break;
             }
-            let x = scale.x_offset(tick);
+            let x = scale.x_of_offset(tick);
             ctx.fill_rect(x, RULER_H - 6.0, 1.0, 6.0);
             ctx.fill_text(&duration(tick), x + 3.0, RULER_H / 2.0)?;
         }
@@ -497,7 +501,7 @@ impl Timeline {
         let y = RULER_H;
         ctx.fill_text("steps", 6.0, y + STEPS_H / 2.0)?;
         for (k, &(start, end, number)) in self.steps.iter().enumerate() {
-            let (x0, x1) = (scale.x(start).max(GUTTER), scale.x(end));
+            let (x0, x1) = (scale.x_of_time(start).max(GUTTER), scale.x_of_time(end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -513,7 +517,7 @@ impl Timeline {
         ctx.set_fill_style_str("#555");
         ctx.fill_text("window score", 6.0, y + HEAT_H / 2.0)?;
         for s in &self.scores {
-            let (x0, x1) = (scale.x(s.start).max(GUTTER), scale.x(s.end));
+            let (x0, x1) = (scale.x_of_time(s.start).max(GUTTER), scale.x_of_time(s.end));
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -528,7 +532,10 @@ impl Timeline {
         ctx.set_fill_style_str("#555");
         ctx.fill_text("flagged windows", 6.0, y + BANDS_H / 2.0)?;
         for band in &self.bands {
-            let (x0, x1) = (scale.x(band.start).max(GUTTER), scale.x(band.end));
+            let (x0, x1) = (
+                scale.x_of_time(band.start).max(GUTTER),
+                scale.x_of_time(band.end),
+            );
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -541,8 +548,8 @@ impl Timeline {
         }
         if let Some((a, b)) = v.range {
             let (x0, x1) = (
-                scale.x_offset(a.min(b)).max(GUTTER),
-                scale.x_offset(a.max(b)),
+                scale.x_of_offset(a.min(b)).max(GUTTER),
+                scale.x_of_offset(a.max(b)),
             );
             ctx.set_fill_style_str("rgba(30, 100, 200, 0.85)");
             ctx.fill_rect(x0, 0.0, (x1 - x0).max(MIN_W), 3.0);
@@ -595,7 +602,7 @@ impl Timeline {
         if y < HEADER {
             let bands_top = RULER_H + STEPS_H + HEAT_H;
             if y >= bands_top && x >= GUTTER {
-                let at = scale.t(x);
+                let at = scale.time_at(x);
                 let slop = (2.0 * scale.ns_per_px).ceil() as i64;
                 if let Some(band) = self.bands.iter().find(|b| {
                     b.start.saturating_sub(slop) <= at && at <= b.end.saturating_add(slop)
@@ -619,7 +626,7 @@ impl Timeline {
         match strip {
             Strip::Group(index) => Picked::Group { index },
             Strip::Row { row, .. } if x >= GUTTER => {
-                let at = scale.t(x);
+                let at = scale.time_at(x);
                 let slop = (2.0 * scale.ns_per_px).ceil() as i64;
                 match self.layout.hit(t, row, at, slop) {
                     Some(event) => {

@@ -132,8 +132,10 @@ async fn read_report(blob: &Blob) -> Result<Analysis, String> {
         .await
         .map_err(|e| js_failure("could not read the file", &e))?;
     // Rendered like a link: the words from this version's catalogue, never the file's own.
-    let report = share::render(&Report::from_json(&text.as_string().unwrap_or_default())?)
-        .map_err(|e| format!("this saved report cannot be shown: {e}"))?;
+    let report = share::render(
+        &Report::from_json(&text.as_string().unwrap_or_default()).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("this saved report cannot be shown: {e}"))?;
     let analyzed = Analyzed {
         summary: None,
         report,

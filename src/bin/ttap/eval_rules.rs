@@ -24,7 +24,7 @@ pub const COMMAND: &str = "ttap eval-rules";
 pub fn run(args: &Args) -> ExitCode {
     let labels = match std::fs::read_to_string(&args.labels)
         .map_err(|e| format!("cannot read {}: {e}", args.labels.display()))
-        .and_then(|text| RealLabels::from_json(&text))
+        .and_then(|text| RealLabels::from_json(&text).map_err(|e| e.to_string()))
     {
         Ok(l) => l,
         Err(e) => {

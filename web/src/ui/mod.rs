@@ -1,5 +1,16 @@
 //! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
+//!
+//! Over 600 lines: the `App` is one state machine (loads, the worker of the analysis shown, a
+//! shared link waiting for its trace, the tabs) whose messages and view are read together; each
+//! view is its own module.
+//!
+//! The page never parses or analyzes trace bytes: all of that runs in the worker (the timeline
+//! too), and the page renders `Analyzed` and the worker's replies (it decodes and encodes share
+//! links itself: bounded work on a few kilobytes). Nothing from a report, a saved file or a link
+//! is rendered as HTML: every text goes through Yew's text nodes. A load replaces what is shown
+//! only when at least one of its files was read; a cancelled load, or one where every file
+//! failed, leaves the previous analysis in place.
 
 mod charts;
 mod compare;

@@ -1,0 +1,25 @@
+//! Asking an LLM about a flagged window: the settings panel (kept in the browser's local storage
+//! only), the preview of the exact request body, and the answer streaming in beside its finding.
+//!
+//! Nothing is sent without the user's click on Send, and what is sent is the body the preview
+//! shows (the Send button carries the very string rendered). The prompts come from the worker
+//! (`ToWorker::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
+//! `Endpoint::body`. The model's text is rendered as text nodes, never as HTML.
+//!
+//! The loop back to the ML stage: after an answer about an unexplained region the user can keep
+//! a label for its window (the anti-pattern the answer names, preselected, or another, or "not
+//! an anti-pattern") and export the kept labels as the ML stage's label file (`ml::labels`).
+//! Labels live in this page's memory only until exported: never in local storage, a share link
+//! or a request.
+//!
+//! One job per file: [`settings`] (the endpoint and prompt options, and where the browser keeps
+//! them), [`state`] (the prompts, the exchanges and the kept labels, and the messages that
+//! change them), [`labels`] (a region's window as the ML stage's label), [`view`] (the panels).
+
+mod labels;
+mod settings;
+mod state;
+mod view;
+
+pub use state::{Msg, State};
+pub use view::{ask, settings_button, settings_panel, Regions};

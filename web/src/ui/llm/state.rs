@@ -1,0 +1,336 @@
+//! What the page holds of its LLM questions: each file's prompts (from the worker, tagged with
+//! the options they were made with), the exchanges by file and prompt key, the kept labels; and
+//! the messages that change them, including the request's streamed text.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use torchtraceap::llm::protocol::{parse_answer, without_key, Answer};
+use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::ml::labels::{self, WindowLabel};
+use yew::prelude::*;
+
+use super::labels::{labels_file_name, same_window};
+use super::settings::{page_origin, Settings};
+use crate::llm::{message, Failure, Request};
+use crate::ui::export::download;
+
+/// A file's prompts, for the options they were made with.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Prompts {
+    Pending(SummaryOptions),
+    Ready(SummaryOptions, Rc<Vec<Prompt>>),
+    Failed(SummaryOptions, String),
+}
+
+impl Prompts {
+    pub(super) fn options(&self) -> &SummaryOptions {
+        match self {
+            Prompts::Pending(o) | Prompts::Ready(o, _) | Prompts::Failed(o, _) => o,
+        }
+    }
+}
+
+/// One question about one flagged window.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Exchange {
+    /// The request body is shown; nothing is sent yet.
+    Preview,
+    Sending {
+        id: u64,
+        request: Request,
+        text: String,
+    },
+    Answered(Answer),
+    Failed {
+        message: String,
+        text: String,
+    },
+}
+
+/// The page's LLM state: settings, each file's prompts (from the worker) and the exchanges, by
+/// file index and prompt key (`finding:<id>`, `unexplained:<step>:<window>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    pub(super) settings: Settings,
+    pub(super) settings_open: bool,
+    /// Why the settings could not be stored, when the browser refused.
+    pub(super) storage_error: Option<String>,
+    pub(super) prompts: BTreeMap<usize, Prompts>,
+    pub(super) exchanges: BTreeMap<(usize, String), Exchange>,
+    pub(super) next_id: u64,
+    /// The pattern the user picked for an answered region, by file and prompt key, until kept.
+    pub(super) choices: BTreeMap<(usize, String), String>,
+    /// The labels the user kept, in the order kept; they outlive the files shown (each names
+    /// its trace) until the page closes, and leave it only through Export labels.
+    pub(super) labels: Vec<WindowLabel>,
+    /// Why the last export failed.
+    pub(super) export_error: Option<String>,
+}
+
+pub enum Msg {
+    ToggleSettings,
+    Settings(Settings),
+    ForgetSettings,
+    /// The findings of a file are shown: make sure its prompts are there.
+    NeedPrompts(usize),
+    Preview(usize, String),
+    Close(usize, String),
+    /// Send this body (the previewed text) for this file and key.
+    Send(usize, String, String),
+    Cancel(usize, String),
+    /// A piece of the answer to request `id` (the current one for `file` and `key`, or a
+    /// cancelled one, whose pieces are dropped).
+    Streamed {
+        file: usize,
+        key: String,
+        id: u64,
+        piece: String,
+    },
+    /// Request `id` ended: the whole answer, or why there is none.
+    Ended {
+        file: usize,
+        key: String,
+        id: u64,
+        result: Result<String, Failure>,
+    },
+    /// The pattern picked for the region `key` of `file` ("" for none yet).
+    Choose(usize, String, String),
+    /// Keep this label (replacing one for the same window of the same trace).
+    Keep(WindowLabel),
+    /// Drop the label for this label's window.
+    Unkeep(WindowLabel),
+    /// Offer the kept labels as a download.
+    ExportLabels,
+}
+
+/// Prompts to ask the worker for: a file's, made with these options.
+pub type PromptsRequest = (usize, SummaryOptions);
+
+impl Default for State {
+    /// The stored settings; no prompts or exchanges yet.
+    fn default() -> State {
+        State {
+            settings: Settings::load(),
+            settings_open: false,
+            storage_error: None,
+            prompts: BTreeMap::new(),
+            exchanges: BTreeMap::new(),
+            next_id: 0,
+            choices: BTreeMap::new(),
+            labels: Vec::new(),
+            export_error: None,
+        }
+    }
+}
+
+impl State {
+    /// A new set of files is shown: the old files' prompts and answers go, and requests still
+    /// running for them are cancelled.
+    pub fn forget_files(&mut self) {
+        for exchange in self.exchanges.values() {
+            if let Exchange::Sending { request, .. } = exchange {
+                request.cancel();
+            }
+        }
+        self.exchanges.clear();
+        self.prompts.clear();
+        self.choices.clear();
+    }
+
+    /// The worker's answer to a [`PromptsRequest`]; one made with other options than the
+    /// current ones (the settings changed since) is dropped.
+    pub fn prompts_arrived(
+        &mut self,
+        file: usize,
+        options: SummaryOptions,
+        result: Result<Vec<Prompt>, String>,
+    ) {
+        if options != self.settings.options() {
+            return;
+        }
+        let prompts = match result {
+            Ok(p) => Prompts::Ready(options, Rc::new(p)),
+            Err(e) => Prompts::Failed(options, e),
+        };
+        self.prompts.insert(file, prompts);
+    }
+
+    /// Applies `msg`; returns the prompts to ask the worker for. `send` delivers the messages of
+    /// requests in flight.
+    pub fn update(&mut self, msg: Msg, send: &Callback<Msg>) -> Vec<PromptsRequest> {
+        match msg {
+            Msg::ToggleSettings => self.settings_open = !self.settings_open,
+            Msg::Settings(settings) => {
+                self.storage_error = settings.save().err();
+                self.settings = settings;
+                // Files whose prompts were made with other options need new ones.
+                let options = self.settings.options();
+                let files: Vec<usize> = self
+                    .prompts
+                    .iter()
+                    .filter(|(_, p)| *p.options() != options)
+                    .map(|(f, _)| *f)
+                    .collect();
+                return files.into_iter().filter_map(|f| self.need(f)).collect();
+            }
+            Msg::ForgetSettings => {
+                Settings::forget();
+                self.storage_error = None;
+                self.settings = Settings::default();
+                let files: Vec<usize> = self.prompts.keys().copied().collect();
+                return files.into_iter().filter_map(|f| self.need(f)).collect();
+            }
+            Msg::NeedPrompts(file) => return self.need(file).into_iter().collect(),
+            Msg::Preview(file, key) => {
+                self.exchanges.insert((file, key), Exchange::Preview);
+                return self.need(file).into_iter().collect();
+            }
+            Msg::Close(file, key) => {
+                self.exchanges.remove(&(file, key));
+            }
+            Msg::Send(file, key, body) => self.send(file, key, body, send),
+            Msg::Cancel(file, key) => {
+                if let Some(Exchange::Sending { request, .. }) =
+                    self.exchanges.get(&(file, key.clone()))
+                {
+                    request.cancel();
+                }
+            }
+            Msg::Streamed {
+                file,
+                key,
+                id,
+                piece,
+            } => {
+                if let Some(Exchange::Sending {
+                    id: current, text, ..
+                }) = self.exchanges.get_mut(&(file, key))
+                {
+                    if *current == id {
+                        text.push_str(&piece);
+                    }
+                }
+            }
+            Msg::Ended {
+                file,
+                key,
+                id,
+                result,
+            } => {
+                let slot = (file, key);
+                let Some(Exchange::Sending {
+                    id: current, text, ..
+                }) = self.exchanges.get(&slot)
+                else {
+                    return Vec::new();
+                };
+                if *current != id {
+                    return Vec::new();
+                }
+                let ended = match result {
+                    Ok(answer) => Exchange::Answered(parse_answer(&answer)),
+                    Err(failure) => Exchange::Failed {
+                        message: self.failure_message(&failure),
+                        text: text.clone(),
+                    },
+                };
+                self.exchanges.insert(slot, ended);
+            }
+            Msg::Choose(file, key, pattern) => {
+                self.choices.insert((file, key), pattern);
+            }
+            Msg::Keep(label) => {
+                self.labels.retain(|l| !same_window(l, &label));
+                self.labels.push(label);
+            }
+            Msg::Unkeep(label) => self.labels.retain(|l| !same_window(l, &label)),
+            Msg::ExportLabels => {
+                self.export_error = download(
+                    &labels_file_name(&self.labels),
+                    "application/json",
+                    &labels::to_json(&self.labels),
+                )
+                .err();
+            }
+        }
+        Vec::new()
+    }
+
+    /// Asks for `file`'s prompts unless they are there (or on their way) for the current options.
+    fn need(&mut self, file: usize) -> Option<PromptsRequest> {
+        let options = self.settings.options();
+        if self
+            .prompts
+            .get(&file)
+            .is_some_and(|p| *p.options() == options)
+        {
+            return None;
+        }
+        self.prompts.insert(file, Prompts::Pending(options.clone()));
+        Some((file, options))
+    }
+
+    /// What to tell the user about `failure`: never the API key, even where the server echoed
+    /// it back.
+    fn failure_message(&self, failure: &Failure) -> String {
+        without_key(&message(failure, &page_origin()), &self.settings.endpoint)
+    }
+
+    fn send(&mut self, file: usize, key: String, body: String, send: &Callback<Msg>) {
+        let request = match Request::new() {
+            Ok(r) => r,
+            Err(failure) => {
+                let message = self.failure_message(&failure);
+                self.exchanges.insert(
+                    (file, key),
+                    Exchange::Failed {
+                        message,
+                        text: String::new(),
+                    },
+                );
+                return;
+            }
+        };
+        self.next_id += 1;
+        let id = self.next_id;
+        self.exchanges.insert(
+            (file, key.clone()),
+            Exchange::Sending {
+                id,
+                request: request.clone(),
+                text: String::new(),
+            },
+        );
+        let endpoint = self.settings.endpoint.clone();
+        let send = send.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let on_text = {
+                let (send, key) = (send.clone(), key.clone());
+                move |piece: &str| {
+                    send.emit(Msg::Streamed {
+                        file,
+                        key: key.clone(),
+                        id,
+                        piece: piece.to_string(),
+                    })
+                }
+            };
+            let result = request.send(&endpoint, &body, on_text).await;
+            send.emit(Msg::Ended {
+                file,
+                key,
+                id,
+                result,
+            });
+        });
+    }
+
+    /// The prompt for `key` of `file`, when the prompts are there.
+    pub(super) fn prompt(&self, file: usize, key: &str) -> Option<&Prompt> {
+        match self.prompts.get(&file)? {
+            Prompts::Ready(_, p) => p.iter().find(|p| p.key == key),
+            _ => None,
+        }
+    }
+}

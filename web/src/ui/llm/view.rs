@@ -1,0 +1,472 @@
+//! The LLM panels: the settings, the question about a finding or a region (the preview of the
+//! exact body, Send, the answer streaming in, its fields), the label to keep and the kept
+//! labels' bar. Every text from the model or the trace is a text node, never markup.
+
+use std::rc::Rc;
+
+use torchtraceap::llm::protocol::{Answer, Protocol};
+use torchtraceap::llm::summary::{estimate_tokens, Prompt};
+use torchtraceap::ml::labels::{self, WindowLabel};
+use web_sys::{HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+use super::labels::{pattern_name, region_label, same_window};
+use super::settings::{page_origin, Settings};
+use super::state::{Exchange, Msg, Prompts, State};
+use crate::protocol::Outcome;
+use crate::ui::format::{bytes, count};
+
+/// After an answer about a region: the label to keep for its window, with the anti-pattern the
+/// answer names preselected.
+fn keep_view(
+    state: &State,
+    file: usize,
+    key: &str,
+    region: WindowLabel,
+    on: &Callback<Msg>,
+) -> Html {
+    let Some(Exchange::Answered(answer)) = state.exchanges.get(&(file, key.to_string())) else {
+        return Html::default();
+    };
+    let said = answer.anti_pattern.as_deref();
+    let suggested = said.and_then(labels::pattern_of);
+    let kept = state.labels.iter().find(|l| same_window(l, &region));
+    let choice = state
+        .choices
+        .get(&(file, key.to_string()))
+        .cloned()
+        .or_else(|| kept.map(|l| l.pattern.clone()))
+        .or_else(|| suggested.map(str::to_string))
+        .unwrap_or_default();
+    let onchange = {
+        let (on, k) = (on.clone(), key.to_string());
+        Callback::from(move |e: Event| {
+            let select: HtmlSelectElement = e.target_unchecked_into();
+            on.emit(Msg::Choose(file, k.clone(), select.value()));
+        })
+    };
+    let keep = {
+        let label = WindowLabel {
+            pattern: choice.clone(),
+            ..region.clone()
+        };
+        on.reform(move |_| Msg::Keep(label.clone()))
+    };
+    let note = match (said, suggested) {
+        (Some(s), Some(p)) => format!("The answer says \u{201c}{s}\u{201d}: {}.", pattern_name(p)),
+        (Some(s), None) => format!(
+            "The answer says \u{201c}{s}\u{201d}, which names none of the detectors' anti-patterns."
+        ),
+        (None, _) => "The answer names no anti-pattern.".to_string(),
+    };
+    let note = if choice.is_empty() {
+        format!("{note} Choose one to keep a label.")
+    } else {
+        note
+    };
+    let place = match region.window {
+        Some(w) => format!("step {} {} (window {})", region.step, region.phase, w + 1),
+        None => format!("step {} {}", region.step, region.phase),
+    };
+    html! {
+        <div class="llm-label">
+            <div class="llm-actions">
+                <label>{"Label this window as "}
+                    <select class="llm-label-choice" {onchange}>
+                        <option value="" selected={choice.is_empty()}>{"Choose…"}</option>
+                        { for labels::patterns().map(|p| html! {
+                            <option value={p} selected={choice == p}>{pattern_name(p)}</option>
+                        }) }
+                    </select>
+                </label>
+                <button class="llm-keep" disabled={choice.is_empty()} onclick={keep}>
+                    { if kept.is_some() { "Update label" } else { "Keep as label" } }
+                </button>
+            </div>
+            <p class="llm-label-note">{note}</p>
+            if let Some(l) = kept {
+                <p class="llm-kept">
+                    {format!("Kept: {place} is {}. ", pattern_name(&l.pattern))}
+                    <button class="llm-unkeep" onclick={
+                        let l = l.clone();
+                        on.reform(move |_| Msg::Unkeep(l.clone()))
+                    }>{"Remove"}</button>
+                </p>
+            }
+        </div>
+    }
+}
+
+/// The kept labels and their export, when there are any.
+fn labels_bar(state: &State, on: &Callback<Msg>) -> Html {
+    if state.labels.is_empty() {
+        return Html::default();
+    }
+    let traces: std::collections::BTreeSet<_> =
+        state.labels.iter().map(|l| &l.fingerprint).collect();
+    html! {
+        <div class="llm-labels">
+            <div class="llm-actions">
+                <span class="llm-labels-count">{format!(
+                    "{} label(s) kept for {} trace(s), in this page only (not in share links or saved \
+                     reports) until exported.", state.labels.len(), traces.len()
+                )}</span>
+                <button class="llm-export-labels" onclick={on.reform(|_| Msg::ExportLabels)}>{"Export labels"}</button>
+            </div>
+            <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap eval --labels"}</code>
+                {" and "}<code>{"ttap features --labels"}</code>{" with the trace)."}</p>
+            if let Some(e) = &state.export_error {
+                <p class="llm-error" role="alert">{e}</p>
+            }
+        </div>
+    }
+}
+
+/// The button that opens the settings panel.
+pub fn settings_button(state: &State, on: &Callback<Msg>) -> Html {
+    html! {
+        <button class="llm-settings-button" aria-expanded={state.settings_open.to_string()}
+            onclick={on.reform(|_| Msg::ToggleSettings)}>{"LLM settings"}</button>
+    }
+}
+
+/// The settings panel, when open.
+pub fn settings_panel(state: &State, on: &Callback<Msg>) -> Html {
+    if !state.settings_open {
+        return Html::default();
+    }
+    let s = &state.settings;
+    // Each field sends the whole settings with its change.
+    let text = |id: &'static str,
+                label: &'static str,
+                kind: &'static str,
+                value: String,
+                set: fn(&mut Settings, String)| {
+        let (current, on) = (s.clone(), on.clone());
+        let oninput = Callback::from(move |e: InputEvent| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let mut next = current.clone();
+            set(&mut next, input.value());
+            on.emit(Msg::Settings(next));
+        });
+        html! {
+            <label for={id}>{label}
+                <input {id} type={kind} {value} {oninput} autocomplete="off" spellcheck="false" />
+            </label>
+        }
+    };
+    let number =
+        |id: &'static str, label: &'static str, value: u64, set: fn(&mut Settings, u64)| {
+            let (current, on) = (s.clone(), on.clone());
+            let onchange = Callback::from(move |e: Event| {
+                let input: HtmlInputElement = e.target_unchecked_into();
+                let mut next = current.clone();
+                match input.value().trim().parse::<u64>() {
+                    Ok(v) if v > 0 => set(&mut next, v),
+                    // Not a positive whole number: the field shows the current value again.
+                    _ => input.set_value(&value.to_string()),
+                }
+                on.emit(Msg::Settings(next));
+            });
+            html! {
+                <label for={id}>{label}
+                    <input {id} type="number" min="1" value={value.to_string()} {onchange} />
+                </label>
+            }
+        };
+    let check = |id: &'static str,
+                 label: &'static str,
+                 checked: bool,
+                 set: fn(&mut Settings, bool)| {
+        let (current, on) = (s.clone(), on.clone());
+        let onchange = Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let mut next = current.clone();
+            set(&mut next, input.checked());
+            on.emit(Msg::Settings(next));
+        });
+        html! {
+            <label class="check" for={id}><input {id} type="checkbox" {checked} {onchange} />{label}</label>
+        }
+    };
+    let on_protocol = {
+        let (current, on) = (s.clone(), on.clone());
+        Callback::from(move |e: Event| {
+            let select: HtmlSelectElement = e.target_unchecked_into();
+            let mut next = current.clone();
+            next.endpoint.protocol = if select.value() == "ollama" {
+                Protocol::Ollama
+            } else {
+                Protocol::OpenAi
+            };
+            on.emit(Msg::Settings(next));
+        })
+    };
+    let ollama = s.endpoint.protocol == Protocol::Ollama;
+    html! {
+        <div class="llm-settings" role="dialog" aria-label="LLM settings">
+            <div class="llm-grid">
+                { text("llm-url", "Endpoint URL", "url", s.endpoint.url.clone(), |s, v| s.endpoint.url = v) }
+                <label for="llm-protocol">{"Protocol"}
+                    <select id="llm-protocol" onchange={on_protocol}>
+                        <option value="openai" selected={!ollama}>{"OpenAI-compatible (/v1/chat/completions)"}</option>
+                        <option value="ollama" selected={ollama}>{"Ollama (/api/chat)"}</option>
+                    </select>
+                </label>
+                { text("llm-model", "Model", "text", s.endpoint.model.clone(), |s, v| s.endpoint.model = v) }
+                { text("llm-key", "API key (optional)", "password", s.endpoint.api_key.clone().unwrap_or_default(),
+                    |s, v| s.endpoint.api_key = Some(v).filter(|k| !k.is_empty())) }
+                { number("llm-budget", "Token budget per request", s.summary.budget as u64, |s, v| s.summary.budget = v as usize) }
+                { number("llm-max-tokens", "Answer tokens at most", u64::from(s.endpoint.max_tokens),
+                    |s, v| s.endpoint.max_tokens = u32::try_from(v).unwrap_or(u32::MAX)) }
+                { number("llm-timeout", "Timeout (seconds)", s.endpoint.timeout_s, |s, v| s.endpoint.timeout_s = v) }
+            </div>
+            <div class="llm-checks">
+                { check("llm-remember-key", "Remember the API key on this device (otherwise it is kept for this tab only, until it closes)",
+                    s.remember_key, |s, v| s.remember_key = v) }
+                { check("llm-stream", "Stream the answer", s.endpoint.stream, |s, v| s.endpoint.stream = v) }
+                { check("llm-redact", "Redact file paths, host names and the names to hide", s.summary.redact, |s, v| s.summary.redact = v) }
+                { text("llm-names", "Names to hide (comma-separated: models, modules, projects)", "text", s.summary.module_names.join(", "), |s, v| {
+                    s.summary.module_names = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
+                }) }
+            </div>
+            <p class="llm-note">{"Kept in this browser only (the API key for this tab's session unless you \
+                choose to remember it): never in a share link, a saved report or a message. Nothing is sent until you press Send on a previewed request, and then only to this \
+                endpoint. A server on another origin must allow this page's origin ("}<code>{page_origin()}</code>{")."}</p>
+            if let Some(e) = &state.storage_error {
+                <p class="llm-error" role="alert">{format!("The settings apply to this page but could not be kept: {e}.")}</p>
+            }
+            <button class="llm-forget" onclick={on.reform(|_| Msg::ForgetSettings)}>{"Forget these settings"}</button>
+        </div>
+    }
+}
+
+/// Why a finding has no prompt: `llm::summary` summarizes a window of a steady-state step.
+const NO_WINDOW: &str = "No window of this finding can be summarized for an LLM: the trace has no \
+    steady-state step with windows.";
+
+/// The question about one flagged window (`key`) of `file`: a button, then the preview, then
+/// the answer.
+pub fn ask(state: &State, file: usize, key: &str, on: &Callback<Msg>) -> Html {
+    let slot = (file, key.to_string());
+    let k = key.to_string();
+    let close = on.reform(move |_| Msg::Close(file, k.clone()));
+    let k = key.to_string();
+    let preview = on.reform(move |_| Msg::Preview(file, k.clone()));
+    let Some(exchange) = state.exchanges.get(&slot) else {
+        if let Some(Prompts::Ready(..)) = state.prompts.get(&file) {
+            if state.prompt(file, key).is_none() {
+                return html! {
+                    <p class="llm-none">{NO_WINDOW}</p>
+                };
+            }
+        }
+        return html! {
+            <div class="llm"><button class="llm-ask" onclick={preview}>{"Ask the LLM…"}</button></div>
+        };
+    };
+    let body = match exchange {
+        Exchange::Preview => preview_view(state, file, key, on, close),
+        Exchange::Sending { text, .. } => {
+            let k = key.to_string();
+            html! {
+                <div class="llm-answer streaming" aria-live="polite">
+                    <div class="llm-head">
+                        <span class="llm-status">{"Answer arriving…"}</span>
+                        <button class="llm-cancel" onclick={on.reform(move |_| Msg::Cancel(file, k.clone()))}>{"Cancel"}</button>
+                    </div>
+                    <pre class="llm-text">{text}</pre>
+                </div>
+            }
+        }
+        Exchange::Answered(answer) => html! {
+            <div class="llm-answer done">
+                { answer_view(answer) }
+                <div class="llm-actions">
+                    <button class="llm-again" onclick={preview}>{"Ask again"}</button>
+                    <button class="llm-close" onclick={close}>{"Close"}</button>
+                </div>
+            </div>
+        },
+        Exchange::Failed { message, text } => html! {
+            <div class="llm-answer failed">
+                <p class="llm-error" role="alert">{message}</p>
+                if !text.is_empty() {
+                    <p class="llm-partial-label">{"What had arrived:"}</p>
+                    <pre class="llm-text">{text}</pre>
+                }
+                <div class="llm-actions">
+                    <button class="llm-again" onclick={preview}>{"Try again"}</button>
+                    <button class="llm-close" onclick={close}>{"Close"}</button>
+                </div>
+            </div>
+        },
+    };
+    html! { <div class="llm">{body}</div> }
+}
+
+fn preview_view(
+    state: &State,
+    file: usize,
+    key: &str,
+    on: &Callback<Msg>,
+    close: Callback<MouseEvent>,
+) -> Html {
+    let prompt = match state.prompts.get(&file) {
+        None | Some(Prompts::Pending(_)) => {
+            return html! { <div class="llm-preview"><p class="llm-status">{"Summarizing the window…"}</p></div> };
+        }
+        Some(Prompts::Failed(_, e)) => {
+            return html! {
+                <div class="llm-preview">
+                    <p class="llm-error" role="alert">{format!("Could not summarize the window: {e}")}</p>
+                    <button class="llm-close" onclick={close}>{"Close"}</button>
+                </div>
+            };
+        }
+        Some(Prompts::Ready(..)) => match state.prompt(file, key) {
+            Some(p) => p,
+            None => {
+                return html! {
+                    <div class="llm-preview">
+                        <p class="llm-none">{NO_WINDOW}</p>
+                        <button class="llm-close" onclick={close}>{"Close"}</button>
+                    </div>
+                };
+            }
+        },
+    };
+    let endpoint = &state.settings.endpoint;
+    let body = endpoint.body(prompt);
+    let budget = state.settings.summary.budget;
+    let dropped = match prompt.dropped_lines {
+        0 => String::new(),
+        n => format!("; {n} summary line(s) left out to fit"),
+    };
+    let meta = format!(
+        "POST {} · {} ({} bytes) · about {} tokens: the messages {} of the {}-token budget{dropped}.",
+        endpoint.chat_url(),
+        bytes(body.len() as u64),
+        count(body.len() as u64),
+        count(estimate_tokens(&body) as u64),
+        count(prompt.tokens as u64),
+        count(budget as u64),
+    );
+    let headers = if endpoint.api_key.is_some() {
+        "Headers: Content-Type: application/json, and the API key as Authorization: Bearer …; \
+         no cookies, no referrer."
+    } else {
+        "Headers: Content-Type: application/json; no key, no cookies, no referrer."
+    };
+    let send = {
+        let (k, body) = (key.to_string(), body.clone());
+        on.reform(move |_| Msg::Send(file, k.clone(), body.clone()))
+    };
+    html! {
+        <div class="llm-preview">
+            <p class="llm-meta">{meta}<br />{headers}</p>
+            <details class="llm-readable">
+                <summary>{"The summary as the model reads it"}</summary>
+                <pre>{&prompt.user}</pre>
+            </details>
+            <p class="llm-body-label">{"The exact request body:"}</p>
+            <pre class="llm-body">{body}</pre>
+            <div class="llm-actions">
+                <button class="llm-send button primary" onclick={send}>{"Send"}</button>
+                <button class="llm-close" onclick={close}>{"Close"}</button>
+                <span class="llm-note">{"Nothing is sent until you press Send."}</span>
+            </div>
+        </div>
+    }
+}
+
+fn answer_view(a: &Answer) -> Html {
+    if !a.structured() {
+        return html! { <pre class="llm-text">{&a.text}</pre> };
+    }
+    let field = |label: &'static str, class: &'static str, value: &Option<String>| match value {
+        Some(v) => html! { <><dt>{label}</dt><dd class={class}>{v}</dd></> },
+        None => Html::default(),
+    };
+    html! {
+        <>
+            <dl class="llm-structured">
+                { field("Anti-pattern", "llm-anti-pattern", &a.anti_pattern) }
+                { field("Explanation", "llm-explanation", &a.explanation) }
+                { field("Fix", "llm-fix", &a.fix) }
+                if let Some(c) = a.confidence {
+                    <dt>{"Confidence"}</dt><dd class="llm-confidence">{format!("{:.0}%", c * 100.0)}</dd>
+                }
+            </dl>
+            <details class="llm-raw">
+                <summary>{"The model's text"}</summary>
+                <pre class="llm-text">{&a.text}</pre>
+            </details>
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct RegionsProps {
+    pub state: Rc<State>,
+    /// The trace the regions are in: its file index, name and fingerprint (for the labels).
+    pub outcome: Rc<Outcome>,
+    pub on: Callback<Msg>,
+}
+
+/// The question about an unexplained region: the regions the worker summarized to choose from
+/// (a trace may have dozens), and the chosen one's question.
+#[function_component(Regions)]
+pub fn regions(props: &RegionsProps) -> Html {
+    let chosen = use_state(|| None::<String>);
+    let file = props.outcome.file;
+    let Some(Prompts::Ready(_, prompts)) = props.state.prompts.get(&file) else {
+        return Html::default();
+    };
+    let regions: Vec<&Prompt> = prompts
+        .iter()
+        .filter(|p| p.key.starts_with("unexplained:"))
+        .collect();
+    let Some(first) = regions.first() else {
+        return Html::default();
+    };
+    let key = chosen
+        .as_ref()
+        .filter(|k| regions.iter().any(|p| &p.key == *k))
+        .unwrap_or(&first.key)
+        .clone();
+    let onchange = Callback::from(move |e: Event| {
+        let select: HtmlSelectElement = e.target_unchecked_into();
+        chosen.set(Some(select.value()));
+    });
+    html! {
+        <div class="llm-region">
+            <label>{"Ask the LLM about a region: "}
+                <select class="llm-region-select" {onchange}>
+                    { for regions.iter().map(|p| html! {
+                        <option value={p.key.clone()} selected={p.key == key}>{region_title(p)}</option>
+                    }) }
+                </select>
+            </label>
+            { ask(&props.state, file, &key, &props.on) }
+            if let Some(region) = region_label(&props.outcome, &key) {
+                { keep_view(&props.state, file, &key, region, &props.on) }
+            }
+            { labels_bar(&props.state, &props.on) }
+        </div>
+    }
+}
+
+/// A region's title with its window's number (`unexplained:<step>:<index>`): several windows
+/// of one step can share a phase.
+pub(super) fn region_title(p: &Prompt) -> String {
+    match p
+        .key
+        .rsplit(':')
+        .next()
+        .and_then(|i| i.parse::<usize>().ok())
+    {
+        Some(i) => format!("{}, window {}", p.title, i + 1),
+        None => p.title.clone(),
+    }
+}

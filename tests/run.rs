@@ -193,6 +193,9 @@ fn ttap_analyze_on_a_folder_prints_the_run_view() {
     assert_eq!(v["run"]["findings"][0]["rank"], 5);
     assert_eq!(v["run"]["findings"][0]["steps"][0], FIRST_STEP + 5);
     assert_eq!(v["reports"].as_array().map(Vec::len), Some(8));
+    assert!(v["reports"][0]["fingerprint"]
+        .as_str()
+        .is_some_and(|f| f.starts_with("fp1-")));
     // The straggler is a high-severity run finding: it gates CI.
     assert_eq!(ttap(&["analyze", "--fail-on", "high", d]).0, 1);
     // One rank alone is no run.

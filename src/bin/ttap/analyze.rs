@@ -10,6 +10,7 @@ use torchtraceap::ingest::IngestOptions;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::run::{is_run, render, RunView};
+use torchtraceap::share::fingerprint;
 
 use crate::inspect::read_file;
 
@@ -91,7 +92,11 @@ pub fn run(args: &Args) -> ExitCode {
     let mut text = String::new();
     let mut profiles = Vec::new();
     for (path, outcome) in files.iter().zip(analyze_all(&files)) {
-        let (report, profile) = match outcome {
+        let Kept {
+            report,
+            profile,
+            fingerprint,
+        } = match outcome {
             Ok(done) => done,
             Err(e) => {
                 eprintln!("error: {}: {e}", path.display());
@@ -110,7 +115,11 @@ pub fn run(args: &Args) -> ExitCode {
                 text.push_str(&report.to_markdown(&path.display().to_string()));
                 text.push('\n');
             }
-            Format::Json => json.push(serde_json::json!({ "file": path, "report": report })),
+            Format::Json => json.push(serde_json::json!({
+                "file": path,
+                "fingerprint": fingerprint,
+                "report": report,
+            })),
         }
         profiles.push(profile);
     }
@@ -180,8 +189,15 @@ fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
     Ok((files, folder))
 }
 
-/// One file's report and profile, or why it could not be read.
-type Analyzed = Result<(Report, Profile), String>;
+/// What is kept of one analyzed file: its report, compact profile and fingerprint.
+pub struct Kept {
+    pub report: Report,
+    pub profile: Profile,
+    pub fingerprint: String,
+}
+
+/// One file's `Kept`, or why it could not be read.
+type Analyzed = Result<Kept, String>;
 
 /// Each file's report and profile, analyzed on up to as many threads as there are cores; only
 /// the report and the compact profile outlive a file's analysis.
@@ -209,7 +225,7 @@ fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
         .collect()
 }
 
-/// One file's report and compact profile.
+/// One file's report, compact profile and fingerprint.
 pub fn analyze_one(path: &Path) -> Analyzed {
     let ingested = read_file(path, IngestOptions::default()).map_err(|e| e.to_string())?;
     let analysis = Analysis::new(&ingested.trace);
@@ -219,5 +235,9 @@ pub fn analyze_one(path: &Path) -> Analyzed {
         || path.display().to_string(),
         |n| n.to_string_lossy().into(),
     );
-    Ok((report, Profile::new(&label, &analysis, &findings.findings)))
+    Ok(Kept {
+        profile: Profile::new(&label, &analysis, &findings.findings),
+        fingerprint: fingerprint(&ingested.trace),
+        report,
+    })
 }

@@ -42,8 +42,9 @@ pub struct Args {
 
 /// The profile of one trace file, with a batch size given on the command line.
 fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
-    let (_, mut profile) =
-        crate::analyze::analyze_one(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut profile = crate::analyze::analyze_one(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .profile;
     if let Some(size) = batch {
         profile.batch = Some(Batch {
             size,

@@ -172,13 +172,17 @@ impl ModuleTree {
                 node = n.parent.map_or(NONE, |p| p as u32);
             }
         }
-        tree.nodes = preorder(b.nodes);
+        tree.nodes = by_time(b.nodes);
         Some(tree)
     }
 }
 
-/// The nodes in preorder, siblings by GPU time then CPU time (most first), parents renumbered.
-fn preorder(nodes: Vec<ModuleNode>) -> Vec<ModuleNode> {
+/// The indices of `nodes` (each with its `parent`) in preorder, siblings ordered by `cmp` (ties
+/// by index): how the tree is stored, and how the web app re-sorts it.
+pub fn preorder(
+    nodes: &[ModuleNode],
+    cmp: impl Fn(&ModuleNode, &ModuleNode) -> std::cmp::Ordering,
+) -> Vec<usize> {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut roots = Vec::new();
     for (k, n) in nodes.iter().enumerate() {
@@ -188,25 +192,34 @@ fn preorder(nodes: Vec<ModuleNode>) -> Vec<ModuleNode> {
         }
     }
     let order = |list: &mut Vec<usize>| {
-        list.sort_by(|&x, &y| {
-            (nodes[y].gpu_ns, nodes[y].cpu_ns)
-                .cmp(&(nodes[x].gpu_ns, nodes[x].cpu_ns))
-                .then(x.cmp(&y))
-        })
+        list.sort_by(|&x, &y| cmp(&nodes[x], &nodes[y]).then(x.cmp(&y)));
     };
     order(&mut roots);
-    for c in &mut children {
-        order(c);
-    }
-    let mut out: Vec<ModuleNode> = Vec::with_capacity(nodes.len());
-    let mut new_index = vec![0usize; nodes.len()];
+    children.iter_mut().for_each(order);
+    let mut out = Vec::with_capacity(nodes.len());
     let mut stack: Vec<usize> = roots.into_iter().rev().collect();
     while let Some(k) = stack.pop() {
-        new_index[k] = out.len();
-        let mut n = nodes[k].clone();
-        n.parent = n.parent.map(|p| new_index[p]);
-        out.push(n);
+        out.push(k);
         stack.extend(children[k].iter().rev());
     }
     out
+}
+
+/// The nodes in preorder, siblings by GPU time then CPU time (most first), parents renumbered.
+fn by_time(nodes: Vec<ModuleNode>) -> Vec<ModuleNode> {
+    let order = preorder(&nodes, |a, b| {
+        (b.gpu_ns, b.cpu_ns).cmp(&(a.gpu_ns, a.cpu_ns))
+    });
+    let mut new_index = vec![0usize; nodes.len()];
+    for (at, &k) in order.iter().enumerate() {
+        new_index[k] = at;
+    }
+    order
+        .iter()
+        .map(|&k| {
+            let mut n = nodes[k].clone();
+            n.parent = n.parent.map(|p| new_index[p]);
+            n
+        })
+        .collect()
 }

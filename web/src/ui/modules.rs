@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use torchtraceap::modules::{ModuleNode, ModuleTree};
+use torchtraceap::modules::{preorder, ModuleNode, ModuleTree};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -44,39 +44,15 @@ const SERIES: [Series; 1] = [Series {
 /// The nodes in preorder with siblings ordered by `key` (largest first; names A to Z), down to
 /// `depth`.
 fn ordered(tree: &ModuleTree, key: Key, depth: usize) -> Vec<usize> {
-    let nodes = &tree.nodes;
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut roots = Vec::new();
-    for (k, n) in nodes.iter().enumerate() {
-        match n.parent {
-            Some(p) => children[p].push(k),
-            None => roots.push(k),
-        }
-    }
-    let sort = |list: &mut Vec<usize>| {
-        list.sort_by(|&x, &y| {
-            let (a, b) = (&nodes[x], &nodes[y]);
-            match key {
-                Key::Gpu => b.gpu_ns.cmp(&a.gpu_ns),
-                Key::Cpu => b.cpu_ns.cmp(&a.cpu_ns),
-                Key::Calls => b.calls.cmp(&a.calls),
-                Key::Name => a.name.cmp(&b.name),
-            }
-            .then(x.cmp(&y))
-        })
-    };
-    sort(&mut roots);
-    children.iter_mut().for_each(sort);
-    let mut out = Vec::new();
-    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
-    while let Some(k) = stack.pop() {
-        if nodes[k].depth > depth {
-            continue;
-        }
-        out.push(k);
-        stack.extend(children[k].iter().rev());
-    }
-    out
+    preorder(&tree.nodes, |a, b| match key {
+        Key::Gpu => b.gpu_ns.cmp(&a.gpu_ns),
+        Key::Cpu => b.cpu_ns.cmp(&a.cpu_ns),
+        Key::Calls => b.calls.cmp(&a.calls),
+        Key::Name => a.name.cmp(&b.name),
+    })
+    .into_iter()
+    .filter(|&k| tree.nodes[k].depth <= depth)
+    .collect()
 }
 
 fn share(part: i64, whole: i64) -> f64 {

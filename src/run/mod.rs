@@ -4,9 +4,10 @@
 //! imbalance as findings with evidence.
 //!
 //! Steps are matched across ranks by their number (`ProfilerStep#N`), by position where the
-//! numbers do not meet. A rank's **collective wait** in a step is its collective time beyond the
-//! least any rank spent in collectives that step: the time it sat in a collective for a slower
-//! peer. Its **own time** is the step minus that wait: the work it did itself. The **critical
+//! numbers do not meet. A rank's **collective wait** in a step is its exposed collective time
+//! (collectives with no compute alongside) beyond the least any rank had that step: the time it
+//! sat idle in a collective for a slower peer (a collective overlapped by the rank's own compute
+//! is not waiting). Its **own time** is the step minus that wait: the work it did itself. The **critical
 //! rank** of a step has the most own time. A rank is a **straggler** in a step when its own time
 //! exceeds the median rank's by [`STRAGGLER_MARGIN_PCT`] and [`STRAGGLER_MIN_MS`]; where that
 //! happens in at least half of the steady steps it is **load imbalance** instead (a rank with
@@ -170,15 +171,15 @@ impl RunView {
         let mut steps = Vec::new();
         for (j, &number) in numbers.iter().enumerate() {
             let facts: Vec<Option<&StepFacts>> = table.iter().map(|r| r[j]).collect();
-            let least_collective = facts
+            let least_exposed = facts
                 .iter()
                 .flatten()
-                .map(|f| f.collective_ns)
+                .map(|f| f.exposed_comm_ns)
                 .min()
                 .unwrap_or(0);
             let wait: Vec<Option<f64>> = facts
                 .iter()
-                .map(|f| f.map(|f| (f.collective_ns - least_collective) as f64 / MS))
+                .map(|f| f.map(|f| (f.exposed_comm_ns - least_exposed) as f64 / MS))
                 .collect();
             let step_ms: Vec<Option<f64>> = facts
                 .iter()

@@ -179,6 +179,15 @@ fn hta_trace_compare_pair_agrees_with_the_raw_events() {
         .expect("the integer add on both sides");
     assert_eq!((add.before_count, add.after_count), (3, 2));
     assert_eq!(c.gpu_work.changed[0].name, add.name, "the largest change");
+    // The test trace's last step launches nothing (warm-up by the window rule): step 1009 is
+    // matched with step 1009 only, and they last the same.
+    assert_eq!((c.step_ms.before.n, c.step_ms.after.n), (1, 1));
+    assert_eq!(
+        (c.pairs[0].before_step, c.pairs[0].after_step),
+        (1009, 1009)
+    );
+    assert_eq!(c.step_ms.delta_ms, 0.0);
+    assert_eq!(c.step_ms.significant, None, "one step a side: no spread");
     let mut added: Vec<&str> = c.cpu_ops.added.iter().map(|n| n.name.as_str()).collect();
     added.sort();
     assert_eq!(

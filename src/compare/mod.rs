@@ -2,8 +2,8 @@
 //! spread, the step split, GPU busy share, the GPU work and CPU operators whose time changed most
 //! (matched by normalized name), findings fixed, new and unchanged, and a verdict line.
 //!
-//! Steady-state steps (warm-up left out) are compared; they are paired by position for the
-//! per-step table. Step time is "no significant change" when the difference of the means is
+//! Steady-state steps (warm-up left out) are matched by position: the first `n` of each side, `n`
+//! the fewer; step time, throughput, GPU busy share and the split are of those steps. Step time is "no significant change" when the difference of the means is
 //! within twice its standard error (Welch: `sqrt(sd_b²/n_b + sd_a²/n_a)`), the spread of the
 //! steps covering it, or under [`MIN_CHANGE_PCT`] of the step. Names are compared over the whole trace, per step (total ÷ steps).
 
@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
-use crate::profile::{NameTotal, Profile};
+use crate::profile::{NameTotal, Profile, StepFacts};
 
 /// A step-time difference is significant beyond this many standard errors…
 pub const SIGNIFICANCE_SE: f64 = 2.0;
@@ -197,13 +197,25 @@ fn side(p: &Profile) -> Side {
     }
 }
 
-fn steady_ms(p: &Profile) -> Vec<f64> {
-    p.steady().iter().map(|s| s.dur_ns as f64 / 1e6).collect()
+/// The steady steps both sides have, matched by position: the first `n` steady steps of each,
+/// `n` the fewer of the two (all of them where a side has none).
+fn matched<'p>(p: &'p Profile, other: &Profile) -> Vec<&'p StepFacts> {
+    let mut steady = p.steady();
+    let n = other.steady().len();
+    if n > 0 {
+        steady.truncate(n);
+    }
+    steady
+}
+
+fn ms(steps: &[&StepFacts]) -> Vec<f64> {
+    steps.iter().map(|s| s.dur_ns as f64 / 1e6).collect()
 }
 
 impl Comparison {
     pub fn new(before: &Profile, after: &Profile) -> Comparison {
-        let (b_ms, a_ms) = (steady_ms(before), steady_ms(after));
+        let (b_steps, a_steps) = (matched(before, after), matched(after, before));
+        let (b_ms, a_ms) = (ms(&b_steps), ms(&a_steps));
         let (sb, sa) = (Spread::of(&b_ms), Spread::of(&a_ms));
         let se =
             (sb.sd_ms.powi(2) / sb.n.max(1) as f64 + sa.sd_ms.powi(2) / sa.n.max(1) as f64).sqrt();
@@ -231,10 +243,9 @@ impl Comparison {
                     steps_per_s.after * a.size as f64,
                 )
             });
-        let pairs = before
-            .steady()
+        let pairs = b_steps
             .iter()
-            .zip(after.steady())
+            .zip(&a_steps)
             .map(|(b, a)| StepPair {
                 before_step: b.number,
                 before_ms: b.dur_ns as f64 / 1e6,
@@ -245,8 +256,8 @@ impl Comparison {
         let mut c = Comparison {
             before: side(before),
             after: side(after),
-            gpu_busy_pct: busy_pct(before).zip(busy_pct(after)),
-            split: split_changes(before, after),
+            gpu_busy_pct: busy_pct(&b_steps).zip(busy_pct(&a_steps)),
+            split: split_changes(&b_steps, &a_steps),
             gpu_work: name_changes(
                 &before.gpu_work,
                 before.step_count(),
@@ -286,17 +297,15 @@ impl Comparison {
     }
 }
 
-/// Mean GPU busy share of the steady steps, in percent.
-fn busy_pct(p: &Profile) -> Option<f64> {
-    let steady = p.steady();
+/// Mean GPU busy share of the steps, in percent.
+fn busy_pct(steady: &[&StepFacts]) -> Option<f64> {
     let busy: i64 = steady.iter().map(|s| s.busy_ns).sum::<Option<i64>>()?;
     let dur: i64 = steady.iter().map(|s| s.dur_ns).sum();
     (dur > 0).then(|| 100.0 * busy as f64 / dur as f64)
 }
 
-/// Mean time of each part over the steady steps, in ms.
-fn mean_parts(p: &Profile) -> Vec<f64> {
-    let steady = p.steady();
+/// Mean time of each part over the steps, in ms.
+fn mean_parts(steady: &[&StepFacts]) -> Vec<f64> {
     Part::ALL
         .iter()
         .map(|&part| {
@@ -307,7 +316,7 @@ fn mean_parts(p: &Profile) -> Vec<f64> {
         .collect()
 }
 
-fn split_changes(before: &Profile, after: &Profile) -> Vec<PartChange> {
+fn split_changes(before: &[&StepFacts], after: &[&StepFacts]) -> Vec<PartChange> {
     let (b, a) = (mean_parts(before), mean_parts(after));
     Part::ALL
         .iter()

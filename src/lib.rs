@@ -5,6 +5,7 @@
 //! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
 
 pub mod attribution;
+pub mod compare;
 pub mod detect;
 pub mod features;
 pub mod ingest;
@@ -12,8 +13,11 @@ pub mod llm;
 pub mod metrics;
 pub mod ml;
 pub mod model;
+pub mod modules;
+pub mod profile;
 pub mod realism;
 pub mod report;
+pub mod run;
 pub mod share;
 pub mod summary;
 pub mod synth;

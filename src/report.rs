@@ -13,7 +13,7 @@
 
 mod markdown;
 
-pub use markdown::{is_hidden, md_code, md_fence, md_text, visible};
+pub use markdown::{is_hidden, md_code, md_code_cell, md_fence, md_text, visible};
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     // Numbers about a time range.
     &["metrics"],
     // One split of each step's time; window features; what a trace holds.
-    &["attribution", "features", "summary"],
+    &["attribution", "features", "summary", "modules"],
     // The rules; the generator's realism statistics.
     &["detect", "realism"],
     // The window detector (trained on generated scenarios, compared with the rules).
@@ -24,7 +24,9 @@ const LAYERS: &[&[&str]] = &[
     // The versioned report of rules and model.
     &["report"],
     // What is made from a report: links, LLM requests, the timeline's bands.
-    &["share", "llm", "timeline"],
+    &["share", "llm", "timeline", "profile"],
+    // What is made from profiles: a before/after comparison, a multi-rank run view.
+    &["compare", "run"],
 ];
 
 fn layer_of(module: &str) -> usize {

@@ -192,10 +192,14 @@ pub fn classify_memcpy(name: &str) -> (CopyDirection, HostMemory) {
     (direction, host)
 }
 
-/// True for collective-communication kernels (NCCL, RCCL, and PyTorch's symmetric-memory
-/// all-reduce kernels).
+/// True for collective-communication kernels (NCCL, RCCL, PyTorch's symmetric-memory all-reduce
+/// kernels, and expert-parallel all-to-all kernels: DeepEP's `deep_ep::…` dispatch and combine,
+/// custom `all_to_all`/`alltoall` kernels).
 pub fn is_collective_kernel(name: &str) -> bool {
     name.starts_with("nccl")
+        || name.contains("deep_ep::")
+        || name.contains("all_to_all")
+        || name.contains("alltoall")
         || name.starts_with("rccl")
         || name.contains("ncclDevKernel")
         || name.contains("ncclKernel")
@@ -370,6 +374,19 @@ mod tests {
             ),
             EventKind::Collective
         );
+        for name in [
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            "rccl_AllGather_RING_SIMPLE",
+            "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)",
+            "void deep_ep::internode_ll::combine<false, 7168, 256>(void*)",
+            "moe_all_to_all_kernel",
+        ] {
+            assert_eq!(
+                classify("kernel", name, false),
+                EventKind::Collective,
+                "{name}"
+            );
+        }
         assert_eq!(
             classify("Runtime", "cudaLaunchKernel", false),
             EventKind::RuntimeCall

@@ -165,7 +165,7 @@ impl Report {
                 w.start_ms,
                 w.duration_ms,
                 100.0 * p,
-                md_code(kind).replace('|', "\\|")
+                md_code_cell(kind)
             );
         }
         if self.unexplained.is_empty() {
@@ -281,6 +281,11 @@ pub fn md_code(text: &str) -> String {
         ""
     };
     format!("{fence}{pad}{body}{pad}{fence}")
+}
+
+/// [`md_code`] for a table cell: its `|` escaped, so that GitHub does not split the cell there.
+pub fn md_code_cell(text: &str) -> String {
+    md_code(text).replace('|', "\\|")
 }
 
 /// Text as a fenced Markdown code block in `language`: its lines kept, other hidden characters

@@ -28,6 +28,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::modules::ModuleTree;
+use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use torchtraceap::summary::Summary;
@@ -340,16 +342,29 @@ pub struct Analyzed {
     /// `share::fingerprint` of the trace: how a shared link finds its trace again. `None` for a
     /// saved report opened again.
     pub fingerprint: Option<String>,
+    /// The trace's compact profile, which the page compares with another file's (the Compare
+    /// view) or puts beside the other ranks' (the Run view): kilobytes, so the page does that
+    /// bounded work itself. `None` for a saved report or a link.
+    #[serde(default)]
+    pub profile: Option<Profile>,
+    /// GPU and CPU time per model module (`modules::ModuleTree`), when the trace has module
+    /// frames; the worker adds it. `None` otherwise, and for a report or a link.
+    #[serde(default)]
+    pub modules: Option<ModuleTree>,
 }
 
 impl Analyzed {
     /// What the views show of a trace whose report is made (`session::Kept::new` makes it
     /// once and keeps the analysis behind it for later requests).
+    /// The profile and the module tree are the worker's to add (`Profile::new` reads the kept
+    /// analysis).
     pub fn with_report(ingested: &Ingested, report: Report) -> Analyzed {
         Analyzed {
             summary: Some(Summary::of(ingested, TABLE_ROWS)),
             report,
             fingerprint: Some(share::fingerprint(&ingested.trace)),
+            profile: None,
+            modules: None,
         }
     }
 }

@@ -10,6 +10,8 @@ use std::cell::RefCell;
 
 use js_sys::Uint8Array;
 use torchtraceap::ingest::{Ingest, IngestOptions};
+use torchtraceap::modules::ModuleTree;
+use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use wasm_bindgen::prelude::*;
@@ -138,6 +140,8 @@ async fn read_report(blob: &Blob) -> Result<Analysis, String> {
         summary: None,
         report,
         fingerprint: None,
+        profile: None,
+        modules: None,
     };
     Ok((analyzed, None))
 }
@@ -151,7 +155,9 @@ async fn analyze_trace(
         progress.stage = Stage::Analyzing;
         post(scope, &FromWorker::Progress(progress.clone()));
         let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
-        let analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
+        analyzed.modules = ModuleTree::of(&kept.ingested.trace);
         Ok((analyzed, Some(kept)))
     })
 }

@@ -1,11 +1,15 @@
 //! `ttap analyze FILE...`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use torchtraceap::detect::{self, Analysis, Severity};
 use torchtraceap::ingest::IngestOptions;
+use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
+use torchtraceap::run::{is_run, render, RunView};
 use torchtraceap::share::fingerprint;
 
 use crate::inspect::read_file;
@@ -25,7 +29,10 @@ pub enum FailOn {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Trace files: Kineto JSON (`*.pt.trace.json`), plain or gzip-compressed.
+    /// Trace files: Kineto JSON (`*.pt.trace.json`), plain or gzip-compressed; or folders, whose
+    /// `.json` and `.gz` files are read. Several ranks of one job (or a folder) also get the run
+    /// view: per-rank step time, busy share, communication, the critical rank per step,
+    /// stragglers.
     #[arg(required_unless_present = "list")]
     files: Vec<PathBuf>,
     /// Output format.
@@ -72,39 +79,71 @@ pub fn run(args: &Args) -> ExitCode {
         FailOn::Medium => Severity::Medium,
         FailOn::High => Severity::High,
     });
+    let (files, folder) = match expand(&args.files) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut unusable = false;
     let mut gated = false;
     let mut json = Vec::new();
-    for path in &args.files {
-        let ingested = match read_file(path, IngestOptions::default()) {
-            Ok(i) => i,
+    let mut text = String::new();
+    let mut profiles = Vec::new();
+    for (path, outcome) in files.iter().zip(analyze_all(&files)) {
+        let Kept {
+            report,
+            profile,
+            fingerprint,
+        } = match outcome {
+            Ok(done) => done,
             Err(e) => {
                 eprintln!("error: {}: {e}", path.display());
                 unusable = true;
                 continue;
             }
         };
-        let analysis = Analysis::new(&ingested.trace);
-        let findings = detect::run(&analysis);
-        gated |= gate.is_some_and(|g| findings.findings.iter().any(|f| f.severity >= g));
-        let report = Report::new(&analysis, &findings);
+        gated |= gate.is_some_and(|g| {
+            report
+                .findings
+                .iter()
+                .any(|f| severity(&f.severity).is_some_and(|s| s >= g))
+        });
         match args.format {
-            Format::Md => crate::out(&format!(
-                "{}\n",
-                report.to_markdown(&path.display().to_string())
-            )),
+            Format::Md => {
+                text.push_str(&report.to_markdown(&path.display().to_string()));
+                text.push('\n');
+            }
             Format::Json => json.push(serde_json::json!({
                 "file": path,
-                "fingerprint": fingerprint(&ingested.trace),
+                "fingerprint": fingerprint,
                 "report": report,
             })),
         }
+        profiles.push(profile);
     }
-    if args.format == Format::Json {
-        crate::out(&format!(
+    let run =
+        (profiles.len() >= 2 && (folder || is_run(&profiles))).then(|| RunView::new(&profiles));
+    if let Some(run) = &run {
+        gated |= gate.is_some_and(|g| {
+            run.findings
+                .iter()
+                .any(|f| severity(&f.severity).is_some_and(|s| s >= g))
+        });
+    }
+    match (args.format, &run) {
+        (Format::Md, Some(run)) => crate::out(&format!("{}\n{text}", render::markdown(run))),
+        (Format::Md, None) => crate::out(&text),
+        (Format::Json, Some(run)) => crate::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::json!({ "run": run, "reports": json }))
+                .expect("run views serialize")
+        )),
+        (Format::Json, None) => crate::out(&format!(
             "{}\n",
             serde_json::to_string_pretty(&json).expect("reports serialize")
-        ));
+        )),
     }
     if unusable {
         ExitCode::from(2)
@@ -113,4 +152,92 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn severity(label: &str) -> Option<Severity> {
+    [Severity::Low, Severity::Medium, Severity::High]
+        .into_iter()
+        .find(|s| s.label() == label)
+}
+
+/// The files to read (a folder's `.json` and `.gz` files, sorted) and whether a folder was
+/// given.
+fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+    let mut files = Vec::new();
+    let mut folder = false;
+    for input in inputs {
+        if input.is_dir() {
+            folder = true;
+            let mut inside: Vec<PathBuf> = std::fs::read_dir(input)
+                .map_err(|e| format!("{}: {e}", input.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json" || x == "gz"))
+                .collect();
+            if inside.is_empty() {
+                return Err(format!(
+                    "{}: no .json or .gz trace in this folder",
+                    input.display()
+                ));
+            }
+            inside.sort();
+            files.extend(inside);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    Ok((files, folder))
+}
+
+/// What is kept of one analyzed file: its report, compact profile and fingerprint.
+pub struct Kept {
+    pub report: Report,
+    pub profile: Profile,
+    pub fingerprint: String,
+}
+
+/// One file's `Kept`, or why it could not be read.
+type Analyzed = Result<Kept, String>;
+
+/// Each file's report and profile, analyzed on up to as many threads as there are cores; only
+/// the report and the compact profile outlive a file's analysis.
+fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<Analyzed>>> = Mutex::new(files.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(path) = files.get(k) else { break };
+                let outcome = analyze_one(path);
+                done.lock().expect("no worker panics")[k] = Some(outcome);
+            });
+        }
+    });
+    done.into_inner()
+        .expect("no worker panics")
+        .into_iter()
+        .map(|o| o.expect("every file analyzed"))
+        .collect()
+}
+
+/// One file's report, compact profile and fingerprint.
+pub fn analyze_one(path: &Path) -> Analyzed {
+    let ingested = read_file(path, IngestOptions::default()).map_err(|e| e.to_string())?;
+    let analysis = Analysis::new(&ingested.trace);
+    let findings = detect::run(&analysis);
+    let report = Report::new(&analysis, &findings);
+    let label = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    Ok(Kept {
+        profile: Profile::new(&label, &analysis, &findings.findings),
+        fingerprint: fingerprint(&ingested.trace),
+        report,
+    })
 }

@@ -2,11 +2,13 @@
 
 mod analyze;
 mod bench;
+mod compare;
 mod eval;
 mod eval_rules;
 mod explain;
 mod features;
 mod inspect;
+mod modules;
 mod realism;
 mod share;
 mod synth;
@@ -36,6 +38,13 @@ enum Command {
     /// evidence and fixes (Markdown or JSON). Exit code 1 with --fail-on when a finding is at
     /// least that severe.
     Analyze(analyze::Args),
+    /// Compare two traces, before and after a change: throughput, step time with its spread,
+    /// the step split, GPU busy share, the kernels and operators whose time changed most,
+    /// findings fixed and new, and a verdict line. Exit code 1 with --fail-on-regression.
+    Compare(compare::Args),
+    /// GPU and CPU time by the model's modules (nn.Module frames, record_function labels), as a
+    /// tree: kernels count for the module whose op launched them.
+    Modules(modules::Args),
     /// Measure ingest throughput and peak memory on a large trace built from a real one, against
     /// serde_json skimming the same bytes.
     Bench(bench::Args),
@@ -87,6 +96,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Inspect(args) => inspect::run(&args),
         Command::Analyze(args) => analyze::run(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Modules(args) => modules::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Features(args) => features::run(&args),

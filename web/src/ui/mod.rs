@@ -13,13 +13,16 @@
 //! failed, leaves the previous analysis in place.
 
 mod charts;
+mod compare;
 mod cost;
 mod export;
 mod findings;
 mod format;
 mod llm;
 mod load;
+mod modules;
 mod overview;
+mod run;
 mod share;
 mod table;
 mod timeline;
@@ -74,6 +77,8 @@ pub enum Msg {
     Ask(Rc<ToWorker>),
     /// The LLM settings, previews and answers.
     Llm(llm::Msg),
+    /// The files compared, before and after (indices into the loaded files).
+    Pick((usize, usize)),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -83,6 +88,12 @@ pub enum Tab {
     Kernels,
     Operators,
     Timeline,
+    /// GPU and CPU time per model module.
+    Modules,
+    /// Two loaded traces, before and after.
+    Compare,
+    /// The loaded traces as the ranks of one run.
+    Run,
 }
 
 /// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
@@ -139,6 +150,8 @@ pub struct App {
     selected_finding: Option<String>,
     /// The LLM settings, each file's prompts and the questions asked.
     llm: Rc<llm::State>,
+    /// The files the Compare view shows, before and after.
+    compared: (usize, usize),
 }
 
 /// What a shared link said beyond its report.
@@ -185,6 +198,7 @@ impl Component for App {
             shared: None,
             selected_finding: None,
             llm: Rc::default(),
+            compared: (0, 1),
         };
         let fragment = share::page_fragment();
         if !fragment.is_empty() {
@@ -247,6 +261,7 @@ impl Component for App {
                         Rc::make_mut(&mut self.llm).forget_files();
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
+                        self.compared = (0, 1);
                         self.tab = Tab::Findings;
                         self.selected_finding = None;
                         if let Some(link) = self.shared.take() {
@@ -283,6 +298,7 @@ impl Component for App {
             },
             Msg::Select(i) => self.selected = i,
             Msg::Show(tab) => self.tab = tab,
+            Msg::Pick(pair) => self.compared = pair,
             Msg::SelectFinding(id) => self.selected_finding = Some(id),
             Msg::ShowOnTimeline(id) => {
                 let n = self.timeline_focus.as_ref().map_or(0, |f| f.0) + 1;
@@ -385,6 +401,8 @@ impl App {
                     summary: None,
                     report: link.report,
                     fingerprint: Some(link.fingerprint),
+                    profile: None,
+                    modules: None,
                 };
                 (Ok(analyzed), "the shared analysis")
             }
@@ -576,6 +594,11 @@ impl App {
         };
         let analysis = Rc::clone(file);
         let summary = a.summary.as_ref();
+        let profiles = self
+            .files
+            .iter()
+            .filter(|f| f.result.as_ref().is_ok_and(|a| a.profile.is_some()))
+            .count();
         let content = match (self.tab, summary) {
             (Tab::Findings, _) => html! {
                 <findings::Findings file={analysis} selected={self.selected_finding.clone()}
@@ -590,6 +613,14 @@ impl App {
                     on_finding={link.callback(Msg::OpenFinding)} />
             },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
+            (Tab::Modules, _) if a.modules.is_some() => {
+                html! { <modules::Modules file={analysis} /> }
+            }
+            (Tab::Compare, _) => html! {
+                <compare::Compare files={self.files.clone()} before={self.compared.0}
+                    after={self.compared.1} on_pick={link.callback(Msg::Pick)} />
+            },
+            (Tab::Run, _) => html! { <run::Run files={self.files.clone()} /> },
             _ => html! { <overview::Overview file={analysis} /> },
         };
         let note = match (&self.shared, summary) {
@@ -627,6 +658,15 @@ impl App {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                         { tab(Tab::Timeline, "Timeline".into()) }
+                    }
+                    if a.modules.is_some() {
+                        { tab(Tab::Modules, "Modules".into()) }
+                    }
+                    if profiles >= 2 {
+                        { tab(Tab::Compare, "Compare".into()) }
+                    }
+                    if run::profiles(&self.files).is_some() {
+                        { tab(Tab::Run, "Run".into()) }
                     }
                     <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
                     { llm::settings_button(&self.llm, &link.callback(Msg::Llm)) }

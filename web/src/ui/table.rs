@@ -34,7 +34,7 @@ pub struct TableProps {
     pub rows: Rc<Vec<Row>>,
 }
 
-fn count_f(v: f64) -> String {
+pub fn count_f(v: f64) -> String {
     count(v as u64)
 }
 
@@ -42,7 +42,7 @@ fn us(v: f64) -> String {
     ms(v / 1000.0)
 }
 
-const fn column(label: &'static str, fmt: fn(f64) -> String) -> Column {
+pub const fn column(label: &'static str, fmt: fn(f64) -> String) -> Column {
     Column { label, fmt }
 }
 

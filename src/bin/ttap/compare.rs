@@ -1,0 +1,88 @@
+//! `ttap compare BEFORE AFTER`
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use torchtraceap::compare::{render, Comparison};
+use torchtraceap::profile::{Batch, Profile};
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Md,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trace before the change (Kineto JSON, plain or gzip).
+    before: PathBuf,
+    /// The trace after the change.
+    after: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// The batch size of both runs, when the traces' input shapes do not tell it (samples/s).
+    #[arg(long)]
+    batch_size: Option<u64>,
+    /// The batch size before, when it differs from after's.
+    #[arg(long, conflicts_with = "batch_size")]
+    batch_size_before: Option<u64>,
+    /// The batch size after.
+    #[arg(long, conflicts_with = "batch_size")]
+    batch_size_after: Option<u64>,
+    /// Names listed per table (changed, added, removed).
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Exit with code 1 when throughput (samples/s where batch sizes are known, else steps/s)
+    /// drops by more than PCT percent beyond the spread of the steps (a gate for CI).
+    #[arg(long, value_name = "PCT")]
+    fail_on_regression: Option<f64>,
+}
+
+/// The profile of one trace file, with a batch size given on the command line.
+fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
+    let mut profile = crate::analyze::analyze_one(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .profile;
+    if let Some(size) = batch {
+        profile.batch = Some(Batch {
+            size,
+            source: "given".into(),
+        });
+    }
+    Ok(profile)
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let before = profile_of(&args.before, args.batch_size.or(args.batch_size_before));
+    let after = profile_of(&args.after, args.batch_size.or(args.batch_size_after));
+    let (before, after) = match (before, after) {
+        (Ok(b), Ok(a)) => (b, a),
+        (b, a) => {
+            for e in [b.err(), a.err()].into_iter().flatten() {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let c = Comparison::new(&before, &after);
+    match args.format {
+        Format::Text => crate::out(&render::text(&c, args.top)),
+        Format::Md => crate::out(&render::markdown(&c, args.top)),
+        Format::Json => crate::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&c).expect("comparisons serialize")
+        )),
+    }
+    match (args.fail_on_regression, c.regression_pct()) {
+        (Some(limit), Some(drop)) if drop > limit => {
+            eprintln!(
+                "regression: {} dropped {drop:.1} % (more than {limit} %)",
+                c.throughput().1
+            );
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}

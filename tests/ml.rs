@@ -11,6 +11,7 @@ mod common;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::ml::base_set::{retrain, BaseSet};
 use torchtraceap::ml::eval::auroc;
 use torchtraceap::ml::fit::Params;
 use torchtraceap::ml::train::{
@@ -317,4 +318,48 @@ fn a_cpu_only_trace_is_outside_the_detector_s_domain() {
     assert!(report
         .to_markdown("t")
         .contains("Not applied: the trace holds no GPU work"));
+}
+
+#[test]
+fn retraining_on_the_base_set_and_kept_labels_moves_a_window_toward_its_label() {
+    // The bundled base set (`ttap train` writes it for the web app) and a healthy trace of a
+    // held-out family on the held-out GPU, small enough that its kernels are tiny: the model
+    // flags windows of it as launch-bound. The user keeps those windows as "no anti-pattern".
+    let bytes = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("www/models/base-set.bin.gz"),
+    )
+    .unwrap();
+    let base = BaseSet::decode(&bytes).unwrap();
+    assert_eq!(base.generator, GENERATOR_VERSION);
+    assert!(base.labels.iter().filter(|l| l.is_some()).count() >= 1000);
+    let c = Config {
+        batch: 16,
+        ..mobilenet_on_b200(Vec::new())
+    };
+    let t = ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
+        .unwrap()
+        .trace;
+    let a = Analysis::new(&t);
+    let windows = of_trace(&t, &a.steps);
+    let before = Model::embedded();
+    let flagged: Vec<&Vec<f32>> = windows
+        .iter()
+        .map(|w| &w.values)
+        .filter(|x| before.flags(before.score(x).probability))
+        .collect();
+    assert!(
+        !flagged.is_empty(),
+        "the embedded model flags none of its windows"
+    );
+    let kept: Vec<(Vec<f32>, Option<AntiPattern>)> =
+        flagged.iter().map(|x| ((*x).clone(), None)).collect();
+    let after = retrain(&base, &kept).unwrap();
+    assert!(after
+        .provenance
+        .command
+        .contains(&format!("{} kept labels", kept.len())));
+    for x in &flagged {
+        let (p0, p1) = (before.score(x).probability, after.score(x).probability);
+        assert!(p1 < p0 && !after.flags(p1), "{p0} -> {p1}");
+    }
 }

@@ -10,7 +10,8 @@ use torchtraceap::ml::Model;
 
 #[test]
 fn the_window_model_meets_its_targets_on_the_labelled_real_traces() {
-    let Some(dir) = common::shared_traces("the_window_model_meets_its_targets_on_the_labelled_real_traces")
+    let Some(dir) =
+        common::shared_traces("the_window_model_meets_its_targets_on_the_labelled_real_traces")
     else {
         return;
     };

@@ -8,6 +8,7 @@
 //! embedded from `models/window-forest.json` ([`Model::embedded`]), which records what made it
 //! ([`Provenance`]).
 
+pub mod base_set;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
 pub mod fit;

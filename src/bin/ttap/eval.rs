@@ -413,7 +413,7 @@ fn held_out_section(o: &mut String, model: &Model, rows: &[Scored]) {
             None => false_alarms.push((r.forest_kind.as_str(), 1)),
         }
     }
-    false_alarms.sort_by(|a, b| b.1.cmp(&a.1));
+    false_alarms.sort_by_key(|a| std::cmp::Reverse(a.1));
     let alarms: Vec<String> = false_alarms
         .iter()
         .map(|(k, n)| format!("`{k}` {n}"))

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use torchtraceap::features::NAMES;
+use torchtraceap::ml::base_set::BaseSet;
 use torchtraceap::ml::fit::Params;
 use torchtraceap::ml::train::{train as train_model, Recipe, TRAIN_GPUS, TRAIN_MODELS};
 use torchtraceap::synth::AntiPattern;
@@ -26,6 +27,10 @@ pub struct Args {
     /// Where the model goes.
     #[arg(long, default_value = "models/window-forest.json")]
     out: PathBuf,
+    /// Where the base set goes: the training windows' features and labels (every anomalous one,
+    /// one healthy one in three), which the web app retrains on with the user's kept labels.
+    #[arg(long, default_value = "www/models/base-set.bin.gz")]
+    base_set: PathBuf,
     /// Where the training report (Markdown) goes.
     #[arg(long, default_value = "models/TRAINING.md")]
     report: PathBuf,
@@ -61,6 +66,15 @@ fn train(args: &Args) -> Result<(), String> {
             .map_err(|e| format!("writing {}: {e} (does its folder exist?)", path.display()))
     };
     write(&args.out, &json)?;
+    let windows: Vec<&[f32]> = rows.iter().map(|r| r.features.values.as_slice()).collect();
+    let labels: Vec<_> = rows.iter().map(|r| r.label).collect();
+    let base = BaseSet::sample(&windows, &labels, 3);
+    std::fs::write(&args.base_set, base.encode()).map_err(|e| {
+        format!(
+            "writing {}: {e} (does its folder exist?)",
+            args.base_set.display()
+        )
+    })?;
     let per_kind: Vec<String> = AntiPattern::ALL
         .iter()
         .map(|k| {

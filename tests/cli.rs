@@ -388,10 +388,11 @@ fn synth_with_ranks_writes_one_trace_and_labels_file_per_rank() {
 fn train_writes_a_model_that_eval_reads_and_reports_on() {
     let dir = std::env::temp_dir().join(format!("ttap-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (model, training, evaluation) = (
+    let (model, training, evaluation, base_set) = (
         dir.join("model.json"),
         dir.join("TRAINING.md"),
         dir.join("EVALUATION.md"),
+        dir.join("base-set.bin.gz"),
     );
     let out = ttap(&[
         "train",
@@ -403,10 +404,16 @@ fn train_writes_a_model_that_eval_reads_and_reports_on() {
         model.to_str().unwrap(),
         "--report",
         training.to_str().unwrap(),
+        "--base-set",
+        base_set.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = std::fs::read_to_string(&training).unwrap();
     assert!(report.contains("10 generated traces"), "{report}");
+    // The base set for retraining in the browser: every anomalous window of the ten scenarios.
+    let base =
+        torchtraceap::ml::base_set::BaseSet::decode(&std::fs::read(&base_set).unwrap()).unwrap();
+    assert!(base.labels.iter().any(Option::is_some) && base.labels.iter().any(Option::is_none));
     let out = ttap(&[
         "eval",
         "--model",

@@ -87,7 +87,10 @@ def analyze_batch(ttap, root, rels):
     )
     if done.returncode not in (0, 1, 2):
         raise RuntimeError(f"ttap analyze failed ({done.returncode}): {done.stderr.strip()}")
-    entries = {str(Path(e["file"])): e for e in json.loads(done.stdout or "[]")}
+    # A list of reports, or {"run": …, "reports": […]} when the batch holds ranks of one job.
+    output = json.loads(done.stdout or "[]")
+    reports = output["reports"] if isinstance(output, dict) else output
+    entries = {str(Path(e["file"])): e for e in reports}
     messages = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     out = []
     for rel, path in zip(rels, paths):

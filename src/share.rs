@@ -2,6 +2,9 @@
 //! never send to a server), never the trace. What a link holds is in `facts`; the bounds it is
 //! read within, in `bounds`.
 //!
+//! Over 600 lines: 64 of them are its unit tests (finding the fragment, the version prefix, the
+//! inflate cap, limits naming the place); the link code is 559.
+//!
 //! A link carries facts, not prose. Its fragment is `ttap2.` followed by the base64url (no
 //! padding) of the zlib-compressed (best level) JSON of the link's facts: each finding's detector
 //! id, the index of its fix in the detector's catalogue, its measured figures and its evidence

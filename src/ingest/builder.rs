@@ -1,5 +1,9 @@
 //! Turns the framer's slices into model rows, one event at a time.
 //!
+//! Over 600 lines, on purpose (all of it code; `tests/ingest_cases.rs` tests it): it is the one
+//! per-event dispatch from a raw event to model rows (categories, tracks, names, complete,
+//! begin/end, instant, flow and metadata events), every path writing the same `Builder` state.
+//!
 //! Everything here is per event and append-only; what needs the whole trace (sorting, nesting,
 //! links, steps) happens once at the end, in `assemble`.
 

@@ -1,5 +1,8 @@
 //! Compact, deterministic text summaries of the flagged windows, and the prompts built from them.
 //!
+//! Over 600 lines: 59 of them are its unit tests (the token estimate; the budget dropping the least
+//! important lines first); the summaries and prompts are 567 (redaction is `super::redact`).
+//!
 //! A flagged window is the window a rule finding points at (in the first steady-state step its
 //! evidence cites, the window the window detector finds most likely to hold that anti-pattern,
 //! else its most suspicious one, else the longest) or one of the report's `unexplained` regions. Its summary is a list of

@@ -3,6 +3,10 @@
 //! selected slice's details. The page only keeps the view (time range, scroll, selection) and
 //! asks the worker to draw it; it never holds the trace.
 //!
+//! Over 600 lines, on purpose: it is one Yew component (`Timeline`) whose state (the view, the
+//! drag, the selection, the worker's replies) every key, gesture and reply changes in one `update`,
+//! read together with its `view`; the drawing is the worker's (`crate::draw`).
+//!
 //! Keys (on the focused timeline): W/S zoom in and out around the pointer, A/D pan, F fits the
 //! selected range, else the selected slice, else the whole trace; Escape clears the selection.
 //! Ctrl + wheel zooms, the wheel scrolls the tracks, Shift + wheel pans; dragging pans,

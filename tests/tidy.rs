@@ -1,6 +1,6 @@
 //! Tidy checks that run with the tests: ARCHITECTURE.md names every source file (Rust, and the
 //! end-to-end tests' JavaScript) by its path, and every path it names is there, so the map
-//! cannot drift from the code.
+//! cannot drift from the code; and it stays short enough to read first (20,000 bytes).
 
 use std::path::Path;
 
@@ -101,5 +101,19 @@ fn every_source_path_architecture_md_names_is_there() {
     assert!(
         stale.is_empty(),
         "ARCHITECTURE.md names files that are not there: {stale:?}"
+    );
+}
+
+/// The map is read first, in one sitting: details belong in the modules' own docs.
+const ARCHITECTURE_MAX_BYTES: usize = 20_000;
+
+#[test]
+fn architecture_md_fits_in_one_read() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(root.join("ARCHITECTURE.md")).unwrap().len();
+    assert!(
+        bytes <= ARCHITECTURE_MAX_BYTES,
+        "ARCHITECTURE.md is {bytes} bytes, over {ARCHITECTURE_MAX_BYTES}: move details into the \
+         modules' `//!` docs and keep one short row per file"
     );
 }

@@ -15,7 +15,8 @@ use flate2::Compression;
 use super::fit::{fit, Params};
 use super::{Model, Provenance};
 use crate::features::NAMES;
-use crate::synth::{AntiPattern, GENERATOR_VERSION};
+use crate::model::AntiPattern;
+use crate::synth::GENERATOR_VERSION;
 
 const MAGIC: &[u8; 8] = b"TTAPBASE";
 const FORMAT_VERSION: u32 = 1;

@@ -9,7 +9,8 @@ use super::train::{ingested, label_of, LabelledWindow};
 use super::Model;
 use crate::detect::{self, Analysis, Finding};
 use crate::features::{of_trace, NAMES};
-use crate::synth::{AntiPattern, Config};
+use crate::model::AntiPattern;
+use crate::synth::Config;
 use crate::window::Phase;
 
 /// Area under the ROC curve: the probability that a random positive scores above a random

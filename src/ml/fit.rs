@@ -15,7 +15,7 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 
 use super::{Forest, Model, Provenance, Tree, FORMAT, LEAF, VERSION};
 use crate::features::NAMES;
-use crate::synth::AntiPattern;
+use crate::model::AntiPattern;
 
 /// The forests' sizes.
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::synth::AntiPattern;
+use crate::model::AntiPattern;
 
 /// `pattern` of a window a person judged normal: the word `ttap features` writes for an
 /// unlabelled window.

@@ -16,7 +16,7 @@ use crate::detect::scoring::RealLabels;
 use crate::detect::{self, Analysis};
 use crate::features::{of_trace, WindowFeatures, NAMES};
 use crate::ingest::{ingest_reader, IngestOptions};
-use crate::synth::AntiPattern;
+use crate::model::AntiPattern;
 
 /// One labelled real trace, scored by the three methods.
 #[derive(Clone, Debug)]

@@ -5,8 +5,9 @@ use super::fit::{fit, Params};
 use super::{Model, Provenance};
 use crate::features::{of_trace, WindowFeatures};
 use crate::ingest::{ingest_bytes, IngestOptions};
+use crate::model::AntiPattern;
 use crate::model::Trace;
-use crate::synth::{self, AntiPattern, Config, Gpu, Label};
+use crate::synth::{self, Config, Gpu, Label};
 use crate::window::split;
 
 /// The architectures and GPUs the committed model is trained on…

@@ -17,6 +17,7 @@
 //! The model has no serde derive on its structs (only on a few enums the views copy):
 //! serialization belongs to the views.
 
+pub mod anti_pattern;
 pub mod fingerprint;
 pub mod kernels;
 pub mod kind;
@@ -25,6 +26,7 @@ pub mod strings;
 
 use serde::{Deserialize, Serialize};
 
+pub use anti_pattern::AntiPattern;
 pub use kind::{CopyDirection, EventKind, HostMemory, RuntimeClass};
 pub use strings::{StrId, Strings};
 

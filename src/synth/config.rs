@@ -3,53 +3,7 @@
 
 use super::gpu::Gpu;
 use super::zoo::Model;
-
-/// An anti-pattern the generator can inject; its id is the detector's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AntiPattern {
-    DataLoader,
-    HostSync,
-    PageableCopy,
-    Fp32Simt,
-    AllocatorChurn,
-    LaunchBound,
-}
-
-impl AntiPattern {
-    pub const ALL: [AntiPattern; 6] = [
-        AntiPattern::DataLoader,
-        AntiPattern::HostSync,
-        AntiPattern::PageableCopy,
-        AntiPattern::Fp32Simt,
-        AntiPattern::AllocatorChurn,
-        AntiPattern::LaunchBound,
-    ];
-
-    /// The id of the detector that finds it.
-    pub fn id(self) -> &'static str {
-        match self {
-            AntiPattern::DataLoader => "dataloader-bottleneck",
-            AntiPattern::HostSync => "host-device-sync",
-            AntiPattern::PageableCopy => "pageable-memcpy",
-            AntiPattern::Fp32Simt => "fp32-without-tensor-cores",
-            AntiPattern::AllocatorChurn => "allocator-churn",
-            AntiPattern::LaunchBound => "launch-bound-small-kernels",
-        }
-    }
-
-    pub fn parse(id: &str) -> Option<AntiPattern> {
-        AntiPattern::ALL.into_iter().find(|p| p.id() == id)
-    }
-
-    /// The phases of the step whose windows it affects (as `window::Phase::label`).
-    pub fn phases(self) -> &'static [&'static str] {
-        match self {
-            AntiPattern::DataLoader | AntiPattern::PageableCopy => &["data loading"],
-            AntiPattern::HostSync | AntiPattern::AllocatorChurn => &["forward"],
-            AntiPattern::Fp32Simt | AntiPattern::LaunchBound => &["forward", "backward"],
-        }
-    }
-}
+use crate::model::AntiPattern;
 
 /// One anti-pattern at one step (0-based), with a severity in (0, 1].
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -4,10 +4,11 @@
 
 use serde_json::{json, Value};
 
-use super::config::{AntiPattern, Config, DataParallel, Injection, Label, Rng, FIRST_STEP};
+use super::config::{Config, DataParallel, Injection, Label, Rng, FIRST_STEP};
 use super::gpu;
 use super::writer::{Comm, Writer, AUTOGRAD, MAIN, PID};
 use super::zoo::{forward_layers, Kernel, Layer, CAST, CAST_BACKWARD};
+use crate::model::AntiPattern;
 
 /// A generated trace and its labels.
 pub struct Generated {

@@ -21,9 +21,9 @@ pub mod gpu;
 mod writer;
 mod zoo;
 
-pub use config::{
-    scenario, AntiPattern, Config, DataParallel, Injection, Label, FIRST_STEP, GENERATOR_VERSION,
-};
+/// The catalogue of injectable anti-patterns lives with the model (`model::anti_pattern`).
+pub use crate::model::AntiPattern;
+pub use config::{scenario, Config, DataParallel, Injection, Label, FIRST_STEP, GENERATOR_VERSION};
 pub use generate::{generate, generate_ranks, Generated};
 pub use gpu::Gpu;
 pub use zoo::Model;

@@ -18,8 +18,9 @@ use torchtraceap::ml::train::{
     data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
 };
 use torchtraceap::ml::{self, Model};
+use torchtraceap::model::AntiPattern;
 use torchtraceap::share::fingerprint;
-use torchtraceap::synth::{scenario, AntiPattern};
+use torchtraceap::synth::scenario;
 
 use crate::features::read_labels;
 use crate::inspect::read_file;

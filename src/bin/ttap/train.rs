@@ -9,7 +9,7 @@ use torchtraceap::features::NAMES;
 use torchtraceap::ml::base_set::BaseSet;
 use torchtraceap::ml::fit::Params;
 use torchtraceap::ml::train::{train as train_model, Recipe, TRAIN_GPUS, TRAIN_MODELS};
-use torchtraceap::synth::AntiPattern;
+use torchtraceap::model::AntiPattern;
 
 #[derive(clap::Args)]
 pub struct Args {

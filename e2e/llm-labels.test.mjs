@@ -16,8 +16,9 @@ import { serve, launch, openPage, load, ROOT, SHOTS, SHARED_TRACES } from './sup
 
 const LLM_URL = process.env.TTAP_LLM_URL;
 const LLM_KEY = process.env.TTAP_LLM_KEY;
-const TRACE_NAME = 'tests__data__execution_trace__benchmark_simple_add_trace.json.gz';
-const TRACE = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis', TRACE_NAME);
+// A real DDP training trace where the window model flags three windows that no finding explains.
+const TRACE_NAME = 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz';
+const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens', TRACE_NAME);
 const TTAP = join(ROOT, 'target', 'debug', 'ttap');
 
 let site;
@@ -117,7 +118,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
     page.waitForEvent('download'),
     region.locator('.llm-export-labels').click(),
   ]);
-  assert.equal(download.suggestedFilename(), 'tests__data__execution_trace__benchmark_simple_add_trace.labels.json');
+  assert.equal(download.suggestedFilename(), 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.labels.json');
   const file = join(SHOTS, 'llm-labels.labels.json');
   await download.saveAs(file);
   const labels = JSON.parse(await readFile(file, 'utf8'));

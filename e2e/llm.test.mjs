@@ -239,7 +239,8 @@ test('the only request with a body is the LLM POST: the previewed text, within t
 
 test('an unexplained region of a shared trace is chosen, previewed and answered whole (not streamed)', async (t) => {
   if (needsServer(t)) return;
-  const trace = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis/tests__data__execution_trace__benchmark_simple_add_trace.json.gz');
+  // A real DDP training trace where the window model flags three windows no finding explains.
+  const trace = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
   if (!existsSync(trace)) {
     t.skip(`SKIPPED: ${trace} is absent (set TTAP_SHARED_TRACES)`);
     return;

@@ -83,6 +83,15 @@ pub struct RunFinding {
     pub summary: String,
 }
 
+/// `1 step`, `N steps`: how many steps a rank was the critical one in, as the views say it.
+pub fn steps_text(n: usize) -> String {
+    if n == 1 {
+        "1 step".to_string()
+    } else {
+        format!("{n} steps")
+    }
+}
+
 /// Whether the profiles are the ranks of one run: two or more, each with its rank, all
 /// different, of one world size.
 pub fn is_run(profiles: &[Profile]) -> bool {
@@ -344,4 +353,16 @@ fn findings(
     }
     out.sort_by(|x, y| y.excess_ms.total_cmp(&x.excess_ms));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steps_text;
+
+    #[test]
+    fn one_step_is_singular() {
+        assert_eq!(steps_text(1), "1 step");
+        assert_eq!(steps_text(0), "0 steps");
+        assert_eq!(steps_text(7), "7 steps");
+    }
 }

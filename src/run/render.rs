@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::RunView;
+use super::{steps_text, RunView};
 use crate::report::{md_code_cell, md_text};
 
 fn ms(v: Option<f64>) -> String {
@@ -47,7 +47,7 @@ pub fn markdown(v: &RunView) -> String {
     for r in &v.ranks {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {:.1} | {} | {:.2} | {:.2} | {:.2} | {} steps | {} |",
+            "| {} | {} | {} | {:.1} | {} | {:.2} | {:.2} | {:.2} | {} | {} |",
             r.rank,
             md_code_cell(&r.label),
             r.steady_steps,
@@ -57,7 +57,7 @@ pub fn markdown(v: &RunView) -> String {
             r.exposed_comm_ms,
             r.collective_ms,
             r.collective_wait_ms,
-            r.critical_steps,
+            steps_text(r.critical_steps),
             if r.findings.is_empty() {
                 "none".to_string()
             } else {

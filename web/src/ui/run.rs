@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use torchtraceap::profile::Profile;
 use torchtraceap::run::render::markdown;
-use torchtraceap::run::{is_run, is_slow, RunView};
+use torchtraceap::run::{is_run, is_slow, steps_text, RunView};
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
@@ -88,7 +88,7 @@ pub fn run(props: &RunProps) -> Html {
                             <td class="num">{r.gpu_busy_pct.map_or("—".to_string(), pct)}</td>
                             <td class="num">{ms(r.exposed_comm_ms)}</td><td class="num">{ms(r.collective_ms)}</td>
                             <td class="num">{ms(r.collective_wait_ms)}</td>
-                            <td class="num">{format!("{} steps", r.critical_steps)}</td></tr>
+                            <td class="num">{steps_text(r.critical_steps)}</td></tr>
                     }) }
                 </tbody>
             </table>

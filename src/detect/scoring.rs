@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{run, Analysis, DETECTORS};
-use crate::ingest::{ingest_reader, IngestOptions};
+use crate::ingest::{ingest_reader, IngestOptions, Ingested};
 
 /// The label file's format name and the version read here.
 pub const LABELS_FORMAT: &str = "torchtraceap.real-labels";
@@ -53,8 +53,8 @@ pub enum ScoringError {
     )]
     OtherFormat { format: String, version: u32 },
     #[error(
-        "labelled trace {} cannot be opened: {source}; point --traces (or TTAP_SHARED_TRACES) at \
-         the shared traces folder",
+        "labelled trace {} cannot be opened: {source}; point the traces option (--traces of \
+         eval-rules, --real of eval) or TTAP_SHARED_TRACES at the shared traces folder",
         path.display()
     )]
     Missing {
@@ -178,18 +178,21 @@ impl Scores {
 }
 
 /// Ingests every labelled trace under `dir`, runs the detectors and scores them.
+/// Reads the labelled trace `trace` (a path relative to the shared traces folder `dir`).
+pub fn read_labelled(dir: &Path, trace: &str) -> Result<Ingested, ScoringError> {
+    let path = dir.join(trace);
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(source) => return Err(ScoringError::Missing { path, source }),
+    };
+    ingest_reader(file, IngestOptions::default(), 4 << 20, |_| {})
+        .map_err(|source| ScoringError::Unreadable { path, source })
+}
+
 pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Scores, ScoringError> {
     let mut results = Vec::new();
     for l in &labels.traces {
-        let path = dir.join(&l.trace);
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
-            Err(source) => return Err(ScoringError::Missing { path, source }),
-        };
-        let ingested = match ingest_reader(file, IngestOptions::default(), 4 << 20, |_| {}) {
-            Ok(ingested) => ingested,
-            Err(source) => return Err(ScoringError::Unreadable { path, source }),
-        };
+        let ingested = read_labelled(dir, &l.trace)?;
         let a = Analysis::new(&ingested.trace);
         let detected = run(&a);
         results.push(TraceResult {

@@ -18,7 +18,7 @@ pub mod real;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod train;
 
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -154,20 +154,32 @@ const EVIDENCE: [(&str, &[&str]); 6] = [
     ("launch-bound-small-kernels", &["short_kernel_share"]),
 ];
 
+/// [`EVIDENCE`] with its features as indices into [`NAMES`], looked up once.
+static EVIDENCE_INDICES: LazyLock<Vec<(&str, Vec<usize>)>> = LazyLock::new(|| {
+    EVIDENCE
+        .iter()
+        .map(|(kind, features)| {
+            let indices = features
+                .iter()
+                .map(|f| {
+                    NAMES
+                        .iter()
+                        .position(|n| n == f)
+                        .unwrap_or_else(|| panic!("evidence feature {f} is not in NAMES"))
+                })
+                .collect();
+            (*kind, indices)
+        })
+        .collect()
+});
+
 /// Whether the window's features show the evidence `kind` needs (kinds without an entry in
 /// [`EVIDENCE`] need none).
 fn has_evidence(kind: &str, x: &[f32]) -> bool {
-    EVIDENCE
+    EVIDENCE_INDICES
         .iter()
         .find(|(k, _)| *k == kind)
-        .is_none_or(|(_, features)| {
-            features.iter().any(|f| {
-                NAMES
-                    .iter()
-                    .position(|n| n == f)
-                    .is_some_and(|j| x[j] > 0.0)
-            })
-        })
+        .is_none_or(|(_, features)| features.iter().any(|&j| x[j] > 0.0))
 }
 
 /// Whether the window shows the evidence of at least one anti-pattern: the windows the model
@@ -238,23 +250,18 @@ impl Model {
     pub fn score(&self, x: &[f32]) -> WindowScore<'_> {
         debug_assert_eq!(x.len(), NAMES.len());
         let kinds = self.kind.shares(x);
-        let evidenced: Vec<usize> = (0..kinds.len())
+        let likelier = |&a: &usize, &b: &usize| kinds[a].total_cmp(&kinds[b]).then(b.cmp(&a));
+        let evidenced = (0..kinds.len())
             .filter(|&k| has_evidence(&self.kind.classes[k], x))
-            .collect();
-        let candidates = if evidenced.is_empty() {
-            (0..kinds.len()).collect()
-        } else {
-            evidenced.clone()
-        };
-        let best = candidates
-            .into_iter()
-            .max_by(|&a, &b| kinds[a].total_cmp(&kinds[b]).then(b.cmp(&a)))
+            .max_by(likelier);
+        let best = evidenced
+            .or_else(|| (0..kinds.len()).max_by(likelier))
             .unwrap_or(0);
         WindowScore {
-            probability: if evidenced.is_empty() {
-                0.0
-            } else {
+            probability: if evidenced.is_some() {
                 self.anomaly.shares(x)[1]
+            } else {
+                0.0
             },
             kind: &self.kind.classes[best],
             kind_share: kinds[best],

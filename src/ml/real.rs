@@ -12,10 +12,9 @@ use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
 use super::{shows_evidence, Model};
-use crate::detect::scoring::RealLabels;
+use crate::detect::scoring::{read_labelled, RealLabels};
 use crate::detect::{self, Analysis};
 use crate::features::{of_trace, WindowFeatures, NAMES};
-use crate::ingest::{ingest_reader, IngestOptions};
 use crate::model::AntiPattern;
 
 /// One labelled real trace, scored by the three methods.
@@ -83,15 +82,7 @@ pub fn score_labelled(
 ) -> Result<Vec<RealScored>, String> {
     let mut out = Vec::new();
     for l in &labels.traces {
-        let path = dir.join(&l.trace);
-        let file = std::fs::File::open(&path).map_err(|e| {
-            format!(
-                "labelled trace {} cannot be opened: {e}; pass --real (or set TTAP_SHARED_TRACES) to the shared traces folder",
-                path.display()
-            )
-        })?;
-        let ingested = ingest_reader(file, IngestOptions::default(), 4 << 20, |_| {})
-            .map_err(|e| format!("labelled trace {} cannot be read: {e}", path.display()))?;
+        let ingested = read_labelled(dir, &l.trace).map_err(|e| e.to_string())?;
         let t = &ingested.trace;
         let a = Analysis::new(t);
         let steady_steps = a.steps.steady();

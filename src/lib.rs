@@ -8,6 +8,7 @@ pub mod attribution;
 pub mod compare;
 pub mod detect;
 pub mod features;
+pub mod fleet;
 pub mod ingest;
 pub mod llm;
 pub mod metrics;

@@ -25,8 +25,9 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     // What is made from a report: links, LLM requests, the timeline's bands.
     &["share", "llm", "timeline", "profile"],
-    // What is made from profiles: a before/after comparison, a multi-rank run view.
-    &["compare", "run"],
+    // What is made from profiles: a before/after comparison, a multi-rank run view; and what
+    // is read from many reports' summaries: a fleet report.
+    &["compare", "run", "fleet"],
 ];
 
 fn layer_of(module: &str) -> usize {

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::attribution::Part;
@@ -47,7 +47,7 @@ pub enum FleetError {
 }
 
 /// A fleet report: what `fleet.py`'s `merge` writes.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fleet {
     format: String,
     version: u32,
@@ -67,14 +67,14 @@ pub struct Fleet {
 }
 
 /// A trace that could not be analyzed.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     pub trace: String,
     pub error: String,
 }
 
 /// One anti-pattern across the fleet.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FleetPattern {
     /// A detector's id (checked against this version's catalogue).
     pub id: String,
@@ -89,7 +89,7 @@ pub struct FleetPattern {
 }
 
 /// One job of the fleet.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job: String,
     pub traces: u64,
@@ -104,7 +104,7 @@ pub struct Job {
 }
 
 /// One trace of the fleet.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceRow {
     pub trace: String,
     pub job: String,

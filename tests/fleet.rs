@@ -38,7 +38,8 @@ fn fleet_json(root: &Path) -> String {
                    sys.path.insert(0, sys.argv[1])\n\
                    import fleet\n\
                    rels = fleet.trace_paths(sys.argv[3])\n\
-                   print(json.dumps(fleet.merge(fleet.analyze_batch(sys.argv[2], sys.argv[3], rels))))";
+                   summaries = fleet.analyze_batch(sys.argv[2], sys.argv[3], rels)\n\
+                   sys.stdout.write(fleet.fleet_json(fleet.merge(summaries)))";
     run(Command::new("python3")
         .args(["-c", program])
         .arg(scripts)
@@ -57,6 +58,11 @@ fn temp_dir(name: &str) -> PathBuf {
 fn the_fleet_jobs_report_reads_back_whole() {
     let root = temp_dir("whole");
     let text = fleet_json(&root);
+    assert!(
+        Fleet::looks_like(&text[..64]),
+        "the app recognizes a fleet report by its first bytes, whatever its length: {}",
+        &text[..64]
+    );
     let fleet = Fleet::from_json(&text).expect("fleet.py's report reads");
     assert_eq!((fleet.traces, fleet.analyzed), (3, 3));
     assert!(fleet.failed.is_empty());

@@ -204,6 +204,12 @@ def merge(summaries):
     }
 
 
+def fleet_json(fleet):
+    """fleet.json's text: `format` and `version` first (as `merge` orders them), so that a
+    reader (the web app) recognizes a fleet report from its first bytes, however long it is."""
+    return json.dumps(fleet, indent=1) + "\n"
+
+
 def md_cell(text):
     """A table cell from a trace's own text (file names): markup characters escaped."""
     out = []
@@ -263,7 +269,7 @@ def run(root, out, ttap, batch, address=None):
         for s in summaries:
             f.write(json.dumps(s, sort_keys=True, separators=(",", ":")) + "\n")
     fleet = merge(summaries)
-    (out / "fleet.json").write_text(json.dumps(fleet, indent=1, sort_keys=True) + "\n")
+    (out / "fleet.json").write_text(fleet_json(fleet))
     (out / "fleet.md").write_text(markdown(fleet))
     return summaries, fleet
 

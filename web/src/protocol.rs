@@ -26,6 +26,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::modules::ModuleTree;
@@ -40,8 +41,9 @@ use web_sys::OffscreenCanvas;
 
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
-/// text; 2 is structured clone through `serde-wasm-bindgen`.
-pub const VERSION: u32 = 2;
+/// text; 2 is structured clone through `serde-wasm-bindgen`; 3 opens fleet reports
+/// ([`Document::Fleet`]).
+pub const VERSION: u32 = 3;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -330,7 +332,32 @@ pub struct Outcome {
     pub size: u64,
     /// The worker's wasm memory after this file: its peak so far (wasm memory only grows).
     pub worker_memory_bytes: u64,
-    pub result: Result<Analyzed, String>,
+    pub result: Result<Document, String>,
+}
+
+/// What a file held: a trace (analyzed) or a saved report, or a fleet report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Document {
+    Analysis(Box<Analyzed>),
+    /// A fleet report (`scripts/fleet/fleet.py`), checked by `Fleet::from_json`.
+    Fleet(Box<Fleet>),
+}
+
+impl Outcome {
+    /// The analysis the views show; `None` for a file that failed or a fleet report.
+    pub fn analyzed(&self) -> Option<&Analyzed> {
+        match &self.result {
+            Ok(Document::Analysis(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn fleet(&self) -> Option<&Fleet> {
+        match &self.result {
+            Ok(Document::Fleet(f)) => Some(f),
+            _ => None,
+        }
+    }
 }
 
 /// What the views show of one trace: its summary and report; or, for a saved report opened
@@ -554,7 +581,7 @@ mod tests {
             name: "sample.pt.trace.json.gz".into(),
             size: SAMPLE.len() as u64,
             worker_memory_bytes: 1 << 33,
-            result: Ok(analyzed),
+            result: Ok(Document::Analysis(Box::new(analyzed))),
         }));
         let structured_clone: js_sys::Function =
             js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())

@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 
 use js_sys::Uint8Array;
+use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::profile::Profile;
@@ -19,7 +20,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
-use crate::protocol::{self, Analyzed, FromWorker, Outcome, Progress, Stage, ToWorker};
+use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::session::{Kept, Session};
 
 /// Bytes read from the file per slice.
@@ -87,13 +88,13 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
         total_bytes: size as u64,
         events: 0,
     };
-    let result = if is_saved_report(blob).await {
-        read_report(blob).await
-    } else {
-        analyze_trace(scope, blob, &mut progress).await
+    let result = match saved_document(blob).await {
+        Some(Saved::Report) => read_report(blob).await,
+        Some(Saved::Fleet) => read_fleet(blob).await,
+        None => analyze_trace(scope, blob, &mut progress).await,
     };
     let (result, kept) = match result {
-        Ok((analyzed, kept)) => (Ok(analyzed), kept),
+        Ok((document, kept)) => (Ok(document), kept),
         Err(e) => (Err(e), None),
     };
     SESSION.with_borrow_mut(|session| session.keep(index, kept));
@@ -106,26 +107,35 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
     }
 }
 
-/// Saved reports are small; larger files are traces.
+/// Saved reports and fleet reports are small; larger files are traces.
 const MAX_REPORT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
-/// Whether the blob starts like a saved report (`{"format": "torchtraceap.report", …`).
-async fn is_saved_report(blob: &Blob) -> bool {
-    if blob.size() > MAX_REPORT_BYTES {
-        return false;
-    }
-    let Ok(head) = blob.slice_with_f64_and_f64(0.0, 256.0) else {
-        return false;
-    };
-    let text = JsFuture::from(head.text())
-        .await
-        .ok()
-        .and_then(|t| t.as_string());
-    text.is_some_and(|t| t.contains(&format!("\"{}\"", torchtraceap::report::FORMAT)))
+/// A document TorchTraceAP saved rather than a trace.
+enum Saved {
+    /// `{"format": "torchtraceap.report", …` (fields in any order, within the first bytes).
+    Report,
+    /// `{"analyzed": …, "format": "torchtraceap.fleet", …` (`fleet.py` sorts its keys).
+    Fleet,
 }
 
-/// An analysis, and the trace kept for later requests (none for a saved report).
-type Analysis = (Analyzed, Option<Kept>);
+/// What the blob starts like: a saved report, a fleet report, or (`None`) a trace.
+async fn saved_document(blob: &Blob) -> Option<Saved> {
+    if blob.size() > MAX_REPORT_BYTES {
+        return None;
+    }
+    let head = blob.slice_with_f64_and_f64(0.0, 512.0).ok()?;
+    let text = JsFuture::from(head.text()).await.ok()?.as_string()?;
+    if text.contains(&format!("\"{}\"", torchtraceap::report::FORMAT)) {
+        Some(Saved::Report)
+    } else if Fleet::looks_like(&text) {
+        Some(Saved::Fleet)
+    } else {
+        None
+    }
+}
+
+/// What a file held, and the trace kept for later requests (none for a saved document).
+type Analysis = (Document, Option<Kept>);
 
 async fn read_report(blob: &Blob) -> Result<Analysis, String> {
     let text = JsFuture::from(blob.text())
@@ -143,7 +153,17 @@ async fn read_report(blob: &Blob) -> Result<Analysis, String> {
         profile: None,
         modules: None,
     };
-    Ok((analyzed, None))
+    Ok((Document::Analysis(Box::new(analyzed)), None))
+}
+
+/// A fleet report, read as untrusted data (`Fleet::from_json` checks it).
+async fn read_fleet(blob: &Blob) -> Result<Analysis, String> {
+    let text = JsFuture::from(blob.text())
+        .await
+        .map_err(|e| js_failure("could not read the file", &e))?;
+    let fleet = Fleet::from_json(&text.as_string().unwrap_or_default())
+        .map_err(|e| format!("this fleet report cannot be shown: {e}"))?;
+    Ok((Document::Fleet(Box::new(fleet)), None))
 }
 
 async fn analyze_trace(
@@ -158,7 +178,7 @@ async fn analyze_trace(
         let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
         analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
         analyzed.modules = ModuleTree::of(&kept.ingested.trace);
-        Ok((analyzed, Some(kept)))
+        Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
     })
 }
 

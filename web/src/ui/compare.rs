@@ -91,7 +91,7 @@ fn picker(props: &CompareProps, which: &'static str, chosen: usize) -> Html {
         <label>{format!("{which}: ")}
             <select class={classes!("compare-pick", which.to_lowercase())} {onchange}>
                 { for props.files.iter().enumerate()
-                    .filter(|(_, f)| f.result.as_ref().is_ok_and(|a| a.profile.is_some()))
+                    .filter(|(_, f)| f.analyzed().is_some_and(|a| a.profile.is_some()))
                     .map(|(k, f)| html! {
                         <option value={k.to_string()} selected={k == chosen}>{&f.name}</option>
                     }) }
@@ -106,7 +106,7 @@ pub fn compare(props: &CompareProps) -> Html {
         props
             .files
             .get(k)
-            .and_then(|f| f.result.as_ref().ok())
+            .and_then(|f| f.analyzed())
             .and_then(|a| a.profile.as_ref())
     };
     let swap = {

@@ -50,7 +50,7 @@ pub fn export(props: &ExportProps) -> Html {
         let file = Rc::clone(&props.file);
         let on_error = props.on_error.clone();
         Callback::from(move |_: MouseEvent| {
-            let Ok(analyzed) = &file.result else {
+            let Some(analyzed) = file.analyzed() else {
                 return;
             };
             let (name, report) = (&file.name, &analyzed.report);

@@ -50,7 +50,7 @@ pub fn findings(props: &FindingsProps) -> Html {
             }
         });
     }
-    let Ok(a) = &props.file.result else {
+    let Some(a) = props.file.analyzed() else {
         return Html::default();
     };
     let ask = |key: String| match &props.llm {

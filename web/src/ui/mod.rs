@@ -17,6 +17,7 @@ mod compare;
 mod cost;
 mod export;
 mod findings;
+mod fleet;
 mod format;
 mod llm;
 mod load;
@@ -37,7 +38,9 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{self, Analyzed, FromWorker, Outcome, Progress, Request, Stage, ToWorker};
+use crate::protocol::{
+    self, Analyzed, Document, FromWorker, Outcome, Progress, Request, Stage, ToWorker,
+};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -404,7 +407,10 @@ impl App {
                     profile: None,
                     modules: None,
                 };
-                (Ok(analyzed), "the shared analysis")
+                (
+                    Ok(Document::Analysis(Box::new(analyzed))),
+                    "the shared analysis",
+                )
             }
             Err(e) => (Err(e.to_string()), "the shared link"),
         };
@@ -425,9 +431,8 @@ impl App {
     /// shows it with what the sharer had selected.
     fn match_link(&mut self, link: SharedLink) {
         let found = self.files.iter().position(|f| {
-            f.result
-                .as_ref()
-                .is_ok_and(|a| a.fingerprint.as_deref() == Some(link.fingerprint.as_str()))
+            f.analyzed()
+                .is_some_and(|a| a.fingerprint.as_deref() == Some(link.fingerprint.as_str()))
         });
         self.notice = Some(match found {
             Some(i) => {
@@ -580,7 +585,8 @@ impl App {
         };
         let body = match &file.result {
             Err(_) => error_panel(file),
-            Ok(analyzed) => self.view_analysis(ctx, file, analyzed),
+            Ok(Document::Analysis(analyzed)) => self.view_analysis(ctx, file, analyzed),
+            Ok(Document::Fleet(_)) => html! { <fleet::FleetView file={Rc::clone(file)} /> },
         };
         html! { <>{tabs_for_files}{body}</> }
     }
@@ -597,7 +603,7 @@ impl App {
         let profiles = self
             .files
             .iter()
-            .filter(|f| f.result.as_ref().is_ok_and(|a| a.profile.is_some()))
+            .filter(|f| f.analyzed().is_some_and(|a| a.profile.is_some()))
             .count();
         let content = match (self.tab, summary) {
             (Tab::Findings, _) => html! {

@@ -85,13 +85,7 @@ fn row(tree: &ModuleTree, n: &ModuleNode) -> Html {
 pub fn modules(props: &ModulesProps) -> Html {
     let key = use_state(|| Key::Gpu);
     let depth = use_state(|| 3usize);
-    let Some(tree) = props
-        .file
-        .result
-        .as_ref()
-        .ok()
-        .and_then(|a| a.modules.as_ref())
-    else {
+    let Some(tree) = props.file.analyzed().and_then(|a| a.modules.as_ref()) else {
         return Html::default();
     };
     let on_key = {

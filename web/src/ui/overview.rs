@@ -38,7 +38,7 @@ const STEP_SERIES: [Series; 4] = [
 
 #[function_component(Overview)]
 pub fn overview(props: &OverviewProps) -> Html {
-    let Ok(a) = &props.file.result else {
+    let Some(a) = props.file.analyzed() else {
         return Html::default();
     };
     let r = &a.report;

@@ -35,7 +35,7 @@ const SERIES: [Series; 2] = [
 pub fn profiles(files: &[Rc<Outcome>]) -> Option<Vec<Profile>> {
     let profiles: Vec<Profile> = files
         .iter()
-        .filter_map(|f| f.result.as_ref().ok()?.profile.clone())
+        .filter_map(|f| f.analyzed()?.profile.clone())
         .collect();
     is_run(&profiles).then_some(profiles)
 }

@@ -47,7 +47,7 @@ pub fn share_panel(props: &ShareProps) -> Html {
     let button = html! {
         <button class="share-button" onclick={toggle.clone()} aria-expanded={open.to_string()}>{"Share"}</button>
     };
-    let Ok(analyzed) = &props.file.result else {
+    let Some(analyzed) = props.file.analyzed() else {
         return Html::default();
     };
     if !*open {

@@ -26,7 +26,7 @@ pub(super) fn labels_file_name(labels: &[WindowLabel]) -> String {
 /// this trace, with `pattern` empty: its window's phase from the report, the trace's name and
 /// fingerprint. `None` for other keys and for a report without its trace.
 pub(super) fn region_label(outcome: &Outcome, key: &str) -> Option<WindowLabel> {
-    let analyzed = outcome.result.as_ref().ok()?;
+    let analyzed = outcome.analyzed()?;
     let mut parts = key.strip_prefix("unexplained:")?.split(':');
     let step: i64 = parts.next()?.parse().ok()?;
     let index: usize = parts.next()?.parse().ok()?;
@@ -94,7 +94,9 @@ mod tests {
             name: "run.pt.trace.json.gz".into(),
             size: 0,
             worker_memory_bytes: 0,
-            result: Ok(analyzed.clone()),
+            result: Ok(crate::protocol::Document::Analysis(Box::new(
+                analyzed.clone(),
+            ))),
         };
         // Step 12's second window (its key's index is 1), as the worker's prompt names it.
         let region = region_label(&outcome, "unexplained:12:1").unwrap();

@@ -403,3 +403,115 @@ fn hostile_names_stay_text_in_the_markdown_and_the_terminal() {
     );
     assert!(text.contains("⟨U+001B⟩"));
 }
+
+/// A set of one trace is that trace; a set of two copies has its per-step figures.
+#[test]
+fn a_pooled_set_is_its_mean_trace() {
+    let (a, b) = (
+        synth(1, Vec::new()),
+        synth(3, every_step(AntiPattern::DataLoader)),
+    );
+    let one = Profile::pooled("one", std::slice::from_ref(&b)).expect("a set of one");
+    assert_eq!(
+        (&one.steps, &one.gpu_work, &one.cpu_ops, &one.findings),
+        (&b.steps, &b.gpu_work, &b.cpu_ops, &b.findings)
+    );
+    let twice = Profile::pooled("twice", &[b.clone(), b.clone()]).unwrap();
+    assert_eq!(twice.steps.len(), 2 * b.steps.len());
+    let c = Comparison::new(&b, &twice);
+    assert!(c
+        .gpu_work
+        .changed
+        .iter()
+        .all(|n| n.delta_ms_per_step().abs() < 1e-9));
+    assert!(c.gpu_work.added.is_empty() && c.gpu_work.removed.is_empty());
+    assert_eq!(
+        c.findings.unchanged.len(),
+        b.findings.len(),
+        "{}",
+        c.verdict
+    );
+    // A stall in one trace of two costs half of it per step of the set.
+    let mixed = Profile::pooled("mixed", &[a.clone(), b.clone()]).unwrap();
+    let cost = |p: &Profile| {
+        p.findings
+            .iter()
+            .find(|f| f.id == "dataloader-bottleneck")
+            .map_or(0.0, |f| f.ms_per_step)
+    };
+    assert!(
+        cost(&a) == 0.0 && cost(&b) > 1.0,
+        "{} {}",
+        cost(&a),
+        cost(&b)
+    );
+    let weights = |p: &Profile| p.steady().len() as f64;
+    let expected = cost(&b) * weights(&b) / (weights(&a) + weights(&b));
+    assert!(
+        (cost(&mixed) - expected).abs() < 1e-9,
+        "{} vs {expected}",
+        cost(&mixed)
+    );
+    assert!(Profile::pooled("none", &[]).is_none());
+}
+
+/// `ttap compare` on two folders: the ranks of a healthy run against those of a run whose
+/// every rank stalls on its DataLoader.
+#[test]
+fn ttap_compare_takes_two_folders_of_ranks() {
+    let dir = std::env::temp_dir().join(format!("ttap-compare-sets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let synth_run = |name: &str, seed: &str, inject: bool| {
+        let mut args = vec![
+            "synth", "--ranks", "2", "--steps", "6", "--seed", seed, "--out",
+        ];
+        let out = dir.join(name);
+        let out = out.to_str().unwrap().to_string();
+        args.push(&out);
+        let injections: Vec<String> = (1..6)
+            .map(|s| format!("dataloader-bottleneck@{s}:0.9"))
+            .collect();
+        if inject {
+            for i in &injections {
+                args.extend(["--inject", i.as_str()]);
+            }
+        }
+        assert_eq!(ttap(&args).0, 0);
+        out
+    };
+    let before = synth_run("before", "1", false);
+    let after = synth_run("after", "2", true);
+    let (code, json) = ttap(&["compare", &before, &after, "--format", "json"]);
+    assert_eq!(code, 0, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert!(
+        v["before"]["label"]
+            .as_str()
+            .unwrap()
+            .ends_with("(2 traces)"),
+        "{}",
+        v["before"]["label"]
+    );
+    assert_eq!(v["step_ms"]["significant"], true);
+    let new: Vec<&str> = v["findings"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(new.contains(&"dataloader-bottleneck"), "{new:?}");
+    // Every step of both ranks is in the spread: 2 × 6 steps less each rank's warm-up.
+    let single = ttap(&[
+        "compare",
+        &format!("{before}/rank-0.pt.trace.json"),
+        &format!("{after}/rank-0.pt.trace.json"),
+        "--format",
+        "json",
+    ]);
+    let one: serde_json::Value = serde_json::from_str(&single.1).unwrap();
+    assert_eq!(
+        v["step_ms"]["before"]["n"].as_u64().unwrap(),
+        2 * one["step_ms"]["before"]["n"].as_u64().unwrap()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -6,6 +6,7 @@
 //! operator names, input shapes). Serializes, so the web worker can hand it to the page.
 
 pub mod names;
+mod pool;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

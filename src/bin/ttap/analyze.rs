@@ -162,7 +162,7 @@ fn severity(label: &str) -> Option<Severity> {
 
 /// The files to read (a folder's `.json` and `.gz` files, sorted) and whether a folder was
 /// given.
-fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+pub fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
     let mut files = Vec::new();
     let mut folder = false;
     for input in inputs {
@@ -201,7 +201,7 @@ type Analyzed = Result<Kept, String>;
 
 /// Each file's report and profile, analyzed on up to as many threads as there are cores; only
 /// the report and the compact profile outlive a file's analysis.
-fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
+pub fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len())

@@ -1,10 +1,13 @@
-//! `ttap compare BEFORE AFTER`
+//! `ttap compare BEFORE AFTER`: two traces, or two folders of traces (each folder compared as
+//! its mean trace, `Profile::pooled`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use torchtraceap::compare::{render, Comparison};
 use torchtraceap::profile::{Batch, Profile};
+
+use crate::analyze::{analyze_all, expand};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -15,9 +18,10 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The trace before the change (Kineto JSON, plain or gzip).
+    /// The trace before the change (Kineto JSON, plain or gzip), or a folder of traces (several
+    /// runs, or the ranks of one job) compared as their mean trace.
     before: PathBuf,
-    /// The trace after the change.
+    /// The trace after the change, or a folder of traces.
     after: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -40,11 +44,28 @@ pub struct Args {
     fail_on_regression: Option<f64>,
 }
 
-/// The profile of one trace file, with a batch size given on the command line.
+/// The profile of a trace file, or of a folder's mean trace, with a batch size given on the
+/// command line. A folder is compared only when every trace in it reads.
 fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
-    let mut profile = crate::analyze::analyze_one(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .profile;
+    let mut profile = if path.is_dir() {
+        let (files, _) = expand(&[path.to_path_buf()])?;
+        let mut profiles = Vec::new();
+        for (file, outcome) in files.iter().zip(analyze_all(&files)) {
+            let kept = outcome.map_err(|e| {
+                format!(
+                    "{}: {e}; a folder is compared only when every trace in it reads: move this one out",
+                    file.display()
+                )
+            })?;
+            profiles.push(kept.profile);
+        }
+        let label = format!("{} ({} traces)", path.display(), profiles.len());
+        Profile::pooled(&label, &profiles).ok_or_else(|| format!("{}: no trace", path.display()))?
+    } else {
+        crate::analyze::analyze_one(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .profile
+    };
     if let Some(size) = batch {
         profile.batch = Some(Batch {
             size,

@@ -9,6 +9,7 @@
 //! ([`Provenance`]).
 
 pub mod base_set;
+pub mod by_smartcore;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
 pub mod fit;

@@ -247,6 +247,11 @@ impl Model {
         Ok(m)
     }
 
+    /// The model file's text ([`Model::from_json`] reads it).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a model serializes")
+    }
+
     /// Scores one feature vector (in [`NAMES`] order).
     pub fn score(&self, x: &[f32]) -> WindowScore<'_> {
         debug_assert_eq!(x.len(), NAMES.len());

@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
@@ -40,8 +41,9 @@ use web_sys::OffscreenCanvas;
 
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
-/// text; 2 is structured clone through `serde-wasm-bindgen`.
-pub const VERSION: u32 = 2;
+/// text; 2 is structured clone through `serde-wasm-bindgen`; 3 adds retraining (`Retrain`,
+/// `BundledModel`, `Retrained`).
+pub const VERSION: u32 = 3;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -105,6 +107,9 @@ pub enum FromWorker {
         options: SummaryOptions,
         result: Result<Vec<Prompt>, String>,
     },
+    /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
+    /// why there is none (the traces keep their scores).
+    Retrained(Box<Result<Retrained, String>>),
 }
 
 impl FromWorker {
@@ -123,6 +128,7 @@ impl FromWorker {
                 TimelineReply::Failed { .. } => "timeline-failed",
             },
             FromWorker::Prompts { .. } => "prompts",
+            FromWorker::Retrained(_) => "retrained",
         }
     }
 }
@@ -143,6 +149,11 @@ pub enum ToWorker {
     },
     /// A question about an analyzed file, answered with one message.
     Request(Request),
+    /// Fit a window model on the bundled base set plus these kept labels (those of the traces
+    /// this worker holds) and rescore every trace with it; answered by `Retrained`.
+    Retrain { labels: Vec<WindowLabel> },
+    /// Rescore every trace with the bundled model again; answered by `Retrained`.
+    BundledModel,
 }
 
 /// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
@@ -181,6 +192,8 @@ impl ToWorker {
                 TimelineRequest::Search { .. } => "timeline-search",
             },
             ToWorker::Request(Request::Prompts { .. }) => "prompts",
+            ToWorker::Retrain { .. } => "retrain",
+            ToWorker::BundledModel => "bundled-model",
         }
     }
 }
@@ -302,6 +315,46 @@ pub struct Found {
 
 /// Search results sent back, at most.
 pub const MAX_FOUND: usize = 1000;
+
+/// The traces rescored by a retrained model (or the bundled one again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retrained {
+    /// The retrained model's file (`ml::Model` as JSON, the form of
+    /// `models/window-forest.json`); `None` for the bundled model.
+    pub model: Option<String>,
+    /// The kept labels fitted on, and why each of the others was left out.
+    pub used: usize,
+    pub left_out: Vec<String>,
+    /// Windows of the base set fitted on.
+    pub base_windows: usize,
+    /// Time to fetch and read the base set (0 once cached), and to fit, ms.
+    pub base_ms: f64,
+    pub fit_ms: f64,
+    pub files: Vec<Rescored>,
+}
+
+/// One trace rescored: its report with the new scores, and the windows whose score moved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rescored {
+    pub file: usize,
+    pub report: Report,
+    pub changes: Vec<WindowChange>,
+}
+
+/// A window whose score moved, in window order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowChange {
+    pub step: i64,
+    pub phase: String,
+    /// The window's index among its step's windows.
+    pub window: usize,
+    pub before: f32,
+    pub after: f32,
+    pub flagged_before: bool,
+    pub flagged_after: bool,
+    /// The pattern of the kept label for this window, if any.
+    pub label: Option<String>,
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {

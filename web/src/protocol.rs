@@ -548,6 +548,35 @@ mod tests {
         });
     }
 
+    /// Retraining's requests and replies cross the boundary whole: the labels, the model's file
+    /// and why labels were left out, or why there is no model.
+    #[wasm_bindgen_test]
+    fn retraining_survives_the_trip_both_ways() {
+        round_trip(ToWorker::Retrain {
+            labels: vec![WindowLabel {
+                step: 12,
+                phase: "forward".into(),
+                pattern: "none".into(),
+                window: Some(1),
+                trace: Some("rank0.pt.trace.json".into()),
+                fingerprint: Some("fp1-0123456789abcdef".into()),
+            }],
+        });
+        round_trip(ToWorker::BundledModel);
+        round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
+            model: Some(torchtraceap::ml::Model::embedded().to_json()),
+            used: 1,
+            left_out: vec!["1 label(s) for other.json".into()],
+            base_windows: 9436,
+            base_ms: 80.5,
+            fit_ms: 4900.0,
+            files: Vec::new(),
+        }))));
+        round_trip(FromWorker::Retrained(Box::new(Err(
+            "could not fetch the base set".into(),
+        ))));
+    }
+
     /// A message from another build of the site is refused with a message saying to reload,
     /// whatever else it holds; a value that is no message at all is refused too.
     #[wasm_bindgen_test]

@@ -225,11 +225,7 @@ impl Session {
     /// Fits a window model on the base set plus the kept labels that name windows of the traces
     /// held here (a label finds its trace by fingerprint), and rescores every trace with it.
     pub fn retrain(&mut self, base: &BaseSet, labels: &[WindowLabel]) -> Result<Retrained, String> {
-        let features: Vec<Option<Vec<WindowFeatures>>> = self
-            .files
-            .iter()
-            .map(|k| k.as_ref().map(Kept::features))
-            .collect();
+        let features = self.features();
         let mut kept = Vec::new();
         let mut left_out = Vec::new();
         let mut elsewhere: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
@@ -296,11 +292,7 @@ impl Session {
 
     /// Rescores every trace with the bundled model.
     pub fn bundled(&mut self) -> Retrained {
-        let features: Vec<Option<Vec<WindowFeatures>>> = self
-            .files
-            .iter()
-            .map(|k| k.as_ref().map(Kept::features))
-            .collect();
+        let features = self.features();
         Retrained {
             model: None,
             used: 0,
@@ -310,6 +302,14 @@ impl Session {
             fit_ms: 0.0,
             files: self.rescore(Model::embedded(), &features, &[]),
         }
+    }
+
+    /// Each trace's window features.
+    fn features(&self) -> Vec<Option<Vec<WindowFeatures>>> {
+        self.files
+            .iter()
+            .map(|k| k.as_ref().map(Kept::features))
+            .collect()
     }
 
     fn rescore(

@@ -52,8 +52,13 @@ test('kept labels retrain the window model in the page, which rescores the trace
   }
   const analyzed = analyze(TRACE);
   const flagged = (w) => w.anomaly_probability > 0.5;
-  const labels = labelsFor(analyzed, TRACE_NAME, (w) => (flagged(w) ? 'none' : null));
-  assert.ok(labels.length >= 10, `${labels.length} flagged windows to label`);
+  // The least suspicious window the model still scores is kept as the anti-pattern it names.
+  const scored = analyzed.report.windows.filter((w) => w.anomaly_probability > 0);
+  const raised = scored.reduce((a, b) => (b.anomaly_probability < a.anomaly_probability ? b : a));
+  const labels = labelsFor(analyzed, TRACE_NAME, (w) => (flagged(w) ? 'none' : w === raised ? w.predicted_type : null));
+  assert.ok(labels.length >= 10, `${labels.length} windows to label`);
+  const up = labels.find((l) => l.pattern !== 'none');
+  assert.ok(up && raised.anomaly_probability <= 0.5, 'a window the model does not flag is labelled an anti-pattern');
   const other = { ...labels[0], trace: 'other-rank.json.gz', fingerprint: 'fp1-0000000000000000' };
   await mkdir(SHOTS, { recursive: true });
   const file = join(SHOTS, 'retrain.labels.json');
@@ -81,12 +86,16 @@ test('kept labels retrain the window model in the page, which rescores the trace
 
   // Every labelled window's score moved toward "not an anti-pattern", and most are cleared.
   const rows = await changes(page);
+  const byWindow = (l) => `step ${l.step} ${l.phase} (window ${l.window + 1})`;
+  const lifted = rows.find((r) => r.window === byWindow(up));
+  assert.ok(lifted, `${byWindow(up)}, kept as ${up.pattern}, moved`);
+  assert.equal(lifted.label, up.pattern);
+  assert.ok(lifted.after > lifted.before, `${lifted.window}: ${lifted.before} -> ${lifted.after}`);
   const labelled = rows.filter((r) => r.label === 'not an anti-pattern');
-  assert.ok(labelled.length >= labels.length / 2, `${labelled.length} labelled windows moved`);
+  assert.ok(labelled.length >= (labels.length - 1) / 2, `${labelled.length} labelled windows moved`);
   for (const r of labelled) assert.ok(r.after < r.before, `${r.window}: ${r.before} -> ${r.after}`);
   const cleared = rows.filter((r) => r.verdict === 'cleared');
-  assert.ok(cleared.length >= labels.length / 2, `${cleared.length} of ${labels.length} labelled windows cleared`);
-  const byWindow = (l) => `step ${l.step} ${l.phase} (window ${l.window + 1})`;
+  assert.ok(cleared.length >= (labels.length - 1) / 2, `${cleared.length} of ${labels.length - 1} windows kept normal cleared`);
   const named = new Set(labels.map(byWindow));
   assert.ok(cleared.every((r) => named.has(r.window) || r.label === ''), 'rows name their windows');
   // The report follows the new model: fewer unexplained regions.

@@ -6,8 +6,8 @@
 //! browser's worker on the user's kept labels, [`base_set::retrain`]) and exported into the
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
 //! in the scoring path, so the browser scores windows like the CLI. smartcore's own trees
-//! ([`by_smartcore`]) give the same probabilities on every window of the shared traces, in 15
-//! times the walk's time (`tests/ml_smartcore.rs`), so the walk scores. The trained model is
+//! ([`by_smartcore`]) give the same probabilities on every window of the shared traces in 1.7
+//! times the walk's time (`tests/ml_smartcore.rs`, release), so the walk scores. The trained model is
 //! embedded from `models/window-forest.json` ([`Model::embedded`]), which records what made it
 //! ([`Provenance`]).
 

@@ -87,7 +87,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
   }
   const { page, context, requests, errors, region } = await ready(LLM_URL, LLM_KEY);
   assert.equal(await region.locator('.llm-label').count(), 0, 'nothing to keep before an answer');
-  assert.equal(await region.locator('.llm-labels').count(), 0, 'no labels yet');
+  assert.equal(await page.locator('.llm-labels-count').innerText(), 'No label kept yet.');
 
   const first = await ask(region, 1);
   const options = await region.locator('.llm-label-choice option').allTextContents();
@@ -98,7 +98,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
   await keep(region, 'host-device-sync');
   const [, step, window] = first.split(':').map(Number);
   assert.match(await region.locator('.llm-kept').innerText(), new RegExp(`^Kept: step ${step} \\w[\\w ]* \\(window ${window + 1}\\) is host-device-sync\\.`));
-  assert.match(await region.locator('.llm-labels-count').innerText(), /^1 label\(s\) kept for 1 trace\(s\)/);
+  assert.match(await page.locator('.llm-labels-count').innerText(), /^1 label\(s\) kept for 1 trace\(s\)/);
   // Kept again with another choice: the window's label is replaced, not added.
   await region.locator('.llm-label-choice').selectOption('launch-bound-small-kernels');
   assert.equal(await region.locator('.llm-keep').innerText(), 'Update label');
@@ -110,13 +110,13 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
 
   const second = await ask(region, 0);
   await keep(region, 'none');
-  assert.match(await region.locator('.llm-labels-count').innerText(), /^2 label\(s\) kept for 1 trace\(s\)/);
+  assert.match(await page.locator('.llm-labels-count').innerText(), /^2 label\(s\) kept for 1 trace\(s\)/);
   await region.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, 'llm-labels.png') });
 
   const [download] = await Promise.all([
     page.waitForEvent('download'),
-    region.locator('.llm-export-labels').click(),
+    page.locator('.llm-export-labels').click(),
   ]);
   assert.equal(download.suggestedFilename(), 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.labels.json');
   const file = join(SHOTS, 'llm-labels.labels.json');
@@ -184,7 +184,7 @@ test('a structured answer\'s anti-pattern is preselected and kept as that detect
     await region.locator('.llm-kept').waitFor();
     await region.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(SHOTS, 'llm-labels-preselected.png') });
-    const [download] = await Promise.all([page.waitForEvent('download'), region.locator('.llm-export-labels').click()]);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('.llm-export-labels').click()]);
     const labels = JSON.parse(await readFile(await download.path(), 'utf8'));
     const [, step, window] = key.split(':').map(Number);
     assert.deepEqual(labels.map((l) => [l.step, l.window, l.pattern]), [[step, window, 'host-device-sync']]);

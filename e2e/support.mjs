@@ -1,5 +1,6 @@
 // Shared set-up for the end-to-end tests: a static server over the built site (dist/) and
 // Debian's Chromium driven by playwright-core.
+import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -97,4 +98,26 @@ export async function shownFindings(page) {
   const tab = page.locator('.tab', { hasText: 'Findings' });
   if (!(await tab.getAttribute('class')).includes('active')) await tab.click();
   return page.locator('article.finding').evaluateAll((els) => els.map((e) => e.id.replace(/^finding-/, '')));
+}
+
+/** The CLI the tests compare with (`cargo build`). */
+export const TTAP = join(ROOT, 'target', 'debug', 'ttap');
+
+/** The report `ttap analyze` writes for `trace`, with its fingerprint. */
+export function analyze(trace) {
+  const [one] = JSON.parse(execFileSync(TTAP, ['analyze', '--format', 'json', trace], { encoding: 'utf8', maxBuffer: 1 << 28 }));
+  return one;
+}
+
+/** `pattern` labels for the windows of `analyzed` that `pick` accepts, as Export labels writes. */
+export function labelsFor(analyzed, name, pick) {
+  const seen = new Map();
+  const labels = [];
+  for (const w of analyzed.report.windows) {
+    const index = seen.get(w.step) ?? 0;
+    seen.set(w.step, index + 1);
+    const pattern = pick(w);
+    if (pattern) labels.push({ step: w.step, phase: w.phase, pattern, window: index, trace: name, fingerprint: analyzed.fingerprint });
+  }
+  return labels;
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
-use crate::features::of_trace;
+use crate::features::{of_trace, WindowFeatures};
 use crate::metrics::measure;
 use crate::ml::{self, Model};
 
@@ -395,16 +395,11 @@ impl Report {
         } else {
             Vec::new()
         };
-        let model = Model::embedded();
-        let scored = ml::applies_to(t);
-        let features = of_trace(t, &a.steps);
         let windows: Vec<WindowEntry> = a
             .steps
             .windows()
-            .zip(&features)
-            .map(|(w, f)| {
+            .map(|w| {
                 let m = measure(t, w.start, w.end);
-                let score = scored.then(|| model.score(&f.values));
                 WindowEntry {
                     step: a.steps.steps[w.step].number,
                     phase: w.phase.label().to_string(),
@@ -423,31 +418,12 @@ impl Report {
                     short_kernels: m.short_kernels,
                     sync_calls: m.sync_calls,
                     communication_ms: m.main_device().map(|d| d.communication as f64 / NS_PER_MS),
-                    anomaly_probability: score.map(|s| s.probability),
-                    predicted_type: score.map(|s| s.kind.to_string()),
+                    anomaly_probability: None,
+                    predicted_type: None,
                 }
             })
             .collect();
-        let mut unexplained: Vec<UnexplainedEntry> = a
-            .steps
-            .windows()
-            .zip(&windows)
-            .filter(|(w, _)| !a.steps.steps[w.step].warmup)
-            .filter_map(|(_, e)| {
-                let (p, kind) = (e.anomaly_probability?, e.predicted_type.as_deref()?);
-                let explained = findings.iter().any(|f| f.id == kind && f.cites(e.step));
-                (model.flags(p) && !explained).then(|| UnexplainedEntry {
-                    step: e.step,
-                    phase: e.phase.clone(),
-                    start_ms: e.start_ms,
-                    duration_ms: e.duration_ms,
-                    anomaly_probability: p,
-                    predicted_type: kind.to_string(),
-                })
-            })
-            .collect();
-        unexplained.sort_by(|x, y| y.anomaly_probability.total_cmp(&x.anomaly_probability));
-        Report {
+        let mut report = Report {
             format: FORMAT.to_string(),
             version: VERSION,
             exporter: format!("torchtraceap@{}", env!("CARGO_PKG_VERSION")),
@@ -523,7 +499,7 @@ impl Report {
                 .collect(),
             steps,
             windows,
-            unexplained,
+            unexplained: Vec::new(),
             notes: detected
                 .notes
                 .iter()
@@ -533,7 +509,47 @@ impl Report {
                 })
                 .collect(),
             split,
+        };
+        report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));
+        report
+    }
+
+    /// Scores the windows with `model` (their features: `features::of_trace`), and lists the
+    /// steady-state windows it flags that no finding explains: what [`Report::new`] does with
+    /// the embedded model, and the web app again with a model retrained on the user's labels.
+    pub fn score_windows(
+        &mut self,
+        a: &Analysis<'_>,
+        findings: &[Finding],
+        model: &Model,
+        features: &[WindowFeatures],
+    ) {
+        let scored = ml::applies_to(a.trace);
+        for (e, f) in self.windows.iter_mut().zip(features) {
+            let score = scored.then(|| model.score(&f.values));
+            e.anomaly_probability = score.map(|s| s.probability);
+            e.predicted_type = score.map(|s| s.kind.to_string());
         }
+        let mut unexplained: Vec<UnexplainedEntry> = a
+            .steps
+            .windows()
+            .zip(&self.windows)
+            .filter(|(w, _)| !a.steps.steps[w.step].warmup)
+            .filter_map(|(_, e)| {
+                let (p, kind) = (e.anomaly_probability?, e.predicted_type.as_deref()?);
+                let explained = findings.iter().any(|f| f.id == kind && f.cites(e.step));
+                (model.flags(p) && !explained).then(|| UnexplainedEntry {
+                    step: e.step,
+                    phase: e.phase.clone(),
+                    start_ms: e.start_ms,
+                    duration_ms: e.duration_ms,
+                    anomaly_probability: p,
+                    predicted_type: kind.to_string(),
+                })
+            })
+            .collect();
+        unexplained.sort_by(|x, y| y.anomaly_probability.total_cmp(&x.anomaly_probability));
+        self.unexplained = unexplained;
     }
 
     /// Reads a saved report of this version or an older one, saying what is wrong otherwise.

@@ -2,13 +2,17 @@
 //! giving the probability that a window holds an anti-pattern (the share of its trees voting
 //! "anomalous"), one naming which.
 //!
-//! The forests are trained natively by `ttap train` ([`train`], smartcore) and exported into the
+//! The forests are trained by smartcore ([`fit`]: natively by `ttap train`, [`train`], and in the
+//! browser's worker on the user's kept labels, [`base_set::retrain`]) and exported into the
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
-//! in the scoring path, so the browser scores windows like the CLI. The trained model is
+//! in the scoring path, so the browser scores windows like the CLI. smartcore's own trees
+//! ([`by_smartcore`]) give the same probabilities on every window of the shared traces in 1.7
+//! times the walk's time (`tests/ml_smartcore.rs`, release), so the walk scores. The trained model is
 //! embedded from `models/window-forest.json` ([`Model::embedded`]), which records what made it
 //! ([`Provenance`]).
 
 pub mod base_set;
+pub mod by_smartcore;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
 pub mod fit;
@@ -244,6 +248,11 @@ impl Model {
             }
         }
         Ok(m)
+    }
+
+    /// The model file's text ([`Model::from_json`] reads it).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a model serializes")
     }
 
     /// Scores one feature vector (in [`NAMES`] order).

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
@@ -42,7 +43,7 @@ use web_sys::OffscreenCanvas;
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
 /// text; 2 is structured clone through `serde-wasm-bindgen`; 3 opens fleet reports
-/// ([`Document::Fleet`]).
+/// ([`Document::Fleet`]) and retrains the window model (`Retrain`, `BundledModel`, `Retrained`).
 pub const VERSION: u32 = 3;
 
 /// What is posted: a message and the version of the protocol it belongs to.
@@ -107,6 +108,9 @@ pub enum FromWorker {
         options: SummaryOptions,
         result: Result<Vec<Prompt>, String>,
     },
+    /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
+    /// why there is none (the traces keep their scores).
+    Retrained(Box<Result<Retrained, String>>),
 }
 
 impl FromWorker {
@@ -125,6 +129,7 @@ impl FromWorker {
                 TimelineReply::Failed { .. } => "timeline-failed",
             },
             FromWorker::Prompts { .. } => "prompts",
+            FromWorker::Retrained(_) => "retrained",
         }
     }
 }
@@ -145,6 +150,11 @@ pub enum ToWorker {
     },
     /// A question about an analyzed file, answered with one message.
     Request(Request),
+    /// Fit a window model on the bundled base set plus these kept labels (those of the traces
+    /// this worker holds) and rescore every trace with it; answered by `Retrained`.
+    Retrain { labels: Vec<WindowLabel> },
+    /// Rescore every trace with the bundled model again; answered by `Retrained`.
+    BundledModel,
 }
 
 /// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
@@ -183,6 +193,8 @@ impl ToWorker {
                 TimelineRequest::Search { .. } => "timeline-search",
             },
             ToWorker::Request(Request::Prompts { .. }) => "prompts",
+            ToWorker::Retrain { .. } => "retrain",
+            ToWorker::BundledModel => "bundled-model",
         }
     }
 }
@@ -304,6 +316,46 @@ pub struct Found {
 
 /// Search results sent back, at most.
 pub const MAX_FOUND: usize = 1000;
+
+/// The traces rescored by a retrained model (or the bundled one again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retrained {
+    /// The retrained model's file (`ml::Model` as JSON, the form of
+    /// `models/window-forest.json`); `None` for the bundled model.
+    pub model: Option<String>,
+    /// The kept labels fitted on, and why each of the others was left out.
+    pub used: usize,
+    pub left_out: Vec<String>,
+    /// Windows of the base set fitted on.
+    pub base_windows: usize,
+    /// Time to fetch and read the base set (0 once cached), and to fit, ms.
+    pub base_ms: f64,
+    pub fit_ms: f64,
+    pub files: Vec<Rescored>,
+}
+
+/// One trace rescored: its report with the new scores, and the windows whose score moved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rescored {
+    pub file: usize,
+    pub report: Report,
+    pub changes: Vec<WindowChange>,
+}
+
+/// A window whose score moved, in window order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowChange {
+    pub step: i64,
+    pub phase: String,
+    /// The window's index among its step's windows.
+    pub window: usize,
+    pub before: f32,
+    pub after: f32,
+    pub flagged_before: bool,
+    pub flagged_after: bool,
+    /// The pattern of the kept label for this window, if any.
+    pub label: Option<String>,
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -520,6 +572,35 @@ mod tests {
             options,
             result: Err("file 4 has no trace in this worker".into()),
         });
+    }
+
+    /// Retraining's requests and replies cross the boundary whole: the labels, the model's file
+    /// and why labels were left out, or why there is no model.
+    #[wasm_bindgen_test]
+    fn retraining_survives_the_trip_both_ways() {
+        round_trip(ToWorker::Retrain {
+            labels: vec![WindowLabel {
+                step: 12,
+                phase: "forward".into(),
+                pattern: "none".into(),
+                window: Some(1),
+                trace: Some("rank0.pt.trace.json".into()),
+                fingerprint: Some("fp1-0123456789abcdef".into()),
+            }],
+        });
+        round_trip(ToWorker::BundledModel);
+        round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
+            model: Some(torchtraceap::ml::Model::embedded().to_json()),
+            used: 1,
+            left_out: vec!["1 label(s) for other.json".into()],
+            base_windows: 9436,
+            base_ms: 80.5,
+            fit_ms: 4900.0,
+            files: Vec::new(),
+        }))));
+        round_trip(FromWorker::Retrained(Box::new(Err(
+            "could not fetch the base set".into(),
+        ))));
     }
 
     /// A message from another build of the site is refused with a message saying to reload,

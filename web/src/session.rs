@@ -2,19 +2,52 @@
 //! Only the worker uses it: the page never holds a trace.
 
 use std::cell::{OnceCell, RefCell};
+use std::collections::BTreeMap;
 
 use torchtraceap::detect::{self, Analysis, Finding};
+use torchtraceap::features::{of_trace, WindowFeatures};
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::summary::{self, Prompt, SummaryOptions};
-use torchtraceap::report::Report;
+use torchtraceap::ml::base_set::{self, BaseSet};
+use torchtraceap::ml::labels::{WindowLabel, NOT_AN_ANTI_PATTERN};
+use torchtraceap::ml::Model;
+use torchtraceap::model::AntiPattern;
+use torchtraceap::report::{Report, WindowEntry};
+use torchtraceap::share;
 use torchtraceap::timeline::{bands, inspect, Layout};
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::Timeline;
 use crate::protocol::{
-    Found, FromWorker, Opened, Picked, Request, TimelineReply, TimelineRequest, View, MAX_FOUND,
+    Found, FromWorker, Opened, Picked, Request, Rescored, Retrained, TimelineReply,
+    TimelineRequest, View, WindowChange, MAX_FOUND,
 };
+
+/// Each window of `windows` (a report's, in order) with its index among its step's windows.
+fn in_step(windows: &[WindowEntry]) -> impl Iterator<Item = (&WindowEntry, usize)> {
+    windows.iter().enumerate().map(|(g, e)| {
+        let first = windows[..g]
+            .iter()
+            .rposition(|w| w.step != e.step)
+            .map_or(0, |p| p + 1);
+        (e, g - first)
+    })
+}
+
+/// A kept label's pattern as the window model's class: `None` for "not an anti-pattern".
+fn pattern(id: &str) -> Result<Option<AntiPattern>, String> {
+    if id == NOT_AN_ANTI_PATTERN {
+        return Ok(None);
+    }
+    AntiPattern::ALL
+        .iter()
+        .find(|p| p.id() == id)
+        .map(|p| Some(*p))
+        .ok_or_else(|| {
+            format!("a label with the pattern '{id}', which the window model has no class for")
+        })
+}
 
 /// One analyzed trace, as the worker keeps it.
 ///
@@ -28,6 +61,8 @@ pub struct Kept {
     pub analysis: Analysis<'static>,
     pub findings: Vec<Finding>,
     pub report: Report,
+    /// `share::fingerprint` of the trace (how a kept label finds it), made when first asked.
+    fingerprint: OnceCell<String>,
     /// Laid out on first use, with the time it took (ms).
     timeline: OnceCell<(Timeline, f64)>,
 }
@@ -41,12 +76,68 @@ impl Kept {
         let report = Report::new(&analysis, &detected);
         let findings = detected.findings;
         Kept {
+            fingerprint: OnceCell::new(),
             ingested,
             analysis,
             findings,
             report,
             timeline: OnceCell::new(),
         }
+    }
+
+    fn fingerprint(&self) -> &str {
+        self.fingerprint
+            .get_or_init(|| share::fingerprint(&self.ingested.trace))
+    }
+
+    fn features(&self) -> Vec<WindowFeatures> {
+        of_trace(&self.ingested.trace, &self.analysis.steps)
+    }
+
+    /// Scores the trace's windows with `model` (the report's flagged regions and the timeline's
+    /// bands follow); returns the windows whose score moved, each with its kept label. Every
+    /// model flags above the same threshold (0.5, `ml::fit`).
+    fn rescore(
+        &mut self,
+        model: &Model,
+        features: &[WindowFeatures],
+        labels: &[WindowLabel],
+    ) -> Vec<WindowChange> {
+        let before = self.report.windows.clone();
+        self.report
+            .score_windows(&self.analysis, &self.findings, model, features);
+        if let Some((timeline, _)) = self.timeline.get_mut() {
+            timeline.bands = bands::bands(&self.analysis, &self.findings, &self.report);
+            timeline.scores = bands::scores(&self.analysis, &self.report);
+        }
+        let fingerprint = self.fingerprint().to_string();
+        in_step(&self.report.windows)
+            .zip(&before)
+            .filter_map(|((e, window), old)| {
+                let (was, now) = (old.anomaly_probability?, e.anomaly_probability?);
+                (was != now).then(|| WindowChange {
+                    step: e.step,
+                    phase: e.phase.clone(),
+                    window,
+                    before: was,
+                    after: now,
+                    flagged_before: model.flags(was),
+                    flagged_after: model.flags(now),
+                    label: labels
+                        .iter()
+                        .find(|l| {
+                            l.fingerprint.as_ref() == Some(&fingerprint)
+                                && l.names(e.step, &e.phase, window)
+                        })
+                        .map(|l| l.pattern.clone()),
+                })
+            })
+            .collect()
+    }
+
+    /// The index of the window a kept label names, when it names one of this trace's.
+    fn labelled(&self, label: &WindowLabel) -> Option<usize> {
+        in_step(&self.report.windows).position(|(e, window)| label.names(e.step, &e.phase, window))
     }
 
     fn timeline(&self) -> &(Timeline, f64) {
@@ -129,6 +220,118 @@ impl Session {
                 ))
             }
         }
+    }
+
+    /// Fits a window model on the base set plus the kept labels that name windows of the traces
+    /// held here (a label finds its trace by fingerprint), and rescores every trace with it.
+    pub fn retrain(&mut self, base: &BaseSet, labels: &[WindowLabel]) -> Result<Retrained, String> {
+        let features = self.features();
+        let mut kept = Vec::new();
+        let mut left_out = Vec::new();
+        let mut elsewhere: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
+        for l in labels {
+            let found = self.files.iter().zip(&features).find_map(|(k, f)| {
+                let (k, f) = (k.as_ref()?, f.as_ref()?);
+                (l.fingerprint.as_deref() == Some(k.fingerprint())).then_some((k, f))
+            });
+            let Some((k, f)) = found else {
+                *elsewhere
+                    .entry((l.trace.as_deref(), l.fingerprint.as_deref()))
+                    .or_default() += 1;
+                continue;
+            };
+            match (k.labelled(l), pattern(&l.pattern)) {
+                (Some(g), Ok(p)) => kept.push((f[g].values.clone(), p)),
+                (None, _) => left_out.push(format!(
+                    "the label of step {} {} (window {}) names no window of {}",
+                    l.step,
+                    l.phase,
+                    l.window
+                        .map_or_else(|| "any".to_string(), |w| (w + 1).to_string()),
+                    l.trace.as_deref().unwrap_or("its trace")
+                )),
+                (_, Err(e)) => left_out.push(e),
+            }
+        }
+        for ((trace, fingerprint), n) in elsewhere {
+            left_out.push(format!(
+                "{n} label(s) for {} ({}) are for a trace not loaded in this page: load it \
+                 together with this one (drop both files at once) to fit on them",
+                trace.unwrap_or("a trace without a name"),
+                fingerprint.unwrap_or("no fingerprint")
+            ));
+        }
+        if kept.is_empty() {
+            return Err(format!(
+                "none of the {} kept label(s) names a window of the traces loaded in this page ({}): \
+                 keep labels on this trace's regions first",
+                labels.len(),
+                left_out.join("; ")
+            ));
+        }
+        let started = js_sys::Date::now();
+        let model = base_set::retrain(base, &kept).map_err(|e| {
+            format!(
+                "fitting the window model in this page on the base set and {} label(s) failed: \
+                 {e}. The traces keep their scores; keep labels of other anti-patterns, or reload \
+                 the page",
+                kept.len()
+            )
+        })?;
+        let fit_ms = js_sys::Date::now() - started;
+        Ok(Retrained {
+            model: Some(model.to_json()),
+            used: kept.len(),
+            left_out,
+            base_windows: base.windows.len(),
+            base_ms: 0.0,
+            fit_ms,
+            files: self.rescore(&model, &features, labels),
+        })
+    }
+
+    /// Rescores every trace with the bundled model.
+    pub fn bundled(&mut self) -> Retrained {
+        let features = self.features();
+        Retrained {
+            model: None,
+            used: 0,
+            left_out: Vec::new(),
+            base_windows: 0,
+            base_ms: 0.0,
+            fit_ms: 0.0,
+            files: self.rescore(Model::embedded(), &features, &[]),
+        }
+    }
+
+    /// Each trace's window features.
+    fn features(&self) -> Vec<Option<Vec<WindowFeatures>>> {
+        self.files
+            .iter()
+            .map(|k| k.as_ref().map(Kept::features))
+            .collect()
+    }
+
+    fn rescore(
+        &mut self,
+        model: &Model,
+        features: &[Option<Vec<WindowFeatures>>],
+        labels: &[WindowLabel],
+    ) -> Vec<Rescored> {
+        self.files
+            .iter_mut()
+            .zip(features)
+            .enumerate()
+            .filter_map(|(file, (k, f))| {
+                let (k, f) = (k.as_mut()?, f.as_ref()?);
+                let changes = k.rescore(model, f, labels);
+                Some(Rescored {
+                    file,
+                    report: k.report.clone(),
+                    changes,
+                })
+            })
+            .collect()
     }
 
     /// The LLM prompts of file `index`'s flagged windows, one per window.

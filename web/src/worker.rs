@@ -21,6 +21,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
+use crate::retrain;
 use crate::session::{Kept, Session};
 
 /// Bytes read from the file per slice.
@@ -55,6 +56,16 @@ pub fn start() {
             Ok(ToWorker::Request(request)) => {
                 let answer = SESSION.with_borrow(|session| session.answer(request));
                 post(&reply, &answer);
+            }
+            Ok(ToWorker::Retrain { labels }) => {
+                let reply = reply.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    post(&reply, &retrain::retrain(&SESSION, labels).await);
+                });
+            }
+            Ok(ToWorker::BundledModel) => {
+                let answer = SESSION.with_borrow_mut(Session::bundled);
+                post(&reply, &FromWorker::Retrained(Box::new(Ok(answer))));
             }
             Err(e) => wasm_bindgen::throw_str(&format!("a request from the page: {e}")),
         }

@@ -60,7 +60,7 @@ fn train(args: &Args) -> Result<(), String> {
     };
     let (model, rows) = train_model(&recipe)?;
     let elapsed = started.elapsed();
-    let json = serde_json::to_string(&model).expect("a model serializes");
+    let json = model.to_json();
     let write = |path: &PathBuf, text: &str| {
         std::fs::write(path, text)
             .map_err(|e| format!("writing {}: {e} (does its folder exist?)", path.display()))

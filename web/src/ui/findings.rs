@@ -101,6 +101,9 @@ pub fn findings(props: &FindingsProps) -> Html {
                     }
                 </article>
             }
+            if let Some(state) = &props.llm {
+                { llm::labels_bar(state, &props.file, &props.on_llm) }
+            }
             { notes(&a.report) }
             { split(&a.report) }
         </section>

@@ -38,9 +38,7 @@ use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{
-    self, Analyzed, Document, FromWorker, Outcome, Progress, Request, Stage, ToWorker,
-};
+use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use format::{bytes, count, duration_s};
 
 /// Up to this many files get a button each; more get a drop-down list.
@@ -321,8 +319,24 @@ impl Component for App {
             Msg::Llm(msg) => {
                 let send = ctx.link().callback(Msg::Llm);
                 let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
-                for (file, options) in wanted {
-                    self.ask(&ToWorker::Request(Request::Prompts { file, options }));
+                for request in wanted {
+                    self.ask(&request);
+                }
+            }
+            Msg::FromWorker(FromWorker::Retrained(result)) => {
+                if let Ok(retrained) = &*result {
+                    for rescored in &retrained.files {
+                        if let Some(Ok(Document::Analysis(a))) = self
+                            .files
+                            .get_mut(rescored.file)
+                            .map(|f| &mut Rc::make_mut(f).result)
+                        {
+                            a.report = rescored.report.clone();
+                        }
+                    }
+                }
+                for request in Rc::make_mut(&mut self.llm).retrained(*result) {
+                    self.ask(&request);
                 }
             }
             Msg::FromWorker(FromWorker::Prompts {

@@ -10,7 +10,10 @@
 //! a label for its window (the anti-pattern the answer names, preselected, or another, or "not
 //! an anti-pattern") and export the kept labels as the ML stage's label file (`ml::labels`).
 //! Labels live in this page's memory only until exported: never in local storage, a share link
-//! or a request.
+//! or a request. A labels file can be imported again. **Retrain** fits a new window model on
+//! the bundled base set plus the kept labels in the worker (`ToWorker::Retrain`, smartcore in
+//! wasm), which rescores the traces; the page shows the windows whose verdict changed, offers the
+//! model's file, and goes back to the bundled model on request. Nothing is uploaded.
 //!
 //! One job per file: [`settings`] (the endpoint and prompt options, and where the browser keeps
 //! them), [`state`] (the prompts, the exchanges and the kept labels, and the messages that
@@ -22,4 +25,4 @@ mod state;
 mod view;
 
 pub use state::{Msg, State};
-pub use view::{ask, settings_button, settings_panel, Regions};
+pub use view::{ask, labels_bar, settings_button, settings_panel, Regions};

@@ -13,6 +13,7 @@ use yew::prelude::*;
 use super::labels::{labels_file_name, same_window};
 use super::settings::{page_origin, Settings};
 use crate::llm::{message, Failure, Request};
+use crate::protocol::{Request as WorkerRequest, Retrained, ToWorker};
 use crate::ui::export::download;
 
 /// A file's prompts, for the options they were made with.
@@ -64,8 +65,23 @@ pub struct State {
     /// The labels the user kept, in the order kept; they outlive the files shown (each names
     /// its trace) until the page closes, and leave it only through Export labels.
     pub(super) labels: Vec<WindowLabel>,
-    /// Why the last export failed.
+    /// Why the last export, import or model download failed.
     pub(super) export_error: Option<String>,
+    /// The window model scoring the traces: the bundled one, or one retrained on the labels.
+    pub(super) retraining: Retraining,
+}
+
+/// Where retraining the window model on the kept labels stands (the worker fits it).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Retraining {
+    /// The bundled model scores the windows; nothing retrained yet.
+    Bundled,
+    /// The worker is fitting on this many labels (0: going back to the bundled model).
+    Working(usize),
+    /// The worker's reply: the traces rescored by the retrained model, or by the bundled one
+    /// again (`model` is `None`).
+    Done(Rc<Retrained>),
+    Failed(String),
 }
 
 pub enum Msg {
@@ -102,10 +118,20 @@ pub enum Msg {
     Unkeep(WindowLabel),
     /// Offer the kept labels as a download.
     ExportLabels,
+    /// Read a labels file (as Export labels writes) and keep its labels.
+    ImportLabels(web_sys::File),
+    /// A labels file's labels, or why it cannot be read.
+    Imported(Result<Vec<WindowLabel>, String>),
+    /// Fit a window model on the base set plus the kept labels, in the worker.
+    Retrain,
+    /// Score the windows with the bundled model again.
+    BundledModel,
+    /// Offer the retrained model's file as a download.
+    DownloadModel,
 }
 
-/// Prompts to ask the worker for: a file's, made with these options.
-pub type PromptsRequest = (usize, SummaryOptions);
+/// The retrained model's file name when downloaded.
+const RETRAINED_MODEL_FILE: &str = "window-forest.retrained.json";
 
 impl Default for State {
     /// The stored settings; no prompts or exchanges yet.
@@ -120,6 +146,7 @@ impl Default for State {
             choices: BTreeMap::new(),
             labels: Vec::new(),
             export_error: None,
+            retraining: Retraining::Bundled,
         }
     }
 }
@@ -136,9 +163,27 @@ impl State {
         self.exchanges.clear();
         self.prompts.clear();
         self.choices.clear();
+        // A new load has a new worker, which scores with the bundled model.
+        self.retraining = Retraining::Bundled;
     }
 
-    /// The worker's answer to a [`PromptsRequest`]; one made with other options than the
+    /// The worker's answer to `Retrain` or `BundledModel`; returns the requests for the prompts
+    /// shown, which summarize the windows the new scores flag.
+    pub fn retrained(&mut self, result: Result<Retrained, String>) -> Vec<ToWorker> {
+        let failed = result.is_err();
+        self.retraining = match result {
+            Ok(r) => Retraining::Done(Rc::new(r)),
+            Err(e) => Retraining::Failed(e),
+        };
+        if failed {
+            return Vec::new();
+        }
+        let files: Vec<usize> = self.prompts.keys().copied().collect();
+        self.prompts.clear();
+        files.into_iter().filter_map(|f| self.need(f)).collect()
+    }
+
+    /// The worker's answer to a prompts request; one made with other options than the
     /// current ones (the settings changed since) is dropped.
     pub fn prompts_arrived(
         &mut self,
@@ -156,9 +201,9 @@ impl State {
         self.prompts.insert(file, prompts);
     }
 
-    /// Applies `msg`; returns the prompts to ask the worker for. `send` delivers the messages of
-    /// requests in flight.
-    pub fn update(&mut self, msg: Msg, send: &Callback<Msg>) -> Vec<PromptsRequest> {
+    /// Applies `msg`; returns what to ask the worker for (prompts, a retrain). `send` delivers
+    /// the messages of requests in flight and of a labels file being read.
+    pub fn update(&mut self, msg: Msg, send: &Callback<Msg>) -> Vec<ToWorker> {
         match msg {
             Msg::ToggleSettings => self.settings_open = !self.settings_open,
             Msg::Settings(settings) => {
@@ -253,12 +298,48 @@ impl State {
                 )
                 .err();
             }
+            Msg::ImportLabels(file) => {
+                let send = send.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    send.emit(Msg::Imported(read_labels(&file).await));
+                });
+            }
+            Msg::Imported(Ok(imported)) => {
+                self.export_error = None;
+                for label in imported {
+                    self.labels.retain(|l| !same_window(l, &label));
+                    self.labels.push(label);
+                }
+            }
+            Msg::Imported(Err(e)) => self.export_error = Some(e),
+            Msg::Retrain => {
+                if !self.labels.is_empty() && !matches!(self.retraining, Retraining::Working(_)) {
+                    self.retraining = Retraining::Working(self.labels.len());
+                    return vec![ToWorker::Retrain {
+                        labels: self.labels.clone(),
+                    }];
+                }
+            }
+            Msg::BundledModel => {
+                if !matches!(self.retraining, Retraining::Working(_)) {
+                    self.retraining = Retraining::Working(0);
+                    return vec![ToWorker::BundledModel];
+                }
+            }
+            Msg::DownloadModel => {
+                if let Retraining::Done(r) = &self.retraining {
+                    if let Some(model) = &r.model {
+                        self.export_error =
+                            download(RETRAINED_MODEL_FILE, "application/json", model).err();
+                    }
+                }
+            }
         }
         Vec::new()
     }
 
     /// Asks for `file`'s prompts unless they are there (or on their way) for the current options.
-    fn need(&mut self, file: usize) -> Option<PromptsRequest> {
+    fn need(&mut self, file: usize) -> Option<ToWorker> {
         let options = self.settings.options();
         if self
             .prompts
@@ -268,7 +349,7 @@ impl State {
             return None;
         }
         self.prompts.insert(file, Prompts::Pending(options.clone()));
-        Some((file, options))
+        Some(ToWorker::Request(WorkerRequest::Prompts { file, options }))
     }
 
     /// What to tell the user about `failure`: never the API key, even where the server echoed
@@ -333,4 +414,27 @@ impl State {
             _ => None,
         }
     }
+}
+
+/// The labels of a file Export labels wrote; each must name its trace by fingerprint, which is
+/// how retraining finds its window.
+async fn read_labels(file: &web_sys::File) -> Result<Vec<WindowLabel>, String> {
+    let name = file.name();
+    let text = wasm_bindgen_futures::JsFuture::from(file.text())
+        .await
+        .map_err(|e| format!("Could not read {name}: {e:?}. Choose the file again."))?
+        .as_string()
+        .unwrap_or_default();
+    let read = labels::parse(&text, &name)?;
+    if let Some((i, _)) = read
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.fingerprint.is_none())
+    {
+        return Err(format!(
+            "{name}: label {i} names no trace (no fingerprint), as `ttap synth --labels` writes: \
+             import labels that this app exported, which name their trace"
+        ));
+    }
+    Ok(read)
 }

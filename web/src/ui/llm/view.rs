@@ -12,8 +12,8 @@ use yew::prelude::*;
 
 use super::labels::{pattern_name, region_label, same_window};
 use super::settings::{page_origin, Settings};
-use super::state::{Exchange, Msg, Prompts, State};
-use crate::protocol::Outcome;
+use super::state::{Exchange, Msg, Prompts, Retraining, State};
+use crate::protocol::{Outcome, WindowChange};
 use crate::ui::format::{bytes, count};
 
 /// After an answer about a region: the label to keep for its window, with the anti-pattern the
@@ -97,26 +97,154 @@ fn keep_view(
     }
 }
 
-/// The kept labels and their export, when there are any.
-fn labels_bar(state: &State, on: &Callback<Msg>) -> Html {
-    if state.labels.is_empty() {
-        return Html::default();
-    }
+/// The kept labels: their count, export and import, and retraining the window model on them.
+pub fn labels_bar(state: &State, outcome: &Outcome, on: &Callback<Msg>) -> Html {
     let traces: std::collections::BTreeSet<_> =
         state.labels.iter().map(|l| &l.fingerprint).collect();
+    let onchange = {
+        let on = on.clone();
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            if let Some(file) = input.files().and_then(|f| f.get(0)) {
+                on.emit(Msg::ImportLabels(file));
+            }
+            input.set_value("");
+        })
+    };
+    let working = matches!(state.retraining, Retraining::Working(_));
+    let why_not = if state.labels.is_empty() {
+        Some("Keep labels first (on the unexplained regions, or import a labels file).")
+    } else if working {
+        Some("The worker is fitting.")
+    } else {
+        None
+    };
     html! {
         <div class="llm-labels">
             <div class="llm-actions">
-                <span class="llm-labels-count">{format!(
-                    "{} label(s) kept for {} trace(s), in this page only (not in share links or saved \
-                     reports) until exported.", state.labels.len(), traces.len()
-                )}</span>
-                <button class="llm-export-labels" onclick={on.reform(|_| Msg::ExportLabels)}>{"Export labels"}</button>
+                <span class="llm-labels-count">{ if state.labels.is_empty() {
+                    "No label kept yet.".to_string()
+                } else {
+                    format!("{} label(s) kept for {} trace(s), in this page only (not in share links or saved \
+                        reports) until exported.", state.labels.len(), traces.len())
+                } }</span>
+                if !state.labels.is_empty() {
+                    <button class="llm-export-labels" onclick={on.reform(|_| Msg::ExportLabels)}>{"Export labels"}</button>
+                }
+                <label class="button llm-import-labels">{"Import labels"}
+                    <input type="file" accept=".json,application/json" hidden=true {onchange} />
+                </label>
+                <button class="llm-retrain" disabled={why_not.is_some()} title={why_not.unwrap_or_default()}
+                    onclick={on.reform(|_| Msg::Retrain)}>{"Retrain"}</button>
             </div>
             <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap eval --labels"}</code>
-                {" and "}<code>{"ttap features --labels"}</code>{" with the trace)."}</p>
+                {" and "}<code>{"ttap features --labels"}</code>{" with the trace). Retrain fits a new window model in \
+                this page on the bundled base set of generated windows plus the kept labels of the traces loaded here; \
+                nothing is uploaded."}</p>
+            if let Some(why) = why_not.filter(|_| !working) {
+                <p class="llm-note llm-retrain-why">{why}</p>
+            }
             if let Some(e) = &state.export_error {
                 <p class="llm-error" role="alert">{e}</p>
+            }
+            { retraining_view(state, outcome, on) }
+        </div>
+    }
+}
+
+/// At most this many changed windows are listed.
+const MAX_CHANGES: usize = 50;
+
+/// Where retraining stands: working, failed, or the windows whose score moved.
+fn retraining_view(state: &State, outcome: &Outcome, on: &Callback<Msg>) -> Html {
+    let r = match &state.retraining {
+        Retraining::Bundled => return Html::default(),
+        Retraining::Working(0) => {
+            return html! { <p class="llm-status llm-retrain-status" aria-live="polite">{"Scoring with the bundled model again…"}</p> }
+        }
+        Retraining::Working(n) => {
+            return html! { <p class="llm-status llm-retrain-status" aria-live="polite">{format!(
+            "Retraining the window model in this page on the base set and {n} label(s)…")}</p> }
+        }
+        Retraining::Failed(e) => {
+            return html! { <p class="llm-error llm-retrain-error" role="alert">{format!("Retraining failed: {e}")}</p> }
+        }
+        Retraining::Done(r) => r,
+    };
+    let mut changes: Vec<&WindowChange> = r
+        .files
+        .iter()
+        .filter(|f| f.file == outcome.file)
+        .flat_map(|f| &f.changes)
+        .collect();
+    let flips = changes
+        .iter()
+        .filter(|c| c.flagged_before != c.flagged_after)
+        .count();
+    // Flips first, then labelled windows, then the largest moves.
+    changes.sort_by(|a, b| {
+        let key = |c: &WindowChange| (c.flagged_before == c.flagged_after, c.label.is_none());
+        key(a).cmp(&key(b)).then(
+            (b.after - b.before)
+                .abs()
+                .total_cmp(&(a.after - a.before).abs()),
+        )
+    });
+    let summary = match &r.model {
+        Some(_) => format!(
+            "Retrained in this page on the base set ({} windows) and {} kept label(s) in {:.1} s \
+             (base set read in {:.1} s). The report's scores, unexplained regions and timeline \
+             bands now come from this model: {} window(s) of this trace moved, {flips} newly \
+             flagged or cleared.",
+            r.base_windows,
+            r.used,
+            r.fit_ms / 1e3,
+            r.base_ms / 1e3,
+            changes.len(),
+        ),
+        None => format!(
+            "The bundled model scores the windows again: {} window(s) of this trace moved back, \
+             {flips} newly flagged or cleared.",
+            changes.len()
+        ),
+    };
+    let verdict = |c: &WindowChange| match (c.flagged_before, c.flagged_after) {
+        (false, true) => "newly flagged",
+        (true, false) => "cleared",
+        (true, true) => "still flagged",
+        (false, false) => "still not flagged",
+    };
+    html! {
+        <div class="llm-retrained">
+            <p class="llm-retrain-summary">{summary}</p>
+            if r.model.is_some() {
+                <div class="llm-actions">
+                    <button class="llm-download-model" onclick={on.reform(|_| Msg::DownloadModel)}>{"Download model"}</button>
+                    <button class="llm-bundled" onclick={on.reform(|_| Msg::BundledModel)}>{"Back to the bundled model"}</button>
+                </div>
+            }
+            if !r.left_out.is_empty() {
+                <ul class="llm-left-out">
+                    { for r.left_out.iter().map(|why| html! { <li>{format!("Left out: {why}.")}</li> }) }
+                </ul>
+            }
+            if !changes.is_empty() {
+                <table class="llm-changes">
+                    <thead><tr><th>{"Window"}</th><th>{"Kept label"}</th><th>{"Score"}</th><th>{"Verdict"}</th></tr></thead>
+                    <tbody>
+                        { for changes.iter().take(MAX_CHANGES).map(|c| html! {
+                            <tr class={if c.flagged_before != c.flagged_after { "flip" } else { "" }}>
+                                <td>{format!("step {} {} (window {})", c.step, c.phase, c.window + 1)}</td>
+                                <td>{c.label.as_deref().map(pattern_name).unwrap_or_default()}</td>
+                                <td class="num">{format!("{:.0}% \u{2192} {:.0}%", c.before * 100.0, c.after * 100.0)}</td>
+                                <td>{verdict(c)}</td>
+                            </tr>
+                        }) }
+                    </tbody>
+                </table>
+                if changes.len() > MAX_CHANGES {
+                    <p class="llm-note">{format!("and {} more window(s) whose score moved less.", changes.len() - MAX_CHANGES)}</p>
+                }
             }
         </div>
     }
@@ -452,7 +580,6 @@ pub fn regions(props: &RegionsProps) -> Html {
             if let Some(region) = region_label(&props.outcome, &key) {
                 { keep_view(&props.state, file, &key, region, &props.on) }
             }
-            { labels_bar(&props.state, &props.on) }
         </div>
     }
 }

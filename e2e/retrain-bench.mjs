@@ -1,0 +1,66 @@
+// Benchmark (not a test): retraining the window model in headless Chromium on the bundled base
+// set plus 100 kept labels, against the issue's budget of 10 s. Two real traces are loaded at
+// once (no shared trace has 100 windows), 100 of their windows are labelled (flagged windows
+// "not an anti-pattern", the others their predicted type) and imported as Export labels
+// writes them, and Retrain is clicked: the time from the click to the changed-windows table,
+// and the worker's own figures (base set read, fit). Twice: the second fit reuses the base set.
+//
+//   cargo build && trunk build --release && node e2e/retrain-bench.mjs
+import { existsSync } from 'node:fs';
+import { writeFile, mkdir } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { serve, launch, openPage, load, analyze, labelsFor, SHOTS, SHARED_TRACES } from './support.mjs';
+
+const TRACES = [
+  'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz',
+  'warming423__pf/data__aisec-dell-server_2194513.1719226946002.pt.trace.json',
+].map((t) => join(SHARED_TRACES, t));
+const LABELS = 100;
+const BUDGET_S = 10;
+
+for (const t of TRACES) {
+  if (!existsSync(t)) {
+    console.error(`${t} is absent (set TTAP_SHARED_TRACES)`);
+    process.exit(2);
+  }
+}
+const labels = TRACES.flatMap((t) => labelsFor(analyze(t), t.split('/').pop(),
+  (w) => (w.anomaly_probability > 0.5 ? 'none' : (w.predicted_type ?? 'none')))).slice(0, LABELS);
+if (labels.length < LABELS) {
+  console.error(`only ${labels.length} windows to label`);
+  process.exit(2);
+}
+await mkdir(SHOTS, { recursive: true });
+const file = join(SHOTS, 'retrain-bench.labels.json');
+await writeFile(file, JSON.stringify(labels));
+
+const site = await serve();
+const browser = await launch();
+try {
+  const { page, context } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', TRACES));
+  const bar = page.locator('.llm-labels');
+  await bar.locator('.llm-import-labels input').setInputFiles(file);
+  await page.waitForFunction((n) => document.querySelector('.llm-labels-count')?.textContent.startsWith(`${n} label(s)`), LABELS);
+  for (const run of [1, 2]) {
+    const before = loadavg()[0];
+    const started = performance.now();
+    await bar.locator('.llm-retrain').click();
+    await page.waitForFunction(() => document.querySelector('.llm-retrain-summary')?.textContent.startsWith('Retrained')
+      && !document.querySelector('.llm-retrain-status'), null, { timeout: 300_000 });
+    const seconds = (performance.now() - started) / 1e3;
+    const summary = await bar.locator('.llm-retrain-summary').innerText();
+    const [, fit, base] = summary.match(/in ([\d.]+) s \(base set read in ([\d.]+) s\)/) ?? [];
+    console.log(`run ${run}: ${LABELS} labels, click to table ${seconds.toFixed(2)} s (worker: fit ${fit} s, base set ${base} s); `
+      + `budget ${BUDGET_S} s: ${seconds <= BUDGET_S ? 'met' : 'MISSED'}; load average ${before.toFixed(2)} -> ${loadavg()[0].toFixed(2)} on 2 cores`);
+    if (run === 1) {
+      await bar.locator('.llm-bundled').click();
+      await page.waitForFunction(() => document.querySelector('.llm-retrain-summary')?.textContent.startsWith('The bundled model'));
+    }
+  }
+  await context.close();
+} finally {
+  await browser.close();
+  await site.close();
+}

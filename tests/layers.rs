@@ -27,6 +27,8 @@ const LAYERS: &[&[&str]] = &[
     &["share", "llm", "timeline", "profile"],
     // What is made from profiles: a before/after comparison, a multi-rank run view.
     &["compare", "run"],
+    // Comparisons and run views as links.
+    &["view_link"],
 ];
 
 fn layer_of(module: &str) -> usize {

@@ -534,7 +534,7 @@ fn wrong_content_is_refused_by_kind() {
     let report = serde_json::to_vec(&small().report).unwrap();
     refused(
         &link_of(&report),
-        |e| matches!(e, ShareError::WrongFormat { found } if found == "torchtraceap.report"),
+        |e| matches!(e, ShareError::WrongFormat { found, .. } if found == "torchtraceap.report"),
     );
     let inner = legacy_json_with(|v| v["report"]["format"] = serde_json::json!("other"));
     refused(&link_of(&inner), |e| {

@@ -232,6 +232,9 @@ fn finding(k: usize, severity: &str, events: usize) -> FindingEntry {
         }],
         fix: format!("Fix {k}"),
         fix_snippet: format!("model.fix_{k}(option={})", k * 31 % 97),
+        module: k
+            .is_multiple_of(2)
+            .then(|| format!("Net_0/Sequential_{k}/Conv2d_{}", k * 3)),
     }
 }
 

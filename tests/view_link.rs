@@ -2,10 +2,12 @@
 //! generated pairs and runs gives the same verdict, tables and run view; name tables are cut to
 //! fit the budget, their kept rows unchanged; forged links (numbers out of bounds, unknown
 //! detectors, wrong counts, newer versions, bombs) are refused with a message naming the place;
-//! mutated links never panic, and what they decode to is bounded and quoted.
+//! mutated links never panic, and what they decode to is bounded and quoted; the CLI's
+//! `compare --share`, `analyze --share` and `share --decode` of them.
 
 mod common;
 mod links;
+mod ttap;
 
 use std::io::Read as _;
 use std::path::Path;
@@ -509,4 +511,69 @@ fn pointer<'v>(v: &'v mut Value, path: &[String]) -> &'v mut Value {
         Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
         other => &mut other[key.as_str()],
     })
+}
+
+#[test]
+fn the_cli_makes_and_reads_comparison_and_run_links() {
+    let dir = std::env::temp_dir().join(format!("ttap-view-link-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).display().to_string();
+    let (before, after) = (path("before.pt.trace.json"), path("after.pt.trace.json"));
+    let run = path("run");
+    for args in [
+        vec![
+            "synth",
+            "--steps",
+            "8",
+            "--inject",
+            "dataloader-bottleneck@3:0.8",
+            "--out",
+            &before,
+        ],
+        vec!["synth", "--steps", "8", "--seed", "2", "--out", &after],
+        vec![
+            "synth",
+            "--ranks",
+            "4",
+            "--steps",
+            "6",
+            "--inject",
+            "dataloader-bottleneck@4:0.8@rank2",
+            "--out",
+            &run,
+        ],
+    ] {
+        assert_eq!(ttap::ttap(&args).0, 0, "{args:?}");
+    }
+    let (code, link) = ttap::ttap(&[
+        "compare",
+        "--share",
+        "--base-url",
+        "https://t.example/",
+        &before,
+        &after,
+    ]);
+    assert_eq!(code, 0);
+    assert!(link.starts_with("https://t.example/#ttapc1."), "{link}");
+    let (code, decoded) = ttap::ttap(&["share", "--decode", link.trim()]);
+    assert_eq!(code, 0);
+    let (_, direct) = ttap::ttap(&["compare", "--format", "json", &before, &after]);
+    let verdict = |json: &str| serde_json::from_str::<Value>(json).unwrap()["verdict"].clone();
+    assert_eq!(verdict(&decoded), verdict(&direct));
+    assert!(verdict(&direct).as_str().unwrap().starts_with("step time"));
+
+    let (code, link) = ttap::ttap(&["analyze", "--share", &run]);
+    assert_eq!(code, 0);
+    assert!(link.contains("#ttapr1."), "{link}");
+    let (code, decoded) = ttap::ttap(&["share", "--decode", link.trim()]);
+    assert_eq!(code, 0);
+    let (_, direct) = ttap::ttap(&["analyze", "--format", "json", &run]);
+    let direct: Value = serde_json::from_str(&direct).unwrap();
+    let decoded: Value = serde_json::from_str(&decoded).unwrap();
+    assert_eq!(decoded["findings"], direct["run"]["findings"]);
+    assert_eq!(decoded["findings"][0]["rank"], json!(2));
+    // One trace is not a run; a forged link is an error, exit code 2.
+    assert_eq!(ttap::ttap(&["analyze", "--share", &before]).0, 2);
+    assert_eq!(ttap::ttap(&["share", "--decode", "ttapc1.AAAA"]).0, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -46,6 +46,10 @@ pub const RUN_LINK: LinkKind = LinkKind {
     what: "run link format",
 };
 
+/// The size budget of a run link in the web app: a run's steps cannot be cut without changing
+/// its view, and browsers open far longer addresses.
+pub const RUN_MAX_BYTES: usize = 65_536;
+
 /// The most ranks a run link may hold.
 pub const MAX_RANKS: usize = 1024;
 

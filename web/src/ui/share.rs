@@ -4,7 +4,9 @@
 
 use std::rc::Rc;
 
+use torchtraceap::profile::Profile;
 use torchtraceap::share::{self, ShareOptions, SharedReport};
+use torchtraceap::view_link;
 use yew::prelude::*;
 
 use super::format::bytes;
@@ -24,6 +26,26 @@ pub fn page_fragment() -> String {
         .and_then(|w| w.location().hash().ok())
         .map(|h| h.trim_start_matches('#').to_string())
         .unwrap_or_default()
+}
+
+/// The link of `fragment` on this page, in a read-only field (`id`), with a Copy button.
+fn link_actions(id: &'static str, fragment: &str, copied: &UseStateHandle<bool>) -> Html {
+    let link = format!("{}#{fragment}", page_address());
+    let on_copy = {
+        let (link, copied) = (link.clone(), copied.clone());
+        Callback::from(move |_: MouseEvent| {
+            // The link also stays selectable beside the button.
+            if super::copy_to_clipboard(&link) {
+                copied.set(true);
+            }
+        })
+    };
+    html! {
+        <div class="share-actions">
+            <input {id} readonly=true value={link} aria-label="The link" />
+            <button class="copy-link" onclick={on_copy}>{ if **copied { "Copied" } else { "Copy link" } }</button>
+        </div>
+    }
 }
 
 #[derive(Properties, PartialEq)]
@@ -65,16 +87,6 @@ pub fn share_panel(props: &ShareProps) -> Html {
     let body = match share::encode(&content, &ShareOptions::default()) {
         Err(e) => html! { <p class="share-error">{format!("Could not make a link: {e}")}</p> },
         Ok(encoded) => {
-            let link = format!("{}#{}", page_address(), encoded.fragment);
-            let on_copy = {
-                let (link, copied) = (link.clone(), copied.clone());
-                Callback::from(move |_: MouseEvent| {
-                    // The link also stays selectable below.
-                    if super::copy_to_clipboard(&link) {
-                        copied.set(true);
-                    }
-                })
-            };
             let r = &encoded.kept.report;
             html! {
                 <>
@@ -93,10 +105,7 @@ pub fn share_panel(props: &ShareProps) -> Html {
                             <ul>{ for encoded.dropped().iter().map(|o| html! { <li>{o.to_string()}</li> }) }</ul>
                         </div>
                     }
-                    <div class="share-actions">
-                        <input id="share-link" readonly=true value={link} aria-label="The link" />
-                        <button class="copy-link" onclick={on_copy}>{ if *copied { "Copied" } else { "Copy link" } }</button>
-                    </div>
+                    { link_actions("share-link", &encoded.fragment, &copied) }
                 </>
             }
         }
@@ -105,6 +114,79 @@ pub fn share_panel(props: &ShareProps) -> Html {
         <>
             {button}
             <div class="share-panel" role="dialog" aria-label="Share this analysis">{body}</div>
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ViewShareProps {
+    /// Before and after, or the ranks of a run.
+    pub profiles: Rc<Vec<Profile>>,
+    pub comparison: bool,
+}
+
+/// The Share button and panel of a comparison or a run view: a link carrying the traces'
+/// profiles as facts (`view_link`), never the traces.
+#[function_component(ViewShare)]
+pub fn view_share(props: &ViewShareProps) -> Html {
+    let open = use_state(|| false);
+    let copied = use_state(|| false);
+    let toggle = {
+        let (open, copied) = (open.clone(), copied.clone());
+        Callback::from(move |_: MouseEvent| {
+            open.set(!*open);
+            copied.set(false);
+        })
+    };
+    let button = html! {
+        <button class="share-view" onclick={toggle} aria-expanded={open.to_string()}>{"Share"}</button>
+    };
+    if !*open {
+        return button;
+    }
+    let p = &props.profiles;
+    let (what, encoded) = match &p[..] {
+        [before, after] if props.comparison => (
+            "comparison",
+            view_link::encode_comparison(before, after, &ShareOptions::default()),
+        ),
+        _ => (
+            "run view",
+            view_link::encode_run(
+                p,
+                &ShareOptions {
+                    max_bytes: view_link::RUN_MAX_BYTES,
+                },
+            ),
+        ),
+    };
+    let body = match encoded {
+        Err(e) => html! { <p class="share-error">{format!("Could not make a link: {e}")}</p> },
+        Ok(encoded) => html! {
+            <>
+                <p>{format!(
+                    "A link of {} that carries the {what}'s figures: for each of its {} traces the \
+                     steps and their split, batch size, device names and findings{}. This page \
+                     recomputes the {what} from them when the link is opened.",
+                    bytes(encoded.bytes as u64), p.len(),
+                    if props.comparison { ", and the kernel and operator names of the largest changes" } else { "" }
+                )}</p>
+                <p class="share-never">{"Never in it: the traces' events, file paths, or any LLM \
+                    endpoint or key. The part after # stays in the browser."}</p>
+                if encoded.kept.rows_left_out > 0 {
+                    <p class="share-dropped">{format!(
+                        "Left out to keep the link short: {} table rows with the smallest changes.",
+                        encoded.kept.rows_left_out
+                    )}</p>
+                }
+                { link_actions("view-share-link", &encoded.fragment, &copied) }
+            </>
+        },
+    };
+    html! {
+        <>
+            {button}
+            <div class="share-panel" role="dialog" aria-label={format!("Share this {what}")}>{body}</div>
         </>
     }
 }

@@ -55,8 +55,10 @@ pub struct ShareProps {
     pub selected_finding: Option<String>,
 }
 
-#[function_component(Share)]
-pub fn share_panel(props: &ShareProps) -> Html {
+/// A Share button (of CSS class `class`) that opens and closes its panel: whether it is open,
+/// whether its link was copied (reset on each toggle), and the button.
+#[hook]
+fn use_share_button(class: &'static str) -> (UseStateHandle<bool>, UseStateHandle<bool>, Html) {
     let open = use_state(|| false);
     let copied = use_state(|| false);
     let toggle = {
@@ -67,8 +69,14 @@ pub fn share_panel(props: &ShareProps) -> Html {
         })
     };
     let button = html! {
-        <button class="share-button" onclick={toggle.clone()} aria-expanded={open.to_string()}>{"Share"}</button>
+        <button {class} onclick={toggle} aria-expanded={open.to_string()}>{"Share"}</button>
     };
+    (open, copied, button)
+}
+
+#[function_component(Share)]
+pub fn share_panel(props: &ShareProps) -> Html {
+    let (open, copied, button) = use_share_button("share-button");
     let Ok(analyzed) = &props.file.result else {
         return Html::default();
     };
@@ -129,18 +137,7 @@ pub struct ViewShareProps {
 /// profiles as facts (`view_link`), never the traces.
 #[function_component(ViewShare)]
 pub fn view_share(props: &ViewShareProps) -> Html {
-    let open = use_state(|| false);
-    let copied = use_state(|| false);
-    let toggle = {
-        let (open, copied) = (open.clone(), copied.clone());
-        Callback::from(move |_: MouseEvent| {
-            open.set(!*open);
-            copied.set(false);
-        })
-    };
-    let button = html! {
-        <button class="share-view" onclick={toggle} aria-expanded={open.to_string()}>{"Share"}</button>
-    };
+    let (open, copied, button) = use_share_button("share-view");
     if !*open {
         return button;
     }

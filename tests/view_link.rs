@@ -7,6 +7,7 @@
 
 mod common;
 mod links;
+mod profiles;
 mod ttap;
 
 use std::io::Read as _;
@@ -15,6 +16,7 @@ use std::path::Path;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use flate2::read::ZlibDecoder;
+use profiles::profile_of_bytes;
 use serde_json::{json, Value};
 use torchtraceap::compare::{Comparison, NameChange};
 use torchtraceap::detect::{self, Analysis};
@@ -23,29 +25,12 @@ use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::run::RunView;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
-use torchtraceap::synth::{
-    generate, generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model,
-};
+use torchtraceap::synth::{generate, generate_ranks, AntiPattern, Config, DataParallel, Injection};
 use torchtraceap::view_link::facts::MAX_NAME_CHARS;
 use torchtraceap::view_link::{self, View};
 
-fn profile_of_bytes(label: &str, bytes: &[u8]) -> Profile {
-    let ingested = ingest_bytes(bytes, IngestOptions::default()).expect("the trace ingests");
-    let a = Analysis::new(&ingested.trace);
-    Profile::new(label, &a, &detect::run(&a).findings)
-}
-
 fn config(injections: Vec<Injection>, seed: u64) -> Config {
-    Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps: 8,
-        batch: 64,
-        seed,
-        injections,
-        noise: true,
-    }
+    profiles::resnet50(seed, injections, true)
 }
 
 fn stall(step: u32) -> Injection {

@@ -1,5 +1,6 @@
 // End-to-end: the Modules tab on a real ResNet-18 training trace recorded with module frames:
-// the tree as the CLI's `ttap modules --json` has it, sorting siblings and choosing the depth.
+// the tree as the CLI's `ttap modules --json` has it, sorting siblings and choosing the depth;
+// and its findings naming their module as `ttap analyze` does.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -32,6 +33,15 @@ test('the module tree of a real ResNet-18 training trace, sorted and cut to a de
   }
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', TRACE), 300_000);
+  // Each finding names the module frame holding most of its evidence's time, as the CLI does.
+  const shownModules = await page.locator('article.finding').evaluateAll((els) => els.map((e) =>
+    [e.id.replace(/^finding-/, ''), e.querySelector('.finding-module code')?.textContent ?? null]));
+  assert.ok(shownModules.length >= 1 && shownModules.every(([, m]) => m === 'ResNet_0'), JSON.stringify(shownModules));
+  if (existsSync(TTAP)) {
+    const cli = JSON.parse(spawnSync(TTAP, ['analyze', '--format', 'json', TRACE], { encoding: 'utf8' }).stdout);
+    assert.deepEqual(shownModules, cli[0].report.findings.map((f) => [f.id, f.module ?? null]));
+  }
+  await page.locator('article.finding').first().screenshot({ path: join(SHOTS, 'finding-module-resnet18.png') });
   await page.click('.tab:has-text("Modules")');
   // A row's name, without the " (label)" that marks a record_function label.
   const names = async () => (await page.locator('.module-tree tbody td.module-name').allInnerTexts())

@@ -23,4 +23,5 @@ pub mod share;
 pub mod summary;
 pub mod synth;
 pub mod timeline;
+pub mod view_link;
 pub mod window;

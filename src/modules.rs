@@ -96,9 +96,20 @@ impl Builder {
     }
 }
 
-impl ModuleTree {
-    /// The tree, or `None` when the trace has no module frame.
-    pub fn of(t: &Trace) -> Option<ModuleTree> {
+/// Each event's innermost module frame: what the tree is built from, and what names the module of
+/// a finding's evidence ([`Frames::holder`]).
+pub struct Frames {
+    /// The frames in creation order (the tree's nodes before sorting, no times yet).
+    nodes: Vec<ModuleNode>,
+    /// Per event, its frame's node (`NONE`: outside every frame).
+    ctx: Vec<u32>,
+    /// Per event, whether it takes its frame from a forward op (backward).
+    backward: Vec<bool>,
+}
+
+impl Frames {
+    /// The frames of `t`, or `None` when it has no module frame.
+    pub fn of(t: &Trace) -> Option<Frames> {
         let e = &t.events;
         let mut b = Builder::default();
         // The innermost enclosing frame's node of every event (NONE: outside every frame),
@@ -144,6 +155,67 @@ impl ModuleTree {
                 backward[i] = true;
             }
         }
+        Some(Frames {
+            nodes: b.nodes,
+            ctx,
+            backward,
+        })
+    }
+
+    /// The event whose frame event `i` counts for: for GPU work, the call that launched it
+    /// (`None` without a known launch); else itself.
+    fn counted_at(t: &Trace, i: usize) -> Option<usize> {
+        if t.events.kind[i].is_gpu_work() {
+            t.launch_of(i as u32).map(|l| l as usize)
+        } else {
+            Some(i)
+        }
+    }
+
+    /// The deepest `nn.Module` frame holding more than half of the time of `events` (GPU work
+    /// by the call that launched it), as the path of its module frames
+    /// (`ResNet_0/Sequential_3/BasicBlock_1/Conv2d_2`; `record_function` labels on the way are
+    /// crossed, never named); `None` when no module frame holds more than half.
+    pub fn holder(&self, t: &Trace, events: &[usize]) -> Option<String> {
+        let e = &t.events;
+        let mut time = vec![0i64; self.nodes.len()];
+        let mut total = 0i64;
+        for &i in events {
+            total += e.dur[i];
+            let mut node = Frames::counted_at(t, i).map_or(NONE, |at| self.ctx[at]);
+            while node != NONE {
+                time[node as usize] += e.dur[i];
+                node = self.nodes[node as usize].parent.map_or(NONE, |p| p as u32);
+            }
+        }
+        let mut held: Option<usize> = None;
+        let mut modules: Vec<&str> = Vec::new();
+        loop {
+            let heaviest = (0..self.nodes.len())
+                .filter(|&k| self.nodes[k].parent == held)
+                .max_by_key(|&k| (time[k], std::cmp::Reverse(k)));
+            match heaviest {
+                Some(k) if time[k] * 2 > total => {
+                    held = Some(k);
+                    if self.nodes[k].module {
+                        modules.push(&self.nodes[k].name);
+                    }
+                }
+                _ => return (!modules.is_empty()).then(|| modules.join("/")),
+            }
+        }
+    }
+}
+
+impl ModuleTree {
+    /// The tree, or `None` when the trace has no module frame.
+    pub fn of(t: &Trace) -> Option<ModuleTree> {
+        let Frames {
+            mut nodes,
+            ctx,
+            backward,
+        } = Frames::of(t)?;
+        let e = &t.events;
         let mut tree = ModuleTree {
             nodes: Vec::new(),
             gpu_ns: 0,
@@ -154,25 +226,25 @@ impl ModuleTree {
                 continue;
             }
             tree.gpu_ns += e.dur[g];
-            let Some(l) = t.launch_of(g as u32) else {
+            let Some(l) = Frames::counted_at(t, g) else {
                 tree.outside_gpu_ns += e.dur[g];
                 continue;
             };
-            let mut node = ctx[l as usize];
+            let mut node = ctx[l];
             if node == NONE {
                 tree.outside_gpu_ns += e.dur[g];
             }
             while node != NONE {
-                let n = &mut b.nodes[node as usize];
+                let n = &mut nodes[node as usize];
                 n.gpu_ns += e.dur[g];
                 n.kernels += 1;
-                if backward[l as usize] {
+                if backward[l] {
                     n.backward_gpu_ns += e.dur[g];
                 }
                 node = n.parent.map_or(NONE, |p| p as u32);
             }
         }
-        tree.nodes = by_time(b.nodes);
+        tree.nodes = by_time(nodes);
         Some(tree)
     }
 }

@@ -151,6 +151,11 @@ pub struct FindingEntry {
     pub evidence: Vec<EvidenceEntry>,
     pub fix: String,
     pub fix_snippet: String,
+    /// The module frame holding most of the evidence's time (`detect::Finding::module`):
+    /// only where the trace has module frames and the evidence is kernels or ops; an optional
+    /// field, absent in older reports (so no new version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -493,6 +498,7 @@ impl Report {
                             count: e.count,
                         })
                         .collect(),
+                    module: f.module.clone(),
                     fix: f.fix.summary.to_string(),
                     fix_snippet: f.fix.snippet.to_string(),
                 })

@@ -56,6 +56,28 @@ use facts::Facts;
 
 /// The payload's format name; [`decode`] checks it.
 pub const FORMAT: &str = "torchtraceap.share";
+/// A kind of link: what its fragment starts with before the version, the formats this version
+/// reads, and the format name its JSON carries. Reports are [`REPORT_LINK`]; comparisons and
+/// run views have their own (made from profiles, a layer up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkKind {
+    pub prefix: &'static str,
+    pub oldest: u32,
+    /// The format this version writes, and the newest it reads.
+    pub newest: u32,
+    /// The JSON's `format` field.
+    pub format: &'static str,
+    /// What a version number counts, in messages (`link format`).
+    pub what: &'static str,
+}
+/// Links of a report: `ttap2.`.
+pub const REPORT_LINK: LinkKind = LinkKind {
+    prefix: PREFIX,
+    oldest: OLDEST_VERSION,
+    newest: VERSION,
+    format: FORMAT,
+    what: "link format",
+};
 /// The link format this version writes: the `2` of `ttap2.`. It also reads format 1.
 pub const VERSION: u32 = 2;
 /// The oldest link format this version reads.
@@ -289,8 +311,8 @@ impl Encoded {
 pub enum ShareError {
     /// Nothing after the `#`.
     Empty,
-    /// The fragment does not start with `ttap<version>.`.
-    NotALink { start: String },
+    /// The fragment does not start with `ttap<version>.` (`expected`: the newest such start).
+    NotALink { start: String, expected: String },
     /// A link (or a payload) of a format newer than this version reads.
     Newer {
         what: &'static str,
@@ -324,12 +346,18 @@ pub enum ShareError {
     },
     /// The JSON is not a shared report (a field missing or of the wrong type).
     Shape { detail: String },
-    /// The JSON names another format.
-    WrongFormat { found: String },
+    /// The JSON names another format than `expected`.
+    WrongFormat {
+        found: String,
+        expected: &'static str,
+    },
     /// A finding or window names a detector this version does not have.
     UnknownDetector { id: String, place: String },
     /// [`encode`]: even with every part left out, the fragment is over the budget.
     CannotFit { bytes: usize, max: usize },
+    /// A figure or list outside what any real trace gives (a forged or broken link), at
+    /// `place` (`before, step 3`).
+    OutOfBounds { place: String, detail: String },
 }
 
 impl fmt::Display for ShareError {
@@ -340,9 +368,9 @@ impl fmt::Display for ShareError {
                 f,
                 "the link carries no report (nothing after '#'): copy the whole link, including the part after '#'"
             ),
-            ShareError::NotALink { start } => write!(
+            ShareError::NotALink { start, expected } => write!(
                 f,
-                "not a TorchTraceAP link: the part after '#' starts with {start:?}, where '{PREFIX}{VERSION}.' is expected; open a link made by TorchTraceAP's Share action or `ttap share`"
+                "not a TorchTraceAP link: the part after '#' starts with {start:?}, where '{expected}' is expected; open a link made by TorchTraceAP's Share action or `ttap share`"
             ),
             ShareError::Newer { what, version, reads } => write!(
                 f,
@@ -393,13 +421,17 @@ impl fmt::Display for ShareError {
                 f,
                 "the link's JSON is not a shared TorchTraceAP report ({detail}); if it was made by another version of TorchTraceAP, open it with that version"
             ),
-            ShareError::WrongFormat { found } => write!(
+            ShareError::WrongFormat { found, expected } => write!(
                 f,
-                "the link's JSON is a {found:?} document, not a {FORMAT:?} one; open it with the tool that made it"
+                "the link's JSON is a {found:?} document, not a {expected:?} one; open it with the tool that made it"
             ),
             ShareError::UnknownDetector { id, place } => write!(
                 f,
                 "{place} names the detector {id:?}, which this version of TorchTraceAP does not have, so it cannot show what it means: refused. It was made by a newer version (open it there) or edited"
+            ),
+            ShareError::OutOfBounds { place, detail } => write!(
+                f,
+                "{place}: {detail}, which no real trace gives: refused (a forged or broken link)"
             ),
             ShareError::CannotFit { bytes, max } => write!(
                 f,
@@ -460,12 +492,22 @@ pub fn encode(shared: &SharedReport, options: &ShareOptions) -> Result<Encoded, 
 
 /// `ttap2.` + base64url(zlib(JSON)).
 fn pack(facts: &Facts) -> String {
+    pack_value(&REPORT_LINK, facts)
+}
+
+/// A link fragment of `kind` carrying `value`: `<prefix><newest>.` + base64url(zlib(JSON)).
+pub fn pack_value<T: Serialize>(kind: &LinkKind, value: &T) -> String {
     use std::io::Write as _;
-    let json = serde_json::to_vec(facts).expect("a link's facts serialize");
+    let json = serde_json::to_vec(value).expect("a link's facts serialize");
     let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
     z.write_all(&json).expect("writing to memory");
     let compressed = z.finish().expect("writing to memory");
-    format!("{PREFIX}{VERSION}.{}", BASE64.encode(compressed))
+    format!(
+        "{}{}.{}",
+        kind.prefix,
+        kind.newest,
+        BASE64.encode(compressed)
+    )
 }
 
 /// The fragment of a link: what follows the first `#`, or the whole text when it has none;
@@ -477,6 +519,35 @@ pub fn fragment_of(link: &str) -> &str {
 
 /// Reads a link's fragment (with or without its `#`; a whole link is accepted too).
 pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
+    let (version, value) = unpack(fragment, &REPORT_LINK)?;
+    let shape = |e: serde_json::Error| ShareError::Shape {
+        detail: e.to_string(),
+    };
+    let facts = if version == VERSION {
+        serde_json::from_value::<Facts>(value).map_err(shape)?
+    } else {
+        let legacy: SharedReport = serde_json::from_value(value).map_err(shape)?;
+        if legacy.report.format != report::FORMAT {
+            return Err(ShareError::WrongFormat {
+                found: quoted(&legacy.report.format),
+                expected: report::FORMAT,
+            });
+        }
+        Facts::of(&legacy)
+    };
+    if facts.report_version > report::VERSION {
+        return Err(ShareError::Newer {
+            what: "report format",
+            version: facts.report_version.to_string(),
+            reads: report::VERSION,
+        });
+    }
+    facts.render()
+}
+
+/// The JSON a link of `kind` carries (the fragment with or without its `#`, or a whole link),
+/// read within every bound, and the format version its JSON names.
+pub fn unpack(fragment: &str, kind: &LinkKind) -> Result<(u32, Value), ShareError> {
     let fragment = fragment_of(fragment);
     if fragment.is_empty() {
         return Err(ShareError::Empty);
@@ -486,7 +557,7 @@ pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
             bytes: fragment.len(),
         });
     }
-    let data = payload_of(fragment)?;
+    let data = payload_of(fragment, kind)?;
     let compressed = BASE64.decode(data).map_err(|e| ShareError::Base64 {
         detail: base64_detail(&e, fragment.len() - data.len()),
     })?;
@@ -506,28 +577,7 @@ pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
         }
     })?;
     check_limits(&value, &mut String::from("$"), 0)?;
-    let shape = |e: serde_json::Error| ShareError::Shape {
-        detail: e.to_string(),
-    };
-    let facts = if check_format(&value)? == VERSION {
-        serde_json::from_value::<Facts>(value).map_err(shape)?
-    } else {
-        let legacy: SharedReport = serde_json::from_value(value).map_err(shape)?;
-        if legacy.report.format != report::FORMAT {
-            return Err(ShareError::WrongFormat {
-                found: quoted(&legacy.report.format),
-            });
-        }
-        Facts::of(&legacy)
-    };
-    if facts.report_version > report::VERSION {
-        return Err(ShareError::Newer {
-            what: "report format",
-            version: facts.report_version.to_string(),
-            reads: report::VERSION,
-        });
-    }
-    facts.render()
+    Ok((check_format(&value, kind)?, value))
 }
 
 /// A report read from outside this page (a saved report opened again) rendered like a link:
@@ -545,14 +595,20 @@ pub fn render(report: &Report) -> Result<Report, ShareError> {
 /// `⟨U+XXXX⟩`, and the result is cut to [`QUOTED_MAX_CHARS`] characters, ending in `…` when cut.
 /// Quoting quoted text changes nothing.
 pub fn quoted(text: &str) -> String {
+    quoted_up_to(text, QUOTED_MAX_CHARS)
+}
+
+/// [`quoted`] with another length cap (`max_chars` ≥ 1): for names that only a longer text tells
+/// apart (templated kernel names).
+pub fn quoted_up_to(text: &str, max_chars: usize) -> String {
     let mut visible = String::new();
     text.chars()
-        .take(QUOTED_MAX_CHARS + 1)
+        .take(max_chars + 1)
         .for_each(|c| report::visible(c, &mut visible));
-    if visible.chars().count() <= QUOTED_MAX_CHARS {
+    if visible.chars().count() <= max_chars {
         return visible;
     }
-    let mut cut: String = visible.chars().take(QUOTED_MAX_CHARS - 1).collect();
+    let mut cut: String = visible.chars().take(max_chars - 1).collect();
     cut.push('…');
     cut
 }
@@ -571,6 +627,7 @@ mod tests {
 
     #[test]
     fn the_prefix_names_the_version() {
+        let payload_of = |f| payload_of(f, &REPORT_LINK);
         assert_eq!(payload_of("ttap1.xyz"), Ok("xyz"));
         assert_eq!(payload_of("ttap2.xyz"), Ok("xyz"));
         assert!(matches!(

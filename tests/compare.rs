@@ -5,26 +5,20 @@
 //! and findings are fixed or new; the CLI's formats and its regression gate.
 
 mod common;
+mod profiles;
 mod ttap;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use profiles::profile_of_bytes;
 use torchtraceap::compare::{render, Comparison, NameChange};
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap::synth::{generate, AntiPattern, Injection};
 use ttap::ttap;
 
 const HTA: &str = "facebookresearch__HolisticTraceAnalysis";
-
-fn profile_of_bytes(label: &str, bytes: &[u8]) -> Profile {
-    let ingested = ingest_bytes(bytes, IngestOptions::default()).expect("the trace ingests");
-    let a = Analysis::new(&ingested.trace);
-    Profile::new(label, &a, &detect::run(&a).findings)
-}
 
 fn profile_of(path: &Path) -> Profile {
     profile_of_bytes(
@@ -198,17 +192,7 @@ fn hta_trace_compare_pair_agrees_with_the_raw_events() {
 }
 
 fn synth(seed: u64, injections: Vec<Injection>) -> Profile {
-    let trace = generate(&Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps: 8,
-        batch: 64,
-        seed,
-        injections,
-        noise: false,
-    })
-    .trace;
+    let trace = generate(&profiles::resnet50(seed, injections, false)).trace;
     profile_of_bytes(&format!("seed {seed}"), trace.as_bytes())
 }
 

@@ -28,6 +28,8 @@ const LAYERS: &[&[&str]] = &[
     // What is made from profiles: a before/after comparison, a multi-rank run view; and what
     // is read from many reports' summaries: a fleet report.
     &["compare", "run", "fleet"],
+    // Comparisons and run views as links.
+    &["view_link"],
 ];
 
 fn layer_of(module: &str) -> usize {

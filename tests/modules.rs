@@ -8,8 +8,12 @@ mod common;
 
 use std::process::Command;
 
+use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
-use torchtraceap::modules::{ModuleNode, ModuleTree};
+use torchtraceap::modules::{Frames, ModuleNode, ModuleTree};
+use torchtraceap::report::Report;
+use torchtraceap::share;
+use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 const TRACE: &str = r#"{"traceEvents": [
   {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
@@ -144,4 +148,195 @@ fn a_real_resnet_training_trace_is_attributed_forward_and_backward() {
         "{text}"
     );
     println!("{text}");
+}
+
+#[test]
+fn the_holder_of_events_is_the_deepest_frame_with_more_than_half_their_time() {
+    let t = ingest_bytes(TRACE.as_bytes(), IngestOptions::default())
+        .expect("ingests")
+        .trace;
+    let frames = Frames::of(&t).expect("module frames");
+    let kernels = |names: &[&str]| -> Vec<usize> {
+        (0..t.events.len())
+            .filter(|&i| names.contains(&t.name_of(i)) && t.events.kind[i].is_gpu_work())
+            .collect()
+    };
+    let holder = |names: &[&str]| frames.holder(&t, &kernels(names));
+    // Forward and backward GEMMs: Linear_0 ran both.
+    assert_eq!(
+        holder(&["gemm", "gemm_backward"]).as_deref(),
+        Some("Net_0/Linear_0")
+    );
+    // 10 + 7 + 5 µs over three children, none with half: their parent.
+    assert_eq!(
+        holder(&["gemm", "head_kernel", "relu"]).as_deref(),
+        Some("Net_0")
+    );
+    // 5 of 8 µs in ReLU_0, 3 outside every frame.
+    assert_eq!(holder(&["relu", "stray"]).as_deref(), Some("Net_0/ReLU_0"));
+    // A record_function label is crossed, not named: its module is the one around it.
+    assert_eq!(holder(&["head_kernel"]).as_deref(), Some("Net_0"));
+    // Outside every frame: no module.
+    assert_eq!(holder(&["stray"]), None);
+    assert_eq!(holder(&[]), None);
+    // A CPU op counts where it runs.
+    let relu_op: Vec<usize> = (0..t.events.len())
+        .filter(|&i| t.name_of(i) == "aten::relu")
+        .collect();
+    assert_eq!(frames.holder(&t, &relu_op).as_deref(), Some("Net_0/ReLU_0"));
+}
+
+/// `trace` (Kineto JSON) with module frames added on each thread that launched one of
+/// `kernels` (model event indices of `t`, the same trace ingested): `nn.Module: Net_0` over
+/// each step's top-level operators there, and inside it `nn.Module: Backbone_0` from the first
+/// to the last top-level operator that launched one of them.
+fn with_frames(
+    trace: &str,
+    t: &torchtraceap::model::Trace,
+    a: &Analysis<'_>,
+    kernels: &[usize],
+) -> String {
+    use torchtraceap::model::NONE;
+    let e = &t.events;
+    let top = |mut i: usize| {
+        while e.parent[i] != NONE {
+            i = e.parent[i] as usize;
+        }
+        i
+    };
+    let launchers: Vec<usize> = kernels
+        .iter()
+        .filter_map(|&k| t.launch_of(k as u32))
+        .map(|l| top(l as usize))
+        .collect();
+    let mut v: serde_json::Value = serde_json::from_str(trace).unwrap();
+    let mut threads: Vec<u32> = launchers.iter().map(|&i| e.track[i]).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut added = Vec::new();
+    for thread in threads {
+        // The thread's pid and tid in the JSON: those of one of its operators.
+        let op = *launchers.iter().find(|&&i| e.track[i] == thread).unwrap();
+        let json_op = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| {
+                x["name"] == t.name_of(op)
+                    && (x["ts"].as_f64().unwrap_or(0.0) * 1000.0).round() as i64 == e.start[op]
+            })
+            .expect("the operator in the JSON");
+        let (pid, tid) = (json_op["pid"].clone(), json_op["tid"].clone());
+        let frame = |name: &str, start: i64, end: i64| {
+            serde_json::json!({"ph": "X", "cat": "python_function", "name": format!("nn.Module: {name}"),
+                "pid": pid, "tid": tid, "ts": start as f64 / 1000.0, "dur": (end - start) as f64 / 1000.0})
+        };
+        for k in 0..a.steps.steps.len() {
+            let (start, end) = a.range(k);
+            let here =
+                |i: &usize| e.track[*i] == thread && e.start[*i] >= start && e.start[*i] < end;
+            let ops: Vec<usize> = (0..e.len())
+                .filter(|i| e.parent[*i] == NONE && here(i))
+                .collect();
+            let mine: Vec<usize> = launchers.iter().copied().filter(here).collect();
+            let span = |list: &[usize]| {
+                let first = list.iter().map(|&i| e.start[i]).min()?;
+                Some((first, list.iter().map(|&i| e.end(i)).max()?))
+            };
+            if let Some((first, last)) = span(&ops) {
+                added.push(frame("Net_0", first - 1000, last + 1000));
+            }
+            if let Some((first, last)) = span(&mine) {
+                added.push(frame("Backbone_0", first, last));
+            }
+        }
+    }
+    let events = v["traceEvents"].as_array_mut().unwrap();
+    for (k, f) in added.into_iter().enumerate() {
+        events.insert(k, f);
+    }
+    v.to_string()
+}
+
+#[test]
+fn findings_name_their_module_only_where_the_trace_has_module_frames() {
+    let g = generate(&Config {
+        model: Model::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 6,
+        batch: 64,
+        seed: 5,
+        injections: (1..6)
+            .flat_map(|step| {
+                [AntiPattern::Fp32Simt, AntiPattern::DataLoader].map(|pattern| Injection {
+                    pattern,
+                    step,
+                    severity: 0.8,
+                })
+            })
+            .collect(),
+        noise: false,
+    });
+    let plain = ingest_bytes(g.trace.as_bytes(), IngestOptions::default())
+        .unwrap()
+        .trace;
+    let a = Analysis::new(&plain);
+    let found = detect::run(&a).findings;
+    let simt = found
+        .iter()
+        .find(|f| f.id == "fp32-without-tensor-cores")
+        .expect("the injected SIMT kernels are found");
+    assert!(found.iter().any(|f| f.id == "dataloader-bottleneck"));
+    assert!(
+        found.iter().all(|f| f.module.is_none()),
+        "no frames, no module"
+    );
+    let kernels: Vec<usize> = simt
+        .evidence
+        .iter()
+        .flat_map(|e| e.sources.clone())
+        .collect();
+    assert!(!kernels.is_empty());
+    let framed_json = with_frames(&g.trace, &plain, &a, &kernels);
+    let framed = ingest_bytes(framed_json.as_bytes(), IngestOptions::default())
+        .unwrap()
+        .trace;
+    let a = Analysis::new(&framed);
+    let found = detect::run(&a).findings;
+    let module = |id: &str| {
+        found
+            .iter()
+            .find(|f| f.id == id)
+            .unwrap_or_else(|| panic!("{id} still found"))
+            .module
+            .clone()
+    };
+    assert_eq!(
+        module("fp32-without-tensor-cores").as_deref(),
+        Some("Net_0/Backbone_0")
+    );
+    // DataLoader ranges are not kernels or ops of the model: no module.
+    assert_eq!(module("dataloader-bottleneck"), None);
+    // In the report, its Markdown and a link.
+    let report = Report::new(&a, &detect::run(&a));
+    let entry = report
+        .findings
+        .iter()
+        .find(|f| f.id == "fp32-without-tensor-cores")
+        .unwrap();
+    assert_eq!(entry.module.as_deref(), Some("Net_0/Backbone_0"));
+    assert!(report
+        .to_markdown("t")
+        .contains("- Module: `Net_0/Backbone_0`."));
+    let shared = share::SharedReport::new(report, share::fingerprint(&framed));
+    let link = share::encode(&shared, &share::ShareOptions::default()).unwrap();
+    let back = share::decode(&link.fragment).unwrap();
+    let entry = back
+        .report
+        .findings
+        .iter()
+        .find(|f| f.id == "fp32-without-tensor-cores")
+        .unwrap();
+    assert_eq!(entry.module.as_deref(), Some("Net_0/Backbone_0"));
 }

@@ -4,32 +4,25 @@
 //! per-rank traces of param's 8-rank DLRM job; and the CLI's run view in Markdown and JSON.
 
 mod common;
+mod profiles;
 mod ttap;
 
 use std::path::PathBuf;
 
+use profiles::profile_of_bytes;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};
 use torchtraceap::synth::{
-    generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model, FIRST_STEP,
+    generate_ranks, AntiPattern, Config, DataParallel, Injection, FIRST_STEP,
 };
 use ttap::ttap;
 
 const WORLD: u32 = 8;
 
 fn config() -> Config {
-    Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps: 8,
-        batch: 64,
-        seed: 3,
-        injections: Vec::new(),
-        noise: false,
-    }
+    profiles::resnet50(3, Vec::new(), false)
 }
 
 fn stall(rank: u32, step: u32) -> (u32, Injection) {
@@ -52,12 +45,7 @@ fn profiles(rank_injections: Vec<(u32, Injection)>) -> Vec<Profile> {
     let profiles: Vec<Profile> = generate_ranks(&config(), &dp)
         .iter()
         .enumerate()
-        .map(|(r, g)| {
-            let ingested = ingest_bytes(g.trace.as_bytes(), IngestOptions::default())
-                .expect("generated traces ingest");
-            let a = Analysis::new(&ingested.trace);
-            Profile::new(&format!("rank {r}"), &a, &detect::run(&a).findings)
-        })
+        .map(|(r, g)| profile_of_bytes(&format!("rank {r}"), g.trace.as_bytes()))
         .collect();
     assert!(is_run(&profiles), "the ranks of one run");
     profiles

@@ -232,6 +232,9 @@ fn finding(k: usize, severity: &str, events: usize) -> FindingEntry {
         }],
         fix: format!("Fix {k}"),
         fix_snippet: format!("model.fix_{k}(option={})", k * 31 % 97),
+        module: k
+            .is_multiple_of(2)
+            .then(|| format!("Net_0/Sequential_{k}/Conv2d_{}", k * 3)),
     }
 }
 
@@ -534,7 +537,7 @@ fn wrong_content_is_refused_by_kind() {
     let report = serde_json::to_vec(&small().report).unwrap();
     refused(
         &link_of(&report),
-        |e| matches!(e, ShareError::WrongFormat { found } if found == "torchtraceap.report"),
+        |e| matches!(e, ShareError::WrongFormat { found, .. } if found == "torchtraceap.report"),
     );
     let inner = legacy_json_with(|v| v["report"]["format"] = serde_json::json!("other"));
     refused(&link_of(&inner), |e| {

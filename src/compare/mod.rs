@@ -208,13 +208,22 @@ fn matched<'p>(p: &'p Profile, other: &Profile) -> Vec<&'p StepFacts> {
     steady
 }
 
+/// The steady steps of each side that the comparison pairs (step `k` of before with step `k`
+/// of after).
+pub fn paired_steps<'p>(
+    before: &'p Profile,
+    after: &'p Profile,
+) -> (Vec<&'p StepFacts>, Vec<&'p StepFacts>) {
+    (matched(before, after), matched(after, before))
+}
+
 fn ms(steps: &[&StepFacts]) -> Vec<f64> {
     steps.iter().map(|s| s.dur_ns as f64 / 1e6).collect()
 }
 
 impl Comparison {
     pub fn new(before: &Profile, after: &Profile) -> Comparison {
-        let (b_steps, a_steps) = (matched(before, after), matched(after, before));
+        let (b_steps, a_steps) = paired_steps(before, after);
         let (b_ms, a_ms) = (ms(&b_steps), ms(&a_steps));
         let (sb, sa) = (Spread::of(&b_ms), Spread::of(&a_ms));
         let se =

@@ -80,6 +80,7 @@ impl Detector for AllocatorChurn {
             steps: o.held.clone(),
             events: a.longest_refs(&calls, 3),
             count: Some(count as u64),
+            sources: calls,
         }];
         finding(self, o, summary, evidence, FIX_ALLOCATOR_CHURN)
     }

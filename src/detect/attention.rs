@@ -113,6 +113,7 @@ impl Detector for UnfusedAttention {
         let mut softmax: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let mut matmuls: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let mut shown: Vec<usize> = Vec::new();
+        let mut sources: Vec<usize> = Vec::new();
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
             let children: Vec<usize> = track
                 .events
@@ -149,6 +150,7 @@ impl Detector for UnfusedAttention {
                     };
                     softmax[step].extend(work(i));
                     matmuls[step].extend(work(x).chain(work(y)));
+                    sources.push(i);
                     if shown.len() < 3 {
                         shown.push(i);
                     }
@@ -183,6 +185,7 @@ impl Detector for UnfusedAttention {
                     from_kernels[step] += 1;
                     softmax[step].push((e.start[i], e.end(i)));
                     matmuls[step].extend([(e.start[x], e.end(x)), (e.start[y], e.end(y))]);
+                    sources.push(i);
                     if shown.len() < 3 {
                         shown.push(i);
                     }
@@ -229,6 +232,7 @@ impl Detector for UnfusedAttention {
             steps: o.held.clone(),
             events: shown.iter().map(|&i| a.event_ref(i)).collect(),
             count: Some(total),
+            sources,
         }];
         finding(self, o, summary, evidence, FIX_UNFUSED_ATTENTION)
     }

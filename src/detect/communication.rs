@@ -66,6 +66,7 @@ impl Detector for ExposedCommunication {
             steps: o.held.clone(),
             events: Vec::new(),
             count: None,
+            sources: Vec::new(),
         }];
         finding(self, o, summary, evidence, FIX_EXPOSED_COMMUNICATION)
     }

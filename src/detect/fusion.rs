@@ -115,6 +115,7 @@ impl Detector for FusionCandidates {
             steps: o.held.clone(),
             events: names.iter().map(|&i| a.event_ref(i)).collect(),
             count: Some(runs_total),
+            sources: names,
         }];
         finding(self, o, summary, evidence, FIX_FUSION_CANDIDATES)
     }

@@ -93,6 +93,7 @@ impl Detector for HostSync {
                 .map(|&(i, _)| a.event_ref(i))
                 .collect(),
             count: Some(syncs.len() as u64),
+            sources: syncs,
         }];
         finding(self, o, summary, evidence, FIX_HOST_SYNC)
     }

@@ -67,6 +67,7 @@ impl Detector for LaunchBound {
             steps: o.held.clone(),
             events: Vec::new(),
             count: Some(short.round() as u64),
+            sources: Vec::new(),
         }];
         finding(self, o, summary, evidence, FIX_LAUNCH_BOUND)
     }

@@ -96,6 +96,7 @@ impl Detector for LayoutTransforms {
             steps: o.held.clone(),
             events: a.longest_refs(&shown, 3),
             count: Some(count as u64),
+            sources: shown,
         }];
         finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
     }

@@ -246,6 +246,10 @@ pub struct Evidence {
     /// Events that show it, by name and time, most important first.
     pub events: Vec<String>,
     pub count: Option<u64>,
+    /// The events it stands for (all of them, not only those named; empty where the evidence
+    /// is not events): the module frame that holds most of their time names the finding's
+    /// module ([`Finding::module`]).
+    pub sources: Vec<usize>,
 }
 
 /// The change that removes the problem.
@@ -323,6 +327,10 @@ pub struct Finding {
     pub step_costs: Vec<StepCost>,
     pub evidence: Vec<Evidence>,
     pub fix: Fix,
+    /// The deepest module frame holding most of the evidence's time
+    /// (`ResNet_0/Sequential_3/BasicBlock_1/Conv2d_2`), where the trace has module frames and
+    /// the evidence is events (`crate::modules::Frames::holder`).
+    pub module: Option<String>,
 }
 
 /// Steps listed as a finding's worst.
@@ -407,7 +415,7 @@ impl Outcome {
 
 /// Why a detector has no finding.
 pub enum Verdict {
-    Finding(Finding),
+    Finding(Box<Finding>),
     Note(Note),
     Nothing,
 }
@@ -495,13 +503,14 @@ pub fn run(a: &Analysis<'_>) -> Detected {
             continue;
         }
         match d.detect(a, &mut ledger) {
-            Verdict::Finding(f) => out.findings.push(f),
+            Verdict::Finding(f) => out.findings.push(*f),
             Verdict::Note(n) => out.notes.push(n),
             Verdict::Nothing => {}
         }
     }
     out.notes
         .extend(OBSERVERS.iter().filter_map(|o| o.observe(a)));
+    name_modules(a, &mut out.findings);
     out.max_step_claimed_pct = a
         .steady
         .iter()
@@ -524,6 +533,29 @@ pub fn run(a: &Analysis<'_>) -> Detected {
             .then_with(|| x.id.cmp(y.id))
     });
     out
+}
+
+/// Names each finding's module: the frame holding most of its evidence's events' time (none
+/// where the trace has no module frame, or the evidence is not events).
+fn name_modules(a: &Analysis<'_>, findings: &mut [Finding]) {
+    let sources = |f: &Finding| -> Vec<usize> {
+        f.evidence
+            .iter()
+            .flat_map(|e| e.sources.iter().copied())
+            .collect()
+    };
+    if findings.iter().all(|f| sources(f).is_empty()) {
+        return;
+    }
+    let Some(frames) = crate::modules::Frames::of(a.trace) else {
+        return;
+    };
+    for f in findings {
+        let events = sources(f);
+        if !events.is_empty() {
+            f.module = frames.holder(a.trace, &events);
+        }
+    }
 }
 
 /// Keeps a gate that holds in at least [`MIN_CONSISTENCY`] of the steady steps and explains at
@@ -643,7 +675,7 @@ pub(crate) fn finding(
     evidence: Vec<Evidence>,
     fix: Fix,
 ) -> Verdict {
-    Verdict::Finding(Finding {
+    Verdict::Finding(Box::new(Finding {
         id: d.id(),
         title: d.title(),
         summary,
@@ -654,7 +686,8 @@ pub(crate) fn finding(
         step_costs: outcome.step_costs,
         evidence,
         fix,
-    })
+        module: None,
+    }))
 }
 
 /// `part` as a percentage of `whole`.

@@ -128,6 +128,7 @@ impl Detector for UnfusedOptimizer {
             steps: o.held.clone(),
             events: vec!["Optimizer.step".into()],
             count: Some(o.gate.median.round() as u64),
+            sources: Vec::new(),
         }];
         finding(self, o, summary, evidence, FIX_UNFUSED_OPTIMIZER)
     }
@@ -206,6 +207,7 @@ impl Detector for ZeroGradMemset {
             steps: o.held.clone(),
             events: shown.iter().take(3).map(|&i| a.event_ref(i)).collect(),
             count: Some(launches as u64),
+            sources: shown,
         }];
         finding(self, o, summary, evidence, FIX_ZERO_GRAD_MEMSET)
     }

@@ -109,6 +109,7 @@ impl Detector for PageableCopy {
             steps: o.held.clone(),
             events: a.longest_refs(&shown, 3),
             count: Some(count),
+            sources: shown,
         }];
         finding(self, o, summary, evidence, FIX_PAGEABLE_COPY)
     }

@@ -57,6 +57,7 @@ impl Detector for NoTensorCores {
         let e = &t.events;
         let mut names = KernelNames::default();
         let mut by_name: Vec<(usize, i64)> = Vec::new();
+        let mut simt_events: Vec<usize> = Vec::new();
         let checks = a
             .steady
             .iter()
@@ -71,6 +72,7 @@ impl Detector for NoTensorCores {
                     if e.kind[i] == EventKind::GpuKernel && names.of_event(t, i).simt_fp32 {
                         simt += e.dur[i];
                         iv.push((e.start[i], e.end(i)));
+                        simt_events.push(i);
                         match by_name.iter_mut().find(|(j, _)| e.name[*j] == e.name[i]) {
                             Some(entry) => entry.1 += e.dur[i],
                             None => by_name.push((i, e.dur[i])),
@@ -116,6 +118,7 @@ impl Detector for NoTensorCores {
                 })
                 .collect(),
             count: Some(by_name.len() as u64),
+            sources: simt_events,
         }];
         finding(self, o, summary, evidence, FIX_NO_TENSOR_CORES)
     }

@@ -110,6 +110,7 @@ impl Detector for LowUtilization {
             steps: o.held.clone(),
             events: Vec::new(),
             count: None,
+            sources: Vec::new(),
         }];
         finding(self, o, summary, evidence, FIX_LOW_UTILIZATION)
     }
@@ -159,6 +160,7 @@ impl Detector for HostOnlyTime {
             steps: o.held.clone(),
             events: Vec::new(),
             count: None,
+            sources: Vec::new(),
         }];
         finding(self, o, summary, evidence, FIX_HOST_ONLY_TIME)
     }

@@ -91,6 +91,9 @@ impl Report {
                         g.figures.margin
                     );
                 }
+                if let Some(module) = &f.module {
+                    let _ = writeln!(o, "- Module: {}.", md_code(module));
+                }
                 if !f.worst_steps.is_empty() {
                     let worst: Vec<String> = f
                         .worst_steps

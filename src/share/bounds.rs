@@ -6,39 +6,42 @@
 use flate2::{Decompress, FlushDecompress, Status};
 use serde_json::Value;
 
-use super::{
-    quoted, ShareError, FORMAT, MAX_DEPTH, MAX_ITEMS, MAX_JSON_BYTES, MAX_TEXT_BYTES,
-    OLDEST_VERSION, PREFIX, VERSION,
-};
+use super::{quoted, LinkKind, ShareError, MAX_DEPTH, MAX_ITEMS, MAX_JSON_BYTES, MAX_TEXT_BYTES};
 
-/// Checks the prefix and version; returns the base64 text after `ttap<version>.`.
-pub(super) fn payload_of(fragment: &str) -> Result<&str, ShareError> {
+/// Checks the prefix and version of a link of `kind`; returns the base64 text after
+/// `<prefix><version>.`.
+pub(super) fn payload_of<'f>(fragment: &'f str, kind: &LinkKind) -> Result<&'f str, ShareError> {
     let not_a_link = || ShareError::NotALink {
         start: fragment.chars().take(12).collect(),
+        expected: format!("{}{}.", kind.prefix, kind.newest),
     };
-    let rest = fragment.strip_prefix(PREFIX).ok_or_else(not_a_link)?;
+    let rest = fragment.strip_prefix(kind.prefix).ok_or_else(not_a_link)?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 || rest.as_bytes().get(digits) != Some(&b'.') {
         return Err(not_a_link());
     }
     let version = &rest[..digits];
-    check_version(version.parse().ok(), version)?;
+    check_version(version.parse().ok(), version, kind)?;
     Ok(&rest[digits + 1..])
 }
 
-/// A link format version: one this version reads, an older one (none was ever written), or a
-/// newer one (`None`: too large a number to read).
-pub(super) fn check_version(version: Option<u64>, text: &str) -> Result<u32, ShareError> {
+/// A link format version of `kind`: one this version reads, an older one (none was ever
+/// written), or a newer one (`None`: too large a number to read).
+pub(super) fn check_version(
+    version: Option<u64>,
+    text: &str,
+    kind: &LinkKind,
+) -> Result<u32, ShareError> {
     match version {
-        Some(v) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&v) => Ok(v as u32),
-        Some(v) if v < u64::from(OLDEST_VERSION) => Err(ShareError::Unsupported {
+        Some(v) if (u64::from(kind.oldest)..=u64::from(kind.newest)).contains(&v) => Ok(v as u32),
+        Some(v) if v < u64::from(kind.oldest) => Err(ShareError::Unsupported {
             version: text.to_string(),
             why: "no TorchTraceAP ever wrote it (format 1 is the first): the link is damaged or was not made by TorchTraceAP",
         }),
         _ => Err(ShareError::Newer {
-            what: "link format",
+            what: kind.what,
             version: text.to_string(),
-            reads: VERSION,
+            reads: kind.newest,
         }),
     }
 }
@@ -146,12 +149,13 @@ pub(super) fn check_limits(v: &Value, path: &mut String, depth: usize) -> Result
 /// The payload's own format name and version, before its shape is read: a newer payload says so
 /// rather than failing on a field it does not know. Returns the version (format 1 when it is not
 /// a whole number: the typed reading then says what is wrong).
-pub(super) fn check_format(v: &Value) -> Result<u32, ShareError> {
+pub(super) fn check_format(v: &Value, kind: &LinkKind) -> Result<u32, ShareError> {
     match v.get("format").and_then(Value::as_str) {
-        Some(FORMAT) => {}
+        Some(format) if format == kind.format => {}
         Some(other) => {
             return Err(ShareError::WrongFormat {
                 found: quoted(other),
+                expected: kind.format,
             })
         }
         None => {
@@ -161,7 +165,7 @@ pub(super) fn check_format(v: &Value) -> Result<u32, ShareError> {
         }
     }
     match v.get("version").and_then(Value::as_u64) {
-        Some(version) => check_version(Some(version), &version.to_string()),
-        None => Ok(OLDEST_VERSION),
+        Some(version) => check_version(Some(version), &version.to_string(), kind),
+        None => Ok(kind.oldest),
     }
 }

@@ -63,6 +63,10 @@ struct FindingFacts {
     worst_steps: Vec<StepCostEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     evidence: Vec<EvidenceFacts>,
+    /// The module frame holding most of the evidence's time (a path of frame names: data,
+    /// shown quoted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    module: Option<String>,
 }
 
 /// Evidence as a link holds it: where, how many, which events.
@@ -119,6 +123,7 @@ impl Facts {
                             count: e.count,
                         })
                         .collect(),
+                    module: f.module.clone(),
                 })
                 .collect(),
             steps: r.steps.clone(),
@@ -187,6 +192,7 @@ impl Facts {
                         .collect(),
                     fix: fix.summary.to_string(),
                     fix_snippet: fix.snippet.to_string(),
+                    module: f.module.as_deref().map(quoted),
                 })
             })
             .collect::<Result<Vec<_>, ShareError>>()?;

@@ -11,6 +11,7 @@ use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::run::{is_run, render, RunView};
 use torchtraceap::share::fingerprint;
+use torchtraceap::view_link;
 
 use crate::inspect::read_file;
 
@@ -44,6 +45,12 @@ pub struct Args {
     /// List the detectors and their thresholds, then exit.
     #[arg(long)]
     list: bool,
+    /// Several ranks of one run: print a link to the run view in the web app instead (the
+    /// ranks' figures, never the traces).
+    #[arg(long, conflicts_with_all = ["format", "fail_on"])]
+    share: bool,
+    #[command(flatten)]
+    link: crate::share::LinkArgs,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -122,6 +129,20 @@ pub fn run(args: &Args) -> ExitCode {
             })),
         }
         profiles.push(profile);
+    }
+    if args.share {
+        if unusable || !is_run(&profiles) {
+            eprintln!(
+                "error: --share needs the traces of two or more ranks of one run, each read (for one trace: `ttap share FILE`)"
+            );
+            return ExitCode::from(2);
+        }
+        let options = args.link.options(view_link::RUN_MAX_BYTES);
+        return crate::share::print_view_link(
+            "the run view",
+            &args.link,
+            view_link::encode_run(&profiles, &options),
+        );
     }
     let run =
         (profiles.len() >= 2 && (folder || is_run(&profiles))).then(|| RunView::new(&profiles));

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use torchtraceap::compare::{render, Comparison};
 use torchtraceap::profile::{Batch, Profile};
+use torchtraceap::share::DEFAULT_MAX_BYTES;
+use torchtraceap::view_link;
 
 use crate::analyze::{analyze_all, expand};
 
@@ -42,6 +44,12 @@ pub struct Args {
     /// drops by more than PCT percent beyond the spread of the steps (a gate for CI).
     #[arg(long, value_name = "PCT")]
     fail_on_regression: Option<f64>,
+    /// Print a link to the comparison in the web app instead (the two traces' figures, never
+    /// the traces).
+    #[arg(long, conflicts_with_all = ["format", "fail_on_regression"])]
+    share: bool,
+    #[command(flatten)]
+    link: crate::share::LinkArgs,
 }
 
 /// The profile of a trace file, or of a folder's mean trace, with a batch size given on the
@@ -87,6 +95,14 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.share {
+        let options = args.link.options(DEFAULT_MAX_BYTES);
+        return crate::share::print_view_link(
+            "the comparison",
+            &args.link,
+            view_link::encode_comparison(&before, &after, &options),
+        );
+    }
     let c = Comparison::new(&before, &after);
     match args.format {
         Format::Text => crate::out(&render::text(&c, args.top)),

@@ -1,4 +1,5 @@
-//! `ttap share FILE` and `ttap share --decode LINK`
+//! `ttap share FILE` and `ttap share --decode LINK` (a report's, a comparison's or a run's);
+//! the link options and output of `ttap compare --share` and `ttap analyze --share`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +7,8 @@ use std::process::ExitCode;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::report::Report;
-use torchtraceap::share::{self, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
+use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
+use torchtraceap::view_link;
 
 use crate::inspect::read_file;
 
@@ -15,14 +17,10 @@ pub struct Args {
     /// The trace to share the analysis of: Kineto JSON, plain or gzip-compressed.
     #[arg(required_unless_present = "decode", conflicts_with = "decode")]
     file: Option<PathBuf>,
-    /// The longest fragment (the part after '#') to write, in bytes; the least important parts
-    /// of the report are left out until it fits.
-    #[arg(long, default_value_t = DEFAULT_MAX_BYTES)]
-    max_bytes: usize,
-    /// Where the TorchTraceAP web app is served; the link is this, '#' and the fragment.
-    #[arg(long, default_value = "http://127.0.0.1:8080/")]
-    base_url: String,
-    /// Print the report a link (or its fragment) carries, as JSON, instead of making one.
+    #[command(flatten)]
+    link: LinkArgs,
+    /// Print what a link (or its fragment) carries, as JSON, instead of making one: a report, or
+    /// the comparison or run view this version computes from a comparison's or run's link.
     #[arg(long, value_name = "LINK_OR_FRAGMENT")]
     decode: Option<String>,
 }
@@ -35,7 +33,73 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// Where a link points and how long it may be.
+#[derive(clap::Args)]
+pub struct LinkArgs {
+    /// The longest fragment (the part after '#') to write, in bytes; the least important parts
+    /// are left out until it fits [default: 8192; a run's link: 65536].
+    #[arg(long)]
+    max_bytes: Option<usize>,
+    /// Where the TorchTraceAP web app is served; the link is this, '#' and the fragment.
+    #[arg(long, default_value = "http://127.0.0.1:8080/")]
+    base_url: String,
+}
+
+impl LinkArgs {
+    pub fn options(&self, default: usize) -> ShareOptions {
+        ShareOptions {
+            max_bytes: self.max_bytes.unwrap_or(default),
+        }
+    }
+}
+
+/// Prints a comparison's or run's link (stdout) and its size (stderr), or why it cannot be made.
+pub fn print_view_link(
+    what: &str,
+    link: &LinkArgs,
+    encoded: Result<view_link::Encoded, ShareError>,
+) -> ExitCode {
+    match encoded {
+        Ok(encoded) => {
+            crate::out(&format!("{}#{}\n", link.base_url, encoded.fragment));
+            eprintln!("{what}: a link fragment of {} bytes", encoded.bytes);
+            if encoded.kept.rows_left_out > 0 {
+                eprintln!(
+                    "left out to fit: {} table rows with the smallest changes",
+                    encoded.kept.rows_left_out
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {what}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn decode_view(link: &str) -> ExitCode {
+    let json = view_link::decode(link).map(|v| match (v.comparison(), v.run()) {
+        (Some(c), _) => serde_json::to_string_pretty(&c),
+        (None, Some(r)) => serde_json::to_string_pretty(&r),
+        (None, None) => unreachable!("a link is a comparison or a run"),
+    });
+    match json {
+        Ok(json) => {
+            crate::out(&format!("{}\n", json.expect("views serialize")));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn decode(link: &str) -> ExitCode {
+    if view_link::is_view_link(link) {
+        return decode_view(link);
+    }
     match share::decode(link) {
         Ok(shared) => {
             crate::out(&format!(
@@ -62,17 +126,15 @@ fn encode(args: &Args, path: &Path) -> ExitCode {
     let analysis = Analysis::new(&ingested.trace);
     let report = Report::new(&analysis, &detect::run(&analysis));
     let shared = SharedReport::new(report, share::fingerprint(&ingested.trace));
-    let options = ShareOptions {
-        max_bytes: args.max_bytes,
-    };
+    let options = args.link.options(DEFAULT_MAX_BYTES);
     match share::encode(&shared, &options) {
         Ok(encoded) => {
-            crate::out(&format!("{}#{}\n", args.base_url, encoded.fragment));
+            crate::out(&format!("{}#{}\n", args.link.base_url, encoded.fragment));
             eprintln!(
                 "{}: a link fragment of {} bytes (limit {}), {} findings, trace fingerprint {}",
                 path.display(),
                 encoded.bytes,
-                args.max_bytes,
+                options.max_bytes,
                 encoded.kept.report.findings.len(),
                 encoded.kept.fingerprint
             );

@@ -21,7 +21,7 @@ const AXIS: f64 = 60.0;
 const TOP: f64 = 10.0;
 const BOTTOM: f64 = 20.0;
 
-fn legend(series: &[Series]) -> Html {
+pub fn legend(series: &[Series]) -> Html {
     html! {
         <ul class="legend">
             { for series.iter().map(|s| html! {

@@ -8,12 +8,15 @@ use std::rc::Rc;
 use torchtraceap::attribution::Part;
 use torchtraceap::compare::render::{devices, headline, markdown, signed, significance};
 use torchtraceap::compare::{Comparison, FindingChange, NameChange, PartChange};
+use torchtraceap::profile::Profile;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
+use super::compare_steps::AlignedSteps;
 use super::export::download;
 use super::format::ms;
+use super::share::ViewShare;
 use super::table::{column, count_f, Column, Row, Table};
 use crate::protocol::Outcome;
 
@@ -124,7 +127,29 @@ pub fn compare(props: &CompareProps) -> Html {
         return html! { <section class="compare">{pickers}
         <p class="notice">{"Pick two analyzed traces."}</p></section> };
     };
-    let c = Rc::new(Comparison::new(before, after));
+    html! {
+        <section class="compare">
+            { pickers }
+            if props.before == props.after {
+                <p class="notice">{"The same trace on both sides: pick another one as after."}</p>
+            }
+            <ComparisonView before={Rc::new(before.clone())} after={Rc::new(after.clone())} shared=false />
+        </section>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ComparisonProps {
+    pub before: Rc<Profile>,
+    pub after: Rc<Profile>,
+    /// Opened from a link: no Share button (the link is the page's address).
+    pub shared: bool,
+}
+
+/// A comparison of two profiles: the loaded traces', or a link's.
+#[function_component(ComparisonView)]
+pub fn comparison_view(props: &ComparisonProps) -> Html {
+    let c = Rc::new(Comparison::new(&props.before, &props.after));
     let save = {
         let c = Rc::clone(&c);
         Callback::from(move |_: MouseEvent| {
@@ -150,14 +175,12 @@ pub fn compare(props: &CompareProps) -> Html {
         values: c.split.iter().map(side).collect(),
     };
     let bars = [bar("before", |p| p.before_ms), bar("after", |p| p.after_ms)];
+    let profiles = Rc::new(vec![(*props.before).clone(), (*props.after).clone()]);
     html! {
-        <section class="compare">
-            { pickers }
-            if props.before == props.after {
-                <p class="notice">{"The same trace on both sides: pick another one as after."}</p>
-            }
+        <>
             <p class="verdict"><strong>{"Verdict: "}</strong>{&c.verdict}</p>
-            <p class="export"><button class="save-compare" onclick={save}>{"Save as Markdown"}</button></p>
+            <p class="export"><button class="save-compare" onclick={save}>{"Save as Markdown"}</button>
+                if !props.shared { <ViewShare {profiles} comparison=true /> }</p>
             <table class="compare-headline">
                 <thead><tr><th></th><th>{"before"}</th><th>{"after"}</th><th>{"change"}</th></tr></thead>
                 <tbody>
@@ -174,6 +197,7 @@ pub fn compare(props: &CompareProps) -> Html {
             if !c.split.is_empty() {
                 { stacked_bars("Where the mean steady step goes (main GPU)", &series, &bars, ms) }
             }
+            <AlignedSteps before={Rc::clone(&props.before)} after={Rc::clone(&props.after)} />
             <section class="split">
                 <h3>{"Steady steps paired by position"}</h3>
                 <table>
@@ -201,6 +225,6 @@ pub fn compare(props: &CompareProps) -> Html {
             <Table caption="CPU operators on both sides, by self time" columns={&CHANGE_COLUMNS[..]} rows={rows(&c.cpu_ops.changed)} />
             <Table caption="CPU operators added (only after)" columns={&CHANGE_COLUMNS[..]} rows={rows(&c.cpu_ops.added)} />
             <Table caption="CPU operators removed (only before)" columns={&CHANGE_COLUMNS[..]} rows={rows(&c.cpu_ops.removed)} />
-        </section>
+        </>
     }
 }

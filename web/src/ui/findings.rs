@@ -192,6 +192,10 @@ fn card(
                 </span>
             </header>
             <p class="summary">{&f.summary}</p>
+            if let Some(module) = &f.module {
+                <p class="finding-module">{"Module: "}<code>{module}</code>
+                    {" (the module frame holding most of the evidence's time)"}</p>
+            }
             if let Some(g) = &f.gate {
                 <p class="gate">{format!(
                     "Confidence {:.0}%: the gate ({} ≥ {}) holds in {} of {} steady steps, median {:.1} ({:.1}× the threshold).",

@@ -14,6 +14,7 @@
 
 mod charts;
 mod compare;
+mod compare_steps;
 mod cost;
 mod export;
 mod findings;
@@ -37,6 +38,7 @@ use web_sys::{ErrorEvent, File, HtmlSelectElement, MessageEvent, Worker};
 use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
+use torchtraceap::view_link::{self, SharedView, View};
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use format::{bytes, count, duration_s};
@@ -153,6 +155,8 @@ pub struct App {
     llm: Rc<llm::State>,
     /// The files the Compare view shows, before and after.
     compared: (usize, usize),
+    /// A comparison or run link's view, shown while no trace is loaded.
+    shared_view: Option<Rc<SharedView>>,
 }
 
 /// What a shared link said beyond its report.
@@ -200,9 +204,12 @@ impl Component for App {
             selected_finding: None,
             llm: Rc::default(),
             compared: (0, 1),
+            shared_view: None,
         };
         let fragment = share::page_fragment();
-        if !fragment.is_empty() {
+        if view_link::is_view_link(&fragment) {
+            app.open_view_link(&fragment);
+        } else if !fragment.is_empty() {
             app.open_link(&fragment);
         }
         app
@@ -263,6 +270,7 @@ impl Component for App {
                         self.files = l.outcomes.into_iter().map(Rc::new).collect();
                         self.selected = 0;
                         self.compared = (0, 1);
+                        self.shared_view = None;
                         self.tab = Tab::Findings;
                         self.selected_finding = None;
                         if let Some(link) = self.shared.take() {
@@ -370,7 +378,11 @@ impl Component for App {
                 }
                 { for self.failed.iter().map(error_panel) }
                 if self.files.is_empty() && self.loading.is_none() && self.failed.is_empty() {
-                    { load::welcome() }
+                    if let Some(v) = &self.shared_view {
+                        { shared_view(v) }
+                    } else {
+                        { load::welcome() }
+                    }
                 } else {
                     { self.view_files(ctx) }
                 }
@@ -393,7 +405,58 @@ fn error_panel(file: &Outcome) -> Html {
     }
 }
 
+/// A comparison or run link's view: recomputed by this page from the link's figures.
+fn shared_view(v: &SharedView) -> Html {
+    let (what, body) = match &v.view {
+        View::Comparison { before, after } => (
+            "comparison",
+            html! {
+                <section class="compare">
+                    <compare::ComparisonView before={Rc::new((**before).clone())}
+                        after={Rc::new((**after).clone())} shared=true />
+                </section>
+            },
+        ),
+        View::Run(profiles) => (
+            "run view",
+            html! {
+                <run::RunPanel profiles={Rc::new(profiles.clone())} shared=true />
+            },
+        ),
+    };
+    html! {
+        <section class="analysis shared-view">
+            <div class="notice report-only link-note shared-banner" role="status">
+                <p><strong>{format!("Shared {what}, read-only: not made from traces in this browser.")}</strong>
+                    {" It shows the figures the link carries, recomputed and worded by this page; \
+                      the traces are not included. Drop the traces to analyze them."}</p>
+                if v.rows_left_out > 0 {
+                    <p>{format!("Left out of the link to keep it short: {} table rows with the smallest changes.",
+                        v.rows_left_out)}</p>
+                }
+            </div>
+            { body }
+        </section>
+    }
+}
+
 impl App {
+    /// Shows the comparison or run view a link carries (or why it cannot be read).
+    fn open_view_link(&mut self, fragment: &str) {
+        match view_link::decode(fragment) {
+            Ok(v) => self.shared_view = Some(Rc::new(v)),
+            Err(e) => {
+                self.failed = vec![Outcome {
+                    file: 0,
+                    name: "the shared link".to_string(),
+                    size: fragment.len() as u64,
+                    worker_memory_bytes: 0,
+                    result: Err(e.to_string()),
+                }]
+            }
+        }
+    }
+
     /// Hands a request (or the timeline's canvas) to the worker of the analysis shown.
     fn ask(&self, request: &ToWorker) {
         if let Some(w) = &self.worker {

@@ -13,6 +13,7 @@ use yew::prelude::*;
 use super::charts::{stacked_bars, Bar, Series};
 use super::export::download;
 use super::format::{ms, pct};
+use super::share::ViewShare;
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]
@@ -45,7 +46,21 @@ pub fn run(props: &RunProps) -> Html {
     let Some(profiles) = profiles(&props.files) else {
         return html! { <p class="notice">{"Load the traces of two or more ranks of one run."}</p> };
     };
-    let v = Rc::new(RunView::new(&profiles));
+    html! { <RunPanel profiles={Rc::new(profiles)} shared=false /> }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct RunPanelProps {
+    /// The ranks' profiles (`run::is_run`).
+    pub profiles: Rc<Vec<Profile>>,
+    /// Opened from a link: no Share button.
+    pub shared: bool,
+}
+
+/// The run view of the ranks' profiles: the loaded traces', or a link's.
+#[function_component(RunPanel)]
+pub fn run_panel(props: &RunPanelProps) -> Html {
+    let v = Rc::new(RunView::new(&props.profiles));
     let save = {
         let v = Rc::clone(&v);
         Callback::from(move |_: MouseEvent| {
@@ -64,7 +79,8 @@ pub fn run(props: &RunProps) -> Html {
     html! {
         <section class="run">
             <h2>{format!("Run: {} ranks", v.ranks.len())}</h2>
-            <p class="export"><button class="save-run" onclick={save}>{"Save as Markdown"}</button></p>
+            <p class="export"><button class="save-run" onclick={save}>{"Save as Markdown"}</button>
+                if !props.shared { <ViewShare profiles={Rc::clone(&props.profiles)} comparison=false /> }</p>
             if v.findings.is_empty() {
                 <p class="notice">{format!(
                     "No straggler: in every steady step each rank's own work is within {} % (or {} ms) of the median rank's.",

@@ -4,7 +4,9 @@
 
 use std::rc::Rc;
 
+use torchtraceap::profile::Profile;
 use torchtraceap::share::{self, ShareOptions, SharedReport};
+use torchtraceap::view_link;
 use yew::prelude::*;
 
 use super::format::bytes;
@@ -26,6 +28,26 @@ pub fn page_fragment() -> String {
         .unwrap_or_default()
 }
 
+/// The link of `fragment` on this page, in a read-only field (`id`), with a Copy button.
+fn link_actions(id: &'static str, fragment: &str, copied: &UseStateHandle<bool>) -> Html {
+    let link = format!("{}#{fragment}", page_address());
+    let on_copy = {
+        let (link, copied) = (link.clone(), copied.clone());
+        Callback::from(move |_: MouseEvent| {
+            // The link also stays selectable beside the button.
+            if super::copy_to_clipboard(&link) {
+                copied.set(true);
+            }
+        })
+    };
+    html! {
+        <div class="share-actions">
+            <input {id} readonly=true value={link} aria-label="The link" />
+            <button class="copy-link" onclick={on_copy}>{ if **copied { "Copied" } else { "Copy link" } }</button>
+        </div>
+    }
+}
+
 #[derive(Properties, PartialEq)]
 pub struct ShareProps {
     pub file: Rc<Outcome>,
@@ -33,8 +55,10 @@ pub struct ShareProps {
     pub selected_finding: Option<String>,
 }
 
-#[function_component(Share)]
-pub fn share_panel(props: &ShareProps) -> Html {
+/// A Share button (of CSS class `class`) that opens and closes its panel: whether it is open,
+/// whether its link was copied (reset on each toggle), and the button.
+#[hook]
+fn use_share_button(class: &'static str) -> (UseStateHandle<bool>, UseStateHandle<bool>, Html) {
     let open = use_state(|| false);
     let copied = use_state(|| false);
     let toggle = {
@@ -45,8 +69,14 @@ pub fn share_panel(props: &ShareProps) -> Html {
         })
     };
     let button = html! {
-        <button class="share-button" onclick={toggle.clone()} aria-expanded={open.to_string()}>{"Share"}</button>
+        <button {class} onclick={toggle} aria-expanded={open.to_string()}>{"Share"}</button>
     };
+    (open, copied, button)
+}
+
+#[function_component(Share)]
+pub fn share_panel(props: &ShareProps) -> Html {
+    let (open, copied, button) = use_share_button("share-button");
     let Some(analyzed) = props.file.analyzed() else {
         return Html::default();
     };
@@ -65,16 +95,6 @@ pub fn share_panel(props: &ShareProps) -> Html {
     let body = match share::encode(&content, &ShareOptions::default()) {
         Err(e) => html! { <p class="share-error">{format!("Could not make a link: {e}")}</p> },
         Ok(encoded) => {
-            let link = format!("{}#{}", page_address(), encoded.fragment);
-            let on_copy = {
-                let (link, copied) = (link.clone(), copied.clone());
-                Callback::from(move |_: MouseEvent| {
-                    // The link also stays selectable below.
-                    if super::copy_to_clipboard(&link) {
-                        copied.set(true);
-                    }
-                })
-            };
             let r = &encoded.kept.report;
             html! {
                 <>
@@ -93,10 +113,7 @@ pub fn share_panel(props: &ShareProps) -> Html {
                             <ul>{ for encoded.dropped().iter().map(|o| html! { <li>{o.to_string()}</li> }) }</ul>
                         </div>
                     }
-                    <div class="share-actions">
-                        <input id="share-link" readonly=true value={link} aria-label="The link" />
-                        <button class="copy-link" onclick={on_copy}>{ if *copied { "Copied" } else { "Copy link" } }</button>
-                    </div>
+                    { link_actions("share-link", &encoded.fragment, &copied) }
                 </>
             }
         }
@@ -105,6 +122,68 @@ pub fn share_panel(props: &ShareProps) -> Html {
         <>
             {button}
             <div class="share-panel" role="dialog" aria-label="Share this analysis">{body}</div>
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ViewShareProps {
+    /// Before and after, or the ranks of a run.
+    pub profiles: Rc<Vec<Profile>>,
+    pub comparison: bool,
+}
+
+/// The Share button and panel of a comparison or a run view: a link carrying the traces'
+/// profiles as facts (`view_link`), never the traces.
+#[function_component(ViewShare)]
+pub fn view_share(props: &ViewShareProps) -> Html {
+    let (open, copied, button) = use_share_button("share-view");
+    if !*open {
+        return button;
+    }
+    let p = &props.profiles;
+    let (what, encoded) = match &p[..] {
+        [before, after] if props.comparison => (
+            "comparison",
+            view_link::encode_comparison(before, after, &ShareOptions::default()),
+        ),
+        _ => (
+            "run view",
+            view_link::encode_run(
+                p,
+                &ShareOptions {
+                    max_bytes: view_link::RUN_MAX_BYTES,
+                },
+            ),
+        ),
+    };
+    let body = match encoded {
+        Err(e) => html! { <p class="share-error">{format!("Could not make a link: {e}")}</p> },
+        Ok(encoded) => html! {
+            <>
+                <p>{format!(
+                    "A link of {} that carries the {what}'s figures: for each of its {} traces the \
+                     steps and their split, batch size, device names and findings{}. This page \
+                     recomputes the {what} from them when the link is opened.",
+                    bytes(encoded.bytes as u64), p.len(),
+                    if props.comparison { ", and the kernel and operator names of the largest changes" } else { "" }
+                )}</p>
+                <p class="share-never">{"Never in it: the traces' events, file paths, or any LLM \
+                    endpoint or key. The part after # stays in the browser."}</p>
+                if encoded.kept.rows_left_out > 0 {
+                    <p class="share-dropped">{format!(
+                        "Left out to keep the link short: {} table rows with the smallest changes.",
+                        encoded.kept.rows_left_out
+                    )}</p>
+                }
+                { link_actions("view-share-link", &encoded.fragment, &copied) }
+            </>
+        },
+    };
+    html! {
+        <>
+            {button}
+            <div class="share-panel" role="dialog" aria-label={format!("Share this {what}")}>{body}</div>
         </>
     }
 }

@@ -123,6 +123,12 @@ test('kept labels retrain the window model in the page, which rescores the trace
   await page.waitForFunction(() => document.querySelector('.llm-retrain-summary')?.textContent.startsWith('The bundled model scores the windows again'));
   const back = await changes(page);
   assert.equal(back.length, rows.length, 'the same windows move back');
+  const retrainedScore = new Map(rows.map((r) => [r.window, r]));
+  for (const r of back) {
+    const there = retrainedScore.get(r.window);
+    assert.ok(there, `${r.window} moved back without having moved`);
+    assert.deepEqual([r.before, r.after, r.label], [there.after, there.before, there.label], r.window);
+  }
   assert.deepEqual(await unexplained(page), bundled);
   assert.equal(await bar.locator('.llm-download-model').count(), 0);
 

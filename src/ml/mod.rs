@@ -7,7 +7,8 @@
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
 //! in the scoring path, so the browser scores windows like the CLI. smartcore's own trees
 //! ([`by_smartcore`]) give the same probabilities on every window of the shared traces in 1.7
-//! times the walk's time (`tests/ml_smartcore.rs`, release), so the walk scores. The trained model is
+//! times the walk's time natively and 9 times in the browser (`tests/ml_smartcore.rs`,
+//! `web/tests/browser.rs`, release builds), so the walk scores. The trained model is
 //! embedded from `models/window-forest.json` ([`Model::embedded`]), which records what made it
 //! ([`Provenance`]).
 

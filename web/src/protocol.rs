@@ -153,8 +153,9 @@ pub enum ToWorker {
     /// Fit a window model on the bundled base set plus these kept labels (those of the traces
     /// this worker holds) and rescore every trace with it; answered by `Retrained`.
     Retrain { labels: Vec<WindowLabel> },
-    /// Rescore every trace with the bundled model again; answered by `Retrained`.
-    BundledModel,
+    /// Rescore every trace with the bundled model again (the kept labels name the windows in
+    /// the reply); answered by `Retrained`.
+    BundledModel { labels: Vec<WindowLabel> },
 }
 
 /// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
@@ -194,7 +195,7 @@ impl ToWorker {
             },
             ToWorker::Request(Request::Prompts { .. }) => "prompts",
             ToWorker::Retrain { .. } => "retrain",
-            ToWorker::BundledModel => "bundled-model",
+            ToWorker::BundledModel { .. } => "bundled-model",
         }
     }
 }
@@ -588,7 +589,7 @@ mod tests {
                 fingerprint: Some("fp1-0123456789abcdef".into()),
             }],
         });
-        round_trip(ToWorker::BundledModel);
+        round_trip(ToWorker::BundledModel { labels: Vec::new() });
         round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
             model: Some(torchtraceap::ml::Model::embedded().to_json()),
             used: 1,

@@ -290,8 +290,8 @@ impl Session {
         })
     }
 
-    /// Rescores every trace with the bundled model.
-    pub fn bundled(&mut self) -> Retrained {
+    /// Rescores every trace with the bundled model (`labels` name the windows that moved).
+    pub fn bundled(&mut self, labels: &[WindowLabel]) -> Retrained {
         let features = self.features();
         Retrained {
             model: None,
@@ -300,7 +300,7 @@ impl Session {
             base_windows: 0,
             base_ms: 0.0,
             fit_ms: 0.0,
-            files: self.rescore(Model::embedded(), &features, &[]),
+            files: self.rescore(Model::embedded(), &features, labels),
         }
     }
 

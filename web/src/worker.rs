@@ -63,8 +63,8 @@ pub fn start() {
                     post(&reply, &retrain::retrain(&SESSION, labels).await);
                 });
             }
-            Ok(ToWorker::BundledModel) => {
-                let answer = SESSION.with_borrow_mut(Session::bundled);
+            Ok(ToWorker::BundledModel { labels }) => {
+                let answer = SESSION.with_borrow_mut(|session| session.bundled(&labels));
                 post(&reply, &FromWorker::Retrained(Box::new(Ok(answer))));
             }
             Err(e) => wasm_bindgen::throw_str(&format!("a request from the page: {e}")),

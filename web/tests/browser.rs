@@ -61,3 +61,50 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
         }
     }
 }
+
+/// The base set the site ships: generated windows, for retraining.
+const BASE_SET: &[u8] = include_bytes!("../../www/models/base-set.bin.gz");
+
+/// In the browser too, smartcore's own trees (the embedded model's, rebuilt) give the compact
+/// walk's probabilities on every window of the base set, and the walk is the faster: the figure
+/// for choosing the browser's scorer (printed; run with `--release` to measure).
+#[wasm_bindgen_test]
+fn smartcore_s_trees_vote_as_the_compact_walk_in_the_browser() {
+    use torchtraceap::ml::base_set::BaseSet;
+    use torchtraceap::ml::by_smartcore::{matrix, SmartcoreForest};
+    use torchtraceap::ml::Model;
+
+    let base = BaseSet::decode(BASE_SET).expect("the site's base set reads");
+    let rows: Vec<&[f32]> = base.windows.iter().map(Vec::as_slice).collect();
+    let model = Model::embedded();
+    let performance = web_sys::window()
+        .and_then(|w| w.performance())
+        .expect("a page has performance");
+    let (mut smartcore_ms, mut walk_ms) = (0.0, 0.0);
+    for forest in [&model.anomaly, &model.kind] {
+        let reference = SmartcoreForest::of(forest).expect("smartcore reads the trees");
+        let (mut fastest_smartcore, mut fastest_walk) = (f64::MAX, f64::MAX);
+        for _ in 0..5 {
+            let started = performance.now();
+            let theirs = reference
+                .shares(&matrix(&rows).expect("a matrix"))
+                .expect("smartcore predicts");
+            fastest_smartcore = fastest_smartcore.min(performance.now() - started);
+            let started = performance.now();
+            let ours: Vec<Vec<f32>> = rows.iter().map(|r| forest.shares(r)).collect();
+            fastest_walk = fastest_walk.min(performance.now() - started);
+            assert_eq!(ours, theirs);
+        }
+        smartcore_ms += fastest_smartcore;
+        walk_ms += fastest_walk;
+    }
+    web_sys::console::log_1(
+        &format!(
+            "{} base-set windows, both forests: smartcore per tree with its matrix {smartcore_ms:.1} ms, \
+             compact walk {walk_ms:.1} ms (fastest of 5 runs each): {:.1}x",
+            rows.len(),
+            smartcore_ms / walk_ms
+        )
+        .into(),
+    );
+}

@@ -323,7 +323,9 @@ impl State {
             Msg::BundledModel => {
                 if !matches!(self.retraining, Retraining::Working(_)) {
                     self.retraining = Retraining::Working(0);
-                    return vec![ToWorker::BundledModel];
+                    return vec![ToWorker::BundledModel {
+                        labels: self.labels.clone(),
+                    }];
                 }
             }
             Msg::DownloadModel => {

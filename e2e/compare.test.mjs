@@ -109,7 +109,17 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   assert.equal(await row.locator('td').last().innerText(), '5');
   await page.screenshot({ path: join(SHOTS, 'run-straggler.png'), fullPage: true });
   const [saved] = await Promise.all([page.waitForEvent('download'), page.click('.save-run')]);
-  assert.match(await readFile(await saved.path(), 'utf8'), /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
+  const runMarkdown = await readFile(await saved.path(), 'utf8');
+  assert.match(runMarkdown, /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
+  // The same run view as `ttap analyze DIR` (its Markdown starts with the run view's).
+  const cli = spawnSync(TTAP, ['analyze', '--format', 'md', dir], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  assert.equal(cli.stdout.slice(0, runMarkdown.length), runMarkdown);
+  // Each rank had its own worker, up to one per core at a time.
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  const [started, peak] = (await page.locator('main').getAttribute('data-workers')).split('/').map(Number);
+  assert.equal(started, 8);
+  assert.equal(peak, Math.min(8, cores));
+  console.log(`8 ranks: ${started} workers started, ${peak} at once (navigator.hardwareConcurrency ${cores})`);
 
   // Two ranks of the run picked as before and after (ranks 0 and 1 by default): the same work,
   // no significant change.

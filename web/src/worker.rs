@@ -3,8 +3,9 @@
 //! results. The next slice is requested before the current one is ingested, so the browser reads
 //! the file while the worker computes.
 //!
-//! The page posts one list of files per worker and cancels by terminating the worker. After the
-//! load the worker keeps the traces ([`Session`]) and answers the page's requests about them.
+//! The page posts one list of files per worker (one file, in practice: `ui::pool`) and cancels by
+//! terminating the worker. After the load the worker keeps the traces ([`Session`]) and answers
+//! the page's requests about them.
 
 use std::cell::RefCell;
 
@@ -38,10 +39,10 @@ pub fn start() {
         // The page and the worker are built together: an unreadable request is a bug, or a
         // page of another build (the message says to reload).
         match protocol::decode::<ToWorker>(event.data()) {
-            Ok(ToWorker::Analyze { files }) => {
+            Ok(ToWorker::Analyze { files, first }) => {
                 let reply = reply.clone();
                 wasm_bindgen_futures::spawn_local(async move {
-                    for (index, file) in files.iter().enumerate() {
+                    for (index, file) in (first..).zip(files.iter()) {
                         let outcome = analyze_blob(&reply, index, file.unchecked_ref()).await;
                         post(&reply, &FromWorker::Done(Box::new(outcome)));
                     }

@@ -22,28 +22,29 @@ mod llm;
 mod load;
 mod modules;
 mod overview;
+mod pool;
 mod run;
 mod share;
 mod table;
 mod timeline;
+mod viewer;
 
 use std::rc::Rc;
 
 use gloo_timers::callback::Interval;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, File, HtmlSelectElement, MessageEvent, Worker};
+use web_sys::{File, HtmlSelectElement};
 use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 
-use crate::protocol::{self, Analyzed, FromWorker, Outcome, Progress, Request, Stage, ToWorker};
-use format::{bytes, count, duration_s};
+use crate::protocol::{Analyzed, FromWorker, Outcome, Request, ToWorker};
+use format::bytes;
+use pool::Pool;
+use viewer::Viewer;
 
 /// Up to this many files get a button each; more get a drop-down list.
 const MAX_FILE_TABS: usize = 8;
-/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
-const WORKER_URL: &str = "./worker_loader.js";
 /// Puts `text` on the clipboard; whether the browser wrote it is not awaited (a refused write
 /// changes nothing on the page). Returns false where there is no window.
 fn copy_to_clipboard(text: &str) -> bool {
@@ -61,8 +62,12 @@ pub enum Msg {
     OpenSample,
     /// Something the user asked for failed; the message says what and what to do.
     Failed(String),
+    /// A message from the worker of the file shown (`Viewer`).
     FromWorker(FromWorker),
+    /// The worker of the file shown stopped.
     WorkerFailed(String),
+    /// A message from the worker of file N of the load (or why it stopped).
+    FromLoad(usize, Result<FromWorker, String>),
     Cancel,
     Tick,
     Select(usize),
@@ -96,38 +101,26 @@ pub enum Tab {
     Run,
 }
 
-/// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
-/// Dropping it terminates the worker.
-struct AnalysisWorker {
-    worker: Worker,
-    // Kept alive as long as the worker: they are its message and error handlers.
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(ErrorEvent)>,
-}
-
-impl Drop for AnalysisWorker {
-    fn drop(&mut self) {
-        self.worker.terminate();
-    }
-}
-
-/// A load in progress: its worker, and the results that have come back so far.
+/// A load in progress: its workers, and the results that have come back so far.
 struct Loading {
-    worker: AnalysisWorker,
+    pool: Pool,
     _ticker: Interval,
-    names: Vec<String>,
-    /// The files, until the worker is ready for them.
-    files: Option<js_sys::Array>,
-    progress: Option<Progress>,
-    outcomes: Vec<Outcome>,
     started_ms: f64,
     now_ms: f64,
 }
 
 pub struct App {
     loading: Option<Loading>,
-    /// The worker that analyzed `files`: it keeps their traces and answers requests about them.
-    worker: Option<AnalysisWorker>,
+    /// The worker that holds one of `files`' traces and answers requests about it.
+    viewer: Option<Viewer>,
+    /// The files of the load shown, to read one again when a request is about it.
+    handles: Vec<File>,
+    /// Viewers started: the timeline, whose canvas belongs to one worker, is made again for
+    /// each.
+    viewers: u32,
+    /// Workers the last load started, and the most that ran at once: the page shows them as
+    /// `data-workers` ("started/peak"), for tests.
+    load_workers: (u32, u32),
     /// Where the worker's answers to the timeline go: to the timeline alone, which re-renders
     /// on a drawn frame without the rest of the page.
     timeline_replies: timeline::Replies,
@@ -161,20 +154,6 @@ struct SharedLink {
     selected_finding: Option<String>,
 }
 
-/// Posts `message` to `worker` (transferring what it hands over), recording its cost.
-fn post(worker: &Worker, message: &ToWorker) -> Result<(), String> {
-    cost::measured(
-        "to-worker",
-        |_| message.kind(),
-        || {
-            let value = protocol::encode(message).map_err(|e| e.to_string())?;
-            worker
-                .post_message_with_transfer(&value, &message.transfer())
-                .map_err(|e| format!("{e:?}"))
-        },
-    )
-}
-
 fn now_ms() -> f64 {
     js_sys::Date::now()
 }
@@ -186,7 +165,10 @@ impl Component for App {
     fn create(_ctx: &Context<Self>) -> Self {
         let mut app = App {
             loading: None,
-            worker: None,
+            viewer: None,
+            handles: Vec::new(),
+            viewers: 0,
+            load_workers: (0, 0),
             timeline_replies: timeline::Replies::default(),
             timeline_focus: None,
             files: Vec::new(),
@@ -226,60 +208,38 @@ impl Component for App {
                 return false;
             }
             Msg::Failed(e) => self.notice = Some(e),
-            Msg::FromWorker(FromWorker::Ready) => {
+            Msg::FromLoad(file, message) => {
                 let Some(l) = &mut self.loading else {
                     return false;
                 };
-                let Some(files) = l.files.take() else {
-                    return false;
-                };
-                if let Err(e) = post(&l.worker.worker, &ToWorker::Analyze { files }) {
-                    self.loading = None;
-                    self.notice = Some(format!("Could not hand the files to the worker: {e}"));
-                }
-            }
-            Msg::FromWorker(FromWorker::Progress(p)) => {
-                if let Some(l) = &mut self.loading {
-                    l.progress = Some(p);
-                    l.now_ms = now_ms();
-                }
-            }
-            Msg::FromWorker(FromWorker::Done(outcome)) => {
-                if let Some(l) = &mut self.loading {
-                    l.outcomes.push(*outcome);
+                l.pool.receive(file, message);
+                l.now_ms = now_ms();
+                if l.pool.is_done() {
+                    self.loaded();
                 }
             }
             Msg::FromWorker(FromWorker::Timeline(reply)) => {
                 self.timeline_replies.deliver(reply);
                 return false;
             }
-            Msg::FromWorker(FromWorker::Finished) => {
-                if let Some(l) = self.loading.take() {
-                    self.loads_ended += 1;
-                    if l.outcomes.iter().any(|f| f.result.is_ok()) {
-                        self.worker = Some(l.worker);
-                        Rc::make_mut(&mut self.llm).forget_files();
-                        self.files = l.outcomes.into_iter().map(Rc::new).collect();
-                        self.selected = 0;
-                        self.compared = (0, 1);
-                        self.tab = Tab::Findings;
-                        self.selected_finding = None;
-                        if let Some(link) = self.shared.take() {
-                            self.match_link(link);
-                        }
-                    } else {
-                        self.failed = l.outcomes;
-                    }
+            Msg::FromWorker(
+                message @ (FromWorker::Ready
+                | FromWorker::Progress(_)
+                | FromWorker::Done(_)
+                | FromWorker::Finished),
+            ) => {
+                let received = self.viewer.as_mut().map(|v| v.receive(&message));
+                if let Some(Err(e)) = received {
+                    web_sys::console::error_1(&JsValue::from_str(&e));
                 }
+                return false;
             }
             Msg::WorkerFailed(message) => {
-                if self.loading.take().is_some() {
-                    self.loads_ended += 1;
-                }
+                self.viewer = None;
                 self.notice = Some(format!(
-                    "The analysis stopped unexpectedly: {message}. This is a bug in TorchTraceAP; \
-                     the previous results (if any) are kept. Please report it with the trace's \
-                     PyTorch version."
+                    "The worker of the file shown stopped unexpectedly: {message}. This is a bug \
+                     in TorchTraceAP; the results are kept, and the file is read again when \
+                     needed. Please report it with the trace's PyTorch version."
                 ));
             }
             Msg::Cancel => {
@@ -311,15 +271,12 @@ impl Component for App {
                 }
                 self.tab = Tab::Findings;
             }
-            Msg::Ask(request) => {
-                self.ask(&request);
-                return false;
-            }
+            Msg::Ask(request) => return self.ask(ctx, &request),
             Msg::Llm(msg) => {
                 let send = ctx.link().callback(Msg::Llm);
                 let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
                 for (file, options) in wanted {
-                    self.ask(&ToWorker::Request(Request::Prompts { file, options }));
+                    self.ask(ctx, &ToWorker::Request(Request::Prompts { file, options }));
                 }
             }
             Msg::FromWorker(FromWorker::Prompts {
@@ -334,7 +291,8 @@ impl Component for App {
     fn view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         html! {
-            <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}>
+            <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}
+                workers={self.load_workers}>
                 <header class="top">
                     <div class="brand">
                         <h1>{"TorchTraceAP"}</h1>
@@ -349,7 +307,7 @@ impl Component for App {
                     <p class="notice" role="status">{notice}</p>
                 }
                 if let Some(l) = &self.loading {
-                    { self.view_loading(ctx, l) }
+                    { load::progress(&l.pool, l.now_ms - l.started_ms, link.callback(|_| Msg::Cancel)) }
                 }
                 { for self.failed.iter().map(error_panel) }
                 if self.files.is_empty() && self.loading.is_none() && self.failed.is_empty() {
@@ -377,12 +335,61 @@ fn error_panel(file: &Outcome) -> Html {
 }
 
 impl App {
-    /// Hands a request (or the timeline's canvas) to the worker of the analysis shown.
-    fn ask(&self, request: &ToWorker) {
-        if let Some(w) = &self.worker {
-            if let Err(e) = post(&w.worker, request) {
-                web_sys::console::error_1(&JsValue::from_str(&e));
+    /// Hands a request (or the timeline's canvas) to the worker that holds its file's trace,
+    /// starting one that reads the file again when none does. Returns whether it started one
+    /// (the timeline is then made again, to hand its canvas to the new worker).
+    fn ask(&mut self, ctx: &Context<Self>, request: &ToWorker) -> bool {
+        let mut started = false;
+        if let Some(file) = request.file() {
+            if self.viewer.as_ref().is_none_or(|v| v.file != file) {
+                let Some(handle) = self.handles.get(file) else {
+                    return false;
+                };
+                let link = ctx.link().clone();
+                let on_message = Callback::from(move |m| {
+                    link.send_message(match m {
+                        Ok(m) => Msg::FromWorker(m),
+                        Err(e) => Msg::WorkerFailed(e),
+                    })
+                });
+                match Viewer::reading(handle.clone(), file, on_message) {
+                    Ok(v) => self.viewer = Some(v),
+                    Err(e) => self.notice = Some(e),
+                }
+                self.viewers += 1;
+                started = true;
             }
+        }
+        if let Some(Err(e)) = self.viewer.as_mut().map(|v| v.ask(request)) {
+            web_sys::console::error_1(&JsValue::from_str(&e));
+        }
+        started
+    }
+
+    /// Every file of the load has its outcome: shows them, unless none could be read.
+    fn loaded(&mut self) {
+        let Some(l) = self.loading.take() else {
+            return;
+        };
+        self.loads_ended += 1;
+        self.load_workers = (l.pool.started, l.pool.peak);
+        let handles = l.pool.files.clone();
+        let (outcomes, kept) = l.pool.finish();
+        if outcomes.iter().any(|f| f.result.is_ok()) {
+            self.viewer = kept.map(|worker| Viewer::holding(worker, 0));
+            self.viewers += 1;
+            self.handles = handles;
+            Rc::make_mut(&mut self.llm).forget_files();
+            self.files = outcomes.into_iter().map(Rc::new).collect();
+            self.selected = 0;
+            self.compared = (0, 1);
+            self.tab = Tab::Findings;
+            self.selected_finding = None;
+            if let Some(link) = self.shared.take() {
+                self.match_link(link);
+            }
+        } else {
+            self.failed = outcomes;
         }
     }
 
@@ -448,90 +455,17 @@ impl App {
         self.loading = None;
         self.notice = None;
         self.failed.clear();
-        let worker = match Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.notice = Some(format!(
-                    "Could not start the analysis worker ({e:?}). The page needs Web Workers: \
-                     open it over http(s), not as a local file."
-                ));
-                return;
-            }
-        };
         let link = ctx.link().clone();
-        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            let decoded = cost::measured(
-                "from-worker",
-                |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
-                || protocol::decode::<FromWorker>(e.data()),
-            );
-            match decoded {
-                Ok(m) => link.send_message(Msg::FromWorker(m)),
-                Err(err) => link.send_message(Msg::WorkerFailed(err.to_string())),
-            }
-        });
-        let link = ctx.link().clone();
-        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
-            e.prevent_default();
-            link.send_message(Msg::WorkerFailed(e.message()));
-        });
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let names = files.iter().map(File::name).collect();
-        let link = ctx.link().clone();
+        let pool = Pool::new(files, link.callback(|(file, m)| Msg::FromLoad(file, m)));
         self.loading = Some(Loading {
-            worker: AnalysisWorker {
-                worker,
-                _on_message: on_message,
-                _on_error: on_error,
-            },
+            pool,
             _ticker: Interval::new(250, move || link.send_message(Msg::Tick)),
-            names,
-            files: Some(files.iter().collect()),
-            progress: None,
-            outcomes: Vec::new(),
             started_ms: now_ms(),
             now_ms: now_ms(),
         });
-    }
-
-    fn view_loading(&self, ctx: &Context<Self>, l: &Loading) -> Html {
-        let elapsed = duration_s((l.now_ms - l.started_ms) / 1e3);
-        let (label, fraction, detail) = match &l.progress {
-            Some(p) => {
-                let of = if l.names.len() > 1 {
-                    format!(" (file {} of {})", p.file + 1, l.names.len())
-                } else {
-                    String::new()
-                };
-                let label = match p.stage {
-                    Stage::Reading => format!("Reading {}{of}", p.name),
-                    Stage::Analyzing => format!("Analyzing {}{of}", p.name),
-                };
-                let fraction = if p.total_bytes > 0 {
-                    p.bytes as f64 / p.total_bytes as f64
-                } else {
-                    1.0
-                };
-                let detail = format!(
-                    "{} of {} · {} events · {elapsed}",
-                    bytes(p.bytes),
-                    bytes(p.total_bytes),
-                    count(p.events)
-                );
-                (label, fraction, detail)
-            }
-            None => (format!("Starting on {}", l.names.join(", ")), 0.0, elapsed),
-        };
-        html! {
-            <section class="loading" aria-live="polite">
-                <div class="loading-head">
-                    <span class="loading-label">{label}</span>
-                    <button class="cancel" onclick={ctx.link().callback(|_| Msg::Cancel)}>{"Cancel"}</button>
-                </div>
-                <progress max="1" value={fraction.to_string()}></progress>
-                <span class="loading-detail">{detail}</span>
-            </section>
+        // No worker could start: every file has its outcome (why) already.
+        if self.loading.as_ref().is_some_and(|l| l.pool.is_done()) {
+            self.loaded();
         }
     }
 
@@ -608,7 +542,7 @@ impl App {
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Timeline, Some(_)) => html! {
-                <timeline::Timeline file={file.file} replies={self.timeline_replies.clone()}
+                <timeline::Timeline key={self.viewers} file={file.file} replies={self.timeline_replies.clone()}
                     ask={link.callback(Msg::Ask)} focus={self.timeline_focus.clone()}
                     on_finding={link.callback(Msg::OpenFinding)} />
             },

@@ -93,7 +93,27 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   const files = (await readdir(dir)).sort().map((f) => join(dir, f));
   assert.equal(files.length, 8);
   const { page, context, errors } = await openPage(browser, site.url);
-  await load(page, () => page.setInputFiles('#file-input', files), 300_000);
+  // Each rank's line of progress, as the page showed them during the load.
+  await page.evaluate(() => {
+    window.ttapRankStates = new Set();
+    new MutationObserver(() => {
+      for (const li of document.querySelectorAll('.load-file')) {
+        window.ttapRankStates.add(`${li.querySelector('.name').textContent}: ${li.querySelector('.state').textContent}`);
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  await load(page, async () => {
+    await page.setInputFiles('#file-input', files);
+    await page.screenshot({ path: join(SHOTS, 'run-loading.png') });
+  }, 300_000);
+  // One worker per core started at once, the other ranks queued; each one's line ends done.
+  const states = await page.evaluate(() => [...window.ttapRankStates]);
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  files.map((p) => p.split('/').pop()).forEach((f, i) => {
+    const first = i < cores ? 'starting' : 'waiting for a worker';
+    assert.ok(states.includes(`${f}: ${first}`), `${f}: ${first}?\n${states.join('\n')}`);
+    assert.ok(states.includes(`${f}: done`), `${f}: done?\n${states.join('\n')}`);
+  });
   await page.click('.tab:has-text("Run")');
   assert.equal(await page.locator('.run h2').innerText(), 'Run: 8 ranks');
   const findings = page.locator('.run-finding');
@@ -115,7 +135,6 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   const cli = spawnSync(TTAP, ['analyze', '--format', 'md', dir], { encoding: 'utf8', maxBuffer: 1 << 26 });
   assert.equal(cli.stdout.slice(0, runMarkdown.length), runMarkdown);
   // Each rank had its own worker, up to one per core at a time.
-  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   const [started, peak] = (await page.locator('main').getAttribute('data-workers')).split('/').map(Number);
   assert.equal(started, 8);
   assert.equal(peak, Math.min(8, cores));

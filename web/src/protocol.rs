@@ -42,7 +42,7 @@ use web_sys::OffscreenCanvas;
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
 /// text; 2 is structured clone through `serde-wasm-bindgen`; 3 numbers an `Analyze`'s files from
-/// its `first` (one worker per file of a load).
+/// its `first` (one worker per file of a load) and gives the worker a memory limit.
 pub const VERSION: u32 = 3;
 
 /// What is posted: a message and the version of the protocol it belongs to.
@@ -134,10 +134,13 @@ impl FromWorker {
 pub enum ToWorker {
     /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
     /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
+    /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
+    /// gets an error saying so: `worker::too_large`).
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,
         first: usize,
+        memory_limit: u64,
     },
     /// The timeline's canvas, which the worker draws into from then on; posted before the first
     /// `View`, transferred ([`ToWorker::transfer`]).
@@ -333,6 +336,8 @@ pub struct Progress {
     pub total_bytes: u64,
     /// Events read so far.
     pub events: u64,
+    /// The worker's wasm memory now.
+    pub memory_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -547,15 +552,26 @@ mod tests {
         let value = encode(&ToWorker::Analyze {
             files: files.clone(),
             first: 3,
+            memory_limit: 1 << 32,
         })
         .expect("encodes");
-        let ToWorker::Analyze { files: back, first } = decode(value).expect("decodes") else {
+        let ToWorker::Analyze {
+            files: back,
+            first,
+            memory_limit,
+        } = decode(value).expect("decodes")
+        else {
             panic!("not an Analyze");
         };
         let sent: &JsValue = blob.as_ref();
         assert!(&back.get(0) == sent, "the same Blob object");
-        assert_eq!(first, 3);
-        assert_eq!(ToWorker::Analyze { files, first }.transfer().length(), 0);
+        assert_eq!((first, memory_limit), (3, 1 << 32));
+        let analyze = ToWorker::Analyze {
+            files,
+            first,
+            memory_limit,
+        };
+        assert_eq!(analyze.transfer().length(), 0);
     }
 
     /// A real analysis (the bundled sample's summary and report: the core's flattened gate

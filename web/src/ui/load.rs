@@ -19,6 +19,8 @@ pub struct DropZoneProps {
     pub loads_ended: u32,
     /// Workers the last load started, and the most that ran at once.
     pub workers: (u32, u32),
+    /// The largest wasm memory of the last load's workers, bytes.
+    pub memory: u64,
     pub children: Html,
 }
 
@@ -49,6 +51,7 @@ pub fn drop_zone(props: &DropZoneProps) -> Html {
     html! {
         <main class={classes!("page", (*over).then_some("dragging"))} data-loads={props.loads_ended.to_string()}
               data-workers={format!("{}/{}", props.workers.0, props.workers.1)}
+              data-memory={props.memory.to_string()}
               {ondragover} {ondragleave} {ondrop}>
             { props.children.clone() }
         </main>
@@ -132,8 +135,12 @@ pub async fn fetch_sample(url: &str) -> Result<File, String> {
         .map_err(|e| failed(&format!("{e:?}")))
 }
 
-/// A file's state in a load, as the progress list says it.
-fn file_state(progress: Option<&Progress>, outcome: Option<&Outcome>) -> (String, f64) {
+/// A file's state in a load, as the progress list says it (`queued`: no worker has it yet).
+fn file_state(
+    progress: Option<&Progress>,
+    outcome: Option<&Outcome>,
+    queued: bool,
+) -> (String, f64) {
     match (outcome, progress) {
         (Some(o), _) if o.result.is_err() => ("not read".into(), 1.0),
         (Some(_), _) => ("done".into(), 1.0),
@@ -142,7 +149,8 @@ fn file_state(progress: Option<&Progress>, outcome: Option<&Outcome>) -> (String
             let fraction = p.bytes as f64 / p.total_bytes.max(1) as f64;
             (format!("reading, {:.0} %", fraction * 100.0), fraction)
         }
-        (None, None) => ("waiting for a worker".into(), 0.0),
+        (None, None) if queued => ("waiting for a worker".into(), 0.0),
+        (None, None) => ("starting".into(), 0.0),
     }
 }
 
@@ -161,6 +169,11 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
         })
         .sum();
     let events: u64 = pool.progress.iter().flatten().map(|p| p.events).sum();
+    // The workers still at work hold memory; a finished one has freed its own.
+    let memory: u64 = (0..n)
+        .filter(|&i| outcome(i).is_none())
+        .filter_map(|i| pool.progress[i].as_ref().map(|p| p.memory_bytes))
+        .sum();
     let label = match (n, pool.progress.first().and_then(Option::as_ref)) {
         (1, Some(p)) if p.stage == Stage::Analyzing => format!("Analyzing {}", p.name),
         (1, Some(p)) => format!("Reading {}", p.name),
@@ -172,10 +185,11 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
         ),
     };
     let detail = format!(
-        "{} of {} · {} events · {elapsed}",
+        "{} of {} · {} events · {} of memory · {elapsed}",
         bytes(read),
         bytes(total),
-        count(events)
+        count(events),
+        bytes(memory)
     );
     html! {
         <section class="loading" aria-live="polite">
@@ -188,7 +202,7 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
             if n > 1 {
                 <ol class="load-files">
                     { for pool.files.iter().enumerate().map(|(i, f)| {
-                        let (state, fraction) = file_state(pool.progress[i].as_ref(), outcome(i));
+                        let (state, fraction) = file_state(pool.progress[i].as_ref(), outcome(i), pool.queued(i));
                         html! {
                             <li class="load-file">
                                 <span class="name">{f.name()}</span>

@@ -17,7 +17,7 @@ mod compare;
 mod cost;
 mod export;
 mod findings;
-mod format;
+pub(crate) mod format;
 mod llm;
 mod load;
 mod modules;
@@ -119,8 +119,10 @@ pub struct App {
     /// each.
     viewers: u32,
     /// Workers the last load started, and the most that ran at once: the page shows them as
-    /// `data-workers` ("started/peak"), for tests.
+    /// `data-workers` ("started/peak"), for tests and benchmarks.
     load_workers: (u32, u32),
+    /// The largest wasm memory of the last load's workers (`data-memory`, bytes).
+    load_memory: u64,
     /// Where the worker's answers to the timeline go: to the timeline alone, which re-renders
     /// on a drawn frame without the rest of the page.
     timeline_replies: timeline::Replies,
@@ -169,6 +171,7 @@ impl Component for App {
             handles: Vec::new(),
             viewers: 0,
             load_workers: (0, 0),
+            load_memory: 0,
             timeline_replies: timeline::Replies::default(),
             timeline_focus: None,
             files: Vec::new(),
@@ -292,7 +295,7 @@ impl Component for App {
         let link = ctx.link();
         html! {
             <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}
-                workers={self.load_workers}>
+                workers={self.load_workers} memory={self.load_memory}>
                 <header class="top">
                     <div class="brand">
                         <h1>{"TorchTraceAP"}</h1>
@@ -373,6 +376,10 @@ impl App {
         };
         self.loads_ended += 1;
         self.load_workers = (l.pool.started, l.pool.peak);
+        self.load_memory = (l.pool.outcomes.iter().map(|o| o.worker_memory_bytes))
+            .chain(l.pool.progress.iter().flatten().map(|p| p.memory_bytes))
+            .max()
+            .unwrap_or(0);
         let handles = l.pool.files.clone();
         let (outcomes, kept) = l.pool.finish();
         if outcomes.iter().any(|f| f.result.is_ok()) {

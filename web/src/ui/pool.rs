@@ -15,6 +15,18 @@ use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
 /// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
 const WORKER_URL: &str = "./worker_loader.js";
 
+/// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
+/// and the analysis after reading needs room beyond what reading took.
+pub const MEMORY_LIMIT: u64 = 3 << 30;
+
+/// [`MEMORY_LIMIT`], or the page's `window.ttapMemoryLimit` (bytes) where a test lowered it.
+fn memory_limit() -> u64 {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w, &"ttapMemoryLimit".into()).ok())
+        .and_then(|v| v.as_f64())
+        .map_or(MEMORY_LIMIT, |v| v as u64)
+}
+
 /// An analysis worker with its handlers. Dropping it terminates the worker.
 pub struct AnalysisWorker {
     worker: Worker,
@@ -25,6 +37,10 @@ pub struct AnalysisWorker {
 
 impl Drop for AnalysisWorker {
     fn drop(&mut self) {
+        // Its handlers go first: a message already on its way must find none (their closures
+        // are freed with this struct), not a dropped closure.
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
         self.worker.terminate();
     }
 }
@@ -82,6 +98,7 @@ impl AnalysisWorker {
         self.post(&ToWorker::Analyze {
             files: js_sys::Array::of1(file),
             first: index,
+            memory_limit: memory_limit(),
         })
         .map_err(|e| format!("Could not hand the file to the worker: {e}"))
     }
@@ -144,6 +161,11 @@ impl Pool {
     /// How many workers may run at once.
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Whether file `file` waits for a worker.
+    pub fn queued(&self, file: usize) -> bool {
+        file >= self.next
     }
 
     /// Whether every file has its outcome and every worker has finished.
@@ -227,8 +249,9 @@ impl Pool {
 /// Why a file has no analysis when its worker stopped on `message` (its uncaught error).
 fn stopped(message: &str) -> String {
     format!(
-        "The analysis of this file stopped unexpectedly: {message}. This is a bug in \
-         TorchTraceAP (the other files were analyzed): please report it with the trace's PyTorch \
-         version."
+        "The analysis of this file stopped unexpectedly: {message}. If the file is large, its \
+         worker may have run out of memory (a worker has at most 4 GiB): analyze it with the \
+         command-line tool (`ttap analyze`). Otherwise this is a bug in TorchTraceAP: please \
+         report it with the trace's PyTorch version. The other files were analyzed."
     )
 }

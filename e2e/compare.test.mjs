@@ -145,14 +145,15 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   await page.click('.tab:has-text("Compare")');
   assert.match(await page.locator('.verdict').innerText(), /^Verdict: no significant change in step time/);
 
-  // Only rank 0's worker was kept: rank 5's timeline is read again by a new worker, which gets
-  // a canvas of its own; back to rank 0, another one.
+  // Only rank 0's worker was kept, and answers about rank 0; rank 5's timeline is read again by
+  // a new worker, which gets a canvas of its own; back to rank 0, another one.
   const timelineOf = async (rank) => {
     await page.click(`.file-tab:has-text("rank-${rank}.pt.trace.json")`);
     await page.click('.tab:has-text("Timeline")');
     await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { timeout: 60_000 });
     return page.locator('.timeline-status').innerText();
   };
+  assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);
   assert.match(await timelineOf(5), /^\d+ slices in \d+ rows/);
   await page.screenshot({ path: join(SHOTS, 'run-rank5-timeline.png') });
   assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);

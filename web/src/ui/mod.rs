@@ -218,7 +218,7 @@ impl Component for App {
                 l.pool.receive(file, message);
                 l.now_ms = now_ms();
                 if l.pool.is_done() {
-                    self.loaded();
+                    self.loaded(ctx);
                 }
             }
             Msg::FromWorker(FromWorker::Timeline(reply)) => {
@@ -240,9 +240,11 @@ impl Component for App {
             Msg::WorkerFailed(message) => {
                 self.viewer = None;
                 self.notice = Some(format!(
-                    "The worker of the file shown stopped unexpectedly: {message}. This is a bug \
-                     in TorchTraceAP; the results are kept, and the file is read again when \
-                     needed. Please report it with the trace's PyTorch version."
+                    "The worker of the file shown stopped unexpectedly: {message}. The results \
+                     are kept, and the file is read again when needed. If the file is large, the \
+                     worker may have run out of memory (a worker has at most 4 GiB); otherwise \
+                     this is a bug in TorchTraceAP: please report it with the trace's PyTorch \
+                     version."
                 ));
             }
             Msg::Cancel => {
@@ -323,6 +325,17 @@ impl Component for App {
     }
 }
 
+/// Where the messages of the worker of the file shown go.
+fn viewer_messages(ctx: &Context<App>) -> pool::Messages {
+    let link = ctx.link().clone();
+    Callback::from(move |m| {
+        link.send_message(match m {
+            Ok(m) => Msg::FromWorker(m),
+            Err(e) => Msg::WorkerFailed(e),
+        })
+    })
+}
+
 /// Why a file could not be analyzed; nothing for a file that could.
 fn error_panel(file: &Outcome) -> Html {
     let Err(message) = &file.result else {
@@ -348,14 +361,7 @@ impl App {
                 let Some(handle) = self.handles.get(file) else {
                     return false;
                 };
-                let link = ctx.link().clone();
-                let on_message = Callback::from(move |m| {
-                    link.send_message(match m {
-                        Ok(m) => Msg::FromWorker(m),
-                        Err(e) => Msg::WorkerFailed(e),
-                    })
-                });
-                match Viewer::reading(handle.clone(), file, on_message) {
+                match Viewer::reading(handle.clone(), file, viewer_messages(ctx)) {
                     Ok(v) => self.viewer = Some(v),
                     Err(e) => self.notice = Some(e),
                 }
@@ -370,7 +376,7 @@ impl App {
     }
 
     /// Every file of the load has its outcome: shows them, unless none could be read.
-    fn loaded(&mut self) {
+    fn loaded(&mut self, ctx: &Context<Self>) {
         let Some(l) = self.loading.take() else {
             return;
         };
@@ -383,7 +389,7 @@ impl App {
         let handles = l.pool.files.clone();
         let (outcomes, kept) = l.pool.finish();
         if outcomes.iter().any(|f| f.result.is_ok()) {
-            self.viewer = kept.map(|worker| Viewer::holding(worker, 0));
+            self.viewer = kept.map(|worker| Viewer::holding(worker, 0, viewer_messages(ctx)));
             self.viewers += 1;
             self.handles = handles;
             Rc::make_mut(&mut self.llm).forget_files();
@@ -472,7 +478,7 @@ impl App {
         });
         // No worker could start: every file has its outcome (why) already.
         if self.loading.as_ref().is_some_and(|l| l.pool.is_done()) {
-            self.loaded();
+            self.loaded(ctx);
         }
     }
 

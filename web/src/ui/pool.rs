@@ -4,6 +4,9 @@
 //! frees its trace at once; so a load holds at most one trace per core, plus file 0's, whose
 //! worker is kept to answer the page's requests about it (`Viewer`).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, File, MessageEvent, Worker};
@@ -27,9 +30,14 @@ fn memory_limit() -> u64 {
         .map_or(MEMORY_LIMIT, |v| v as u64)
 }
 
+/// Where a worker's messages (or why it stopped) go.
+pub type Messages = Callback<Result<FromWorker, String>>;
+
 /// An analysis worker with its handlers. Dropping it terminates the worker.
 pub struct AnalysisWorker {
     worker: Worker,
+    /// Where its messages go: the load's pool, then the page when it is kept (`redirect`).
+    to: Rc<RefCell<Messages>>,
     // Kept alive as long as the worker: they are its message and error handlers.
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(ErrorEvent)>,
@@ -47,36 +55,44 @@ impl Drop for AnalysisWorker {
 
 impl AnalysisWorker {
     /// Starts a worker whose messages (or why it stopped) go to `on_message`.
-    pub fn start(
-        on_message: Callback<Result<FromWorker, String>>,
-    ) -> Result<AnalysisWorker, String> {
+    pub fn start(on_message: Messages) -> Result<AnalysisWorker, String> {
         let worker = Worker::new(WORKER_URL).map_err(|e| {
             format!(
                 "Could not start the analysis worker ({e:?}). The page needs Web Workers: open \
                  it over http(s), not as a local file."
             )
         })?;
-        let on_decoded = on_message.clone();
-        let on_failed = on_message;
+        let to = Rc::new(RefCell::new(on_message));
+        // The callback is taken out before it runs: it may redirect this worker.
+        let target = Rc::clone(&to);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let decoded = cost::measured(
                 "from-worker",
                 |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
                 || protocol::decode::<FromWorker>(e.data()),
             );
-            on_decoded.emit(decoded.map_err(|e| e.to_string()));
+            let to = target.borrow().clone();
+            to.emit(decoded.map_err(|e| e.to_string()));
         });
+        let target = Rc::clone(&to);
         let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
             e.prevent_default();
-            on_failed.emit(Err(e.message()));
+            let to = target.borrow().clone();
+            to.emit(Err(e.message()));
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         Ok(AnalysisWorker {
             worker,
+            to,
             _on_message: on_message,
             _on_error: on_error,
         })
+    }
+
+    /// Sends the worker's messages to `on_message` from now on.
+    pub fn redirect(&self, on_message: Messages) {
+        *self.to.borrow_mut() = on_message;
     }
 
     /// Posts `message` (transferring what it hands over), recording its cost.

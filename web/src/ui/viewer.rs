@@ -4,9 +4,8 @@
 //! holds more than one trace after a load, whatever the number of ranks.
 
 use web_sys::File;
-use yew::Callback;
 
-use super::pool::AnalysisWorker;
+use super::pool::{AnalysisWorker, Messages};
 use crate::protocol::{FromWorker, ToWorker};
 
 pub struct Viewer {
@@ -18,8 +17,10 @@ pub struct Viewer {
 }
 
 impl Viewer {
-    /// The worker that analyzed file `file` and holds its trace.
-    pub fn holding(worker: AnalysisWorker, file: usize) -> Viewer {
+    /// The worker that analyzed file `file` and holds its trace; its messages go to
+    /// `on_message` from now on.
+    pub fn holding(worker: AnalysisWorker, file: usize, on_message: Messages) -> Viewer {
+        worker.redirect(on_message);
         Viewer {
             worker,
             file,
@@ -28,11 +29,7 @@ impl Viewer {
     }
 
     /// A new worker that reads file `index` (`file`), then answers requests about it.
-    pub fn reading(
-        file: File,
-        index: usize,
-        on_message: Callback<Result<FromWorker, String>>,
-    ) -> Result<Viewer, String> {
+    pub fn reading(file: File, index: usize, on_message: Messages) -> Result<Viewer, String> {
         Ok(Viewer {
             worker: AnalysisWorker::start(on_message)?,
             file: index,

@@ -147,6 +147,14 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
 
   // Only rank 0's worker was kept, and answers about rank 0; rank 5's timeline is read again by
   // a new worker, which gets a canvas of its own; back to rank 0, another one.
+  await page.evaluate(() => {
+    window.ttapRereading = [];
+    new MutationObserver(() => {
+      const text = document.querySelector('.rereading')?.textContent.replace(/\(\d+ %\)/, '(…)');
+      if (text && !window.ttapRereading.includes(text)) window.ttapRereading.push(text);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const rereading = () => page.evaluate(() => window.ttapRereading);
   const timelineOf = async (rank) => {
     await page.click(`.file-tab:has-text("rank-${rank}.pt.trace.json")`);
     await page.click('.tab:has-text("Timeline")');
@@ -154,7 +162,10 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
     return page.locator('.timeline-status').innerText();
   };
   assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);
+  assert.deepEqual(await rereading(), [], 'rank 0 is not read again');
   assert.match(await timelineOf(5), /^\d+ slices in \d+ rows/);
+  assert.deepEqual(await rereading(), ['Reading rank-5.pt.trace.json again (…): after a load, the page keeps one trace in memory and reads another again when asked about it.']);
+  assert.equal(await page.locator('.rereading').count(), 0, 'the notice goes once it is read');
   await page.screenshot({ path: join(SHOTS, 'run-rank5-timeline.png') });
   assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);
   assert.deepEqual(errors, []);

@@ -235,7 +235,6 @@ impl Component for App {
                 if let Some(Err(e)) = received {
                     web_sys::console::error_1(&JsValue::from_str(&e));
                 }
-                return false;
             }
             Msg::WorkerFailed(message) => {
                 self.viewer = None;
@@ -310,6 +309,11 @@ impl Component for App {
                 </header>
                 if let Some(notice) = &self.notice {
                     <p class="notice" role="status">{notice}</p>
+                }
+                if let Some((name, read)) = self.viewer.as_ref().and_then(Viewer::reading_now) {
+                    <p class="notice rereading" role="status">{format!(
+                        "Reading {name} again ({:.0} %): after a load, the page keeps one trace in \
+                         memory and reads another again when asked about it.", read * 100.0)}</p>
                 }
                 if let Some(l) = &self.loading {
                     { load::progress(&l.pool, l.now_ms - l.started_ms, link.callback(|_| Msg::Cancel)) }

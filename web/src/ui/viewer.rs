@@ -14,6 +14,8 @@ pub struct Viewer {
     pub file: usize,
     /// While the file is read: the file, and the requests that wait for it.
     reading: Option<(File, Vec<ToWorker>)>,
+    /// The share of the file read so far.
+    read: f64,
 }
 
 impl Viewer {
@@ -25,6 +27,7 @@ impl Viewer {
             worker,
             file,
             reading: None,
+            read: 1.0,
         }
     }
 
@@ -34,7 +37,14 @@ impl Viewer {
             worker: AnalysisWorker::start(on_message)?,
             file: index,
             reading: Some((file, Vec::new())),
+            read: 0.0,
         })
+    }
+
+    /// While the file is read again: its name and the share read so far.
+    pub fn reading_now(&self) -> Option<(String, f64)> {
+        let (file, _) = self.reading.as_ref()?;
+        Some((file.name(), self.read))
     }
 
     /// Posts `request`, or keeps it until the file is read.
@@ -48,9 +58,9 @@ impl Viewer {
         }
     }
 
-    /// A message of the worker about its own reading: once ready, it is handed the file; once
-    /// finished, the waiting requests. Anything else (progress, the file's outcome, which the
-    /// page has from its load) needs nothing.
+    /// A message of the worker about its own reading: once ready, it is handed the file; its
+    /// progress is kept; once finished, the waiting requests are posted. The file's outcome
+    /// needs nothing: the page has it from its load.
     pub fn receive(&mut self, message: &FromWorker) -> Result<(), String> {
         match message {
             FromWorker::Ready => match &self.reading {
@@ -62,6 +72,10 @@ impl Viewer {
                     return Ok(());
                 };
                 waiting.iter().try_for_each(|r| self.worker.post(r))
+            }
+            FromWorker::Progress(p) => {
+                self.read = p.bytes as f64 / p.total_bytes.max(1) as f64;
+                Ok(())
             }
             _ => Ok(()),
         }

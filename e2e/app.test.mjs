@@ -132,6 +132,30 @@ test('a broken file gets an error panel that says what was found, and the previo
   await context.close();
 });
 
+test("a trace past the worker's memory limit (lowered here) gets a panel saying the limit and what to do; the previous analysis stays", async () => {
+  const big = join(scratch, 'past-the-limit.pt.trace.json');
+  const made = spawnSync(TTAP, ['synth', '--steps', '100', '--out', big]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  // The limit: the memory the sample's worker reached (a 1 MB trace); 60 MB of trace need more.
+  const limit = Number(await page.locator('main').getAttribute('data-memory'));
+  assert.ok(limit > 0 && limit < 256 * 2 ** 20, `the sample took ${limit} bytes`);
+  await page.evaluate((bytes) => { window.ttapMemoryLimit = bytes; }, limit);
+  await load(page, () => page.setInputFiles('#file-input', big));
+  const panel = page.locator('.error-panel');
+  assert.match(await panel.locator('h2').innerText(), /Could not read past-the-limit\.pt\.trace\.json/);
+  const message = await panel.locator('.error-message').innerText();
+  const mib = `${(limit / 2 ** 20).toFixed(1)} MiB`;
+  assert.match(message, /^past-the-limit\.pt\.trace\.json is too large to analyze in this browser tab: after reading [\d.]+ MiB of its 60\.0 MiB/);
+  assert.ok(message.includes(`past its limit of ${mib} (a worker has at most 4 GiB`), message);
+  assert.match(message, /Reading stopped there and nothing else changed[\s\S]*ttap analyze past-the-limit\.pt\.trace\.json/);
+  assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck'], 'the sample is still shown');
+  await page.screenshot({ path: join(SHOTS, 'error-memory-limit.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('a long load can be cancelled, and the page keeps what it showed', async () => {
   // A large generated trace: long enough to cancel mid-way.
   const big = join(scratch, 'big.pt.trace.json');

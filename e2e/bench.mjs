@@ -2,10 +2,12 @@
 // next to the native CLI on the same file, in the same run. Prints ratios; fails on nothing.
 //
 //   node e2e/bench.mjs [TRACE]     (default: target/bench/bench-1024MiB.json, made by `ttap bench`)
+//   node e2e/bench.mjs DIR         (the ranks of a run, e.g. `ttap synth --ranks 8`: the page
+//                                   analyzes each in its own worker; the CLI on all its threads)
 //
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve, launch, openPage, load, ROOT } from './support.mjs';
 
@@ -19,7 +21,10 @@ if (!existsSync(trace)) {
   const made = spawnSync(TTAP, ['bench', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
   if (made.status !== 0) throw new Error('ttap bench failed');
 }
-const size = statSync(trace).size;
+const files = statSync(trace).isDirectory()
+  ? readdirSync(trace).filter((f) => /\.json(\.gz)?$/.test(f)).sort().map((f) => join(trace, f))
+  : [trace];
+const size = files.reduce((sum, f) => sum + statSync(f).size, 0);
 const mb = size / 1e6;
 
 function best(times) {
@@ -42,12 +47,14 @@ const browser = await launch();
 const inBrowser = [];
 const reading = [];
 let memory = '';
+let workers = '';
 for (let i = 0; i < runs; i++) {
   const { page, context, errors } = await openPage(browser, site.url);
   // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
   // a fast load may go from reading to the result between two renders, so the end of the load
-  // is taken from `main[data-loads]` (what `load` waits on), never from this label.
-  await page.evaluate(() => {
+  // is taken from `main[data-loads]` (what `load` waits on), never from this label. Several
+  // files have one line each, and no such label.
+  if (files.length === 1) await page.evaluate(() => {
     window.ttapAnalyzingAt = null;
     new MutationObserver((_, observer) => {
       const label = document.querySelector('.loading-label');
@@ -59,14 +66,14 @@ for (let i = 0; i < runs; i++) {
   });
   const t0 = Date.now();
   const p0 = await page.evaluate(() => performance.now());
-  await load(page, () => page.setInputFiles('#file-input', trace), 900_000);
+  await load(page, () => page.setInputFiles('#file-input', files), 900_000);
   inBrowser.push((Date.now() - t0) / 1e3);
   const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
   reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
   if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
   if (errors.length) throw new Error(errors.join('\n'));
-  await page.click('.tab:has-text("Overview")');
-  memory = await page.locator('.fact', { hasText: 'Memory used' }).locator('dd').innerText();
+  workers = await page.locator('main').getAttribute('data-workers');
+  memory = `${(Number(await page.locator('main').getAttribute('data-memory')) / 2 ** 20).toFixed(0)} MiB`;
   await context.close();
 }
 await browser.close();
@@ -74,9 +81,11 @@ await site.close();
 
 const nativeBest = best(native);
 const browserBest = best(inBrowser);
-console.log(`trace: ${trace} (${mb.toFixed(1)} MB)`);
+console.log(`trace: ${trace} (${files.length} file${files.length > 1 ? 's' : ''}, ${mb.toFixed(1)} MB)`);
 console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
 console.log(`browser (worker):   ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
-console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
+if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
 console.log(`browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
-console.log(`worker wasm memory at the end: ${memory} for a ${mb.toFixed(0)} MB trace`);
+const [started, peak] = workers.split('/');
+console.log(`browser workers: ${started} started, ${peak} at once (navigator.hardwareConcurrency)`);
+console.log(`worker wasm memory at the end (the largest worker's): ${memory} for ${mb.toFixed(0)} MB of trace`);

@@ -101,7 +101,27 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   const files = await synthRun('run8');
   assert.equal(files.length, 8);
   const { page, context, errors } = await openPage(browser, site.url);
-  await load(page, () => page.setInputFiles('#file-input', files), 300_000);
+  // Each rank's line of progress, as the page showed them during the load.
+  await page.evaluate(() => {
+    window.ttapRankStates = new Set();
+    new MutationObserver(() => {
+      for (const li of document.querySelectorAll('.load-file')) {
+        window.ttapRankStates.add(`${li.querySelector('.name').textContent}: ${li.querySelector('.state').textContent}`);
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  await load(page, async () => {
+    await page.setInputFiles('#file-input', files);
+    await page.screenshot({ path: join(SHOTS, 'run-loading.png') });
+  }, 300_000);
+  // One worker per core started at once, the other ranks queued; each one's line ends done.
+  const states = await page.evaluate(() => [...window.ttapRankStates]);
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  files.map((p) => p.split('/').pop()).forEach((f, i) => {
+    const first = i < cores ? 'starting' : 'waiting for a worker';
+    assert.ok(states.includes(`${f}: ${first}`), `${f}: ${first}?\n${states.join('\n')}`);
+    assert.ok(states.includes(`${f}: done`), `${f}: done?\n${states.join('\n')}`);
+  });
   await page.click('.tab:has-text("Run")');
   assert.equal(await page.locator('.run h2').innerText(), 'Run: 8 ranks');
   const findings = page.locator('.run-finding');
@@ -117,12 +137,45 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   assert.equal(await row.locator('td').last().innerText(), '5');
   await page.screenshot({ path: join(SHOTS, 'run-straggler.png'), fullPage: true });
   const [saved] = await Promise.all([page.waitForEvent('download'), page.click('.save-run')]);
-  assert.match(await readFile(await saved.path(), 'utf8'), /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
+  const runMarkdown = await readFile(await saved.path(), 'utf8');
+  assert.match(runMarkdown, /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
+  // The same run view as `ttap analyze DIR` (its Markdown starts with the run view's).
+  const cli = spawnSync(TTAP, ['analyze', '--format', 'md', dir], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  assert.equal(cli.stdout.slice(0, runMarkdown.length), runMarkdown);
+  // Each rank had its own worker, up to one per core at a time.
+  const [started, peak] = (await page.locator('main').getAttribute('data-workers')).split('/').map(Number);
+  assert.equal(started, 8);
+  assert.equal(peak, Math.min(8, cores));
+  console.log(`8 ranks: ${started} workers started, ${peak} at once (navigator.hardwareConcurrency ${cores})`);
 
   // Two ranks of the run picked as before and after (ranks 0 and 1 by default): the same work,
   // no significant change.
   await page.click('.tab:has-text("Compare")');
   assert.match(await page.locator('.verdict').innerText(), /^Verdict: no significant change in step time/);
+
+  // Only rank 0's worker was kept, and answers about rank 0; rank 5's timeline is read again by
+  // a new worker, which gets a canvas of its own; back to rank 0, another one.
+  await page.evaluate(() => {
+    window.ttapRereading = [];
+    new MutationObserver(() => {
+      const text = document.querySelector('.rereading')?.textContent.replace(/\(\d+ %\)/, '(…)');
+      if (text && !window.ttapRereading.includes(text)) window.ttapRereading.push(text);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const rereading = () => page.evaluate(() => window.ttapRereading);
+  const timelineOf = async (rank) => {
+    await page.click(`.file-tab:has-text("rank-${rank}.pt.trace.json")`);
+    await page.click('.tab:has-text("Timeline")');
+    await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { timeout: 60_000 });
+    return page.locator('.timeline-status').innerText();
+  };
+  assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);
+  assert.deepEqual(await rereading(), [], 'rank 0 is not read again');
+  assert.match(await timelineOf(5), /^\d+ slices in \d+ rows/);
+  assert.deepEqual(await rereading(), ['Reading rank-5.pt.trace.json again (…): after a load, the page keeps one trace in memory and reads another again when asked about it.']);
+  assert.equal(await page.locator('.rereading').count(), 0, 'the notice goes once it is read');
+  await page.screenshot({ path: join(SHOTS, 'run-rank5-timeline.png') });
+  assert.match(await timelineOf(0), /^\d+ slices in \d+ rows/);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
-export const DIST = join(ROOT, 'dist');
+// `TTAP_DIST`: another build of the site (a deliberately broken one, to see a test fail).
+export const DIST = process.env.TTAP_DIST ?? join(ROOT, 'dist');
 export const SHARED_TRACES = process.env.TTAP_SHARED_TRACES ?? join(ROOT, '../shared/traces');
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 

@@ -15,8 +15,9 @@
 //! `Progress`* per file, then that file's `Done`, and `Finished` at the end.
 //!
 //! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
-//! requests about them, such as a search, each with one reply. The page keeps the worker of the
-//! analysis it shows and terminates it when another load replaces that analysis.
+//! requests about them, such as a search, each with one reply. The page gives each file of a
+//! load its own worker (`ui::pool`) and keeps only one of them, holding one trace: a request
+//! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
 //!
 //! The messages are this module's enums. What they carry of the core (the report, the trace's
 //! summary, timeline places and bands, LLM prompts) travels in the core's own serde form: for
@@ -43,7 +44,9 @@ use web_sys::OffscreenCanvas;
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
 /// text; 2 is structured clone through `serde-wasm-bindgen`; 3 opens fleet reports
-/// ([`Document::Fleet`]) and retrains the window model (`Retrain`, `BundledModel`, `Retrained`).
+/// ([`Document::Fleet`]), retrains the window model (`Retrain`, `BundledModel`, `Retrained`),
+/// numbers an `Analyze`'s files from its `first` (one worker per file of a load) and gives the
+/// worker a memory limit.
 pub const VERSION: u32 = 3;
 
 /// What is posted: a message and the version of the protocol it belongs to.
@@ -137,10 +140,15 @@ impl FromWorker {
 /// What the page asks of its worker; `file` is the file's index in the load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToWorker {
-    /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`.
+    /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
+    /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
+    /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
+    /// gets an error saying so: `worker::too_large`).
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,
+        first: usize,
+        memory_limit: u64,
     },
     /// The timeline's canvas, which the worker draws into from then on; posted before the first
     /// `View`, transferred ([`ToWorker::transfer`]).
@@ -178,6 +186,26 @@ impl ToWorker {
         match self {
             ToWorker::Canvas { canvas } => js_sys::Array::of1(canvas),
             _ => js_sys::Array::new(),
+        }
+    }
+
+    /// The file the message is about, if it is about one: the worker that holds that file's
+    /// trace must answer it.
+    pub fn file(&self) -> Option<usize> {
+        match self {
+            // Retraining is about the traces of the worker that gets it: the page sends it to
+            // the worker of the file shown (`ui::App::retrain`).
+            ToWorker::Analyze { .. }
+            | ToWorker::Canvas { .. }
+            | ToWorker::Retrain { .. }
+            | ToWorker::BundledModel { .. } => None,
+            ToWorker::Request(Request::Prompts { file, .. }) => Some(*file),
+            ToWorker::Request(Request::Timeline(request)) => Some(match request {
+                TimelineRequest::Open { file }
+                | TimelineRequest::Details { file, .. }
+                | TimelineRequest::Search { file, .. } => *file,
+                TimelineRequest::View(view) | TimelineRequest::Pick { view, .. } => view.file,
+            }),
         }
     }
 
@@ -369,6 +397,8 @@ pub struct Progress {
     pub total_bytes: u64,
     /// Events read so far.
     pub events: u64,
+    /// The worker's wasm memory now.
+    pub memory_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -636,14 +666,27 @@ mod tests {
         let files = js_sys::Array::of1(&blob);
         let value = encode(&ToWorker::Analyze {
             files: files.clone(),
+            first: 3,
+            memory_limit: 1 << 32,
         })
         .expect("encodes");
-        let ToWorker::Analyze { files: back } = decode(value).expect("decodes") else {
+        let ToWorker::Analyze {
+            files: back,
+            first,
+            memory_limit,
+        } = decode(value).expect("decodes")
+        else {
             panic!("not an Analyze");
         };
         let sent: &JsValue = blob.as_ref();
         assert!(&back.get(0) == sent, "the same Blob object");
-        assert_eq!(ToWorker::Analyze { files }.transfer().length(), 0);
+        assert_eq!((first, memory_limit), (3, 1 << 32));
+        let analyze = ToWorker::Analyze {
+            files,
+            first,
+            memory_limit,
+        };
+        assert_eq!(analyze.transfer().length(), 0);
     }
 
     /// A real analysis (the bundled sample's summary and report: the core's flattened gate

@@ -3,8 +3,9 @@
 //! results. The next slice is requested before the current one is ingested, so the browser reads
 //! the file while the worker computes.
 //!
-//! The page posts one list of files per worker and cancels by terminating the worker. After the
-//! load the worker keeps the traces ([`Session`]) and answers the page's requests about them.
+//! The page posts one list of files per worker (one file, in practice: `ui::pool`) and cancels by
+//! terminating the worker. After the load the worker keeps the traces ([`Session`]) and answers
+//! the page's requests about them.
 
 use std::cell::RefCell;
 
@@ -23,6 +24,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::retrain;
 use crate::session::{Kept, Session};
+use crate::ui::format::bytes;
 
 /// Bytes read from the file per slice.
 const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
@@ -40,11 +42,16 @@ pub fn start() {
         // The page and the worker are built together: an unreadable request is a bug, or a
         // page of another build (the message says to reload).
         match protocol::decode::<ToWorker>(event.data()) {
-            Ok(ToWorker::Analyze { files }) => {
+            Ok(ToWorker::Analyze {
+                files,
+                first,
+                memory_limit,
+            }) => {
                 let reply = reply.clone();
                 wasm_bindgen_futures::spawn_local(async move {
-                    for (index, file) in files.iter().enumerate() {
-                        let outcome = analyze_blob(&reply, index, file.unchecked_ref()).await;
+                    for (index, file) in (first..).zip(files.iter()) {
+                        let blob = file.unchecked_ref();
+                        let outcome = analyze_blob(&reply, index, blob, memory_limit).await;
                         post(&reply, &FromWorker::Done(Box::new(outcome)));
                     }
                     post(&reply, &FromWorker::Finished);
@@ -86,7 +93,12 @@ fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
     }
 }
 
-async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &Blob) -> Outcome {
+async fn analyze_blob(
+    scope: &DedicatedWorkerGlobalScope,
+    index: usize,
+    blob: &Blob,
+    memory_limit: u64,
+) -> Outcome {
     let name = blob
         .dyn_ref::<File>()
         .map_or_else(|| format!("file {}", index + 1), File::name);
@@ -98,11 +110,12 @@ async fn analyze_blob(scope: &DedicatedWorkerGlobalScope, index: usize, blob: &B
         bytes: 0,
         total_bytes: size as u64,
         events: 0,
+        memory_bytes: memory_bytes(),
     };
     let result = match saved_document(blob).await {
         Some(Saved::Report) => read_report(blob).await,
         Some(Saved::Fleet) => read_fleet(blob).await,
-        None => analyze_trace(scope, blob, &mut progress).await,
+        None => analyze_trace(scope, blob, &mut progress, memory_limit).await,
     };
     let (result, kept) = match result {
         Ok((document, kept)) => (Ok(document), kept),
@@ -181,16 +194,19 @@ async fn analyze_trace(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
+    memory_limit: u64,
 ) -> Result<Analysis, String> {
-    read(scope, blob, progress).await.and_then(|ingest| {
-        progress.stage = Stage::Analyzing;
-        post(scope, &FromWorker::Progress(progress.clone()));
-        let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
-        let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
-        analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
-        analyzed.modules = ModuleTree::of(&kept.ingested.trace);
-        Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
-    })
+    read(scope, blob, progress, memory_limit)
+        .await
+        .and_then(|ingest| {
+            progress.stage = Stage::Analyzing;
+            post(scope, &FromWorker::Progress(progress.clone()));
+            let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
+            let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+            analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
+            analyzed.modules = ModuleTree::of(&kept.ingested.trace);
+            Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
+        })
 }
 
 /// The size of this worker's wasm memory.
@@ -202,11 +218,32 @@ fn memory_bytes() -> u64 {
         .byte_length() as u64
 }
 
-/// Feeds the blob to a new ingester, a slice at a time, posting progress after each slice.
+/// Why a trace is not analyzed: reading it took the worker's memory past `limit`.
+fn too_large(p: &Progress, limit: u64) -> String {
+    format!(
+        "{name} is too large to analyze in this browser tab: after reading {read} of its {total} \
+         ({pct:.0} %), the worker's memory reached {memory}, past its limit of {limit} (a worker \
+         has at most 4 GiB of WebAssembly memory, and the analysis needs room beyond what \
+         reading takes). Reading stopped there and nothing else changed: what the page showed \
+         before is still shown. Analyze this trace with the command-line tool (`ttap analyze \
+         {name}`), which has no such limit, or profile fewer steps (a shorter \
+         `torch.profiler.schedule`).",
+        name = p.name,
+        read = bytes(p.bytes),
+        total = bytes(p.total_bytes),
+        pct = p.bytes as f64 * 100.0 / p.total_bytes.max(1) as f64,
+        memory = bytes(p.memory_bytes),
+        limit = bytes(limit),
+    )
+}
+
+/// Feeds the blob to a new ingester, a slice at a time, posting progress after each slice;
+/// stops when the worker's memory passes `memory_limit`.
 async fn read(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
+    memory_limit: u64,
 ) -> Result<Ingest, String> {
     let size = blob.size();
     // Starts reading bytes `offset..` (one slice); the browser reads while the worker computes.
@@ -239,7 +276,11 @@ async fn read(
         offset = end;
         progress.bytes = offset as u64;
         progress.events = ingest.progress().events;
+        progress.memory_bytes = memory_bytes();
         post(scope, &FromWorker::Progress(progress.clone()));
+        if progress.memory_bytes > memory_limit {
+            return Err(too_large(progress, memory_limit));
+        }
     }
     Ok(ingest)
 }

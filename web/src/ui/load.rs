@@ -1,7 +1,12 @@
-//! Getting traces into the page: a drop zone over the whole page, a file picker, the sample.
+//! Getting traces into the page: a drop zone over the whole page, a file picker, the sample, and
+//! a load's progress (each file's, when there are several).
 
 use web_sys::{DragEvent, File, FileList, FilePropertyBag, HtmlInputElement};
 use yew::prelude::*;
+
+use super::format::{bytes, count, duration_s};
+use super::pool::Pool;
+use crate::protocol::{Outcome, Progress, Stage};
 
 fn files_of(list: Option<FileList>) -> Vec<File> {
     list.map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
@@ -12,6 +17,10 @@ fn files_of(list: Option<FileList>) -> Vec<File> {
 pub struct DropZoneProps {
     pub on_files: Callback<Vec<File>>,
     pub loads_ended: u32,
+    /// Workers the last load started, and the most that ran at once.
+    pub workers: (u32, u32),
+    /// The largest wasm memory of the last load's workers, bytes.
+    pub memory: u64,
     pub children: Html,
 }
 
@@ -41,6 +50,8 @@ pub fn drop_zone(props: &DropZoneProps) -> Html {
     };
     html! {
         <main class={classes!("page", (*over).then_some("dragging"))} data-loads={props.loads_ended.to_string()}
+              data-workers={format!("{}/{}", props.workers.0, props.workers.1)}
+              data-memory={props.memory.to_string()}
               {ondragover} {ondragleave} {ondrop}>
             { props.children.clone() }
         </main>
@@ -122,4 +133,86 @@ pub async fn fetch_sample(url: &str) -> Result<File, String> {
     options.set_type("application/gzip");
     File::new_with_blob_sequence_and_options(&parts, name, &options)
         .map_err(|e| failed(&format!("{e:?}")))
+}
+
+/// A file's state in a load, as the progress list says it (`queued`: no worker has it yet).
+fn file_state(
+    progress: Option<&Progress>,
+    outcome: Option<&Outcome>,
+    queued: bool,
+) -> (String, f64) {
+    match (outcome, progress) {
+        (Some(o), _) if o.result.is_err() => ("not read".into(), 1.0),
+        (Some(_), _) => ("done".into(), 1.0),
+        (None, Some(p)) if p.stage == Stage::Analyzing => ("analyzing".into(), 1.0),
+        (None, Some(p)) => {
+            let fraction = p.bytes as f64 / p.total_bytes.max(1) as f64;
+            (format!("reading, {:.0} %", fraction * 100.0), fraction)
+        }
+        (None, None) if queued => ("waiting for a worker".into(), 0.0),
+        (None, None) => ("starting".into(), 0.0),
+    }
+}
+
+/// A load's progress: the file read (or, for several, how many are done and how many workers
+/// read them), its bytes and events, and a line per file when there are several.
+pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -> Html {
+    let elapsed = duration_s(elapsed_ms / 1e3);
+    let n = pool.files.len();
+    let outcome = |i: usize| pool.outcomes.iter().find(|o| o.file == i);
+    let total: u64 = pool.files.iter().map(|f| f.size() as u64).sum();
+    let read: u64 = (0..n)
+        .map(|i| match (outcome(i), &pool.progress[i]) {
+            (Some(o), _) => o.size,
+            (None, Some(p)) => p.bytes,
+            (None, None) => 0,
+        })
+        .sum();
+    let events: u64 = pool.progress.iter().flatten().map(|p| p.events).sum();
+    // The workers still at work hold memory; a finished one has freed its own.
+    let memory: u64 = (0..n)
+        .filter(|&i| outcome(i).is_none())
+        .filter_map(|i| pool.progress[i].as_ref().map(|p| p.memory_bytes))
+        .sum();
+    let label = match (n, pool.progress.first().and_then(Option::as_ref)) {
+        (1, Some(p)) if p.stage == Stage::Analyzing => format!("Analyzing {}", p.name),
+        (1, Some(p)) => format!("Reading {}", p.name),
+        (1, None) => format!("Starting on {}", pool.files[0].name()),
+        _ => format!(
+            "Analyzing {n} files, {} at a time: {} done",
+            pool.limit(),
+            pool.outcomes.len()
+        ),
+    };
+    let detail = format!(
+        "{} of {} · {} events · {} of memory · {elapsed}",
+        bytes(read),
+        bytes(total),
+        count(events),
+        bytes(memory)
+    );
+    html! {
+        <section class="loading" aria-live="polite">
+            <div class="loading-head">
+                <span class="loading-label">{label}</span>
+                <button class="cancel" onclick={on_cancel}>{"Cancel"}</button>
+            </div>
+            <progress max="1" value={(read as f64 / total.max(1) as f64).to_string()}></progress>
+            <span class="loading-detail">{detail}</span>
+            if n > 1 {
+                <ol class="load-files">
+                    { for pool.files.iter().enumerate().map(|(i, f)| {
+                        let (state, fraction) = file_state(pool.progress[i].as_ref(), outcome(i), pool.queued(i));
+                        html! {
+                            <li class="load-file">
+                                <span class="name">{f.name()}</span>
+                                <progress max="1" value={fraction.to_string()}></progress>
+                                <span class="state">{state}</span>
+                            </li>
+                        }
+                    }) }
+                </ol>
+            }
+        </section>
+    }
 }

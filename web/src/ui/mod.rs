@@ -19,34 +19,35 @@ mod cost;
 mod export;
 mod findings;
 mod fleet;
-mod format;
+pub(crate) mod format;
 mod llm;
 mod load;
 mod modules;
 mod overview;
+mod pool;
 mod run;
 mod share;
 mod table;
 mod timeline;
+mod viewer;
 
 use std::rc::Rc;
 
 use gloo_timers::callback::Interval;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, File, HtmlSelectElement, MessageEvent, Worker};
+use web_sys::{File, HtmlSelectElement};
 use yew::prelude::*;
 
 use torchtraceap::share::Omitted;
 use torchtraceap::view_link::{self, SharedView, View};
 
-use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
-use format::{bytes, count, duration_s};
+use crate::protocol::{Analyzed, Document, FromWorker, Outcome, ToWorker};
+use format::bytes;
+use pool::Pool;
+use viewer::Viewer;
 
 /// Up to this many files get a button each; more get a drop-down list.
 const MAX_FILE_TABS: usize = 8;
-/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
-const WORKER_URL: &str = "./worker_loader.js";
 /// Puts `text` on the clipboard; whether the browser wrote it is not awaited (a refused write
 /// changes nothing on the page). Returns false where there is no window.
 fn copy_to_clipboard(text: &str) -> bool {
@@ -64,8 +65,12 @@ pub enum Msg {
     OpenSample,
     /// Something the user asked for failed; the message says what and what to do.
     Failed(String),
+    /// A message from the worker of the file shown (`Viewer`).
     FromWorker(FromWorker),
+    /// The worker of the file shown stopped.
     WorkerFailed(String),
+    /// A message from the worker of file N of the load (or why it stopped).
+    FromLoad(usize, Result<FromWorker, String>),
     Cancel,
     Tick,
     Select(usize),
@@ -99,38 +104,28 @@ pub enum Tab {
     Run,
 }
 
-/// An analysis worker with its handlers: the worker of a load, then of the analysis shown.
-/// Dropping it terminates the worker.
-struct AnalysisWorker {
-    worker: Worker,
-    // Kept alive as long as the worker: they are its message and error handlers.
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(ErrorEvent)>,
-}
-
-impl Drop for AnalysisWorker {
-    fn drop(&mut self) {
-        self.worker.terminate();
-    }
-}
-
-/// A load in progress: its worker, and the results that have come back so far.
+/// A load in progress: its workers, and the results that have come back so far.
 struct Loading {
-    worker: AnalysisWorker,
+    pool: Pool,
     _ticker: Interval,
-    names: Vec<String>,
-    /// The files, until the worker is ready for them.
-    files: Option<js_sys::Array>,
-    progress: Option<Progress>,
-    outcomes: Vec<Outcome>,
     started_ms: f64,
     now_ms: f64,
 }
 
 pub struct App {
     loading: Option<Loading>,
-    /// The worker that analyzed `files`: it keeps their traces and answers requests about them.
-    worker: Option<AnalysisWorker>,
+    /// The worker that holds one of `files`' traces and answers requests about it.
+    viewer: Option<Viewer>,
+    /// The files of the load shown, to read one again when a request is about it.
+    handles: Vec<File>,
+    /// Viewers started: the timeline, whose canvas belongs to one worker, is made again for
+    /// each.
+    viewers: u32,
+    /// Workers the last load started, and the most that ran at once: the page shows them as
+    /// `data-workers` ("started/peak"), for tests and benchmarks.
+    load_workers: (u32, u32),
+    /// The largest wasm memory of the last load's workers (`data-memory`, bytes).
+    load_memory: u64,
     /// Where the worker's answers to the timeline go: to the timeline alone, which re-renders
     /// on a drawn frame without the rest of the page.
     timeline_replies: timeline::Replies,
@@ -166,20 +161,6 @@ struct SharedLink {
     selected_finding: Option<String>,
 }
 
-/// Posts `message` to `worker` (transferring what it hands over), recording its cost.
-fn post(worker: &Worker, message: &ToWorker) -> Result<(), String> {
-    cost::measured(
-        "to-worker",
-        |_| message.kind(),
-        || {
-            let value = protocol::encode(message).map_err(|e| e.to_string())?;
-            worker
-                .post_message_with_transfer(&value, &message.transfer())
-                .map_err(|e| format!("{e:?}"))
-        },
-    )
-}
-
 fn now_ms() -> f64 {
     js_sys::Date::now()
 }
@@ -191,7 +172,11 @@ impl Component for App {
     fn create(_ctx: &Context<Self>) -> Self {
         let mut app = App {
             loading: None,
-            worker: None,
+            viewer: None,
+            handles: Vec::new(),
+            viewers: 0,
+            load_workers: (0, 0),
+            load_memory: 0,
             timeline_replies: timeline::Replies::default(),
             timeline_focus: None,
             files: Vec::new(),
@@ -234,61 +219,39 @@ impl Component for App {
                 return false;
             }
             Msg::Failed(e) => self.notice = Some(e),
-            Msg::FromWorker(FromWorker::Ready) => {
+            Msg::FromLoad(file, message) => {
                 let Some(l) = &mut self.loading else {
                     return false;
                 };
-                let Some(files) = l.files.take() else {
-                    return false;
-                };
-                if let Err(e) = post(&l.worker.worker, &ToWorker::Analyze { files }) {
-                    self.loading = None;
-                    self.notice = Some(format!("Could not hand the files to the worker: {e}"));
-                }
-            }
-            Msg::FromWorker(FromWorker::Progress(p)) => {
-                if let Some(l) = &mut self.loading {
-                    l.progress = Some(p);
-                    l.now_ms = now_ms();
-                }
-            }
-            Msg::FromWorker(FromWorker::Done(outcome)) => {
-                if let Some(l) = &mut self.loading {
-                    l.outcomes.push(*outcome);
+                l.pool.receive(file, message);
+                l.now_ms = now_ms();
+                if l.pool.is_done() {
+                    self.loaded(ctx);
                 }
             }
             Msg::FromWorker(FromWorker::Timeline(reply)) => {
                 self.timeline_replies.deliver(reply);
                 return false;
             }
-            Msg::FromWorker(FromWorker::Finished) => {
-                if let Some(l) = self.loading.take() {
-                    self.loads_ended += 1;
-                    if l.outcomes.iter().any(|f| f.result.is_ok()) {
-                        self.worker = Some(l.worker);
-                        Rc::make_mut(&mut self.llm).forget_files();
-                        self.files = l.outcomes.into_iter().map(Rc::new).collect();
-                        self.selected = 0;
-                        self.compared = (0, 1);
-                        self.shared_view = None;
-                        self.tab = Tab::Findings;
-                        self.selected_finding = None;
-                        if let Some(link) = self.shared.take() {
-                            self.match_link(link);
-                        }
-                    } else {
-                        self.failed = l.outcomes;
-                    }
+            Msg::FromWorker(
+                message @ (FromWorker::Ready
+                | FromWorker::Progress(_)
+                | FromWorker::Done(_)
+                | FromWorker::Finished),
+            ) => {
+                let received = self.viewer.as_mut().map(|v| v.receive(&message));
+                if let Some(Err(e)) = received {
+                    web_sys::console::error_1(&JsValue::from_str(&e));
                 }
             }
             Msg::WorkerFailed(message) => {
-                if self.loading.take().is_some() {
-                    self.loads_ended += 1;
-                }
+                self.viewer = None;
                 self.notice = Some(format!(
-                    "The analysis stopped unexpectedly: {message}. This is a bug in TorchTraceAP; \
-                     the previous results (if any) are kept. Please report it with the trace's \
-                     PyTorch version."
+                    "The worker of the file shown stopped unexpectedly: {message}. The results \
+                     are kept, and the file is read again when needed. If the file is large, the \
+                     worker may have run out of memory (a worker has at most 4 GiB); otherwise \
+                     this is a bug in TorchTraceAP: please report it with the trace's PyTorch \
+                     version."
                 ));
             }
             Msg::Cancel => {
@@ -320,15 +283,12 @@ impl Component for App {
                 }
                 self.tab = Tab::Findings;
             }
-            Msg::Ask(request) => {
-                self.ask(&request);
-                return false;
-            }
+            Msg::Ask(request) => return self.ask(ctx, &request),
             Msg::Llm(msg) => {
                 let send = ctx.link().callback(Msg::Llm);
                 let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
                 for request in wanted {
-                    self.ask(&request);
+                    self.ask(ctx, &request);
                 }
             }
             Msg::FromWorker(FromWorker::Retrained(result)) => {
@@ -344,7 +304,7 @@ impl Component for App {
                     }
                 }
                 for request in Rc::make_mut(&mut self.llm).retrained(*result) {
-                    self.ask(&request);
+                    self.ask(ctx, &request);
                 }
             }
             Msg::FromWorker(FromWorker::Prompts {
@@ -359,7 +319,8 @@ impl Component for App {
     fn view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         html! {
-            <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}>
+            <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}
+                workers={self.load_workers} memory={self.load_memory}>
                 <header class="top">
                     <div class="brand">
                         <h1>{"TorchTraceAP"}</h1>
@@ -373,8 +334,13 @@ impl Component for App {
                 if let Some(notice) = &self.notice {
                     <p class="notice" role="status">{notice}</p>
                 }
+                if let Some((name, read)) = self.viewer.as_ref().and_then(Viewer::reading_now) {
+                    <p class="notice rereading" role="status">{format!(
+                        "Reading {name} again ({:.0} %): after a load, the page keeps one trace in \
+                         memory and reads another again when asked about it.", read * 100.0)}</p>
+                }
                 if let Some(l) = &self.loading {
-                    { self.view_loading(ctx, l) }
+                    { load::progress(&l.pool, l.now_ms - l.started_ms, link.callback(|_| Msg::Cancel)) }
                 }
                 { for self.failed.iter().map(error_panel) }
                 if self.files.is_empty() && self.loading.is_none() && self.failed.is_empty() {
@@ -389,6 +355,17 @@ impl Component for App {
             </load::DropZone>
         }
     }
+}
+
+/// Where the messages of the worker of the file shown go.
+fn viewer_messages(ctx: &Context<App>) -> pool::Messages {
+    let link = ctx.link().clone();
+    Callback::from(move |m| {
+        link.send_message(match m {
+            Ok(m) => Msg::FromWorker(m),
+            Err(e) => Msg::WorkerFailed(e),
+        })
+    })
 }
 
 /// Why a file could not be analyzed; nothing for a file that could.
@@ -457,12 +434,64 @@ impl App {
         }
     }
 
-    /// Hands a request (or the timeline's canvas) to the worker of the analysis shown.
-    fn ask(&self, request: &ToWorker) {
-        if let Some(w) = &self.worker {
-            if let Err(e) = post(&w.worker, request) {
-                web_sys::console::error_1(&JsValue::from_str(&e));
+    /// Hands a request (or the timeline's canvas) to the worker that holds its file's trace,
+    /// starting one that reads the file again when none does. Returns whether it started one
+    /// (the timeline is then made again, to hand its canvas to the new worker).
+    /// Retraining goes to the worker of the file shown: it retrains on that trace's labels.
+    fn ask(&mut self, ctx: &Context<Self>, request: &ToWorker) -> bool {
+        let mut started = false;
+        let retrain = matches!(
+            request,
+            ToWorker::Retrain { .. } | ToWorker::BundledModel { .. }
+        );
+        if let Some(file) = request.file().or(retrain.then_some(self.selected)) {
+            if self.viewer.as_ref().is_none_or(|v| v.file != file) {
+                let Some(handle) = self.handles.get(file) else {
+                    return false;
+                };
+                match Viewer::reading(handle.clone(), file, viewer_messages(ctx)) {
+                    Ok(v) => self.viewer = Some(v),
+                    Err(e) => self.notice = Some(e),
+                }
+                self.viewers += 1;
+                started = true;
             }
+        }
+        if let Some(Err(e)) = self.viewer.as_mut().map(|v| v.ask(request)) {
+            web_sys::console::error_1(&JsValue::from_str(&e));
+        }
+        started
+    }
+
+    /// Every file of the load has its outcome: shows them, unless none could be read.
+    fn loaded(&mut self, ctx: &Context<Self>) {
+        let Some(l) = self.loading.take() else {
+            return;
+        };
+        self.loads_ended += 1;
+        self.load_workers = (l.pool.started, l.pool.peak);
+        self.load_memory = (l.pool.outcomes.iter().map(|o| o.worker_memory_bytes))
+            .chain(l.pool.progress.iter().flatten().map(|p| p.memory_bytes))
+            .max()
+            .unwrap_or(0);
+        let handles = l.pool.files.clone();
+        let (outcomes, kept) = l.pool.finish();
+        if outcomes.iter().any(|f| f.result.is_ok()) {
+            self.viewer = kept.map(|worker| Viewer::holding(worker, 0, viewer_messages(ctx)));
+            self.viewers += 1;
+            self.handles = handles;
+            Rc::make_mut(&mut self.llm).forget_files();
+            self.files = outcomes.into_iter().map(Rc::new).collect();
+            self.selected = 0;
+            self.compared = (0, 1);
+            self.shared_view = None;
+            self.tab = Tab::Findings;
+            self.selected_finding = None;
+            if let Some(link) = self.shared.take() {
+                self.match_link(link);
+            }
+        } else {
+            self.failed = outcomes;
         }
     }
 
@@ -530,90 +559,17 @@ impl App {
         self.loading = None;
         self.notice = None;
         self.failed.clear();
-        let worker = match Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.notice = Some(format!(
-                    "Could not start the analysis worker ({e:?}). The page needs Web Workers: \
-                     open it over http(s), not as a local file."
-                ));
-                return;
-            }
-        };
         let link = ctx.link().clone();
-        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            let decoded = cost::measured(
-                "from-worker",
-                |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
-                || protocol::decode::<FromWorker>(e.data()),
-            );
-            match decoded {
-                Ok(m) => link.send_message(Msg::FromWorker(m)),
-                Err(err) => link.send_message(Msg::WorkerFailed(err.to_string())),
-            }
-        });
-        let link = ctx.link().clone();
-        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
-            e.prevent_default();
-            link.send_message(Msg::WorkerFailed(e.message()));
-        });
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let names = files.iter().map(File::name).collect();
-        let link = ctx.link().clone();
+        let pool = Pool::new(files, link.callback(|(file, m)| Msg::FromLoad(file, m)));
         self.loading = Some(Loading {
-            worker: AnalysisWorker {
-                worker,
-                _on_message: on_message,
-                _on_error: on_error,
-            },
+            pool,
             _ticker: Interval::new(250, move || link.send_message(Msg::Tick)),
-            names,
-            files: Some(files.iter().collect()),
-            progress: None,
-            outcomes: Vec::new(),
             started_ms: now_ms(),
             now_ms: now_ms(),
         });
-    }
-
-    fn view_loading(&self, ctx: &Context<Self>, l: &Loading) -> Html {
-        let elapsed = duration_s((l.now_ms - l.started_ms) / 1e3);
-        let (label, fraction, detail) = match &l.progress {
-            Some(p) => {
-                let of = if l.names.len() > 1 {
-                    format!(" (file {} of {})", p.file + 1, l.names.len())
-                } else {
-                    String::new()
-                };
-                let label = match p.stage {
-                    Stage::Reading => format!("Reading {}{of}", p.name),
-                    Stage::Analyzing => format!("Analyzing {}{of}", p.name),
-                };
-                let fraction = if p.total_bytes > 0 {
-                    p.bytes as f64 / p.total_bytes as f64
-                } else {
-                    1.0
-                };
-                let detail = format!(
-                    "{} of {} · {} events · {elapsed}",
-                    bytes(p.bytes),
-                    bytes(p.total_bytes),
-                    count(p.events)
-                );
-                (label, fraction, detail)
-            }
-            None => (format!("Starting on {}", l.names.join(", ")), 0.0, elapsed),
-        };
-        html! {
-            <section class="loading" aria-live="polite">
-                <div class="loading-head">
-                    <span class="loading-label">{label}</span>
-                    <button class="cancel" onclick={ctx.link().callback(|_| Msg::Cancel)}>{"Cancel"}</button>
-                </div>
-                <progress max="1" value={fraction.to_string()}></progress>
-                <span class="loading-detail">{detail}</span>
-            </section>
+        // No worker could start: every file has its outcome (why) already.
+        if self.loading.as_ref().is_some_and(|l| l.pool.is_done()) {
+            self.loaded(ctx);
         }
     }
 
@@ -691,7 +647,7 @@ impl App {
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Timeline, Some(_)) => html! {
-                <timeline::Timeline file={file.file} replies={self.timeline_replies.clone()}
+                <timeline::Timeline key={self.viewers} file={file.file} replies={self.timeline_replies.clone()}
                     ask={link.callback(Msg::Ask)} focus={self.timeline_focus.clone()}
                     on_finding={link.callback(Msg::OpenFinding)} />
             },

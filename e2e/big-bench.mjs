@@ -1,0 +1,50 @@
+// A large trace in a tab: each TRACE (plain or .gz) loaded in a fresh page of headless Chromium
+// (the built site, dist/); prints the time to the first finding, the worker's peak wasm memory
+// and its ratio to the trace's uncompressed size, or the page's message when the trace is past
+// the worker's memory limit. Not a test (too slow for CI): `e2e/app.test.mjs` checks the limit's
+// message on a small trace with the limit lowered.
+//
+//   node e2e/big-bench.mjs TRACE... [--json-bytes N]   (N: uncompressed size, for a .gz)
+import { statSync } from 'node:fs';
+import { serve, launch, openPage, load } from './support.mjs';
+
+const args = process.argv.slice(2);
+const at = args.indexOf('--json-bytes');
+const jsonBytes = at >= 0 ? Number(args.splice(at, 2)[1]) : null;
+if (!args.length) throw new Error('usage: node e2e/big-bench.mjs TRACE... [--json-bytes N]');
+
+const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+const site = await serve();
+const browser = await launch();
+for (const trace of args) {
+  const size = statSync(trace).size;
+  const json = trace.endsWith('.gz') ? jsonBytes : size;
+  const { page, context, errors } = await openPage(browser, site.url);
+  let crashed = false;
+  page.on('crash', () => { crashed = true; });
+  // The worker's memory while it reads, as the progress line says it (the page's own text).
+  await page.evaluate(() => {
+    window.ttapReadMemory = '';
+    new MutationObserver(() => {
+      const detail = document.querySelector('.loading-detail')?.textContent ?? '';
+      const label = document.querySelector('.loading-label')?.textContent ?? '';
+      if (label.startsWith('Reading')) window.ttapReadMemory = detail;
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const t0 = Date.now();
+  await load(page, () => page.setInputFiles('#file-input', trace), 3_600_000);
+  const seconds = (Date.now() - t0) / 1e3;
+  const memory = Number(await page.locator('main').getAttribute('data-memory'));
+  const findings = await page.locator('article.finding').count();
+  const refused = await page.locator('.error-panel .error-message').allInnerTexts();
+  console.log(`${trace}: ${(size / 1e6).toFixed(0)} MB${json && json !== size ? ` (${(json / 1e6).toFixed(0)} MB of JSON)` : ''}`);
+  if (refused.length) console.log(`  refused after ${seconds.toFixed(1)} s: ${refused.join(' | ')}`);
+  else console.log(`  first finding shown after ${seconds.toFixed(1)} s (${findings} findings)`);
+  console.log(`  worker wasm memory, peak: ${gib(memory)}${json ? ` = ${(memory / json).toFixed(3)} × the trace's JSON` : ''}`);
+  console.log(`  last progress line while reading: ${await page.evaluate(() => window.ttapReadMemory)}`);
+  if (crashed) console.log('  THE TAB CRASHED');
+  if (errors.length) console.log(`  page errors: ${errors.join('\n')}`);
+  await context.close();
+}
+await browser.close();
+await site.close();

@@ -1,0 +1,273 @@
+//! The workers of a load: each file (each rank of a run) is analyzed in its own worker, up to
+//! `navigator.hardwareConcurrency` at a time, the rest queued. When a file's worker is done, only
+//! its `Outcome` (report, summary, compact profile) is kept and the worker is terminated, which
+//! frees its trace at once; so a load holds at most one trace per core, plus file 0's, whose
+//! worker is kept to answer the page's requests about it (`Viewer`).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, File, MessageEvent, Worker};
+use yew::Callback;
+
+use super::cost;
+use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
+
+/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
+const WORKER_URL: &str = "./worker_loader.js";
+
+/// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
+/// and the analysis after reading needs room beyond what reading took.
+pub const MEMORY_LIMIT: u64 = 3 << 30;
+
+/// [`MEMORY_LIMIT`], or the page's `window.ttapMemoryLimit` (bytes) where a test lowered it.
+fn memory_limit() -> u64 {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w, &"ttapMemoryLimit".into()).ok())
+        .and_then(|v| v.as_f64())
+        .map_or(MEMORY_LIMIT, |v| v as u64)
+}
+
+/// Where a worker's messages (or why it stopped) go.
+pub type Messages = Callback<Result<FromWorker, String>>;
+
+/// An analysis worker with its handlers. Dropping it terminates the worker.
+pub struct AnalysisWorker {
+    worker: Worker,
+    /// Where its messages go: the load's pool, then the page when it is kept (`redirect`).
+    to: Rc<RefCell<Messages>>,
+    // Kept alive as long as the worker: they are its message and error handlers.
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+impl Drop for AnalysisWorker {
+    fn drop(&mut self) {
+        // Its handlers go first: a message already on its way must find none (their closures
+        // are freed with this struct), not a dropped closure.
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
+        self.worker.terminate();
+    }
+}
+
+impl AnalysisWorker {
+    /// Starts a worker whose messages (or why it stopped) go to `on_message`.
+    pub fn start(on_message: Messages) -> Result<AnalysisWorker, String> {
+        let worker = Worker::new(WORKER_URL).map_err(|e| {
+            format!(
+                "Could not start the analysis worker ({e:?}). The page needs Web Workers: open \
+                 it over http(s), not as a local file."
+            )
+        })?;
+        let to = Rc::new(RefCell::new(on_message));
+        // The callback is taken out before it runs: it may redirect this worker.
+        let target = Rc::clone(&to);
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            let decoded = cost::measured(
+                "from-worker",
+                |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
+                || protocol::decode::<FromWorker>(e.data()),
+            );
+            let to = target.borrow().clone();
+            to.emit(decoded.map_err(|e| e.to_string()));
+        });
+        let target = Rc::clone(&to);
+        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+            e.prevent_default();
+            let to = target.borrow().clone();
+            to.emit(Err(e.message()));
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Ok(AnalysisWorker {
+            worker,
+            to,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    }
+
+    /// Sends the worker's messages to `on_message` from now on.
+    pub fn redirect(&self, on_message: Messages) {
+        *self.to.borrow_mut() = on_message;
+    }
+
+    /// Posts `message` (transferring what it hands over), recording its cost.
+    pub fn post(&self, message: &ToWorker) -> Result<(), String> {
+        cost::measured(
+            "to-worker",
+            |_| message.kind(),
+            || {
+                let value = protocol::encode(message).map_err(|e| e.to_string())?;
+                self.worker
+                    .post_message_with_transfer(&value, &message.transfer())
+                    .map_err(|e| format!("{e:?}"))
+            },
+        )
+    }
+
+    /// Asks the worker to analyze file `index` of a load.
+    pub fn analyze(&self, file: &File, index: usize) -> Result<(), String> {
+        self.post(&ToWorker::Analyze {
+            files: js_sys::Array::of1(file),
+            first: index,
+            memory_limit: memory_limit(),
+        })
+        .map_err(|e| format!("Could not hand the file to the worker: {e}"))
+    }
+}
+
+/// How many workers a load runs at once: one per core the browser reports.
+fn cores() -> usize {
+    web_sys::window()
+        .map_or(1, |w| w.navigator().hardware_concurrency() as usize)
+        .max(1)
+}
+
+/// A file's worker while it runs.
+struct Running {
+    file: usize,
+    worker: AnalysisWorker,
+}
+
+/// The workers of one load and what they sent back.
+pub struct Pool {
+    pub files: Vec<File>,
+    /// Where each file's worker sends its messages: `(file, message)`.
+    on_message: Callback<(usize, Result<FromWorker, String>)>,
+    limit: usize,
+    /// The next file to start.
+    next: usize,
+    running: Vec<Running>,
+    /// File 0's worker once it is done: it holds that trace for the page's requests.
+    kept: Option<AnalysisWorker>,
+    /// Each file's latest progress.
+    pub progress: Vec<Option<Progress>>,
+    pub outcomes: Vec<Outcome>,
+    /// Workers started, and the most that ran at once.
+    pub started: u32,
+    pub peak: u32,
+}
+
+impl Pool {
+    /// Starts the first workers on `files`.
+    pub fn new(
+        files: Vec<File>,
+        on_message: Callback<(usize, Result<FromWorker, String>)>,
+    ) -> Pool {
+        let mut pool = Pool {
+            progress: vec![None; files.len()],
+            limit: cores().min(files.len()).max(1),
+            files,
+            on_message,
+            next: 0,
+            running: Vec::new(),
+            kept: None,
+            outcomes: Vec::new(),
+            started: 0,
+            peak: 0,
+        };
+        pool.fill();
+        pool
+    }
+
+    /// How many workers may run at once.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Whether file `file` waits for a worker.
+    pub fn queued(&self, file: usize) -> bool {
+        file >= self.next
+    }
+
+    /// Whether every file has its outcome and every worker has finished.
+    pub fn is_done(&self) -> bool {
+        self.outcomes.len() == self.files.len() && self.running.is_empty()
+    }
+
+    /// The outcomes in file order, and the worker that holds file 0's trace (if it read it).
+    pub fn finish(mut self) -> (Vec<Outcome>, Option<AnalysisWorker>) {
+        self.outcomes.sort_by_key(|o| o.file);
+        (self.outcomes, self.kept.take())
+    }
+
+    /// Starts workers on queued files while fewer than `limit` run.
+    fn fill(&mut self) {
+        while self.running.len() < self.limit && self.next < self.files.len() {
+            let file = self.next;
+            self.next += 1;
+            let on_message = self.on_message.reform(move |m| (file, m));
+            match AnalysisWorker::start(on_message) {
+                Ok(worker) => {
+                    self.started += 1;
+                    self.running.push(Running { file, worker });
+                    self.peak = self.peak.max(self.running.len() as u32);
+                }
+                Err(e) => self.failed(file, e),
+            }
+        }
+    }
+
+    /// File `file` has no analysis: `message` says why.
+    fn failed(&mut self, file: usize, message: String) {
+        let f = &self.files[file];
+        self.outcomes.push(Outcome {
+            file,
+            name: f.name(),
+            size: f.size() as u64,
+            worker_memory_bytes: 0,
+            result: Err(message),
+        });
+    }
+
+    /// Ends file `file`'s worker (keeping file 0's when `keep`) and starts the next queued file.
+    fn retire(&mut self, file: usize, keep: bool) {
+        if let Some(i) = self.running.iter().position(|r| r.file == file) {
+            let running = self.running.swap_remove(i);
+            if file == 0 && keep {
+                self.kept = Some(running.worker);
+            }
+        }
+        self.fill();
+    }
+
+    /// A message from file `file`'s worker.
+    pub fn receive(&mut self, file: usize, message: Result<FromWorker, String>) {
+        match message {
+            Ok(FromWorker::Ready) => {
+                let Some(r) = self.running.iter().find(|r| r.file == file) else {
+                    return;
+                };
+                if let Err(e) = r.worker.analyze(&self.files[file], file) {
+                    self.failed(file, e);
+                    self.retire(file, false);
+                }
+            }
+            Ok(FromWorker::Progress(p)) => self.progress[file] = Some(p),
+            Ok(FromWorker::Done(outcome)) => self.outcomes.push(*outcome),
+            Ok(FromWorker::Finished) => self.retire(file, true),
+            // Replies to requests: none are asked during a load.
+            Ok(_) => {}
+            Err(message) => {
+                if self.outcomes.iter().all(|o| o.file != file) {
+                    self.failed(file, stopped(&message));
+                }
+                self.retire(file, false);
+            }
+        }
+    }
+}
+
+/// Why a file has no analysis when its worker stopped on `message` (its uncaught error).
+fn stopped(message: &str) -> String {
+    format!(
+        "The analysis of this file stopped unexpectedly: {message}. If the file is large, its \
+         worker may have run out of memory (a worker has at most 4 GiB): analyze it with the \
+         command-line tool (`ttap analyze`). Otherwise this is a bug in TorchTraceAP: please \
+         report it with the trace's PyTorch version. The other files were analyzed."
+    )
+}

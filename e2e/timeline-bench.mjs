@@ -60,14 +60,22 @@ async function measure(dist, shot) {
   await page.mouse.move(box.x + box.width * 0.55, box.y + box.height * 0.5);
   await canvas.focus();
 
-  /** Holds `key` for `ms` and returns the frames drawn meanwhile. */
+  // The page's main-thread time (Chromium's own counters): what each frame costs the page,
+  // apart from the worker's draw.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const taskSeconds = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value;
+
+  /** Holds `key` for `ms`; returns the frames drawn meanwhile and the page's task time. */
   async function hold(key, ms) {
     await page.evaluate(() => { window.ttapFrames = []; });
+    const before = await taskSeconds();
     await page.keyboard.down(key);
     await page.waitForTimeout(ms);
     await page.keyboard.up(key);
     await page.waitForTimeout(300);
-    return page.evaluate(() => window.ttapFrames);
+    const tasks = await taskSeconds() - before;
+    return [await page.evaluate(() => window.ttapFrames), tasks];
   }
 
   // Panning at a key's rate moves the view by 1.2 spans a second: short holds keep most of the
@@ -85,8 +93,10 @@ async function measure(dist, shot) {
   console.log(`site: ${dist}; trace: ${trace} (${(statSync(trace).size / 1e6).toFixed(0)} MB)`);
   console.log(`loaded (read, ingest, analysis) in ${loaded.toFixed(1)} s; ${status}`);
   console.log(`loaded trace to first frame (layout included): ${firstFrame.toFixed(2)} s`);
+  let pageTasks = 0;
   for (const [label, key, ms] of gestures) {
-    const frames = await hold(key, ms);
+    const [frames, tasks] = await hold(key, ms);
+    pageTasks += tasks;
     const d = frames.map((f) => f[0]);
     const gaps = frames.slice(1).map((f, i) => f[1] - frames[i][1]);
     draw.push(...d);
@@ -94,12 +104,12 @@ async function measure(dist, shot) {
     console.log(`${label}: draw ${stats(d)}; frame interval ${gaps.length ? stats(gaps) : '-'}`);
   }
   await page.screenshot({ path: join(SHOTS, shot) });
-  console.log(`all gestures: draw ${stats(draw)}`);
+  console.log(`all gestures: draw ${stats(draw)}; page main thread ${(1e3 * pageTasks / draw.length).toFixed(1)} ms per frame`);
   console.log(`all gestures: frame interval ${stats(interval)}; ${(100 * interval.filter((x) => x <= 17.5).length / interval.length).toFixed(0)}% of frames within 60 fps`);
   if (errors.length) console.log(`page errors: ${errors.join('\n')}`);
   await browser.close();
   await site.close();
-  return { draw, interval };
+  return { draw, interval, perFrame: (1e3 * pageTasks) / draw.length };
 }
 
 const results = [];
@@ -108,7 +118,7 @@ for (const [k, dist] of dists.entries()) {
 }
 if (results.length > 1) {
   console.log('side by side (all gestures):');
-  for (const [dist, { draw, interval }] of results) {
-    console.log(`  ${basename(dist)}: draw ${stats(draw)}; interval ${stats(interval)}`);
+  for (const [dist, { draw, interval, perFrame }] of results) {
+    console.log(`  ${basename(dist)}: draw ${stats(draw)}; interval ${stats(interval)}; page ${perFrame.toFixed(1)} ms per frame`);
   }
 }

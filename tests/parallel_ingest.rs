@@ -3,7 +3,7 @@
 //! on the bundled sample, generated traces, hand-made awkward inputs and every real trace in
 //! `../shared/traces` (skipped, saying so, where it is absent), for several thread counts and
 //! block sizes down to a few hundred bytes (where most cuts fall inside events and are framed
-//! again).
+//! again). Gzip read on one thread (inflated there, read on another) reads as the plain input.
 
 mod common;
 
@@ -94,6 +94,33 @@ fn generated_traces_ingest_the_same_in_parallel() {
             &CONFIGS,
         );
         assert!(serial.starts_with("ok"), "{serial}");
+    }
+}
+
+/// Gzip input fed to a one-thread ingester is inflated by the feeding thread and read on
+/// another (`Piped`): the model and report equal the plain input's, but for saying gzip.
+#[test]
+fn gzip_on_one_thread_reads_on_another_as_the_plain_input_reads() {
+    for seed in [3, 8] {
+        let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], seed);
+        let plain = synth::generate(&config).trace.into_bytes();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        let gz = gz.finish().unwrap();
+        let want = digest(ingest_bytes(&plain, IngestOptions::default()));
+        assert!(want.starts_with("ok"), "{want}");
+        for chunk in [1 << 20, 4096, 7] {
+            let mut ingest = Ingest::new(IngestOptions::default());
+            for piece in gz.chunks(chunk) {
+                ingest.feed(piece).unwrap();
+            }
+            let got = digest(ingest.finish()).replacen(
+                &format!("\"gzip\":true,\"input_bytes\":{}", gz.len()),
+                &format!("\"gzip\":false,\"input_bytes\":{}", plain.len()),
+                1,
+            );
+            assert_eq!(got, want, "seed {seed}, gzip fed in chunks of {chunk} B");
+        }
     }
 }
 

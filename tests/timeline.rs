@@ -381,3 +381,56 @@ fn every_shared_trace_lays_out_without_losing_an_event() {
     }
     assert!(checked > 50, "{checked} shared traces laid out");
 }
+
+#[test]
+fn the_heat_strip_keeps_each_columns_highest_window_and_every_narrow_one() {
+    let score = |start, end, probability| bands::Score {
+        start,
+        end,
+        probability,
+    };
+    // Columns of 10 ns from 100: windows narrower than a column, one across columns, and one
+    // that ends exactly where a column starts (it does not reach into that column).
+    let scores = [
+        score(100, 103, 0.2),
+        score(103, 107, 0.9),
+        score(107, 130, 0.1),
+        score(145, 146, 0.6),
+        score(160, 170, 0.3),
+        score(500, 600, 1.0),
+    ];
+    let cols = lod::score_columns(&scores, 100, 10.0, 8);
+    assert_eq!(
+        cols,
+        vec![
+            Some(0.9),
+            Some(0.1),
+            Some(0.1),
+            None,
+            Some(0.6),
+            None,
+            Some(0.3),
+            None
+        ]
+    );
+    // Against each window tested on each column, at several scales.
+    for ns_per_px in [0.5, 1.0, 3.0, 7.5, 40.0] {
+        let cols = lod::score_columns(&scores, 90, ns_per_px, 200);
+        for (c, got) in cols.iter().enumerate() {
+            let (a, b) = (
+                90.0 + c as f64 * ns_per_px,
+                90.0 + (c + 1) as f64 * ns_per_px,
+            );
+            let meets = |s: &&bands::Score| {
+                let (x0, x1) = (s.start as f64, s.end as f64);
+                x0 < b && (x1 > a || x0 >= a)
+            };
+            let want = scores
+                .iter()
+                .filter(meets)
+                .map(|s| s.probability)
+                .reduce(f32::max);
+            assert_eq!(*got, want, "column {c} at {ns_per_px} ns per pixel");
+        }
+    }
+}

@@ -63,9 +63,12 @@ fn top_categories(b: &Builder, n: usize) -> Vec<(String, u64)> {
     cats
 }
 
-fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
-    let sorted: Vec<T> = order.iter().map(|&i| column[i as usize]).collect();
-    *column = sorted;
+/// Puts `column` in `order`, gathering into `spare` (whose memory is reused: a fresh column of
+/// millions of rows would fault in every page again); `spare` then holds the old column's memory.
+fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32], spare: &mut Vec<T>) {
+    spare.clear();
+    spare.extend(order.iter().map(|&i| column[i as usize]));
+    std::mem::swap(column, spare);
 }
 
 /// Builds the model from everything the builder collected.
@@ -73,13 +76,17 @@ fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
 pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
     let order = sorted_order(&b.events, b.tracks.len(), unclosed);
     let mut events = std::mem::take(&mut b.events);
-    permute(&mut events.start, &order);
-    permute(&mut events.dur, &order);
-    permute(&mut events.name, &order);
-    permute(&mut events.cat, &order);
-    permute(&mut events.kind, &order);
-    permute(&mut events.track, &order);
-    permute(&mut events.detail, &order);
+    let mut wide = Vec::new();
+    permute(&mut events.start, &order, &mut wide);
+    permute(&mut events.dur, &order, &mut wide);
+    drop(wide);
+    let mut narrow = Vec::new();
+    permute(&mut events.name, &order, &mut narrow);
+    permute(&mut events.cat, &order, &mut narrow);
+    permute(&mut events.track, &order, &mut narrow);
+    permute(&mut events.detail, &order, &mut narrow);
+    drop(narrow);
+    permute(&mut events.kind, &order, &mut Vec::new());
     drop(order);
 
     let tracks = track_ranges(&b, &events);

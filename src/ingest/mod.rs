@@ -91,6 +91,10 @@ struct JsonSink {
     /// `builder` as they are done.
     #[cfg(not(target_arch = "wasm32"))]
     blocks: Option<parallel::Blocks>,
+    /// When gzip input is read on one thread: the JSON read on another, in order, while this
+    /// one inflates.
+    #[cfg(not(target_arch = "wasm32"))]
+    piped: Option<parallel::Piped>,
 }
 
 impl framer::Consumer for Builder {
@@ -123,10 +127,35 @@ impl JsonSink {
             error: None,
             #[cfg(not(target_arch = "wasm32"))]
             blocks: (threads > 1).then(|| parallel::Blocks::new(threads, block)),
+            #[cfg(not(target_arch = "wasm32"))]
+            piped: None,
         }
     }
 
+    /// The sink of gzip input: on one thread, natively, it reads the JSON on another
+    /// ([`parallel::Piped`]) so that inflating and reading overlap.
+    fn for_gzip(threads: usize, block: usize) -> JsonSink {
+        #[cfg(not(target_arch = "wasm32"))]
+        if threads <= 1 {
+            return JsonSink {
+                piped: Some(parallel::Piped::default()),
+                ..JsonSink::new(1, block)
+            };
+        }
+        JsonSink::new(threads, block)
+    }
+
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(piped) = &mut self.piped {
+            if piped.feed(bytes) {
+                return Ok(());
+            }
+            let head = piped.head().to_vec();
+            let read = piped.finish();
+            self.piped = None;
+            return self.take_piped(read, &head);
+        }
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = &mut self.blocks {
             return blocks
@@ -138,17 +167,48 @@ impl JsonSink {
             .map_err(|e| json_error(&e, self.builder.top.object.is_some(), bytes))
     }
 
+    /// Puts what the piped reader read in place; its error, if it stopped at one.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn take_piped(
+        &mut self,
+        (framer, builder, framed): (Framer, Builder, Result<(), framer::SyntaxError>),
+        head: &[u8],
+    ) -> Result<(), IngestError> {
+        self.framer = framer;
+        self.builder = builder;
+        framed.map_err(|e| json_error(&e, self.builder.top.object.is_some(), head))
+    }
+
     /// Decoded bytes received so far (framed or on their way).
     fn received(&self) -> u64 {
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = &self.blocks {
             return blocks.received();
         }
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(piped) = &self.piped {
+            return piped.received();
+        }
         self.framer.offset()
+    }
+
+    /// Events read so far.
+    fn events(&self) -> u64 {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(piped) = &self.piped {
+            return piped.events();
+        }
+        self.builder.elements
     }
 
     /// Frames what is still in flight (nothing when reading on one thread).
     fn drain(&mut self) -> Result<(), IngestError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(mut piped) = self.piped.take() {
+            let head = piped.head().to_vec();
+            let read = piped.finish();
+            return self.take_piped(read, &head);
+        }
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = self.blocks.take() {
             let head = blocks.head().to_vec();
@@ -257,7 +317,7 @@ impl Ingest {
         Progress {
             input_bytes: self.input_bytes,
             json_bytes: sink.map_or(0, JsonSink::received),
-            events: sink.map_or(0, |s| s.builder.elements),
+            events: sink.map_or(0, JsonSink::events),
         }
     }
 
@@ -273,7 +333,7 @@ impl Ingest {
             self.stage = if head.starts_with(&GZIP_MAGIC) {
                 Stage::Gzip(Box::new(MultiGzDecoder::new(BufWriter::with_capacity(
                     GZIP_CHUNK,
-                    JsonSink::new(self.threads, self.block),
+                    JsonSink::for_gzip(self.threads, self.block),
                 ))))
             } else {
                 Stage::Plain(Box::new(JsonSink::new(self.threads, self.block)))

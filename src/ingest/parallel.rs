@@ -17,8 +17,12 @@
 //!
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
 //! default, and the one being filled).
+//!
+//! [`Piped`] is the one-thread case of gzip input: the feeding thread inflates, another frames
+//! and reads every decoded chunk in order (no blocks, no merge), with a few chunks in flight.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -277,6 +281,97 @@ impl Blocks {
             let _ = worker.join();
         }
         Ok(())
+    }
+}
+
+/// Decoded chunks in flight to the thread that reads them: a few MiB.
+const PIPED_CHUNKS: usize = 4;
+
+/// What the reading thread ends with.
+type Read = (Framer, Builder, Result<(), SyntaxError>);
+
+/// Decoded bytes framed and read, in order, on one other thread: gzip input read on one thread
+/// is inflated by the thread that feeds it while this one reads the JSON. Nothing is cut or
+/// merged: the other thread does exactly what one pass would.
+pub struct Piped {
+    chunks: Option<SyncSender<Vec<u8>>>,
+    /// Chunk buffers the reader is done with, for reuse (a fresh 1 MiB buffer per chunk would
+    /// fault in its pages every time).
+    spare: Receiver<Vec<u8>>,
+    reader: Option<JoinHandle<Read>>,
+    received: u64,
+    events: Arc<AtomicU64>,
+    head: Vec<u8>,
+}
+
+impl Default for Piped {
+    fn default() -> Piped {
+        let (chunks, queue) = mpsc::sync_channel::<Vec<u8>>(PIPED_CHUNKS);
+        let (done, spare) = mpsc::channel();
+        let events = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&events);
+        let reader = std::thread::spawn(move || {
+            let (mut framer, mut builder) = (Framer::default(), Builder::new());
+            for chunk in queue {
+                let framed = framer.push(&chunk, &mut builder);
+                counted.store(builder.elements, Ordering::Relaxed);
+                if framed.is_err() {
+                    // Dropping the queue tells the feeding thread at its next chunk.
+                    return (framer, builder, framed);
+                }
+                let _ = done.send(chunk);
+            }
+            (framer, builder, Ok(()))
+        });
+        Piped {
+            chunks: Some(chunks),
+            spare,
+            reader: Some(reader),
+            received: 0,
+            events,
+            head: Vec::new(),
+        }
+    }
+}
+
+impl Piped {
+    /// Sends the next decoded bytes; false when the reader has stopped at a syntax error
+    /// ([`Piped::finish`] returns it).
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        if self.head.len() < HEAD {
+            let more = bytes.len().min(HEAD - self.head.len());
+            self.head.extend_from_slice(&bytes[..more]);
+        }
+        let mut chunk = self.spare.try_recv().unwrap_or_default();
+        chunk.clear();
+        chunk.extend_from_slice(bytes);
+        self.received += bytes.len() as u64;
+        self.chunks.as_ref().is_some_and(|c| c.send(chunk).is_ok())
+    }
+
+    /// Decoded bytes received so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Events read so far.
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// The document's first bytes (up to eight).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Waits for the reader to read everything sent; returns its framer and builder.
+    pub fn finish(&mut self) -> Read {
+        self.chunks = None;
+        let reader = self.reader.take().expect("a piped ingest finishes once");
+        // A panic of the reader (a bug) goes on here, as it would have on one thread.
+        reader
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
     }
 }
 

@@ -15,6 +15,8 @@
 
 use crate::model::Trace;
 
+use super::bands::Score;
+
 /// One thing to draw in a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
@@ -219,6 +221,33 @@ pub fn counter_columns(
             i = next;
         }
         out.push(most);
+    }
+    out
+}
+
+/// The heat strip per pixel column over `[from, from + columns × ns_per_px)`: the highest
+/// probability of the windows meeting the column (a window narrower than a pixel still shows in
+/// the column it falls in); `None` where no scored window is. A whole-trace view of thousands of
+/// windows draws a rectangle per run of equal columns, not one per window.
+pub fn score_columns(
+    scores: &[Score],
+    from: i64,
+    ns_per_px: f64,
+    columns: usize,
+) -> Vec<Option<f32>> {
+    let mut out = vec![None; columns];
+    let px = ns_per_px.max(1e-6);
+    let column = |t: i64| t.saturating_sub(from) as f64 / px;
+    for s in scores {
+        let (a, b) = (column(s.start), column(s.end));
+        if b < 0.0 || a >= columns as f64 {
+            continue;
+        }
+        let first = a.max(0.0).floor() as usize;
+        let last = (b.ceil() as usize).clamp(first + 1, columns);
+        for c in &mut out[first..last] {
+            *c = Some(c.map_or(s.probability, |p: f32| p.max(s.probability)));
+        }
     }
     out
 }

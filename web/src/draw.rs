@@ -49,6 +49,8 @@ pub struct Timeline {
     /// The last selected range's contents: each draw reports them, and a range kept while the
     /// view pans and zooms is counted once.
     pub in_range: RefCell<Option<(i64, i64, InRange)>>,
+    /// The heat strip's fill styles, made once ([`heat_colours`]).
+    pub heat_colours: Vec<String>,
 }
 
 /// Slices in a range by kind: `(kind label, count, ns inside the range)`.
@@ -162,6 +164,32 @@ const PALETTE: [&str; 24] = [
 ];
 /// The colour of merged runs of sub-pixel slices.
 const MERGED: &str = "#8a94a6";
+
+/// Levels of the heat strip's opacity: a probability is drawn at one of these many steps.
+const HEAT_LEVELS: usize = 93;
+
+/// The heat strip's colour at each level: opacity 0.08 for probability 0, 1.0 for 1.
+pub fn heat_colours() -> Vec<String> {
+    (0..HEAT_LEVELS)
+        .map(|k| format!("rgba(200, 30, 30, {:.2})", 0.08 + k as f64 / 100.0))
+        .collect()
+}
+
+/// Runs of equal values: `(first index, length)` of each, in order.
+fn runs<T: PartialEq>(values: &[T]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let first = values.get(k)?;
+        let start = k;
+        k += values[k..].iter().take_while(|x| *x == first).count();
+        Some((start, k - start))
+    })
+}
+
+/// The level of a probability in [`heat_colours`].
+fn heat_level(probability: f32) -> usize {
+    ((f64::from(probability).clamp(0.0, 1.0) * 0.92 * 100.0).round() as usize).min(HEAT_LEVELS - 1)
+}
 
 fn colour_of(name: StrId) -> usize {
     (name.wrapping_mul(2_654_435_761) >> 8) as usize % PALETTE.len()
@@ -388,10 +416,11 @@ impl Timeline {
                 );
                 ctx.set_fill_style_str("#6a9f58");
                 let max = counter.max.max(1) as f64;
-                for (k, value) in values.iter().enumerate() {
-                    if let Some(value) = value {
-                        let bar = (h - 4.0) * (*value as f64 / max);
-                        ctx.fill_rect(GUTTER + k as f64, top + h - 2.0 - bar, 1.0, bar);
+                // One rectangle per run of columns at the same value.
+                for (k, run) in runs(&values) {
+                    if let Some(value) = values[k] {
+                        let bar = (h - 4.0) * (value as f64 / max);
+                        ctx.fill_rect(GUTTER + k as f64, top + h - 2.0 - bar, run as f64, bar);
                     }
                 }
                 Ok(columns as u64)
@@ -511,6 +540,9 @@ impl Timeline {
             }
             ctx.set_fill_style_str(if k % 2 == 0 { "#dfe3ea" } else { "#eceff4" });
             ctx.fill_rect(x0, y + 1.0, (x1 - x0).max(MIN_W), STEPS_H - 2.0);
+            if x1 - x0 < 3.0 * CHAR_W + 6.0 {
+                continue;
+            }
             if let Some(label) = fit(&format!("step {number}"), x1 - x0) {
                 ctx.set_fill_style_str("#333");
                 ctx.fill_text(&label, x0 + 3.0, y + STEPS_H / 2.0)?;
@@ -520,16 +552,17 @@ impl Timeline {
         let y = RULER_H + STEPS_H;
         ctx.set_fill_style_str("#555");
         ctx.fill_text("window score", 6.0, y + HEAT_H / 2.0)?;
-        for s in &self.scores {
-            let (x0, x1) = (scale.x_of_time(s.start).max(GUTTER), scale.x_of_time(s.end));
-            if x1 < GUTTER || x0 > v.width {
-                continue;
+        let columns = (v.width - GUTTER).max(0.0).ceil() as usize;
+        let heat: Vec<Option<usize>> =
+            lod::score_columns(&self.scores, scale.range().0, scale.ns_per_px, columns)
+                .into_iter()
+                .map(|p| p.map(heat_level))
+                .collect();
+        for (k, run) in runs(&heat) {
+            if let Some(level) = heat[k] {
+                ctx.set_fill_style_str(&self.heat_colours[level]);
+                ctx.fill_rect(GUTTER + k as f64, y + 1.0, run as f64, HEAT_H - 2.0);
             }
-            ctx.set_fill_style_str(&format!(
-                "rgba(200, 30, 30, {:.2})",
-                0.08 + 0.92 * s.probability
-            ));
-            ctx.fill_rect(x0, y + 1.0, (x1 - x0).max(MIN_W), HEAT_H - 2.0);
         }
         // Flagged windows.
         let y = RULER_H + STEPS_H + HEAT_H;
@@ -690,5 +723,15 @@ mod tests {
         assert_eq!(fit("aten::conv2d", 20.0), None);
         assert_eq!(duration(1_500_000.0), "1.500 ms");
         assert_eq!(duration(250.0), "250 ns");
+    }
+
+    #[wasm_bindgen_test]
+    fn runs_cover_the_columns_once_in_order() {
+        let columns = [None, Some(3), Some(3), Some(5), None, None];
+        let found: Vec<_> = runs(&columns).collect();
+        assert_eq!(found, vec![(0, 1), (1, 2), (3, 1), (4, 2)]);
+        assert_eq!(runs::<u8>(&[]).count(), 0);
+        assert_eq!(heat_level(0.0), 0);
+        assert_eq!(heat_colours()[heat_level(1.0)], "rgba(200, 30, 30, 1.00)");
     }
 }

@@ -165,6 +165,7 @@ impl Kept {
                     })
                     .collect(),
                 in_range: RefCell::default(),
+                heat_colours: crate::draw::heat_colours(),
             };
             (timeline, js_sys::Date::now() - started)
         })

@@ -140,7 +140,7 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
   const runMarkdown = await readFile(await saved.path(), 'utf8');
   assert.match(runMarkdown, /^# Run: 8 ranks\n\n- \*\*straggler\*\* \(high\): rank 5/);
   // The same run view as `ttap analyze DIR` (its Markdown starts with the run view's).
-  const cli = spawnSync(TTAP, ['analyze', '--format', 'md', dir], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const cli = spawnSync(TTAP, ['analyze', '--format', 'md', join(scratch, 'run8')], { encoding: 'utf8', maxBuffer: 1 << 26 });
   assert.equal(cli.stdout.slice(0, runMarkdown.length), runMarkdown);
   // Each rank had its own worker, up to one per core at a time.
   const [started, peak] = (await page.locator('main').getAttribute('data-workers')).split('/').map(Number);

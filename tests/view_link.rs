@@ -328,6 +328,13 @@ fn forged_comparison_and_run_links_are_refused_naming_the_place() {
             Box::new(|v| v["profiles"][1]["gpu_work"][0][2] = json!(-7)),
         ),
         (
+            "after, CPU operator name 2: a name given twice",
+            Box::new(|v| {
+                let ops = v["profiles"][1]["cpu_ops"].as_array_mut().unwrap();
+                ops[1][0] = ops[0][0].clone();
+            }),
+        ),
+        (
             "not a shared TorchTraceAP report",
             Box::new(|v| v["profiles"][1]["gpu_work"][0] = json!("oops")),
         ),

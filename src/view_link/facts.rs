@@ -207,7 +207,7 @@ impl ProfileFacts {
                     if !seen.insert(name.clone()) {
                         return Err(ShareError::OutOfBounds {
                             place: at(),
-                            detail: format!("{name} is named twice"),
+                            detail: format!("a name given twice ({name})"),
                         });
                     }
                     Ok(NameTotal {

@@ -409,6 +409,10 @@ fn forged_comparison_and_run_links_are_refused_naming_the_place() {
         "1 ranks, where a run link holds 2 to 1024",
     );
     refused(
+        &forged_run(&|r| r["rows_left_out"] = json!(3)),
+        "the run: 3 table rows left out",
+    );
+    refused(
         &forged_run(&|r| r["format"] = json!("torchtraceap.comparison")),
         "not a \"torchtraceap.run\" one",
     );

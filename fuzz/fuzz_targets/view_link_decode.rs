@@ -16,20 +16,11 @@
 //! its profiles may hold fewer names, but the comparison recomputed from it is the same.
 #![no_main]
 
-use std::io::Write;
+mod links;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use flate2::{write::ZlibEncoder, Compression};
 use libfuzzer_sys::fuzz_target;
 use torchtraceap::share::ShareOptions;
 use torchtraceap::view_link::{self, View};
-
-fn zlib(bytes: &[u8]) -> Vec<u8> {
-    let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
-    z.write_all(bytes).unwrap();
-    z.finish().unwrap()
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, payload)) = data.split_first() else {
@@ -40,12 +31,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         "ttapr1."
     };
-    let link = match control % 4 {
-        0 => String::from_utf8_lossy(payload).into_owned(),
-        1 => format!("{prefix}{}", String::from_utf8_lossy(payload)),
-        2 => format!("{prefix}{}", URL_SAFE_NO_PAD.encode(zlib(payload))),
-        _ => format!("{prefix}{}", URL_SAFE_NO_PAD.encode(payload)),
-    };
+    let link = links::link(control, prefix, payload);
     let Ok(shared) = view_link::decode(&link) else {
         return;
     };

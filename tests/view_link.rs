@@ -328,6 +328,13 @@ fn forged_comparison_and_run_links_are_refused_naming_the_place() {
             Box::new(|v| v["profiles"][1]["gpu_work"][0][2] = json!(-7)),
         ),
         (
+            "after, CPU operator name 2: a name given twice",
+            Box::new(|v| {
+                let ops = v["profiles"][1]["cpu_ops"].as_array_mut().unwrap();
+                ops[1][0] = ops[0][0].clone();
+            }),
+        ),
+        (
             "not a shared TorchTraceAP report",
             Box::new(|v| v["profiles"][1]["gpu_work"][0] = json!("oops")),
         ),
@@ -402,9 +409,90 @@ fn forged_comparison_and_run_links_are_refused_naming_the_place() {
         "1 ranks, where a run link holds 2 to 1024",
     );
     refused(
+        &forged_run(&|r| r["rows_left_out"] = json!(3)),
+        "the run: 3 table rows left out",
+    );
+    refused(
         &forged_run(&|r| r["format"] = json!("torchtraceap.comparison")),
         "not a \"torchtraceap.run\" one",
     );
+}
+
+/// What the `view_link_decode` fuzz target checks of any link: `Ok` or `Err`, never a panic;
+/// what decodes compares or runs, and shared again without a budget gives the same view (a run:
+/// the same profiles; a comparison: the same comparison, its profiles holding only the names its
+/// tables show). Whether it decoded; `case` names the input in failures.
+fn decodes_and_shares_again(case: &str, link: &str) -> bool {
+    let Ok(shared) = view_link::decode(link) else {
+        return false;
+    };
+    let whole = ShareOptions {
+        max_bytes: usize::MAX,
+    };
+    match &shared.view {
+        View::Comparison { before, after } => {
+            let c = comparison_of(&shared);
+            assert!(!c.verdict.is_empty());
+            let again = view_link::encode_comparison(before, after, &whole).unwrap();
+            assert_eq!(again.kept.rows_left_out, 0, "{case}");
+            assert_eq!(again.kept.comparison(), Some(c), "{case}");
+        }
+        View::Run(profiles) => {
+            let r = shared.run().expect("a run link");
+            assert_eq!(r.ranks.len(), profiles.len());
+            let again = view_link::encode_run(profiles, &whole).unwrap();
+            assert_eq!(again.kept, shared, "{case}");
+        }
+    }
+    true
+}
+
+/// The link a `view_link_decode` fuzz input stands for (`fuzz/fuzz_targets/view_link_decode.rs`).
+fn fuzz_input_link(input: &[u8]) -> Option<String> {
+    let (&control, payload) = input.split_first()?;
+    let prefix = if control & 4 == 0 {
+        "ttapc1."
+    } else {
+        "ttapr1."
+    };
+    let text = String::from_utf8_lossy(payload);
+    Some(match control % 4 {
+        0 => text.into_owned(),
+        1 => format!("{prefix}{text}"),
+        2 => links::link(prefix, payload),
+        _ => format!("{prefix}{}", URL_SAFE_NO_PAD.encode(payload)),
+    })
+}
+
+/// The fuzz target's seeds (links made by `ttap compare --share` on HTA's `trace_diff` pair and
+/// `ttap analyze --share` on a generated 8-rank run, and their JSON) and every input it ever
+/// failed on (`fuzz/regressions/view_link_decode`), read as the target reads them: CI replays
+/// them without nightly Rust.
+#[test]
+fn the_view_link_fuzz_seeds_and_regressions_replay() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let (mut replayed, mut decoded) = (0, 0);
+    for dir in ["view_link_seeds", "regressions/view_link_decode"] {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap_or_else(|e| panic!("fuzz/{dir}: {e}"))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        for path in files {
+            let input = std::fs::read(&path).unwrap();
+            let link = fuzz_input_link(&input).unwrap_or_default();
+            let started = std::time::Instant::now();
+            let case = path.display().to_string();
+            decoded += usize::from(decodes_and_shares_again(&case, &link));
+            let took = started.elapsed();
+            assert!(took.as_secs() < 10, "{}: {took:?}", path.display());
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 5, "{replayed} inputs: fuzz/ is missing");
+    // The four seeds are real links: they decode.
+    assert!(decoded >= 4, "{decoded} of {replayed} inputs decode");
 }
 
 /// Every cut and every changed byte of a link, and extreme numbers anywhere in its JSON: an
@@ -419,18 +507,7 @@ fn mutated_view_links_never_panic_and_stay_bounded() {
         .unwrap()
         .fragment;
     let check = |link: &str| {
-        if let Ok(v) = view_link::decode(link) {
-            match &v.view {
-                View::Comparison { before, after } => {
-                    let c = Comparison::new(before, after);
-                    assert!(!c.verdict.is_empty());
-                }
-                View::Run(profiles) => {
-                    let r = RunView::new(profiles);
-                    assert_eq!(r.ranks.len(), profiles.len());
-                }
-            }
-        }
+        decodes_and_shares_again("a mutated link", link);
     };
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {

@@ -14,31 +14,17 @@
 //! detector this version has.
 #![no_main]
 
-use std::io::Write;
+mod links;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use flate2::{write::ZlibEncoder, Compression};
 use libfuzzer_sys::fuzz_target;
 use torchtraceap::detect;
 use torchtraceap::share::{self, ShareError, ShareOptions, MAX_JSON_BYTES};
-
-fn zlib(bytes: &[u8]) -> Vec<u8> {
-    let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
-    z.write_all(bytes).unwrap();
-    z.finish().unwrap()
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, payload)) = data.split_first() else {
         return;
     };
-    let link = match control % 4 {
-        0 => String::from_utf8_lossy(payload).into_owned(),
-        1 => format!("ttap2.{}", String::from_utf8_lossy(payload)),
-        2 => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(zlib(payload))),
-        _ => format!("ttap2.{}", URL_SAFE_NO_PAD.encode(payload)),
-    };
+    let link = links::link(control, "ttap2.", payload);
     let Ok(shared) = share::decode(&link) else {
         return;
     };

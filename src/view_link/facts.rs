@@ -1,8 +1,9 @@
 //! What a comparison or run link holds of each trace ([`ProfileFacts`]): a profile's figures,
 //! names and finding ids, no prose; and the checks each value passes when a link is read
 //! ([`ProfileFacts::profile`]): counts of steps, names and findings, figures within what a real
-//! trace gives, detector ids from this version's catalogue, texts quoted.
+//! trace gives, each name once, detector ids from this version's catalogue, texts quoted.
 
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
@@ -194,12 +195,21 @@ impl ProfileFacts {
             }),
             None => None,
         };
+        // Each name once, as in a profile (a comparison matches rows by name): two names that
+        // read the same once quoted are refused too.
         let totals = |list: &[(String, u64, i64)], what: &str| {
+            let mut seen = FxHashSet::default();
             list.iter()
                 .enumerate()
                 .map(|(k, (name, count, ns))| {
                     let at = || format!("{place}, {what} {}", k + 1);
                     let name = quoted_up_to(name, MAX_NAME_CHARS);
+                    if !seen.insert(name.clone()) {
+                        return Err(ShareError::OutOfBounds {
+                            place: at(),
+                            detail: format!("a name given twice ({name})"),
+                        });
+                    }
                     Ok(NameTotal {
                         example: name.clone(),
                         name,

@@ -225,6 +225,16 @@ pub fn decode(link: &str) -> Result<SharedView, ShareError> {
         });
     }
     let view = if kind == RUN_LINK {
+        // A run link has no name table: it leaves no row out.
+        if facts.rows_left_out != 0 {
+            return Err(ShareError::OutOfBounds {
+                place: "the run".into(),
+                detail: format!(
+                    "{} table rows left out, where a run link has no table",
+                    facts.rows_left_out
+                ),
+            });
+        }
         if !(2..=MAX_RANKS).contains(&n) {
             return Err(ShareError::OutOfBounds {
                 place: "the run".into(),

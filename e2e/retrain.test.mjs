@@ -82,7 +82,7 @@ test('kept labels retrain the window model in the page, which rescores the trace
   assert.match(summary, new RegExp(`^Retrained in this page on the base set \\(\\d+ windows\\) and ${labels.length} kept label\\(s\\) in [\\d.]+ s`));
   t.diagnostic(summary);
   assert.match(await bar.locator('.llm-left-out').innerText(),
-    /Left out: 1 label\(s\) for other-rank\.json\.gz \(fp1-0000000000000000\) are for a trace not loaded in this page/);
+    /Left out: 1 label\(s\) for other-rank\.json\.gz \(fp1-0000000000000000\) are for another trace than the one shown/);
 
   // Every labelled window's score moved toward "not an anti-pattern", and most are cleared.
   const rows = await changes(page);

@@ -256,15 +256,15 @@ impl Session {
         }
         for ((trace, fingerprint), n) in elsewhere {
             left_out.push(format!(
-                "{n} label(s) for {} ({}) are for a trace not loaded in this page: load it \
-                 together with this one (drop both files at once) to fit on them",
+                "{n} label(s) for {} ({}) are for another trace than the one shown: retrain \
+                 with that trace shown (select its file, or open it) to fit on them",
                 trace.unwrap_or("a trace without a name"),
                 fingerprint.unwrap_or("no fingerprint")
             ));
         }
         if kept.is_empty() {
             return Err(format!(
-                "none of the {} kept label(s) names a window of the traces loaded in this page ({}): \
+                "none of the {} kept label(s) names a window of the trace shown ({}): \
                  keep labels on this trace's regions first",
                 labels.len(),
                 left_out.join("; ")

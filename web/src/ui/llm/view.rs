@@ -139,7 +139,7 @@ pub fn labels_bar(state: &State, outcome: &Outcome, on: &Callback<Msg>) -> Html 
             </div>
             <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap eval --labels"}</code>
                 {" and "}<code>{"ttap features --labels"}</code>{" with the trace). Retrain fits a new window model in \
-                this page on the bundled base set of generated windows plus the kept labels of the traces loaded here; \
+                this page on the bundled base set of generated windows plus the kept labels of the trace shown; \
                 nothing is uploaded."}</p>
             if let Some(why) = why_not.filter(|_| !working) {
                 <p class="llm-note llm-retrain-why">{why}</p>

@@ -5,13 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::IngestOptions;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::{self, SummaryOptions};
 use torchtraceap::report::Report;
 
-use crate::inspect::read_file;
+use crate::inspect::read_or_exit;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProtocolArg {
@@ -65,12 +64,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    let ingested = match read_file(&args.file, IngestOptions::default()) {
+    let ingested = match read_or_exit(&args.file) {
         Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {}: {e}", args.file.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let analysis = Analysis::new(&ingested.trace);
     let findings = detect::run(&analysis);

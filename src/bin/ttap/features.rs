@@ -6,12 +6,11 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 use torchtraceap::features::{of_trace, NAMES};
-use torchtraceap::ingest::IngestOptions;
 use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::share::fingerprint;
 use torchtraceap::window::split;
 
-use crate::inspect::read_file;
+use crate::inspect::read_or_exit;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,12 +37,9 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ingested = match read_file(&args.file, IngestOptions::default()) {
+    let ingested = match read_or_exit(&args.file) {
         Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {}: {e}", args.file.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let labels = match labels::for_trace(
         labels,

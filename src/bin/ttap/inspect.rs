@@ -43,6 +43,15 @@ pub fn threads() -> usize {
         .max(1)
 }
 
+/// Reads one file with default options, or says why it cannot on stderr and gives the exit
+/// code for unusable input (2).
+pub fn read_or_exit(path: &Path) -> Result<Ingested, ExitCode> {
+    read_file(path, IngestOptions::default()).map_err(|e| {
+        eprintln!("error: {}: {e}", path.display());
+        ExitCode::from(2)
+    })
+}
+
 /// Reads one file with a progress bar for large inputs, on [`threads`] threads.
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
     read_file_on(path, options, threads())

@@ -4,11 +4,10 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use torchtraceap::ingest::IngestOptions;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::share::quoted;
 
-use crate::inspect::read_file;
+use crate::inspect::read_or_exit;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -89,12 +88,9 @@ pub fn text(tree: &ModuleTree, depth: usize, min_pct: f64) -> String {
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    let ingested = match read_file(&args.file, IngestOptions::default()) {
+    let ingested = match read_or_exit(&args.file) {
         Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {}: {e}", args.file.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let Some(tree) = ModuleTree::of(&ingested.trace) else {
         eprintln!(

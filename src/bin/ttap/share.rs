@@ -5,12 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::IngestOptions;
 use torchtraceap::report::Report;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
 use torchtraceap::view_link;
 
-use crate::inspect::read_file;
+use crate::inspect::read_or_exit;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -116,12 +115,9 @@ fn decode(link: &str) -> ExitCode {
 }
 
 fn encode(args: &Args, path: &Path) -> ExitCode {
-    let ingested = match read_file(path, IngestOptions::default()) {
+    let ingested = match read_or_exit(path) {
         Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let analysis = Analysis::new(&ingested.trace);
     let report = Report::new(&analysis, &detect::run(&analysis));

@@ -218,6 +218,12 @@ fn totals(t: &Trace, keep: impl Fn(EventKind) -> bool, self_time: bool) -> Vec<N
             total.example = name.to_string();
         }
     }
+    most_time_first(by_name)
+}
+
+/// The totals of a map by name (each with the time of its example), most time first, then by
+/// name.
+fn most_time_first<K>(by_name: FxHashMap<K, (NameTotal, i64)>) -> Vec<NameTotal> {
     let mut out: Vec<NameTotal> = by_name.into_values().map(|(n, _)| n).collect();
     out.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
     out

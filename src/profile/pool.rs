@@ -8,7 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Batch, FindingCost, NameTotal, Profile};
+use super::{most_time_first, Batch, FindingCost, NameTotal, Profile};
 use crate::detect::Severity;
 
 impl Profile {
@@ -73,9 +73,7 @@ fn summed<'p>(lists: impl Iterator<Item = &'p [NameTotal]>) -> Vec<NameTotal> {
             total.example = t.example.clone();
         }
     }
-    let mut out: Vec<NameTotal> = by_name.into_values().map(|(n, _)| n).collect();
-    out.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
-    out
+    most_time_first(by_name)
 }
 
 /// Each finding's cost per steady step, averaged over the set's steady steps; ranked by it.

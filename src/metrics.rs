@@ -9,6 +9,15 @@ use rustc_hash::FxHashMap;
 use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StrId, Trace, NONE};
 use crate::window::{phase_of, Phase};
 
+/// `part` as a percentage of `whole` (0 when `whole` is empty).
+pub fn pct(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
 /// Kernels shorter than this are "short" (the launch overhead is of the same order).
 pub const SHORT_KERNEL_NS: i64 = 10_000;
 /// An idle gap no longer than this, before work that was already queued, is launch overhead

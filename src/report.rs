@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
-use crate::metrics::measure;
+use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 
 /// The report format's name and version; readers check both.
@@ -242,14 +242,6 @@ pub struct UnexplainedEntry {
 
 /// Nanoseconds per millisecond.
 const NS_PER_MS: f64 = 1e6;
-
-fn pct(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
-}
 
 impl Report {
     /// The window of step `step` (an index into `a.steps.steps`) that best shows finding `f`:

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::ingest::Ingested;
-use crate::metrics::{merge, total};
+use crate::metrics::{merge, pct, total};
 use crate::model::{EventKind, StepSource, Trace};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,14 +123,6 @@ fn busy_timeline(merged: &[(i64, i64)], span: (i64, i64)) -> Vec<f32> {
     busy.iter()
         .map(|b| (100.0 * b / width).min(100.0) as f32)
         .collect()
-}
-
-fn pct(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
 }
 
 impl Summary {

@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use torchtraceap::metrics::pct;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::share::quoted;
 
@@ -23,14 +24,6 @@ pub struct Args {
     /// Print the whole tree as JSON instead.
     #[arg(long)]
     json: bool,
-}
-
-fn pct(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
 }
 
 /// The tree as indented text, keeping nodes within `depth` and with at least `min_pct` of the

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use torchtraceap::metrics::pct as share;
 use torchtraceap::modules::{preorder, ModuleNode, ModuleTree};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
@@ -53,14 +54,6 @@ fn ordered(tree: &ModuleTree, key: Key, depth: usize) -> Vec<usize> {
     .into_iter()
     .filter(|&k| tree.nodes[k].depth <= depth)
     .collect()
-}
-
-fn share(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
 }
 
 fn row(tree: &ModuleTree, n: &ModuleNode) -> Html {

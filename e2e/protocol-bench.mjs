@@ -39,7 +39,7 @@ await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { tim
 const canvas = page.locator('canvas.timeline-canvas');
 const box = await canvas.boundingBox();
 await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
-// One frame per zoom step: each wheel event asks for a view, at most one draw in flight.
+// One frame per zoom step: each wheel event posts a view, and the next waits for its frame.
 for (let i = 0; i < frames; i++) {
   const drawn = Number(await canvas.getAttribute('data-draws'));
   await page.keyboard.down('Control');

@@ -10,8 +10,19 @@
 //
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 // Each frame's draw time is measured in the worker (`Drawn.draw_ms`); the page appends it to
-// `window.ttapFrames` with its arrival time, so the interval between frames is measured too
-// (the page asks for a frame per animation frame while a key is held, at most one in flight).
+// `window.ttapFrames` with the time the reply reached it and, from builds that draw on the
+// worker's animation frames, the time of the frame the image was committed in. Three intervals
+// between frames are printed, each named:
+// - `presented`: between the worker's animation frames that committed a new image (`frame_at`).
+//   This is what the user sees: an image committed in an animation frame is shown on that
+//   frame's display refresh; a frame the worker missed shows as a 33 ms interval. Builds that
+//   drew outside animation frames have no such clock: `n/a`.
+// - `display`: between the display compositor's frames while the key is held, for any build
+//   (Chromium's trace: each `Display::DrawAndSwap`, timed by the frame time of the BeginFrame it
+//   was drawn for): each is a refresh the screen showed with something new (the canvas, or the
+//   page's own text, which only the old builds change on every frame).
+// - `reply` (the measure of earlier sessions): between the arrivals of `Drawn` replies at the
+//   page, whose timing also holds the page's main-thread delays and the message's trip.
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -38,6 +49,12 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
+const gapsOf = (times) => times.slice(1).map((t, i) => t - times[i]);
+// A display refresh at 60 Hz, ms; an interval over 1.5 refreshes missed at least one.
+const REFRESH = 1000 / 60;
+const named = (name, gaps) => (gaps.length
+  ? `${name} ${stats(gaps)}, ${gaps.filter((x) => x > 1.5 * REFRESH).length} over 1.5 refreshes`
+  : `${name} n/a`);
 const stats = (xs) => `median ${quantile(xs, 0.5).toFixed(1)} ms, p95 ${quantile(xs, 0.95).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms (${xs.length} frames)`;
 
 async function measure(dist, shot) {
@@ -66,16 +83,48 @@ async function measure(dist, shot) {
   await cdp.send('Performance.enable');
   const taskSeconds = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value;
 
-  /** Holds `key` for `ms`; returns the frames drawn meanwhile and the page's task time. */
+  /** The display compositor's frames between the page's marks `ttap-hold` and `ttap-release`
+   * (µs of the trace's clock), from a trace recorded while `during` runs. */
+  async function displayFrames(during) {
+    const events = [];
+    const collect = (d) => events.push(...d.value);
+    cdp.on('Tracing.dataCollected', collect);
+    const complete = new Promise((ok) => cdp.once('Tracing.tracingComplete', ok));
+    await cdp.send('Tracing.start', { categories: 'viz,blink.user_timing', transferMode: 'ReportEvents' });
+    await during();
+    await cdp.send('Tracing.end');
+    await complete;
+    cdp.off('Tracing.dataCollected', collect);
+    const mark = (name) => events.find((e) => e.name === name)?.ts;
+    const [from, to] = [mark('ttap-hold'), mark('ttap-release')];
+    // Each swap is timed by the refresh it was drawn for (its BeginFrame's frame time): when
+    // the compositor's thread got to run within that refresh is not what the screen shows.
+    const frames = [];
+    let refresh;
+    for (const e of events.filter((x) => x.ph === 'X').sort((x, y) => x.ts - y.ts)) {
+      if (e.name === 'DisplayScheduler::BeginFrame') refresh = e.args?.args?.frame_time_us;
+      else if (e.name === 'Display::DrawAndSwap' && e.ts >= from && e.ts <= to && refresh !== undefined) {
+        if (frames.at(-1) !== refresh / 1e3) frames.push(refresh / 1e3);
+      }
+    }
+    return frames;
+  }
+
+  /** Holds `key` for `ms`; returns the frames drawn meanwhile, the display's frames and the
+   * page's task time. */
   async function hold(key, ms) {
     await page.evaluate(() => { window.ttapFrames = []; });
     const before = await taskSeconds();
-    await page.keyboard.down(key);
-    await page.waitForTimeout(ms);
-    await page.keyboard.up(key);
-    await page.waitForTimeout(300);
+    const display = await displayFrames(async () => {
+      await page.keyboard.down(key);
+      await page.evaluate(() => performance.mark('ttap-hold'));
+      await page.waitForTimeout(ms);
+      await page.evaluate(() => performance.mark('ttap-release'));
+      await page.keyboard.up(key);
+      await page.waitForTimeout(300);
+    });
     const tasks = await taskSeconds() - before;
-    return [await page.evaluate(() => window.ttapFrames), tasks];
+    return [await page.evaluate(() => window.ttapFrames), display, tasks];
   }
 
   // Panning at a key's rate moves the view by 1.2 spans a second: short holds keep most of the
@@ -89,27 +138,36 @@ async function measure(dist, shot) {
     ['pan right', 'd', 1500],
   ];
   const draw = [];
-  const interval = [];
+  const reply = [];
+  const presented = [];
+  const display = [];
   console.log(`site: ${dist}; trace: ${trace} (${(statSync(trace).size / 1e6).toFixed(0)} MB)`);
   console.log(`loaded (read, ingest, analysis) in ${loaded.toFixed(1)} s; ${status}`);
   console.log(`loaded trace to first frame (layout included): ${firstFrame.toFixed(2)} s`);
   let pageTasks = 0;
   for (const [label, key, ms] of gestures) {
-    const [frames, tasks] = await hold(key, ms);
+    const [frames, shown, tasks] = await hold(key, ms);
     pageTasks += tasks;
     const d = frames.map((f) => f[0]);
-    const gaps = frames.slice(1).map((f, i) => f[1] - frames[i][1]);
+    const replyGaps = gapsOf(frames.map((f) => f[1]));
+    const presentedGaps = gapsOf([...new Set(frames.map((f) => f[2]).filter((t) => t > 0))]);
+    const displayGaps = gapsOf(shown);
     draw.push(...d);
-    interval.push(...gaps);
-    console.log(`${label}: draw ${stats(d)}; frame interval ${gaps.length ? stats(gaps) : '-'}`);
+    reply.push(...replyGaps);
+    presented.push(...presentedGaps);
+    display.push(...displayGaps);
+    console.log(`${label}: draw ${stats(d)}; interval: ${named('presented', presentedGaps)}; ${named('display', displayGaps)}; ${named('reply', replyGaps)}`);
   }
   await page.screenshot({ path: join(SHOTS, shot) });
+  const within = (gaps) => gaps.length ? `${(100 * gaps.filter((x) => x <= 17.5).length / gaps.length).toFixed(0)}% within 17.5 ms` : 'n/a';
   console.log(`all gestures: draw ${stats(draw)}; page main thread ${(1e3 * pageTasks / draw.length).toFixed(1)} ms per frame`);
-  console.log(`all gestures: frame interval ${stats(interval)}; ${(100 * interval.filter((x) => x <= 17.5).length / interval.length).toFixed(0)}% of frames within 60 fps`);
+  for (const [name, gaps] of [['presented', presented], ['display', display], ['reply', reply]]) {
+    console.log(`all gestures: ${named(name, gaps)} interval; ${within(gaps)}`);
+  }
   if (errors.length) console.log(`page errors: ${errors.join('\n')}`);
   await browser.close();
   await site.close();
-  return { draw, interval, perFrame: (1e3 * pageTasks) / draw.length };
+  return { draw, presented, display, reply, perFrame: (1e3 * pageTasks) / draw.length };
 }
 
 const results = [];
@@ -118,7 +176,8 @@ for (const [k, dist] of dists.entries()) {
 }
 if (results.length > 1) {
   console.log('side by side (all gestures):');
-  for (const [dist, { draw, interval, perFrame }] of results) {
-    console.log(`  ${basename(dist)}: draw ${stats(draw)}; interval ${stats(interval)}; page ${perFrame.toFixed(1)} ms per frame`);
+  for (const [dist, { draw, presented, display, reply, perFrame }] of results) {
+    console.log(`  ${basename(dist)}: draw ${stats(draw)}; page ${perFrame.toFixed(1)} ms per frame`);
+    console.log(`    interval: ${named('presented', presented)}; ${named('display', display)}; ${named('reply', reply)}`);
   }
 }

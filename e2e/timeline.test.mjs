@@ -246,3 +246,53 @@ test('a finding moves the timeline to its flagged window, and its band leads bac
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('a burst of views is drawn as a few frames that end on the last view, never a stale one', async () => {
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await openTimeline(page);
+  await page.waitForTimeout(300);
+  const marks = () => canvas(page).evaluate((c) => ({
+    view: Number(c.dataset.view),
+    drawnView: Number(c.dataset.drawnView),
+    draws: Number(c.dataset.draws),
+    start: Number(c.dataset.start),
+    end: Number(c.dataset.end),
+  }));
+  const whole = await marks();
+  assert.equal(whole.drawnView, whole.view, 'the first view is drawn');
+  // 40 Ctrl + wheel zooms in one task: 40 views posted before the worker's next frame.
+  const burst = 40;
+  const pointer = await canvas(page).evaluate((c, n) => {
+    const box = c.getBoundingClientRect();
+    let x;
+    c.addEventListener('wheel', (e) => { x = Math.trunc(e.offsetX); }, { once: true });
+    for (let i = 0; i < n; i += 1) {
+      c.dispatchEvent(new WheelEvent('wheel', {
+        deltaY: -100, ctrlKey: true, bubbles: true, cancelable: true,
+        clientX: box.left + 200 + (box.width - 200) / 2, clientY: box.top + 100,
+      }));
+    }
+    return { x, width: c.clientWidth };
+  }, burst);
+  // Settled: no frame for half a second.
+  let last = -1;
+  for (let now = await marks(); now.draws !== last; now = await marks()) {
+    last = now.draws;
+    await page.waitForTimeout(500);
+  }
+  const after = await marks();
+  assert.equal(after.view, whole.view + burst, 'each zoom posted its view');
+  assert.equal(after.drawnView, after.view, 'the last frame drew the last view');
+  const frames = after.draws - whole.draws;
+  assert.ok(frames >= 1 && frames <= burst / 4, `${burst} views drawn as ${frames} frames`);
+  // The range drawn is the last view's: 40 zooms by e^-0.2 around the pointer.
+  const span = after.end - after.start;
+  const expected = (whole.end - whole.start) * Math.exp(-0.2 * burst);
+  assert.ok(Math.abs(span - expected) <= 1 + 1e-6 * expected, `span ${span} ns, expected ${expected} ns`);
+  // The time under the pointer stays put.
+  const under = (v) => v.start + (pointer.x - 200) / (pointer.width - 200) * (v.end - v.start);
+  assert.ok(Math.abs(under(after) - under(whole)) <= 2, `the pointer's time moved by ${under(after) - under(whole)} ns`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

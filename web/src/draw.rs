@@ -283,6 +283,11 @@ impl Timeline {
             .unwrap_or_default();
         Ok(Drawn {
             file: v.file,
+            seq: v.seq,
+            start: v.start,
+            end: v.end,
+            // The frame's time is the caller's (`Session::frame`).
+            frame_at: 0.0,
             draw_ms: now() - started,
             content_height: geometry.height,
             scroll: v.scroll,

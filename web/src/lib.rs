@@ -4,6 +4,7 @@
 //! previews and sends to an LLM endpoint of their choosing ([`llm`]).
 
 pub mod draw;
+pub mod frames;
 pub mod llm;
 pub mod protocol;
 pub mod retrain;

@@ -46,8 +46,9 @@ use web_sys::OffscreenCanvas;
 /// text; 2 is structured clone through `serde-wasm-bindgen`; 3 opens fleet reports
 /// ([`Document::Fleet`]), retrains the window model (`Retrain`, `BundledModel`, `Retrained`),
 /// numbers an `Analyze`'s files from its `first` (one worker per file of a load) and gives the
-/// worker a memory limit.
-pub const VERSION: u32 = 3;
+/// worker a memory limit; 4 draws the timeline on the worker's own animation frames (a `View`'s
+/// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`).
+pub const VERSION: u32 = 4;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -202,6 +203,7 @@ impl ToWorker {
             ToWorker::Request(Request::Prompts { file, .. }) => Some(*file),
             ToWorker::Request(Request::Timeline(request)) => Some(match request {
                 TimelineRequest::Open { file }
+                | TimelineRequest::Motion { file, .. }
                 | TimelineRequest::Details { file, .. }
                 | TimelineRequest::Search { file, .. } => *file,
                 TimelineRequest::View(view) | TimelineRequest::Pick { view, .. } => view.file,
@@ -217,6 +219,7 @@ impl ToWorker {
             ToWorker::Request(Request::Timeline(request)) => match request {
                 TimelineRequest::Open { .. } => "timeline-open",
                 TimelineRequest::View(_) => "timeline-view",
+                TimelineRequest::Motion { .. } => "timeline-motion",
                 TimelineRequest::Pick { .. } => "timeline-pick",
                 TimelineRequest::Details { .. } => "timeline-details",
                 TimelineRequest::Search { .. } => "timeline-search",
@@ -233,8 +236,13 @@ impl ToWorker {
 pub enum TimelineRequest {
     /// Lay out the file's timeline; answered by `Opened`.
     Open { file: usize },
-    /// Draw this view; answered by `Drawn`.
+    /// Draw this view from now on, moved by its `motion`; answered by a `Drawn` per animation
+    /// frame that shows a new image (`crate::frames`): views posted before the next frame
+    /// replace each other, never queue.
     View(View),
+    /// The keys held changed: move the view drawn (wherever its motion got to) by `motion`
+    /// from now on; answered by the frames drawn, like a `View`.
+    Motion { file: usize, motion: Motion },
     /// What lies at `(x, y)` (CSS pixels on the canvas) in this view; answered by `Picked`.
     Pick { view: View, x: f64, y: f64 },
     /// One slice's details; answered by `Picked`.
@@ -284,6 +292,21 @@ pub struct View {
     pub range: Option<(f64, f64)>,
     /// The finding whose bands are highlighted.
     pub finding: Option<String>,
+    /// The page numbers its views: a `Drawn` says which one it moved from, and the page takes
+    /// the range drawn as its own only from a reply to its latest view.
+    pub seq: u64,
+    /// How the held keys move the view, per millisecond of the worker's frames.
+    pub motion: Motion,
+}
+
+/// How the view moves while W/S/A/D are held (`crate::frames::advance`): per millisecond,
+/// the span is scaled by `exp(zoom)` around the time under `x`, then moved by `pan` spans.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Motion {
+    pub zoom: f64,
+    pub pan: f64,
+    /// The pointer's x on the canvas, CSS pixels.
+    pub x: f64,
 }
 
 /// A file's timeline is laid out.
@@ -304,6 +327,15 @@ pub struct Opened {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Drawn {
     pub file: usize,
+    /// The `seq` of the page's view this frame was moved from.
+    pub seq: u64,
+    /// The range drawn (the view's, moved by its motion), ns from the trace's start.
+    pub start: f64,
+    pub end: f64,
+    /// The animation frame the image was committed in: its time (ms since 1970, from the
+    /// worker's `performance.timeOrigin`), so that the interval between frames shown can be
+    /// measured.
+    pub frame_at: f64,
     /// Time to draw it, ms.
     pub draw_ms: f64,
     /// Height of all tracks as shown (for scrolling), CSS pixels.
@@ -527,6 +559,10 @@ mod tests {
             }),
             TimelineReply::Drawn(Drawn {
                 file: 0,
+                seq: 1 << 40,
+                start: 1.5,
+                end: 2e12,
+                frame_at: 1_764_655_000_123.25,
                 draw_ms: 0.7,
                 content_height: 400.0,
                 scroll: 10.0,
@@ -567,6 +603,33 @@ mod tests {
             round_trip(FromWorker::Timeline(Box::new(reply)));
         }
         round_trip(FromWorker::Finished);
+        let motion = Motion {
+            zoom: -0.004,
+            pan: 0.0012,
+            x: 640.0,
+        };
+        let view = View {
+            file: 1,
+            start: 0.25,
+            end: 3e12,
+            width: 1280.0,
+            height: 600.0,
+            ratio: 2.0,
+            scroll: 40.0,
+            collapsed: vec![2],
+            selected: Some(7),
+            reveal: None,
+            range: Some((1.0, 2.0)),
+            finding: Some("host-device-sync".into()),
+            seq: u64::MAX,
+            motion: motion.clone(),
+        };
+        round_trip(ToWorker::Request(Request::Timeline(TimelineRequest::View(
+            view,
+        ))));
+        round_trip(ToWorker::Request(Request::Timeline(
+            TimelineRequest::Motion { file: 1, motion },
+        )));
     }
 
     /// The LLM prompts and the options they were made with (every window: `usize::MAX`) cross

@@ -19,6 +19,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::Timeline;
+use crate::frames::Frames;
 use crate::protocol::{
     Found, FromWorker, Opened, Picked, Request, Rescored, Retrained, TimelineReply,
     TimelineRequest, View, WindowChange, MAX_FOUND,
@@ -172,12 +173,13 @@ impl Kept {
     }
 }
 
-/// The traces of the worker's load, by file index (`None`: not read, or a saved report), and
-/// the canvas the timeline draws into.
+/// The traces of the worker's load, by file index (`None`: not read, or a saved report), the
+/// canvas the timeline draws into and the view it draws next.
 #[derive(Default)]
 pub struct Session {
     pub files: Vec<Option<Kept>>,
     pub canvas: Option<OffscreenCanvas>,
+    pub frames: Frames,
 }
 
 impl Session {
@@ -202,25 +204,52 @@ impl Session {
             })
     }
 
-    /// The reply to one request.
-    pub fn answer(&self, request: Request) -> FromWorker {
+    /// The reply to one request; none for a view or a motion, which the next animation frames
+    /// answer ([`Session::frame`]).
+    pub fn answer(&mut self, request: Request) -> Option<FromWorker> {
         match request {
             Request::Prompts { file, options } => {
                 let result = self.prompts(file, &options);
-                FromWorker::Prompts {
+                Some(FromWorker::Prompts {
                     file,
                     options,
                     result,
-                }
+                })
             }
-            Request::Timeline(request) => {
-                let drawing = matches!(request, TimelineRequest::View(_));
-                FromWorker::Timeline(Box::new(
-                    self.timeline(request)
-                        .unwrap_or_else(|message| TimelineReply::Failed { message, drawing }),
-                ))
-            }
+            Request::Timeline(request) => self
+                .timeline(request)
+                .unwrap_or_else(|message| {
+                    Some(TimelineReply::Failed {
+                        message,
+                        drawing: false,
+                    })
+                })
+                .map(|reply| FromWorker::Timeline(Box::new(reply))),
         }
+    }
+
+    /// The timeline's frame at `t` (ms, the animation frame's time; `at`: the same time in ms
+    /// since 1970): the latest view drawn, if anything changed.
+    pub fn frame(&mut self, t: f64, at: f64) -> Option<FromWorker> {
+        let length = self.frames.file().map_or(0.0, |file| {
+            self.file(file).map_or(0.0, |kept| {
+                let (start, end) = kept.timeline().0.layout.span;
+                end.saturating_sub(start) as f64
+            })
+        });
+        let view = self.frames.next(t, length)?;
+        let reply = match self.draw(&view) {
+            Ok(mut drawn) => {
+                self.frames.drawn(drawn.scroll);
+                drawn.frame_at = at;
+                TimelineReply::Drawn(drawn)
+            }
+            Err(message) => TimelineReply::Failed {
+                message,
+                drawing: true,
+            },
+        };
+        Some(FromWorker::Timeline(Box::new(reply)))
     }
 
     /// Fits a window model on the base set plus the kept labels that name windows of the traces
@@ -342,8 +371,9 @@ impl Session {
         Ok(summary::prompts(&windows, options))
     }
 
-    fn timeline(&self, request: TimelineRequest) -> Result<TimelineReply, String> {
-        Ok(match request {
+    /// The reply to a timeline request; none for a view or a motion.
+    fn timeline(&mut self, request: TimelineRequest) -> Result<Option<TimelineReply>, String> {
+        Ok(Some(match request {
             TimelineRequest::Open { file } => {
                 let kept = self.file(file)?;
                 let (timeline, layout_ms) = kept.timeline();
@@ -357,7 +387,14 @@ impl Session {
                     layout_ms: *layout_ms,
                 })
             }
-            TimelineRequest::View(view) => TimelineReply::Drawn(self.draw(&view)?),
+            TimelineRequest::View(view) => {
+                self.frames.show(view);
+                return Ok(None);
+            }
+            TimelineRequest::Motion { file, motion } => {
+                self.frames.set_motion(file, motion);
+                return Ok(None);
+            }
             TimelineRequest::Pick { view, x, y } => {
                 let kept = self.file(view.file)?;
                 TimelineReply::Picked {
@@ -393,7 +430,7 @@ impl Session {
                     text,
                 })
             }
-        })
+        }))
     }
 
     fn draw(&self, view: &View) -> Result<crate::protocol::Drawn, String> {

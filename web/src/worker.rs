@@ -61,8 +61,11 @@ pub fn start() {
                 SESSION.with_borrow_mut(|session| session.canvas = Some(canvas));
             }
             Ok(ToWorker::Request(request)) => {
-                let answer = SESSION.with_borrow(|session| session.answer(request));
-                post(&reply, &answer);
+                let answer = SESSION.with_borrow_mut(|session| session.answer(request));
+                if let Some(answer) = answer {
+                    post(&reply, &answer);
+                }
+                request_frame(&reply);
             }
             Ok(ToWorker::Retrain { labels }) => {
                 let reply = reply.clone();
@@ -80,6 +83,41 @@ pub fn start() {
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&scope, &FromWorker::Ready);
+}
+
+/// Asks for an animation frame when the timeline has something to draw and none is asked for
+/// yet (`crate::frames`); the frame draws the latest view and asks for the next while it moves.
+/// Where workers have no `requestAnimationFrame`, a 16 ms timer stands in for it.
+fn request_frame(scope: &DedicatedWorkerGlobalScope) {
+    let ask = SESSION.with_borrow_mut(|session| {
+        let ask = session.frames.pending() && !session.frames.requested;
+        session.frames.requested |= ask;
+        ask
+    });
+    if !ask {
+        return;
+    }
+    let on_frame = scope.clone();
+    let callback = Closure::once_into_js(move |t: JsValue| {
+        let performance = on_frame.performance();
+        let now = performance
+            .as_ref()
+            .map_or_else(js_sys::Date::now, |p| p.now());
+        let t = t.as_f64().unwrap_or(now);
+        let at = performance.map_or(0.0, |p| p.time_origin()) + t;
+        let answer = SESSION.with_borrow_mut(|session| {
+            session.frames.requested = false;
+            session.frame(t, at)
+        });
+        if let Some(answer) = answer {
+            post(&on_frame, &answer);
+        }
+        request_frame(&on_frame);
+    });
+    let callback = callback.unchecked_ref();
+    if scope.request_animation_frame(callback).is_err() {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(callback, 16);
+    }
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {

@@ -1,7 +1,10 @@
 //! The timeline view: a canvas the worker draws on (its control is handed to the worker as an
 //! `OffscreenCanvas`), the keys and pointer gestures Perfetto users know, search, and the
 //! selected slice's details. The page only keeps the view (time range, scroll, selection) and
-//! asks the worker to draw it; it never holds the trace.
+//! posts it whenever it changes; it never holds the trace. The worker draws the latest view on
+//! its own animation frames and moves it while W/S/A/D are held (`crate::frames`), so frames
+//! never wait for the page. A drawn frame re-renders nothing: the page takes the range drawn
+//! back, sets the canvas's `data-*` marks and, at most every [`STATUS_MS`], the status line.
 //!
 //! Over 600 lines, on purpose: it is one Yew component (`Timeline`) whose state (the view, the
 //! drag, the selection, the worker's replies) every key, gesture and reply changes in one `update`,
@@ -16,6 +19,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
+use gloo_timers::callback::Timeout;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
@@ -26,8 +30,9 @@ use yew::prelude::*;
 use torchtraceap::timeline::inspect::{Details, Place};
 
 use crate::draw::{duration, GUTTER, HEADER};
+use crate::frames::{self, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
-    Drawn, Found, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
+    Drawn, Found, Motion, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
 };
 
 /// Where the page hands the worker's timeline replies: straight to the timeline shown (which
@@ -80,7 +85,8 @@ pub enum Msg {
     Reply(Box<TimelineReply>),
     KeyDown(String),
     KeyUp(String),
-    Frame(f64),
+    /// Time to show the latest frame's status line.
+    Status,
     Wheel {
         dx: f64,
         dy: f64,
@@ -132,37 +138,34 @@ pub struct Timeline {
     selected: Option<u32>,
     /// Scroll to this slice's row on the next draw.
     reveal: Option<u32>,
-    /// The view in flight asked to reveal a slice: adopt the scroll the worker drew.
-    revealing: bool,
     range: Option<(f64, f64)>,
     finding: Option<String>,
-    in_flight: bool,
-    pending: bool,
+    /// The number of the last view posted (`View::seq`).
+    seq: u64,
     drawn: Option<Drawn>,
     draws: u64,
+    /// The status line, set by hand (a frame re-renders nothing), when it was last set (ms) and
+    /// the timer that sets it to the latest frame's.
+    status: NodeRef,
+    status_at: f64,
+    status_timer: Option<Timeout>,
     details: Option<Box<Details>>,
     search: String,
     found: Option<Found>,
     found_at: usize,
     held: BTreeSet<String>,
-    last_frame: Option<f64>,
     pointer_x: f64,
     drag: Option<Drag>,
     seen_focus: u32,
     error: Option<String>,
-    // Kept alive with the component: the non-passive wheel handler, the resize handler and the
-    // animation frame callback.
+    // Kept alive with the component: the non-passive wheel handler and the resize handler.
     _wheel: Option<Closure<dyn FnMut(WheelEvent)>>,
     _resize: Option<Closure<dyn FnMut()>>,
-    frame: Option<Closure<dyn FnMut(f64)>>,
 }
 
-/// Zoom per millisecond while W or S is held (the span halves in about 170 ms).
-const ZOOM_RATE: f64 = 0.004;
-/// Pan per millisecond while A or D is held, as a share of the span shown.
-const PAN_RATE: f64 = 0.0012;
-/// The narrowest span the view zooms to, ns.
-const MIN_SPAN: f64 = 100.0;
+/// The status line changes at most this often while frames come (ms): each change costs the
+/// page a layout.
+const STATUS_MS: f64 = 250.0;
 
 impl Timeline {
     fn width(&self) -> f64 {
@@ -191,23 +194,44 @@ impl Timeline {
             reveal: self.reveal,
             range: self.range,
             finding: self.finding.clone(),
+            seq: self.seq,
+            motion: self.motion(),
         }
     }
 
-    /// Asks for a draw of the current view; while one is in flight, asks again when it is done.
+    /// How the keys held move the view.
+    fn motion(&self) -> Motion {
+        let held = |key: &str| f64::from(u8::from(self.held.contains(key)));
+        Motion {
+            zoom: ZOOM_RATE * (held("s") - held("w")),
+            pan: PAN_RATE * (held("d") - held("a")),
+            x: self.pointer_x,
+        }
+    }
+
+    /// Posts the current view, numbered; the worker draws the latest on its next animation
+    /// frame, so views posted meanwhile replace each other.
     fn redraw(&mut self, ctx: &Context<Self>) {
         if self.opened.is_none() {
             return;
         }
-        if self.in_flight {
-            self.pending = true;
-            return;
-        }
-        self.in_flight = true;
-        self.pending = false;
+        self.seq += 1;
         let view = self.view(ctx.props().file);
-        self.revealing = self.reveal.take().is_some();
+        self.reveal = None;
         ask(ctx, TimelineRequest::View(view));
+    }
+
+    /// Tells the worker how the keys held move the view now.
+    fn moved(&self, ctx: &Context<Self>) {
+        if self.opened.is_some() {
+            ask(
+                ctx,
+                TimelineRequest::Motion {
+                    file: ctx.props().file,
+                    motion: self.motion(),
+                },
+            );
+        }
     }
 
     fn x_to_t(&self, x: f64) -> f64 {
@@ -215,15 +239,10 @@ impl Timeline {
         self.start + (x - GUTTER) / px * (self.end - self.start)
     }
 
-    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place, between
-    /// [`MIN_SPAN`] and ten times the trace's span.
+    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place ([`frames::zoom`]).
     fn zoom(&mut self, factor: f64, x: f64) {
-        let at = self.x_to_t(x.max(GUTTER));
-        let most = (10.0 * self.length()).max(1e6);
-        let span = ((self.end - self.start) * factor).clamp(MIN_SPAN, most);
-        let share = (at - self.start) / (self.end - self.start).max(1e-9);
-        self.start = at - share * span;
-        self.end = self.start + span;
+        (self.start, self.end) =
+            frames::zoom(self.start, self.end, factor, x, self.width(), self.length());
     }
 
     fn pan(&mut self, by: f64) {
@@ -284,7 +303,8 @@ impl Timeline {
         self.scroll = self.scroll.min((content - room).max(0.0)).max(0.0);
     }
 
-    fn on_reply(&mut self, ctx: &Context<Self>, reply: &TimelineReply) {
+    /// Takes a reply in; returns whether the view shows something new.
+    fn on_reply(&mut self, ctx: &Context<Self>, reply: &TimelineReply) -> bool {
         match reply {
             TimelineReply::Opened(o) if o.file == ctx.props().file => {
                 self.opened = Some(o.clone());
@@ -295,20 +315,23 @@ impl Timeline {
                     self.focus(id);
                 }
                 self.redraw(ctx);
+                self.show_status(ctx);
             }
             TimelineReply::Drawn(d) if d.file == ctx.props().file => {
-                self.in_flight = false;
                 self.draws += 1;
-                // The worker moved the scroll to reveal a slice; otherwise the page's scroll
-                // (which may have moved since this view was sent) stands.
-                if std::mem::take(&mut self.revealing) {
-                    self.scroll = d.scroll;
+                // Drawn from the latest view: the range the held keys moved it to, and the
+                // scroll moved to reveal a slice or kept within the tracks, are the view now.
+                // An older view's frame changes nothing: the latest is on its way.
+                if d.seq == self.seq {
+                    (self.start, self.end, self.scroll) = (d.start, d.end, d.scroll);
                 }
-                record_frame(d.draw_ms);
+                record_frame(d);
+                let summary = self.range.is_some()
+                    && self.drawn.as_ref().map(|o| &o.in_range) != Some(&d.in_range);
                 self.drawn = Some(d.clone());
-                if self.pending {
-                    self.redraw(ctx);
-                }
+                self.show_status(ctx);
+                self.mark();
+                return summary;
             }
             TimelineReply::Picked { file, .. } | TimelineReply::Found(Found { file, .. })
                 if *file != ctx.props().file => {}
@@ -353,32 +376,98 @@ impl Timeline {
                     ctx.link().send_message(Msg::GoTo(p.clone()));
                 }
             }
-            TimelineReply::Failed { message, drawing } => {
-                self.error = Some(message.clone());
-                if *drawing {
-                    self.in_flight = false;
-                    if self.pending {
-                        self.redraw(ctx);
-                    }
-                }
-            }
+            TimelineReply::Failed { message, .. } => self.error = Some(message.clone()),
             // Another file's (the user switched files while it was on its way).
-            TimelineReply::Opened(_) | TimelineReply::Drawn(_) => {}
+            TimelineReply::Opened(_) | TimelineReply::Drawn(_) => return false,
+        }
+        true
+    }
+
+    fn status_text(&self) -> String {
+        match (&self.opened, &self.drawn) {
+            (Some(o), Some(d)) => format!(
+                "{} slices in {} rows · laid out in {:.0} ms · last frame {:.1} ms, {} spans · showing {}",
+                o.slices,
+                o.rows,
+                o.layout_ms,
+                d.draw_ms,
+                d.spans,
+                duration(self.end - self.start)
+            ),
+            (Some(_), None) => "Drawing…".into(),
+            (None, _) => "Laying the timeline out…".into(),
         }
     }
 
-    fn animate(&mut self, ctx: &Context<Self>) {
-        if self.held.is_empty() || self.frame.is_some() {
+    /// Sets the status line; from one frame's to the next, at most every [`STATUS_MS`] (the
+    /// latest frame's is set when that time is up).
+    fn show_status(&mut self, ctx: &Context<Self>) {
+        if self.status_timer.is_some() {
             return;
         }
-        let link = ctx.link().clone();
-        let callback =
-            Closure::<dyn FnMut(f64)>::new(move |t: f64| link.send_message(Msg::Frame(t)));
-        if let Some(w) = web_sys::window() {
-            let _ = w.request_animation_frame(callback.as_ref().unchecked_ref());
+        let now = now_ms();
+        let wait = self.status_at + STATUS_MS - now;
+        if wait > 0.0 && self.drawn.is_some() {
+            let link = ctx.link().clone();
+            self.status_timer = Some(Timeout::new(wait.ceil() as u32, move || {
+                link.send_message(Msg::Status)
+            }));
+            return;
         }
-        self.frame = Some(callback);
+        // The first frame's status is set at once.
+        self.status_at = if self.drawn.is_some() {
+            now
+        } else {
+            f64::NEG_INFINITY
+        };
+        if let Some(p) = self.status.get() {
+            let text = self.status_text();
+            if p.text_content().as_deref() != Some(text.as_str()) {
+                p.set_text_content(Some(&text));
+            }
+        }
     }
+
+    /// The canvas's `data-*` marks, for tests and benchmarks: the view drawn and what it
+    /// shows. Set on the element itself: a drawn frame re-renders nothing.
+    fn mark(&self) {
+        let Some(canvas) = self.canvas.cast::<web_sys::Element>() else {
+            return;
+        };
+        let drawn = self.drawn.as_ref();
+        let marks = [
+            ("data-draws", self.draws.to_string()),
+            ("data-view", self.seq.to_string()),
+            ("data-drawn-view", drawn.map_or(0, |d| d.seq).to_string()),
+            (
+                "data-selected",
+                self.selected.map(|s| s.to_string()).unwrap_or_default(),
+            ),
+            (
+                "data-selected-box",
+                drawn
+                    .and_then(|d| d.selected_box)
+                    .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3]))
+                    .unwrap_or_default(),
+            ),
+            (
+                "data-content-height",
+                drawn.map_or(0.0, |d| d.content_height).to_string(),
+            ),
+            ("data-start", format!("{:.0}", self.start)),
+            ("data-end", format!("{:.0}", self.end)),
+            ("data-finding", self.finding.clone().unwrap_or_default()),
+        ];
+        for (name, value) in marks {
+            let _ = canvas.set_attribute(name, &value);
+        }
+    }
+}
+
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or_else(js_sys::Date::now, |p| p.now())
 }
 
 /// The timeline's key for a key event, by its position on the keyboard (`KeyW` is W on any
@@ -402,15 +491,20 @@ fn ask(ctx: &Context<Timeline>, request: TimelineRequest) {
         .emit(Rc::new(ToWorker::Request(Request::Timeline(request))));
 }
 
-/// Appends a drawn frame's time to `window.ttapFrames` where a benchmark created that array.
-fn record_frame(draw_ms: f64) {
+/// Appends a drawn frame to `window.ttapFrames` where a benchmark created that array: its draw
+/// time, when the page got it (ms, the page's clock) and the worker's animation frame it was
+/// committed in (ms since 1970).
+fn record_frame(drawn: &Drawn) {
     let Some(window) = web_sys::window() else {
         return;
     };
     let frames = js_sys::Reflect::get(&window, &"ttapFrames".into()).unwrap_or(JsValue::UNDEFINED);
     if let Some(frames) = frames.dyn_ref::<js_sys::Array>() {
-        let now = window.performance().map_or(0.0, |p| p.now());
-        frames.push(&js_sys::Array::of2(&draw_ms.into(), &now.into()));
+        frames.push(&js_sys::Array::of3(
+            &drawn.draw_ms.into(),
+            &now_ms().into(),
+            &drawn.frame_at.into(),
+        ));
     }
 }
 
@@ -432,26 +526,25 @@ impl Component for Timeline {
             collapsed: Vec::new(),
             selected: None,
             reveal: None,
-            revealing: false,
             range: None,
             finding: None,
-            in_flight: false,
-            pending: false,
+            seq: 0,
             drawn: None,
             draws: 0,
+            status: NodeRef::default(),
+            status_at: f64::NEG_INFINITY,
+            status_timer: None,
             details: None,
             search: String::new(),
             found: None,
             found_at: 0,
             held: BTreeSet::new(),
-            last_frame: None,
             pointer_x: GUTTER,
             drag: None,
             seen_focus: 0,
             error: None,
             _wheel: None,
             _resize: None,
-            frame: None,
         }
     }
 
@@ -460,6 +553,7 @@ impl Component for Timeline {
         if props.file != old.file {
             *self = Timeline {
                 canvas: self.canvas.clone(),
+                status: self.status.clone(),
                 handed_over: self.handed_over,
                 seen_focus: self.seen_focus,
                 _wheel: self._wheel.take(),
@@ -467,6 +561,8 @@ impl Component for Timeline {
                 ..<Timeline as Component>::create(ctx)
             };
             ask(ctx, TimelineRequest::Open { file: props.file });
+            self.mark();
+            self.show_status(ctx);
         }
         if let Some((n, id)) = &props.focus {
             if *n > self.seen_focus && self.opened.is_some() {
@@ -479,7 +575,11 @@ impl Component for Timeline {
         true
     }
 
-    fn rendered(&mut self, ctx: &Context<Self>, _first: bool) {
+    fn rendered(&mut self, ctx: &Context<Self>, first: bool) {
+        if first {
+            self.mark();
+            self.show_status(ctx);
+        }
         if self.handed_over {
             return;
         }
@@ -551,12 +651,11 @@ impl Component for Timeline {
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         match msg {
-            Msg::Reply(reply) => self.on_reply(ctx, &reply),
+            Msg::Reply(reply) => return self.on_reply(ctx, &reply),
             Msg::KeyDown(key) => match key.as_str() {
                 "w" | "s" | "a" | "d" => {
                     if self.held.insert(key) {
-                        self.last_frame = None;
-                        self.animate(ctx);
+                        self.moved(ctx);
                     }
                     return false;
                 }
@@ -574,27 +673,14 @@ impl Component for Timeline {
                 _ => return false,
             },
             Msg::KeyUp(key) => {
-                self.held.remove(&key);
+                if self.held.remove(&key) {
+                    self.moved(ctx);
+                }
                 return false;
             }
-            Msg::Frame(t) => {
-                self.frame = None;
-                let dt = self
-                    .last_frame
-                    .map_or(16.0, |last| (t - last).clamp(0.0, 100.0));
-                self.last_frame = Some(t);
-                let span = self.end - self.start;
-                for key in &self.held.clone() {
-                    match key.as_str() {
-                        "w" => self.zoom((-ZOOM_RATE * dt).exp(), self.pointer_x),
-                        "s" => self.zoom((ZOOM_RATE * dt).exp(), self.pointer_x),
-                        "a" => self.pan(-span * PAN_RATE * dt),
-                        "d" => self.pan(span * PAN_RATE * dt),
-                        _ => {}
-                    }
-                }
-                self.redraw(ctx);
-                self.animate(ctx);
+            Msg::Status => {
+                self.status_timer = None;
+                self.show_status(ctx);
                 return false;
             }
             Msg::Wheel { dx, dy, x, zoom } => {
@@ -627,6 +713,10 @@ impl Component for Timeline {
             }
             Msg::Move { x, y } => {
                 self.pointer_x = x;
+                // W and S zoom around the pointer.
+                if self.held.contains("w") || self.held.contains("s") {
+                    self.moved(ctx);
+                }
                 let px = (self.width() - GUTTER).max(1.0);
                 let at = self.x_to_t(x);
                 let Some(drag) = &mut self.drag else {
@@ -669,7 +759,10 @@ impl Component for Timeline {
             }
             Msg::Leave => {
                 self.drag = None;
-                self.held.clear();
+                if !self.held.is_empty() {
+                    self.held.clear();
+                    self.moved(ctx);
+                }
                 return false;
             }
             Msg::SearchText(text) => {
@@ -779,19 +872,6 @@ impl Component for Timeline {
                 format!("{} of {}", self.found_at + 1, f.total)
             }
         });
-        let status = match (&self.opened, &self.drawn) {
-            (Some(o), Some(d)) => format!(
-                "{} slices in {} rows · laid out in {:.0} ms · last frame {:.1} ms, {} spans · showing {}",
-                o.slices,
-                o.rows,
-                o.layout_ms,
-                d.draw_ms,
-                d.spans,
-                duration(self.end - self.start)
-            ),
-            (Some(_), None) => "Drawing…".into(),
-            (None, _) => "Laying the timeline out…".into(),
-        };
         html! {
             <section class="timeline">
                 <div class="timeline-bar">
@@ -813,16 +893,10 @@ impl Component for Timeline {
                 if let Some(e) = &self.error {
                     <p class="notice" role="alert">{e}</p>
                 }
+                // Its `data-*` marks are set by `mark`, the status line by `show_status`.
                 <canvas ref={self.canvas.clone()} class="timeline-canvas" tabindex="0"
-                    data-draws={self.draws.to_string()}
-                    data-selected={self.selected.map(|s| s.to_string()).unwrap_or_default()}
-                    data-selected-box={self.drawn.as_ref().and_then(|d| d.selected_box)
-                        .map(|b| format!("{:.1},{:.1},{:.1},{:.1}", b[0], b[1], b[2], b[3])).unwrap_or_default()}
-                    data-content-height={self.drawn.as_ref().map_or(0.0, |d| d.content_height).to_string()}
-                    data-start={format!("{:.0}", self.start)} data-end={format!("{:.0}", self.end)}
-                    data-finding={self.finding.clone().unwrap_or_default()}
                     {onkeydown} {onkeyup} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onblur}></canvas>
-                <p class="timeline-status">{status}</p>
+                <p ref={self.status.clone()} class="timeline-status"></p>
                 { self.view_range() }
                 { self.view_details(ctx) }
             </section>

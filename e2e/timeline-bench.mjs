@@ -17,10 +17,10 @@
 //   This is what the user sees: an image committed in an animation frame is shown on that
 //   frame's display refresh; a frame the worker missed shows as a 33 ms interval. Builds that
 //   drew outside animation frames have no such clock: `n/a`.
-// - `display`: between the display compositor's frames while the key is held, for any build
-//   (Chromium's trace: each `Display::DrawAndSwap`, timed by the frame time of the BeginFrame it
-//   was drawn for): each is a refresh the screen showed with something new (the canvas, or the
-//   page's own text, which only the old builds change on every frame).
+// - `display`: between the display compositor's frames that showed a new image of the canvas
+//   while the key is held, for any build (Chromium's trace: each `Display::DrawAndSwap` after
+//   the canvas's surface activated a frame, timed by the frame time of the BeginFrame it was
+//   drawn for).
 // - `reply` (the measure of earlier sessions): between the arrivals of `Drawn` replies at the
 //   page, whose timing also holds the page's main-thread delays and the message's trip.
 import { spawnSync } from 'node:child_process';
@@ -44,6 +44,9 @@ if (!existsSync(trace)) {
   const made = spawnSync(TTAP, ['bench', '--size-mib', '1900', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
   if (made.status !== 0) throw new Error('ttap bench failed');
 }
+
+// Apart from the figures of all gestures: the page's main thread busy 10 ms a frame.
+const busyGesture = ['zoom in, the page busy 10 ms a frame', 'w', 1500, 10];
 
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -97,30 +100,49 @@ async function measure(dist, shot) {
     cdp.off('Tracing.dataCollected', collect);
     const mark = (name) => events.find((e) => e.name === name)?.ts;
     const [from, to] = [mark('ttap-hold'), mark('ttap-release')];
-    // Each swap is timed by the refresh it was drawn for (its BeginFrame's frame time): when
-    // the compositor's thread got to run within that refresh is not what the screen shows.
+    // A swap counts when the canvas's surface activated a new image since the last one (the
+    // page's own text changes are not frames of the timeline). The canvas's surface is the one
+    // whose frame sink the renderer made (`FrameSinkId(client, id)` with id ≥ 2^31; the page's
+    // is its routing id). A swap is timed by the refresh it was drawn for (its BeginFrame's
+    // frame time): when the compositor's thread got to run within that refresh is not what
+    // the screen shows.
+    const canvasSink = /FrameSinkId\(\d+, (\d+)\)/;
     const frames = [];
     let refresh;
+    let image = false;
     for (const e of events.filter((x) => x.ph === 'X').sort((x, y) => x.ts - y.ts)) {
-      if (e.name === 'DisplayScheduler::BeginFrame') refresh = e.args?.args?.frame_time_us;
-      else if (e.name === 'Display::DrawAndSwap' && e.ts >= from && e.ts <= to && refresh !== undefined) {
+      if (e.name === 'Surface::ActivateFrame') image ||= Number(e.args?.SurfaceId?.match(canvasSink)?.[1]) >= 2 ** 31;
+      else if (e.name === 'DisplayScheduler::BeginFrame') refresh = e.args?.args?.frame_time_us;
+      else if (e.name === 'Display::DrawAndSwap' && image && refresh !== undefined && e.ts >= from && e.ts <= to) {
+        image = false;
         if (frames.at(-1) !== refresh / 1e3) frames.push(refresh / 1e3);
       }
     }
     return frames;
   }
 
-  /** Holds `key` for `ms`; returns the frames drawn meanwhile, the display's frames and the
-   * page's task time. */
-  async function hold(key, ms) {
+  /** Holds `key` for `ms`, the page's main thread kept busy for `busy` ms of each animation
+   * frame (another view, a garbage collection, a slower machine); returns the frames drawn
+   * meanwhile, the display's frames and the page's task time. */
+  async function hold(key, ms, busy = 0) {
     await page.evaluate(() => { window.ttapFrames = []; });
     const before = await taskSeconds();
     const display = await displayFrames(async () => {
+      await page.evaluate((spinMs) => {
+        window.ttapBusy = spinMs > 0;
+        const spin = () => {
+          if (!window.ttapBusy) return;
+          for (const t = performance.now(); performance.now() - t < spinMs;);
+          requestAnimationFrame(spin);
+        };
+        requestAnimationFrame(spin);
+      }, busy);
       await page.keyboard.down(key);
       await page.evaluate(() => performance.mark('ttap-hold'));
       await page.waitForTimeout(ms);
       await page.evaluate(() => performance.mark('ttap-release'));
       await page.keyboard.up(key);
+      await page.evaluate(() => { window.ttapBusy = false; });
       await page.waitForTimeout(300);
     });
     const tasks = await taskSeconds() - before;
@@ -145,19 +167,26 @@ async function measure(dist, shot) {
   console.log(`loaded (read, ingest, analysis) in ${loaded.toFixed(1)} s; ${status}`);
   console.log(`loaded trace to first frame (layout included): ${firstFrame.toFixed(2)} s`);
   let pageTasks = 0;
-  for (const [label, key, ms] of gestures) {
-    const [frames, shown, tasks] = await hold(key, ms);
-    pageTasks += tasks;
+  /** Holds a gesture's key; prints and returns its figures. */
+  async function gesture([label, key, ms, busy]) {
+    const [frames, shown, tasks] = await hold(key, ms, busy);
     const d = frames.map((f) => f[0]);
     const replyGaps = gapsOf(frames.map((f) => f[1]));
     const presentedGaps = gapsOf([...new Set(frames.map((f) => f[2]).filter((t) => t > 0))]);
     const displayGaps = gapsOf(shown);
+    const line = `interval: ${named('presented', presentedGaps)}; ${named('display', displayGaps)}; ${named('reply', replyGaps)}`;
+    console.log(`${label}: draw ${stats(d)}; ${line}`);
+    return { d, replyGaps, presentedGaps, displayGaps, tasks, line };
+  }
+  for (const g of gestures) {
+    const { d, replyGaps, presentedGaps, displayGaps, tasks } = await gesture(g);
+    pageTasks += tasks;
     draw.push(...d);
     reply.push(...replyGaps);
     presented.push(...presentedGaps);
     display.push(...displayGaps);
-    console.log(`${label}: draw ${stats(d)}; interval: ${named('presented', presentedGaps)}; ${named('display', displayGaps)}; ${named('reply', replyGaps)}`);
   }
+  const busy = (await gesture(busyGesture)).line;
   await page.screenshot({ path: join(SHOTS, shot) });
   const within = (gaps) => gaps.length ? `${(100 * gaps.filter((x) => x <= 17.5).length / gaps.length).toFixed(0)}% within 17.5 ms` : 'n/a';
   console.log(`all gestures: draw ${stats(draw)}; page main thread ${(1e3 * pageTasks / draw.length).toFixed(1)} ms per frame`);
@@ -167,7 +196,7 @@ async function measure(dist, shot) {
   if (errors.length) console.log(`page errors: ${errors.join('\n')}`);
   await browser.close();
   await site.close();
-  return { draw, presented, display, reply, perFrame: (1e3 * pageTasks) / draw.length };
+  return { draw, presented, display, reply, busy, perFrame: (1e3 * pageTasks) / draw.length };
 }
 
 const results = [];
@@ -176,8 +205,9 @@ for (const [k, dist] of dists.entries()) {
 }
 if (results.length > 1) {
   console.log('side by side (all gestures):');
-  for (const [dist, { draw, presented, display, reply, perFrame }] of results) {
+  for (const [dist, { draw, presented, display, reply, busy, perFrame }] of results) {
     console.log(`  ${basename(dist)}: draw ${stats(draw)}; page ${perFrame.toFixed(1)} ms per frame`);
     console.log(`    interval: ${named('presented', presented)}; ${named('display', display)}; ${named('reply', reply)}`);
+    console.log(`    ${busyGesture[0]}: ${busy}`);
   }
 }

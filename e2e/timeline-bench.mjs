@@ -150,14 +150,15 @@ async function measure(dist, shot) {
   }
 
   // Panning at a key's rate moves the view by 1.2 spans a second: short holds keep most of the
-  // trace in view while the whole trace is shown.
+  // trace in view while the whole trace is shown; zoomed in, the pans go there and back, so
+  // that every gesture draws the trace (earlier versions ended panned past its end).
   const gestures = [
     ['whole trace, pan right', 'd', 400],
     ['whole trace, pan left', 'a', 400],
     ['zoom in', 'w', 2500],
     ['pan left', 'a', 1500],
-    ['zoom out', 's', 2500],
     ['pan right', 'd', 1500],
+    ['zoom out', 's', 2500],
   ];
   const draw = [];
   const reply = [];

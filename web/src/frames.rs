@@ -72,8 +72,12 @@ pub struct Frames {
 }
 
 impl Frames {
-    /// The page's new view replaces the one drawn (and its motion).
-    pub fn show(&mut self, view: View) {
+    /// The page's new view replaces the one drawn (and its motion). A slice the replaced view
+    /// asked to reveal, and no frame drew yet, is still revealed.
+    pub fn show(&mut self, mut view: View) {
+        if self.changed && view.reveal.is_none() {
+            view.reveal = self.view.as_ref().and_then(|v| v.reveal);
+        }
         if !view.motion.moves() {
             self.last = None;
         }
@@ -170,9 +174,18 @@ mod tests {
         assert_eq!((drawn.seq, drawn.reveal), (5, Some(3)));
         frames.drawn(120.0);
         assert!(!frames.pending() && frames.next(33.0, 1e6).is_none());
-        frames.show(view(6));
+        let unrevealed = |seq| View {
+            reveal: None,
+            ..view(seq)
+        };
+        frames.show(unrevealed(6));
         let again = frames.next(50.0, 1e6).expect("a frame");
-        assert_eq!(again.seq, 6);
+        assert_eq!((again.seq, again.reveal), (6, None), "revealed once");
+        // A view posted before the frame that would reveal a slice still reveals it.
+        frames.show(view(7));
+        frames.show(unrevealed(8));
+        let revealed = frames.next(66.0, 1e6).expect("a frame");
+        assert_eq!((revealed.seq, revealed.reveal), (8, Some(3)));
     }
 
     /// A held key moves the view by the frames' own time steps, around the pointer, and stops

@@ -642,6 +642,11 @@ impl Component for Timeline {
     }
 
     fn destroy(&mut self, ctx: &Context<Self>) {
+        // A key held while the tab closes would keep the worker drawing a canvas nobody sees.
+        if !self.held.is_empty() {
+            self.held.clear();
+            self.moved(ctx);
+        }
         ctx.props().replies.stop(&self.listener);
         if let (Some(w), Some(resize)) = (web_sys::window(), &self._resize) {
             let _ =

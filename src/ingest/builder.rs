@@ -154,7 +154,6 @@ impl Builder {
     }
 
     /// A builder for a later block of a parallel ingest (see `defer_ends`).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn resumed() -> Builder {
         Builder {
             defer_ends: true,
@@ -165,7 +164,6 @@ impl Builder {
     /// Appends what `next`, the builder of the input right after this one's, read: the result is
     /// the builder one pass over both inputs would have made (same string ids, track ids, event
     /// and detail order; `E` events of `next` end this builder's open `B` events).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn merge(&mut self, next: Builder) {
         let ids: Vec<StrId> = next
             .strings
@@ -752,7 +750,6 @@ const NAME_CACHE_SLOTS: usize = 4096;
 
 /// Which detail table an event of `kind` indexes (`detail` is `NONE` or an index into it), in
 /// the order of `Builder::merge`'s offsets: kernels, copies, runtime calls, ops, memory.
-#[cfg(not(target_arch = "wasm32"))]
 fn detail_table(kind: EventKind) -> Option<usize> {
     match kind {
         EventKind::GpuKernel | EventKind::Collective => Some(0),

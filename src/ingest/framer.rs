@@ -292,9 +292,8 @@ impl ValueScan {
 impl Framer {
     /// A framer for input that starts `offset` bytes into the document, between two elements
     /// of the event array (inside a top-level object when `array_in_object`): how a block of a
-    /// parallel ingest is framed on the guess that it starts there (`parallel` checks the guess
+    /// parallel ingest is framed on the guess that it starts there (`blocks::merge` checks the guess
     /// against [`Framer::between_elements`] of the block before).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn between(offset: u64, array_in_object: bool) -> Framer {
         Framer {
             state: State::ArrExpectElement,
@@ -307,7 +306,6 @@ impl Framer {
     /// `Some(array_in_object)` when the framer stands between two elements of the event array
     /// with nothing carried: then a [`Framer::between`] at this offset frames what follows
     /// exactly as this framer would (no other field is read before it is set again).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn between_elements(&self) -> Option<bool> {
         matches!(self.state, State::ArrExpectElement | State::ArrAfterElement)
             .then_some(self.array_in_object)

@@ -12,6 +12,9 @@
 //! The caller decides where chunks come from (a file natively, `File` slices in the browser).
 
 mod assemble;
+// Used natively by `parallel`; the web app's workers are next.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+mod blocks;
 mod builder;
 mod error;
 mod event;

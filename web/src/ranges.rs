@@ -9,6 +9,9 @@
 //! merge i in order; a wrong guess: read start..end again here and frame it serially
 //! ```
 //!
+//! The coordinator parses too: it frames a later range itself while it waits for a helper,
+//! and reads in place a range no helper has taken (the first ones, while helpers start).
+//!
 //! Each helper finds its block's ends with `ingest::blocks::range_start` from the range's
 //! nominal bounds, so two neighbours agree on their common boundary without talking. A block's
 //! state crosses as bincode in an `ArrayBuffer` that is transferred, not copied (the page's
@@ -87,18 +90,35 @@ async fn boundary(blob: &Blob, from: u64) -> Result<u64, String> {
     }
 }
 
+/// The block of range `index` (nominally `from..to`): where it starts and ends, and what it
+/// holds framed alone.
+async fn frame_range(
+    blob: &Blob,
+    index: usize,
+    (from, to): (u64, u64),
+    in_object: bool,
+) -> Result<(u64, u64, Framed), String> {
+    let start = boundary(blob, from).await?;
+    let end = boundary(blob, to).await?.max(start);
+    let bytes = read_bytes(blob, start, end).await?;
+    let how = match index {
+        0 => Start::Document,
+        _ => Start::Between(in_object),
+    };
+    Ok((start, end, blocks::frame(how, start, &bytes)))
+}
+
+/// The nominal bytes of range `index` of a trace of `size` bytes.
+fn nominal(index: usize, size: u64) -> (u64, u64) {
+    let from = index as u64 * RANGE_BYTES;
+    (from.min(size), (from + RANGE_BYTES).min(size))
+}
+
 /// A helper's work: the range's block read, framed alone and serialized.
 pub async fn parse(job: &Parse) -> Parsed {
     let result = async {
-        let start = boundary(&job.blob, job.from).await?;
-        let end = boundary(&job.blob, job.to).await?.max(start);
-        let bytes = read_bytes(&job.blob, start, end).await?;
-        let how = match job.index {
-            0 => Start::Document,
-            _ => Start::Between(job.in_object),
-        };
-        let framed = blocks::frame(how, start, &bytes);
-        drop(bytes);
+        let (start, end, framed) =
+            frame_range(&job.blob, job.index, (job.from, job.to), job.in_object).await?;
         let state = bincode::serialize(&framed).map_err(|e| e.to_string())?;
         Ok(ParsedBlock {
             start,
@@ -150,20 +170,27 @@ struct Dispatch {
 }
 
 impl Dispatch {
-    /// Hands out ranges to idle helpers, at most [`AHEAD`] per helper beyond the one merged.
+    /// How far ranges are handed out: [`AHEAD`] per worker beyond the one being merged.
+    fn limit(&self) -> usize {
+        self.ranges
+            .min(self.merging + AHEAD * (self.helpers.len() + 1))
+    }
+
+    /// Hands out ranges to idle helpers.
     fn hand_out(&mut self) {
-        let limit = self.merging + AHEAD * self.helpers.len();
-        while self.next < self.ranges.min(limit) {
+        let limit = self.limit();
+        while self.next < limit {
             let Some(h) = self.idle.pop() else { return };
             let Some(helper) = &self.helpers[h] else {
                 continue;
             };
             let index = self.next;
+            let (from, to) = nominal(index, self.size);
             let job = ToWorker::Parse(Box::new(Parse {
                 blob: self.blob.clone(),
                 index,
-                from: index as u64 * RANGE_BYTES,
-                to: ((index as u64 + 1) * RANGE_BYTES).min(self.size),
+                from,
+                to,
                 in_object: self.in_object,
             }));
             let posted = protocol::encode(&job)
@@ -232,33 +259,42 @@ fn start_helper(dispatch: &Weak<RefCell<Dispatch>>, h: usize) -> Result<Helper, 
     })
 }
 
-/// Waits for range `index`'s result; `Err` when this worker must read it itself (its helper
-/// stopped, or none is left).
-async fn result_of(dispatch: &Rc<RefCell<Dispatch>>, index: usize) -> Result<ParsedBlock, String> {
-    loop {
-        {
-            let mut d = dispatch.borrow_mut();
-            if let Some(result) = d.results.remove(&index) {
-                d.merging = index + 1;
-                d.hand_out();
-                return result;
-            }
-            if index >= d.next && d.live() == 0 {
-                d.next = index + 1;
-                d.merging = index + 1;
-                return Err("no helper worker is left".into());
-            }
+/// What the coordinator does next for range `index`.
+enum Next {
+    /// A helper's result, or why there is none (then it reads the range itself).
+    Parsed(Result<ParsedBlock, String>),
+    /// No helper has it: it reads it itself.
+    Mine,
+    /// While waiting for range `index`: frame range `k` alone, for later.
+    Ahead(usize),
+    Wait,
+}
+
+impl Dispatch {
+    fn next_for(&mut self, index: usize) -> Next {
+        if let Some(result) = self.results.remove(&index) {
+            self.merging = index + 1;
+            self.hand_out();
+            return Next::Parsed(result);
         }
-        let woken = js_sys::Promise::new(&mut |resolve, _| {
-            dispatch.borrow_mut().wake = Some(resolve);
-        });
-        let _ = JsFuture::from(woken).await;
+        if index >= self.next {
+            self.next = index + 1;
+            self.merging = index + 1;
+            self.hand_out();
+            return Next::Mine;
+        }
+        if self.next < self.limit() {
+            self.next += 1;
+            return Next::Ahead(self.next - 1);
+        }
+        Next::Wait
     }
 }
 
-/// Reads `blob` with `workers` helper workers into an ingester holding what one pass would
-/// hold, posting progress after each merged range; stops when this worker's memory passes
-/// `memory_limit`.
+/// Reads `blob` with `workers` workers (this one and its helpers) into an ingester holding
+/// what one pass would hold, posting progress after each merged range; stops when this
+/// worker's memory passes `memory_limit`. This worker merges in order; while it waits for a
+/// helper it frames a later range itself, and a range no helper took it reads in place.
 pub async fn read(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
@@ -269,6 +305,7 @@ pub async fn read(
 ) -> Result<Ingest, String> {
     let size = blob.size() as u64;
     let ranges = size.div_ceil(RANGE_BYTES) as usize;
+    let helpers = workers.saturating_sub(1);
     let dispatch = Rc::new(RefCell::new(Dispatch {
         blob: blob.clone(),
         size,
@@ -277,45 +314,72 @@ pub async fn read(
         next: 0,
         merging: 0,
         helpers: Vec::new(),
-        working: vec![None; workers],
+        working: vec![None; helpers],
         idle: Vec::new(),
         results: BTreeMap::new(),
         wake: None,
     }));
     let weak = Rc::downgrade(&dispatch);
-    let helpers = (0..workers).map(|h| start_helper(&weak, h).ok()).collect();
-    dispatch.borrow_mut().helpers = helpers;
-    progress.workers = dispatch.borrow().live();
+    let started = (0..helpers).map(|h| start_helper(&weak, h).ok()).collect();
+    dispatch.borrow_mut().helpers = started;
+    progress.workers = dispatch.borrow().live() + 1;
+    // Ranges this worker framed alone while waiting.
+    let mut own: BTreeMap<usize, (u64, u64, Framed)> = BTreeMap::new();
     let mut ingest = Ingest::blocks(IngestOptions::default());
     for index in 0..ranges {
-        let block = match result_of(&dispatch, index).await {
-            Ok(block) => block,
-            Err(_) => {
-                // Read here: the same cut points as a helper's.
-                let from = index as u64 * RANGE_BYTES;
-                let start = boundary(blob, from).await?;
-                let end = boundary(blob, from + RANGE_BYTES).await?.max(start);
-                ingest
-                    .feed(&read_bytes(blob, start, end).await?)
-                    .map_err(|e| e.to_string())?;
-                progress.bytes = end;
-                continue_progress(scope, &ingest, progress, memory_limit)?;
-                continue;
+        let end = loop {
+            if let Some((start, end, framed)) = own.remove(&index) {
+                dispatch.borrow_mut().merging = index + 1;
+                merge(&mut ingest, blob, Some(framed), (start, end)).await?;
+                break end;
+            }
+            let next = dispatch.borrow_mut().next_for(index);
+            match next {
+                Next::Parsed(Ok(block)) => {
+                    let framed = bincode::deserialize(&Uint8Array::new(&block.state).to_vec());
+                    merge(&mut ingest, blob, framed.ok(), (block.start, block.end)).await?;
+                    break block.end;
+                }
+                Next::Parsed(Err(_)) | Next::Mine => {
+                    // Read here, in order: the same cut points as a helper's.
+                    let (from, to) = nominal(index, size);
+                    let start = boundary(blob, from).await?;
+                    let end = boundary(blob, to).await?.max(start);
+                    merge(&mut ingest, blob, None, (start, end)).await?;
+                    break end;
+                }
+                Next::Ahead(k) => {
+                    let framed = frame_range(blob, k, nominal(k, size), in_object).await?;
+                    own.insert(k, framed);
+                }
+                Next::Wait => {
+                    let woken = js_sys::Promise::new(&mut |resolve, _| {
+                        dispatch.borrow_mut().wake = Some(resolve);
+                    });
+                    let _ = JsFuture::from(woken).await;
+                }
             }
         };
-        let framed: Option<Framed> =
-            bincode::deserialize(&Uint8Array::new(&block.state).to_vec()).ok();
-        if !framed.is_some_and(|f| ingest.merge(f)) {
-            // A wrong guess of where the block starts (or a syntax error, reported at its
-            // place): framed again, in order.
-            ingest
-                .feed(&read_bytes(blob, block.start, block.end).await?)
-                .map_err(|e| e.to_string())?;
-        }
-        progress.bytes = block.end;
+        progress.bytes = end;
         continue_progress(scope, &ingest, progress, memory_limit)?;
     }
     Ok(ingest)
+}
+
+/// Merges the next block, framed alone; when there is none, or its guess of where it starts
+/// was wrong (or it holds a syntax error, reported at its place), frames its bytes in order.
+async fn merge(
+    ingest: &mut Ingest,
+    blob: &Blob,
+    framed: Option<Framed>,
+    (start, end): (u64, u64),
+) -> Result<(), String> {
+    if framed.is_some_and(|f| ingest.merge(f)) {
+        return Ok(());
+    }
+    ingest
+        .feed(&read_bytes(blob, start, end).await?)
+        .map_err(|e| e.to_string())
 }
 
 /// Posts progress after a range; the error when memory passed the limit.

@@ -15,7 +15,11 @@
 //! Each helper finds its block's ends with `ingest::blocks::range_start` from the range's
 //! nominal bounds, so two neighbours agree on their common boundary without talking. A block's
 //! state crosses as bincode in an `ArrayBuffer` that is transferred, not copied (the page's
-//! messages stay `serde-wasm-bindgen` values). Memory: each helper holds one range (its bytes,
+//! messages stay `serde-wasm-bindgen` values). Measured (`web/tests/browser.rs`, a state of
+//! 18,647 events, debug build): bincode written and read back in 53 ms, 942 KB;
+//! `serde-wasm-bindgen` to a JS value and back 92 ms, before the structured clone that a JS
+//! value costs and a transferred buffer does not. In the release worker, a 16 MiB range's
+//! 3.4 MB state is written in about 1 ms and read and merged in about 11 ms. Memory: each helper holds one range (its bytes,
 //! then its state) and at most [`AHEAD`] ranges per helper are handed out beyond the one being
 //! merged. A helper that stops (out of memory, a bug) loses only its range, which the
 //! coordinator then reads itself; so does any range when no helper is left.
@@ -119,7 +123,9 @@ pub async fn parse(job: &Parse) -> Parsed {
     let result = async {
         let (start, end, framed) =
             frame_range(&job.blob, job.index, (job.from, job.to), job.in_object).await?;
-        let state = bincode::serialize(&framed).map_err(|e| e.to_string())?;
+        // Written once, growing the buffer (`bincode::serialize` would walk it twice).
+        let mut state = Vec::new();
+        bincode::serialize_into(&mut state, &framed).map_err(|e| e.to_string())?;
         Ok(ParsedBlock {
             start,
             end,

@@ -19,6 +19,11 @@
 //! load its own worker (`ui::pool`) and keeps only one of them, holding one trace: a request
 //! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
 //!
+//! A file's worker may start helpers (the same worker script) to read a large trace by byte
+//! ranges (`ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
+//! answers with a [`FromWorker::Parsed`], whose framed state is bincode in an `ArrayBuffer`
+//! transferred with it ([`FromWorker::transfer`]). These never reach the page.
+//!
 //! The messages are this module's enums. What they carry of the core (the report, the trace's
 //! summary, timeline places and bands, LLM prompts) travels in the core's own serde form: for
 //! the report, the versioned document a saved report holds (`report::VERSION`). Page and worker

@@ -4,6 +4,7 @@
 //   node e2e/bench.mjs [TRACE]     (default: target/bench/bench-1024MiB.json, made by `ttap bench`)
 //   node e2e/bench.mjs DIR         (the ranks of a run, e.g. `ttap synth --ranks 8`: the page
 //                                   analyzes each in its own worker; the CLI on all its threads)
+//   WORKERS=1,2 RUNS=1 node e2e/bench.mjs TRACE   (the browser with 1, then 2 workers per file)
 //
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 import { spawnSync } from 'node:child_process';
@@ -41,51 +42,64 @@ for (let i = 0; i < runs; i++) {
 }
 
 // Browser: from handing the file to the page to the analysis shown, best of `runs`, each in a
-// fresh page (a fresh worker).
+// fresh page (a fresh worker). `WORKERS=1,2` runs it once per worker count (`?workers=N`: the
+// workers reading one file); by default the page chooses (navigator.hardwareConcurrency).
 const site = await serve();
 const browser = await launch();
-const inBrowser = [];
-const reading = [];
-let memory = '';
-let workers = '';
-for (let i = 0; i < runs; i++) {
-  const { page, context, errors } = await openPage(browser, site.url);
-  // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
-  // a fast load may go from reading to the result between two renders, so the end of the load
-  // is taken from `main[data-loads]` (what `load` waits on), never from this label. Several
-  // files have one line each, and no such label.
-  if (files.length === 1) await page.evaluate(() => {
-    window.ttapAnalyzingAt = null;
-    new MutationObserver((_, observer) => {
-      const label = document.querySelector('.loading-label');
-      if (label?.textContent.startsWith('Analyzing')) {
-        window.ttapAnalyzingAt = performance.now();
-        observer.disconnect();
-      }
-    }).observe(document.body, { subtree: true, childList: true, characterData: true });
-  });
-  const t0 = Date.now();
-  const p0 = await page.evaluate(() => performance.now());
-  await load(page, () => page.setInputFiles('#file-input', files), 900_000);
-  inBrowser.push((Date.now() - t0) / 1e3);
-  const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
-  reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
-  if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
-  if (errors.length) throw new Error(errors.join('\n'));
-  workers = await page.locator('main').getAttribute('data-workers');
-  memory = `${(Number(await page.locator('main').getAttribute('data-memory')) / 2 ** 20).toFixed(0)} MiB`;
-  await context.close();
+const counts = process.env.WORKERS ? process.env.WORKERS.split(',').map(Number) : [null];
+
+async function browse(count) {
+  const inBrowser = [];
+  const reading = [];
+  let memory = '';
+  let workers = '';
+  for (let i = 0; i < runs; i++) {
+    const url = count === null ? site.url : `${site.url}?workers=${count}`;
+    const { page, context, errors } = await openPage(browser, url);
+    // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
+    // a fast load may go from reading to the result between two renders, so the end of the load
+    // is taken from `main[data-loads]` (what `load` waits on), never from this label. Several
+    // files have one line each, and no such label.
+    if (files.length === 1) await page.evaluate(() => {
+      window.ttapAnalyzingAt = null;
+      new MutationObserver((_, observer) => {
+        const label = document.querySelector('.loading-label');
+        if (label?.textContent.startsWith('Analyzing')) {
+          window.ttapAnalyzingAt = performance.now();
+          observer.disconnect();
+        }
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    const t0 = Date.now();
+    const p0 = await page.evaluate(() => performance.now());
+    await load(page, () => page.setInputFiles('#file-input', files), 900_000);
+    inBrowser.push((Date.now() - t0) / 1e3);
+    const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
+    reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
+    if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
+    if (errors.length) throw new Error(errors.join('\n'));
+    workers = await page.locator('main').getAttribute('data-workers');
+    memory = `${(Number(await page.locator('main').getAttribute('data-memory')) / 2 ** 20).toFixed(0)} MiB`;
+    await context.close();
+  }
+  return { count, inBrowser, reading, memory, workers };
 }
+
+const results = [];
+for (const count of counts) results.push(await browse(count));
 await browser.close();
 await site.close();
 
 const nativeBest = best(native);
-const browserBest = best(inBrowser);
 console.log(`trace: ${trace} (${files.length} file${files.length > 1 ? 's' : ''}, ${mb.toFixed(1)} MB)`);
 console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
-console.log(`browser (worker):   ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
-if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
-console.log(`browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
-const [started, peak] = workers.split('/');
-console.log(`browser workers: ${started} started, ${peak} at once (navigator.hardwareConcurrency)`);
-console.log(`worker wasm memory at the end (the largest worker's): ${memory} for ${mb.toFixed(0)} MB of trace`);
+for (const { count, inBrowser, reading, memory, workers } of results) {
+  const browserBest = best(inBrowser);
+  const which = count === null ? 'page default' : `?workers=${count}`;
+  console.log(`browser (${which}): ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
+  if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
+  console.log(`  browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
+  const [started, peak] = workers.split('/');
+  console.log(`  page's workers: ${started} started, ${peak} at once (a file's helpers not counted)`);
+  console.log(`  the file worker's wasm memory at the end (the largest): ${memory} for ${mb.toFixed(0)} MB of trace`);
+}

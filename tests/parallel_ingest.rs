@@ -4,6 +4,10 @@
 //! `../shared/traces` (skipped, saying so, where it is absent), for several thread counts and
 //! block sizes down to a few hundred bytes (where most cuts fall inside events and are framed
 //! again). Gzip read on one thread (inflated there, read on another) reads as the plain input.
+//!
+//! The web app's workers (`ingest::blocks`) give the serial result too: byte ranges cut by
+//! `range_start`, each framed alone, its state serialized with bincode (as a worker posts it),
+//! read back and merged in order by `Ingest::blocks`, a range whose guess fails fed again.
 
 mod common;
 
@@ -11,6 +15,7 @@ use std::fmt::Write as _;
 use std::hash::Hasher;
 use std::io::Write as _;
 
+use torchtraceap::ingest::blocks::{self, Framed, Start};
 use torchtraceap::ingest::{ingest_bytes, Ingest, IngestOptions};
 use torchtraceap::synth::{self, Gpu, Model};
 
@@ -62,6 +67,56 @@ fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -
     serial
 }
 
+/// Ingests `bytes` as the web app's workers do, in ranges of `range` bytes: each range's block
+/// framed alone, serialized, read back and merged in order; returns the digest and how many
+/// blocks were fed again because their guess failed.
+fn by_ranges(bytes: &[u8], range: usize) -> (String, usize) {
+    let len = bytes.len() as u64;
+    let range = range as u64;
+    let in_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[');
+    let cut = |from: u64| match from {
+        0 => 0,
+        _ if from >= len => len,
+        _ => blocks::range_start(bytes, 0, from, (from + range).min(len)).unwrap(),
+    };
+    let mut ingest = Ingest::blocks(IngestOptions::default());
+    let mut fed = 0;
+    for i in 0..len.div_ceil(range).max(1) {
+        let (start, end) = (cut(i * range), cut((i + 1) * range));
+        let how = if i == 0 {
+            Start::Document
+        } else {
+            Start::Between(in_object)
+        };
+        let framed = blocks::frame(how, start, &bytes[start as usize..end as usize]);
+        let posted = bincode::serialize(&framed).unwrap();
+        let received: Framed = bincode::deserialize(&posted).unwrap();
+        if !ingest.merge(received) {
+            fed += 1;
+            if let Err(e) = ingest.feed(&bytes[start as usize..end as usize]) {
+                return (digest(Err(e)), fed);
+            }
+        }
+    }
+    (digest(ingest.finish()), fed)
+}
+
+/// Checks that `bytes` read by ranges of each size give the serial result; returns the number
+/// of blocks fed again.
+fn ranges_same_as_serial(what: &str, bytes: &[u8], ranges: &[usize]) -> usize {
+    let serial = digest(ingest_bytes(bytes, IngestOptions::default()));
+    let mut fed = 0;
+    for &range in ranges {
+        let (got, again) = by_ranges(bytes, range);
+        assert_eq!(
+            got, serial,
+            "{what}: ranges of {range} B differ from the serial ingest"
+        );
+        fed += again;
+    }
+    fed
+}
+
 const CONFIGS: [(usize, usize, usize); 4] = [
     (2, 1 << 20, 1 << 20),
     (3, 64 << 10, 1 << 20),
@@ -81,19 +136,21 @@ fn the_bundled_sample_ingests_the_same_in_parallel() {
     let mut plain = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
     same_as_serial("sample (plain)", &plain, &CONFIGS);
+    ranges_same_as_serial("sample (plain)", &plain, &RANGES);
 }
+
+/// Range sizes for the workers' ingest: most cuts good, many cuts inside events.
+const RANGES: [usize; 3] = [1 << 20, 64 << 10, 300];
 
 #[test]
 fn generated_traces_ingest_the_same_in_parallel() {
     for seed in 1..=4 {
         let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], seed);
         let trace = synth::generate(&config).trace;
-        let serial = same_as_serial(
-            &format!("generated, seed {seed}"),
-            trace.as_bytes(),
-            &CONFIGS,
-        );
+        let what = format!("generated, seed {seed}");
+        let serial = same_as_serial(&what, trace.as_bytes(), &CONFIGS);
         assert!(serial.starts_with("ok"), "{serial}");
+        ranges_same_as_serial(&what, trace.as_bytes(), &RANGES);
     }
 }
 
@@ -167,6 +224,14 @@ fn awkward_inputs_ingest_the_same_in_parallel() {
     let broken = lines.replacen("aten::op3\"", "aten::\"op3\"", 5);
     let not_json = format!("\n\n\n{}", "x".repeat(5000));
     let bad_later = format!("{lines} trailing");
+    // One event longer than several ranges, with `,{` in its arguments.
+    let long = format!(
+        r#"{{"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 1, "ts": 5, "dur": 1, "args": {{"list": [{}]}}}}"#,
+        vec![r#"{"k": "v"}"#; 200].join(",\n ")
+    );
+    let mut with_long = body.clone();
+    with_long.insert(200, long);
+    let long_event = format!("{{\"traceEvents\": [\n{}\n]}}", with_long.join(",\n"));
     for (what, input) in [
         ("one line", one_line.as_str()),
         ("one event per line", &lines),
@@ -176,8 +241,15 @@ fn awkward_inputs_ingest_the_same_in_parallel() {
         ("malformed events", &broken),
         ("not JSON", &not_json),
         ("data after the document", &bad_later),
+        ("an event longer than a range", &long_event),
     ] {
         same_as_serial(what, input.as_bytes(), &CONFIGS);
+        let fed = ranges_same_as_serial(what, input.as_bytes(), &RANGES);
+        // Ranges of 300 B cut inside events with `,{` in their arguments: those are fed again.
+        assert!(
+            fed > 0 || what == "not JSON",
+            "{what}: no range's guess failed"
+        );
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(input.as_bytes()).unwrap();
         let gz = gz.finish().unwrap();
@@ -201,12 +273,17 @@ fn every_shared_trace_ingests_the_same_in_parallel() {
     let mut ok = 0;
     for file in &files {
         let bytes = std::fs::read(file).unwrap();
+        let what = file.display().to_string();
         let serial = same_as_serial(
-            &file.display().to_string(),
+            &what,
             &bytes,
             &[(2, 1 << 20, 1 << 20), (3, 32 << 10, 1 << 20)],
         );
         ok += usize::from(serial.starts_with("ok"));
+        // The browser reads gzip in one stream; its plain traces by ranges.
+        if !bytes.starts_with(&[0x1f, 0x8b]) {
+            ranges_same_as_serial(&what, &bytes, &[1 << 20, 32 << 10]);
+        }
     }
     eprintln!(
         "{} real traces compared, {ok} of them ingested",

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::event::{self, parse_event, Raw, RawEvent};
 use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
@@ -31,10 +32,53 @@ pub mod skip {
     pub const UNMATCHED_END: &str = "E (end) event without a matching B (begin)";
     pub const UNMATCHED_BEGIN: &str = "B (begin) event never ended";
     pub const OVERSIZED: &str = "event larger than 64 MiB";
+    /// Every reason, for reading a serialized builder back.
+    pub const ALL: [&str; 10] = [
+        NOT_AN_OBJECT,
+        MALFORMED,
+        NO_PHASE,
+        UNSUPPORTED_PHASE,
+        BAD_TS,
+        BAD_DUR,
+        NEGATIVE_DUR,
+        UNMATCHED_END,
+        UNMATCHED_BEGIN,
+        OVERSIZED,
+    ];
+
+    /// The counts per reason, serialized by text and read back as the constants above.
+    pub(crate) mod counts {
+        use std::collections::BTreeMap;
+
+        use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
+
+        pub fn serialize<S: Serializer>(
+            counts: &BTreeMap<&'static str, u64>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            counts.serialize(serializer)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<BTreeMap<&'static str, u64>, D::Error> {
+            BTreeMap::<String, u64>::deserialize(deserializer)?
+                .into_iter()
+                .map(
+                    |(reason, n)| match super::ALL.iter().find(|r| **r == reason) {
+                        Some(r) => Ok((*r, n)),
+                        None => Err(D::Error::custom(format!(
+                            "an unknown skip reason: {reason}"
+                        ))),
+                    },
+                )
+                .collect()
+        }
+    }
 }
 
 /// A flow endpoint (`ph` `s`, `t` or `f`), bound to an event once all events are known.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct FlowPoint {
     pub id: u64,
     pub track: u32,
@@ -44,11 +88,35 @@ pub struct FlowPoint {
 }
 
 /// Raw top-level values kept for `assemble`.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct TopLevel {
     pub object: Option<bool>,
     pub keys: Vec<String>,
+    #[serde(with = "json_text")]
     pub values: FxHashMap<String, serde_json::Value>,
+}
+
+/// JSON values serialized as their text: formats without self-description (bincode) cannot
+/// read a `serde_json::Value` back.
+mod json_text {
+    use rustc_hash::FxHashMap;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        values: &FxHashMap<String, serde_json::Value>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(values.iter().map(|(k, v)| (k, v.to_string())))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<FxHashMap<String, serde_json::Value>, D::Error> {
+        FxHashMap::<String, String>::deserialize(deserializer)?
+            .into_iter()
+            .map(|(k, text)| Ok((k, serde_json::from_str(&text).map_err(D::Error::custom)?)))
+            .collect()
+    }
 }
 
 /// The top-level keys whose values are read.
@@ -86,6 +154,7 @@ struct Classified {
 }
 
 /// A category as written, with its count and what it tells about the trace.
+#[derive(Serialize, Deserialize)]
 pub struct Category {
     raw: Vec<u8>,
     pub id: StrId,
@@ -98,15 +167,20 @@ pub struct Category {
     fwdbwd: bool,
 }
 
-#[derive(Default)]
+/// Serializable: a block's builder travels between the web app's workers (`blocks`); the
+/// caches of the last event's track, category and names are left out and start empty.
+#[derive(Default, Serialize, Deserialize)]
 pub struct Builder {
     pub strings: Strings,
     pub events: Events,
     /// Tracks as first seen; names and event ranges are filled in by `assemble`.
     pub tracks: Vec<Track>,
     track_ids: FxHashMap<(StrId, StrId), u32>,
+    #[serde(skip)]
     last_pid: Vec<u8>,
+    #[serde(skip)]
     last_tid: Vec<u8>,
+    #[serde(skip, default = "no_track")]
     last_track: u32,
     pub kernels: Vec<KernelDetail>,
     pub copies: Vec<CopyDetail>,
@@ -121,7 +195,9 @@ pub struct Builder {
     pub thread_names: FxHashMap<(StrId, StrId), StrId>,
     /// Every category seen, in order of appearance (few: a linear search is fastest).
     pub categories: Vec<Category>,
+    #[serde(skip)]
     last_category: usize,
+    #[serde(with = "skip::counts")]
     pub skipped: BTreeMap<&'static str, u64>,
     /// Elements of the event array, of any type.
     pub elements: u64,
@@ -134,8 +210,10 @@ pub struct Builder {
     pub top: TopLevel,
     no_category: StrId,
     /// Recently seen names, by [`name_slot`].
+    #[serde(skip, default = "empty_name_cache")]
     name_cache: Vec<StrId>,
     /// Indexed by name id: the category and phase kind last seen with it, and what they gave.
+    #[serde(skip)]
     classified: Vec<Option<(StrId, bool, Classified)>>,
     /// Set on a builder of a later block of a parallel ingest: an `E` without its `B` may end
     /// a `B` of an earlier block, so it is kept in `deferred_ends` for [`Builder::merge`].
@@ -144,17 +222,24 @@ pub struct Builder {
     deferred_ends: Vec<(u32, i64)>,
 }
 
+fn no_track() -> u32 {
+    NONE
+}
+
+fn empty_name_cache() -> Vec<StrId> {
+    vec![NONE; NAME_CACHE_SLOTS]
+}
+
 impl Builder {
     pub fn new() -> Builder {
         let mut b = Builder::default();
         b.no_category = b.strings.intern("");
-        b.last_track = NONE;
-        b.name_cache = vec![NONE; NAME_CACHE_SLOTS];
+        b.last_track = no_track();
+        b.name_cache = empty_name_cache();
         b
     }
 
     /// A builder for a later block of a parallel ingest (see `defer_ends`).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn resumed() -> Builder {
         Builder {
             defer_ends: true,
@@ -165,7 +250,6 @@ impl Builder {
     /// Appends what `next`, the builder of the input right after this one's, read: the result is
     /// the builder one pass over both inputs would have made (same string ids, track ids, event
     /// and detail order; `E` events of `next` end this builder's open `B` events).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn merge(&mut self, next: Builder) {
         let ids: Vec<StrId> = next
             .strings
@@ -752,7 +836,6 @@ const NAME_CACHE_SLOTS: usize = 4096;
 
 /// Which detail table an event of `kind` indexes (`detail` is `NONE` or an index into it), in
 /// the order of `Builder::merge`'s offsets: kernels, copies, runtime calls, ops, memory.
-#[cfg(not(target_arch = "wasm32"))]
 fn detail_table(kind: EventKind) -> Option<usize> {
     match kind {
         EventKind::GpuKernel | EventKind::Collective => Some(0),

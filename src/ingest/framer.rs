@@ -18,6 +18,7 @@
 //! included.
 
 use memchr::{memchr, memchr2, memchr3};
+use serde::{Deserialize, Serialize};
 
 use super::event::{is_ws, Stop, Stopped};
 
@@ -75,7 +76,7 @@ pub struct SyntaxError {
     pub found: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum State {
     Start,
     ObjExpectKey,
@@ -93,7 +94,7 @@ enum State {
 }
 
 /// The scan of one value: its shape and where the scan is inside it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct ValueScan {
     shape: Shape,
     depth: u32,
@@ -101,7 +102,7 @@ struct ValueScan {
     escape: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum Shape {
     Object,
     Array,
@@ -110,7 +111,7 @@ enum Shape {
 }
 
 /// What the value being scanned is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum ValueRole {
     /// An element of the event array.
     Element,
@@ -118,6 +119,8 @@ enum ValueRole {
     TopValue,
 }
 
+/// Serializable: a block's framer travels between the web app's workers (`blocks`).
+#[derive(Serialize, Deserialize)]
 pub struct Framer {
     state: State,
     /// Decoded bytes consumed before the current chunk.
@@ -292,9 +295,8 @@ impl ValueScan {
 impl Framer {
     /// A framer for input that starts `offset` bytes into the document, between two elements
     /// of the event array (inside a top-level object when `array_in_object`): how a block of a
-    /// parallel ingest is framed on the guess that it starts there (`parallel` checks the guess
+    /// parallel ingest is framed on the guess that it starts there (`blocks::merge` checks the guess
     /// against [`Framer::between_elements`] of the block before).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn between(offset: u64, array_in_object: bool) -> Framer {
         Framer {
             state: State::ArrExpectElement,
@@ -307,7 +309,6 @@ impl Framer {
     /// `Some(array_in_object)` when the framer stands between two elements of the event array
     /// with nothing carried: then a [`Framer::between`] at this offset frames what follows
     /// exactly as this framer would (no other field is read before it is set again).
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn between_elements(&self) -> Option<bool> {
         matches!(self.state, State::ArrExpectElement | State::ArrAfterElement)
             .then_some(self.array_in_object)

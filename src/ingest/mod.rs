@@ -12,6 +12,7 @@
 //! The caller decides where chunks come from (a file natively, `File` slices in the browser).
 
 mod assemble;
+pub mod blocks;
 mod builder;
 mod error;
 mod event;
@@ -302,6 +303,28 @@ impl Ingest {
             block,
             ..Ingest::new(options)
         }
+    }
+
+    /// An ingester of plain JSON read as blocks, each framed alone ([`blocks::frame`]) and
+    /// merged here in input order ([`Ingest::merge`]); a block whose merge fails is fed
+    /// ([`Ingest::feed`]) instead. [`Ingest::finish`] then gives what one pass gives.
+    pub fn blocks(options: IngestOptions) -> Ingest {
+        Ingest {
+            stage: Stage::Plain(Box::new(JsonSink::new(1, 0))),
+            ..Ingest::new(options)
+        }
+    }
+
+    /// Merges the next block of an [`Ingest::blocks`], framed alone. False when its guess of
+    /// where it starts was wrong (or it holds a syntax error): nothing changed, and the caller
+    /// feeds the block's bytes instead.
+    pub fn merge(&mut self, block: blocks::Framed) -> bool {
+        let Stage::Plain(sink) = &mut self.stage else {
+            return false;
+        };
+        let merged = blocks::merge(&mut sink.framer, &mut sink.builder, block);
+        self.input_bytes = sink.framer.offset();
+        merged
     }
 
     fn sink(&self) -> Option<&JsonSink> {

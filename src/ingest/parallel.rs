@@ -5,15 +5,9 @@
 //!   each, on the guess that the block starts between two events) ─▶ merged in input order
 //! ```
 //!
-//! The framer is chunk-independent, so a block can be framed alone if it is known where in the
-//! document it starts. Blocks are cut just before a `{` that follows a `,` (an element of the
-//! event array, in every writer seen), and framed on the guess that they start between two
-//! elements. The guess is checked when blocks are merged, in order: the framer of everything
-//! before must stand between two elements ([`Framer::between_elements`]); when it does not (a
-//! `,{` inside an event's arguments, an event longer than a block, a malformed one), the block
-//! is framed again, serially, by that framer. So any cut gives the serial result; good cuts only
-//! make it fast. [`Builder::merge`] renumbers strings, tracks and details as one pass would have
-//! numbered them, and ends open `B` events of earlier blocks with `E` events of later ones.
+//! The cut rule, framing a block alone and the ordered merge with its guess check are
+//! `blocks`'s (shared with the web app's workers); this module runs them on threads and frames
+//! a block again, serially, when its guess was wrong.
 //!
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
 //! default, and the one being filled).
@@ -27,8 +21,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use memchr::memrchr;
-
+use super::blocks::{self, cut_point, Framed, Start};
 use super::builder::Builder;
 use super::event::is_ws;
 use super::framer::{Framer, SyntaxError};
@@ -45,15 +38,6 @@ const SLACK: usize = 1 << 20;
 /// How many of the document's first bytes an error message may quote.
 const HEAD: usize = 8;
 
-/// Where a block's framing started.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Start {
-    /// The start of the document (the first block).
-    Document,
-    /// Between two elements of the event array (inside a top-level object or not): a guess.
-    Between(bool),
-}
-
 struct Job {
     index: usize,
     offset: u64,
@@ -64,25 +48,15 @@ struct Job {
 /// A framed block, with its bytes in case the guess was wrong.
 struct Done {
     index: usize,
-    start: Start,
     bytes: Vec<u8>,
-    framer: Framer,
-    builder: Builder,
-    framed: Result<(), SyntaxError>,
+    framed: Framed,
 }
 
 fn frame(job: Job) -> Done {
-    let (mut framer, mut builder) = match job.start {
-        Start::Document => (Framer::default(), Builder::new()),
-        Start::Between(in_object) => (Framer::between(job.offset, in_object), Builder::resumed()),
-    };
-    let framed = framer.push(&job.bytes, &mut builder);
+    let framed = blocks::frame(job.start, job.offset, &job.bytes);
     Done {
         index: job.index,
-        start: job.start,
         bytes: job.bytes,
-        framer,
-        builder,
         framed,
     }
 }
@@ -246,21 +220,11 @@ impl Blocks {
             }
         };
         self.merged += 1;
-        let guessed = match done.start {
-            Start::Document => true,
-            Start::Between(in_object) => framer.between_elements() == Some(in_object),
-        };
-        let framed = match (guessed, done.framed) {
-            (true, Ok(())) => {
-                *framer = done.framer;
-                match done.start {
-                    Start::Document => *builder = done.builder,
-                    Start::Between(_) => builder.merge(done.builder),
-                }
-                Ok(())
-            }
-            // A wrong guess, or a syntax error that framing in order will report at its place.
-            _ => framer.push(&done.bytes, builder),
+        let framed = if blocks::merge(framer, builder, done.framed) {
+            Ok(())
+        } else {
+            // A wrong guess, or a syntax error that framing in order reports at its place.
+            framer.push(&done.bytes, builder)
         };
         let mut spare = done.bytes;
         spare.clear();
@@ -372,36 +336,5 @@ impl Piped {
         reader
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
-    }
-}
-
-/// Where the last block boundary in `bytes` is: the last `{` whose previous non-whitespace byte
-/// is `,` (an element of the event array, usually), searched in the second half only.
-fn cut_point(bytes: &[u8]) -> Option<usize> {
-    let floor = bytes.len() / 2;
-    let mut end = bytes.len();
-    while let Some(p) = memrchr(b'{', &bytes[floor..end]).map(|p| p + floor) {
-        let before = bytes[..p].iter().rposition(|&b| !is_ws(b));
-        if before.is_some_and(|q| bytes[q] == b',') {
-            return Some(p);
-        }
-        end = p;
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocks_are_cut_before_an_element_never_inside_a_value() {
-        let text = br#"{"a": {"b": 1}},
-  {"c": [{"d": 2}, {"e": 3}], "f": {"g": 4}}"#;
-        let cut = cut_point(text).expect("a cut point");
-        // The last `,{` pattern is inside the array of "c": a guess the merge checks.
-        assert_eq!(text[cut], b'{');
-        assert_eq!(&text[cut..cut + 6], br#"{"e": "#);
-        assert_eq!(cut_point(br#"{"a": {"b": 1}}"#), None);
     }
 }

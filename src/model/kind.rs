@@ -4,8 +4,10 @@
 //! `kernel` and `Kernel`, `cudaLaunchKernel` and `hipLaunchKernel`, …); this module is the one
 //! place that maps those spellings onto the model's kinds.
 
+use serde::{Deserialize, Serialize};
+
 /// The kind of one event in the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum EventKind {
     /// An ATen or other operator on a CPU thread (`cpu_op`, `Operator`).
@@ -98,7 +100,7 @@ impl EventKind {
 }
 
 /// What a CUDA/HIP runtime or driver call does, as far as the analyses care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum RuntimeClass {
     Launch,
     Synchronize,
@@ -147,7 +149,7 @@ impl RuntimeClass {
 }
 
 /// Direction of a memory copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CopyDirection {
     HostToDevice,
     DeviceToHost,
@@ -158,7 +160,7 @@ pub enum CopyDirection {
 }
 
 /// Host memory kind on the host side of a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum HostMemory {
     Pinned,
     Pageable,

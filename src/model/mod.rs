@@ -14,8 +14,9 @@
 //! forward passes) one step spans the GPU's active time (`StepSource::WholeTrace`; the whole
 //! span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
 //! `correlation`, else by launch flow events (`ac2g`, `async`, …) bound to their endpoints.
-//! The model has no serde derive on its structs (only on a few enums the views copy):
-//! serialization belongs to the views.
+//! The columns and details the ingest builds derive serde, for the web app's workers, which
+//! send a block's partial model to the worker that merges them (`ingest::blocks`); views
+//! serialize their own types.
 
 pub mod anti_pattern;
 pub mod fingerprint;
@@ -34,7 +35,7 @@ pub use strings::{StrId, Strings};
 pub const NONE: u32 = u32::MAX;
 
 /// Columnar event storage; every column has one entry per event.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Events {
     pub start: Vec<i64>,
     pub dur: Vec<i64>,
@@ -62,7 +63,7 @@ impl Events {
 }
 
 /// A CPU thread or a GPU stream: one row group of the timeline.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Track {
     /// `pid` as written in the trace (a number or a label such as `Spans`).
     pub pid: StrId,
@@ -83,7 +84,7 @@ pub struct Track {
 }
 
 /// Launch configuration and resource use of one kernel.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct KernelDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -101,7 +102,7 @@ pub struct KernelDetail {
 }
 
 /// One memcpy or memset on a GPU stream.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CopyDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -113,14 +114,14 @@ pub struct CopyDetail {
 }
 
 /// One CUDA/HIP runtime or driver call.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RuntimeDetail {
     pub class: RuntimeClass,
     pub correlation: Option<u64>,
 }
 
 /// Arguments kept for CPU ops and annotations.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct OpDetail {
     pub external_id: Option<u64>,
     pub sequence_number: Option<u64>,
@@ -133,7 +134,7 @@ pub struct OpDetail {
 }
 
 /// A collective's name and sizes, from a `record_param_comms` op or an NCCL kernel.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CollectiveDetail {
     pub name: Option<StrId>,
     pub in_elements: Option<u64>,
@@ -144,7 +145,7 @@ pub struct CollectiveDetail {
 }
 
 /// One caching-allocator event (`[memory]`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemoryDetail {
     /// Positive for an allocation, negative for a free.
     pub bytes: i64,

@@ -1,10 +1,12 @@
 //! Interned strings: each distinct name is stored once and referred to by a `StrId`.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Index of an interned string in [`Strings`].
 pub type StrId = u32;
 
+/// Serialized as the list of strings in id order; the lookup is rebuilt when read.
 #[derive(Debug, Default)]
 pub struct Strings {
     ids: FxHashMap<Box<str>, StrId>,
@@ -43,6 +45,27 @@ impl Strings {
 
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+}
+
+impl Serialize for Strings {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.list.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Strings, D::Error> {
+        let list = Vec::<Box<str>>::deserialize(deserializer)?;
+        // Interned one by one, as they were: the lookup ends up laid out as the writer's was.
+        let mut strings = Strings::default();
+        for s in &list {
+            strings.intern(s);
+        }
+        if strings.len() != list.len() {
+            return Err(serde::de::Error::custom("a string is listed twice"));
+        }
+        Ok(strings)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod draw;
 pub mod frames;
 pub mod llm;
 pub mod protocol;
+pub mod ranges;
 pub mod retrain;
 pub mod session;
 pub mod ui;

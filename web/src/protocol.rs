@@ -19,6 +19,11 @@
 //! load its own worker (`ui::pool`) and keeps only one of them, holding one trace: a request
 //! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
 //!
+//! A file's worker may start helpers (the same worker script) to read a large trace by byte
+//! ranges (`ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
+//! answers with a [`FromWorker::Parsed`], whose framed state is bincode in an `ArrayBuffer`
+//! transferred with it ([`FromWorker::transfer`]). These never reach the page.
+//!
 //! The messages are this module's enums. What they carry of the core (the report, the trace's
 //! summary, timeline places and bands, LLM prompts) travels in the core's own serde form: for
 //! the report, the versioned document a saved report holds (`report::VERSION`). Page and worker
@@ -39,7 +44,7 @@ use torchtraceap::summary::Summary;
 use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
 use wasm_bindgen::JsValue;
-use web_sys::OffscreenCanvas;
+use web_sys::{Blob, OffscreenCanvas};
 
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
@@ -47,7 +52,9 @@ use web_sys::OffscreenCanvas;
 /// ([`Document::Fleet`]), retrains the window model (`Retrain`, `BundledModel`, `Retrained`),
 /// numbers an `Analyze`'s files from its `first` (one worker per file of a load) and gives the
 /// worker a memory limit; 4 draws the timeline on the worker's own animation frames (a `View`'s
-/// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`).
+/// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
+/// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
+/// `Parsed`, `Progress::workers`).
 pub const VERSION: u32 = 4;
 
 /// What is posted: a message and the version of the protocol it belongs to.
@@ -115,6 +122,8 @@ pub enum FromWorker {
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
     Retrained(Box<Result<Retrained, String>>),
+    /// Worker to worker: the answer to `ToWorker::Parse`.
+    Parsed(Box<Parsed>),
 }
 
 impl FromWorker {
@@ -134,8 +143,52 @@ impl FromWorker {
             },
             FromWorker::Prompts { .. } => "prompts",
             FromWorker::Retrained(_) => "retrained",
+            FromWorker::Parsed(_) => "parsed",
         }
     }
+
+    /// What the message hands over rather than copies: a parsed range's state.
+    pub fn transfer(&self) -> js_sys::Array {
+        match self {
+            FromWorker::Parsed(parsed) => match &parsed.result {
+                Ok(block) => js_sys::Array::of1(&block.state),
+                Err(_) => js_sys::Array::new(),
+            },
+            _ => js_sys::Array::new(),
+        }
+    }
+}
+
+/// Worker to worker: frame byte range `index` of a trace alone (`ranges`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parse {
+    /// The trace: a `Blob` travels by reference, its bytes are read by the worker that parses.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub blob: Blob,
+    pub index: usize,
+    /// The range's nominal bytes, `from..to`; its block starts and ends at the cut points
+    /// `ingest::blocks::range_start` finds from there.
+    pub from: u64,
+    pub to: u64,
+    /// Whether the event array sits in a top-level object (from the document's first byte).
+    pub in_object: bool,
+}
+
+/// A range framed alone, or why it could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parsed {
+    pub index: usize,
+    pub result: Result<ParsedBlock, String>,
+}
+
+/// A framed block: its bytes in the document and its state (`ingest::blocks::Framed` in
+/// bincode), in a buffer transferred with the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParsedBlock {
+    pub start: u64,
+    pub end: u64,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub state: js_sys::ArrayBuffer,
 }
 
 /// What the page asks of its worker; `file` is the file's index in the load.
@@ -144,12 +197,14 @@ pub enum ToWorker {
     /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
     /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
     /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
-    /// gets an error saying so: `worker::too_large`).
+    /// gets an error saying so: `worker::too_large`). Up to `workers` workers (this one's
+    /// helpers, `ranges`) read a large plain trace; 1: this one alone.
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,
         first: usize,
         memory_limit: u64,
+        workers: usize,
     },
     /// The timeline's canvas, which the worker draws into from then on; posted before the first
     /// `View`, transferred ([`ToWorker::transfer`]).
@@ -165,6 +220,8 @@ pub enum ToWorker {
     /// Rescore every trace with the bundled model again (the kept labels name the windows in
     /// the reply); answered by `Retrained`.
     BundledModel { labels: Vec<WindowLabel> },
+    /// Worker to worker: frame a byte range of a trace; answered by `FromWorker::Parsed`.
+    Parse(Box<Parse>),
 }
 
 /// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
@@ -199,7 +256,8 @@ impl ToWorker {
             ToWorker::Analyze { .. }
             | ToWorker::Canvas { .. }
             | ToWorker::Retrain { .. }
-            | ToWorker::BundledModel { .. } => None,
+            | ToWorker::BundledModel { .. }
+            | ToWorker::Parse(_) => None,
             ToWorker::Request(Request::Prompts { file, .. }) => Some(*file),
             ToWorker::Request(Request::Timeline(request)) => Some(match request {
                 TimelineRequest::Open { file }
@@ -227,6 +285,7 @@ impl ToWorker {
             ToWorker::Request(Request::Prompts { .. }) => "prompts",
             ToWorker::Retrain { .. } => "retrain",
             ToWorker::BundledModel { .. } => "bundled-model",
+            ToWorker::Parse(_) => "parse",
         }
     }
 }
@@ -431,6 +490,8 @@ pub struct Progress {
     pub events: u64,
     /// The worker's wasm memory now.
     pub memory_bytes: u64,
+    /// Workers reading the file (1, or its worker's helpers).
+    pub workers: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -731,23 +792,26 @@ mod tests {
             files: files.clone(),
             first: 3,
             memory_limit: 1 << 32,
+            workers: 4,
         })
         .expect("encodes");
         let ToWorker::Analyze {
             files: back,
             first,
             memory_limit,
+            workers,
         } = decode(value).expect("decodes")
         else {
             panic!("not an Analyze");
         };
         let sent: &JsValue = blob.as_ref();
         assert!(&back.get(0) == sent, "the same Blob object");
-        assert_eq!((first, memory_limit), (3, 1 << 32));
+        assert_eq!((first, memory_limit, workers), (3, 1 << 32, 4));
         let analyze = ToWorker::Analyze {
             files,
             first,
             memory_limit,
+            workers,
         };
         assert_eq!(analyze.transfer().length(), 0);
     }

@@ -3,8 +3,11 @@
 //! results. The next slice is requested before the current one is ingested, so the browser reads
 //! the file while the worker computes.
 //!
+//! A large plain trace is read by several workers instead: this one coordinates, its helpers
+//! (the same bundle, answering `ToWorker::Parse`) frame byte ranges (`ranges`).
+//!
 //! The page posts one list of files per worker (one file, in practice: `ui::pool`) and cancels by
-//! terminating the worker. After the load the worker keeps the traces ([`Session`]) and answers
+//! terminating the worker (its helpers end with it). After the load the worker keeps the traces ([`Session`]) and answers
 //! the page's requests about them.
 
 use std::cell::RefCell;
@@ -22,9 +25,14 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
+use crate::ranges;
 use crate::retrain;
 use crate::session::{Kept, Session};
 use crate::ui::format::bytes;
+
+/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes): the
+/// page's workers and their helpers (`ranges`).
+pub const WORKER_URL: &str = "./worker_loader.js";
 
 /// Bytes read from the file per slice.
 const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
@@ -46,12 +54,14 @@ pub fn start() {
                 files,
                 first,
                 memory_limit,
+                workers,
             }) => {
                 let reply = reply.clone();
                 wasm_bindgen_futures::spawn_local(async move {
                     for (index, file) in (first..).zip(files.iter()) {
                         let blob = file.unchecked_ref();
-                        let outcome = analyze_blob(&reply, index, blob, memory_limit).await;
+                        let outcome =
+                            analyze_blob(&reply, index, blob, memory_limit, workers).await;
                         post(&reply, &FromWorker::Done(Box::new(outcome)));
                     }
                     post(&reply, &FromWorker::Finished);
@@ -76,6 +86,15 @@ pub fn start() {
             Ok(ToWorker::BundledModel { labels }) => {
                 let answer = SESSION.with_borrow_mut(|session| session.bundled(&labels));
                 post(&reply, &FromWorker::Retrained(Box::new(Ok(answer))));
+            }
+            Ok(ToWorker::Parse(job)) => {
+                let reply = reply.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    post(
+                        &reply,
+                        &FromWorker::Parsed(Box::new(ranges::parse(&job).await)),
+                    );
+                });
             }
             Err(e) => wasm_bindgen::throw_str(&format!("a request from the page: {e}")),
         }
@@ -120,12 +139,13 @@ fn request_frame(scope: &DedicatedWorkerGlobalScope) {
     }
 }
 
-fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
+/// Posts `message` to whoever started this worker (the page, or a coordinating worker).
+pub(crate) fn post(scope: &DedicatedWorkerGlobalScope, message: &FromWorker) {
     match protocol::encode(message) {
         // Posting cannot fail: the page exists while its worker runs, and the message holds
-        // plain values only.
+        // plain values and buffers to transfer only.
         Ok(value) => {
-            let _ = scope.post_message(&value);
+            let _ = scope.post_message_with_transfer(&value, &message.transfer());
         }
         Err(e) => wasm_bindgen::throw_str(&format!("a message for the page: {e}")),
     }
@@ -136,6 +156,7 @@ async fn analyze_blob(
     index: usize,
     blob: &Blob,
     memory_limit: u64,
+    workers: usize,
 ) -> Outcome {
     let name = blob
         .dyn_ref::<File>()
@@ -149,11 +170,12 @@ async fn analyze_blob(
         total_bytes: size as u64,
         events: 0,
         memory_bytes: memory_bytes(),
+        workers: 1,
     };
     let result = match saved_document(blob).await {
         Some(Saved::Report) => read_report(blob).await,
         Some(Saved::Fleet) => read_fleet(blob).await,
-        None => analyze_trace(scope, blob, &mut progress, memory_limit).await,
+        None => analyze_trace(scope, blob, &mut progress, memory_limit, workers).await,
     };
     let (result, kept) = match result {
         Ok((document, kept)) => (Ok(document), kept),
@@ -233,22 +255,27 @@ async fn analyze_trace(
     blob: &Blob,
     progress: &mut Progress,
     memory_limit: u64,
+    workers: usize,
 ) -> Result<Analysis, String> {
-    read(scope, blob, progress, memory_limit)
-        .await
-        .and_then(|ingest| {
-            progress.stage = Stage::Analyzing;
-            post(scope, &FromWorker::Progress(progress.clone()));
-            let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
-            let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
-            analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
-            analyzed.modules = ModuleTree::of(&kept.ingested.trace);
-            Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
-        })
+    let read = match ranges::worth(blob, workers).await? {
+        Some(in_object) => {
+            ranges::read(scope, blob, in_object, workers, progress, memory_limit).await
+        }
+        None => read(scope, blob, progress, memory_limit).await,
+    };
+    read.and_then(|ingest| {
+        progress.stage = Stage::Analyzing;
+        post(scope, &FromWorker::Progress(progress.clone()));
+        let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
+        let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
+        analyzed.modules = ModuleTree::of(&kept.ingested.trace);
+        Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
+    })
 }
 
 /// The size of this worker's wasm memory.
-fn memory_bytes() -> u64 {
+pub(crate) fn memory_bytes() -> u64 {
     let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
     memory
         .buffer()
@@ -257,7 +284,7 @@ fn memory_bytes() -> u64 {
 }
 
 /// Why a trace is not analyzed: reading it took the worker's memory past `limit`.
-fn too_large(p: &Progress, limit: u64) -> String {
+pub(crate) fn too_large(p: &Progress, limit: u64) -> String {
     format!(
         "{name} is too large to analyze in this browser tab: after reading {read} of its {total} \
          ({pct:.0} %), the worker's memory reached {memory}, past its limit of {limit} (a worker \
@@ -323,7 +350,7 @@ async fn read(
     Ok(ingest)
 }
 
-fn js_failure(what: &str, error: &JsValue) -> String {
+pub(crate) fn js_failure(what: &str, error: &JsValue) -> String {
     let detail = error
         .dyn_ref::<js_sys::Error>()
         .map_or_else(|| format!("{error:?}"), |e| String::from(e.message()));

@@ -108,3 +108,49 @@ fn smartcore_s_trees_vote_as_the_compact_walk_in_the_browser() {
         .into(),
     );
 }
+
+/// A range's framed state crosses between workers intact in bincode and in
+/// `serde-wasm-bindgen`'s form, and bincode is the cheaper: the figure for choosing the
+/// encoding of `ranges` (printed; run with `--release` to measure). The state is the sample's
+/// (33k events) framed as one block.
+#[wasm_bindgen_test]
+fn a_range_state_crosses_in_bincode_and_as_a_js_value() {
+    use std::io::Read;
+    use torchtraceap::ingest::blocks::{self, Framed, Start};
+
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(SAMPLE)
+        .read_to_end(&mut plain)
+        .expect("the sample inflates");
+    let framed = || blocks::frame(Start::Document, 0, &plain);
+    let performance = web_sys::window()
+        .and_then(|w| w.performance())
+        .expect("a page has performance");
+    let serializer =
+        serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true);
+    let (mut bincode_ms, mut js_ms, mut size) = (f64::MAX, f64::MAX, 0);
+    for _ in 0..3 {
+        let state = framed();
+        let started = performance.now();
+        let bytes = bincode::serialize(&state).expect("bincode writes it");
+        let buffer = js_sys::Uint8Array::from(&bytes[..]);
+        let back: Framed = bincode::deserialize(&buffer.to_vec()).expect("bincode reads it");
+        bincode_ms = bincode_ms.min(performance.now() - started);
+        size = bytes.len();
+        assert_eq!(back.elements(), state.elements());
+        let started = performance.now();
+        let value = serde::Serialize::serialize(&state, &serializer).expect("a JS value");
+        let back: Framed = serde_wasm_bindgen::from_value(value).expect("read back");
+        js_ms = js_ms.min(performance.now() - started);
+        assert_eq!(back.elements(), state.elements());
+    }
+    web_sys::console::log_1(
+        &format!(
+            "a range state of {} events: bincode {size} B, written and read in {bincode_ms:.1} ms; \
+             serde-wasm-bindgen {js_ms:.1} ms (fastest of 3 each): {:.1}x",
+            framed().elements(),
+            js_ms / bincode_ms
+        )
+        .into(),
+    );
+}

@@ -176,6 +176,7 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
         .sum();
     let label = match (n, pool.progress.first().and_then(Option::as_ref)) {
         (1, Some(p)) if p.stage == Stage::Analyzing => format!("Analyzing {}", p.name),
+        (1, Some(p)) if p.workers > 1 => format!("Reading {} with {} workers", p.name, p.workers),
         (1, Some(p)) => format!("Reading {}", p.name),
         (1, None) => format!("Starting on {}", pool.files[0].name()),
         _ => format!(

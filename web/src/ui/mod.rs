@@ -233,6 +233,8 @@ impl Component for App {
                 self.timeline_replies.deliver(reply);
                 return false;
             }
+            // Worker to worker only: never the page's.
+            Msg::FromWorker(FromWorker::Parsed(_)) => return false,
             Msg::FromWorker(
                 message @ (FromWorker::Ready
                 | FromWorker::Progress(_)

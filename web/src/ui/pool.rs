@@ -14,9 +14,7 @@ use yew::Callback;
 
 use super::cost;
 use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
-
-/// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes).
-const WORKER_URL: &str = "./worker_loader.js";
+use crate::worker::WORKER_URL;
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -109,12 +107,13 @@ impl AnalysisWorker {
         )
     }
 
-    /// Asks the worker to analyze file `index` of a load.
-    pub fn analyze(&self, file: &File, index: usize) -> Result<(), String> {
+    /// Asks the worker to analyze file `index` of a load with up to `workers` workers.
+    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), String> {
         self.post(&ToWorker::Analyze {
             files: js_sys::Array::of1(file),
             first: index,
             memory_limit: memory_limit(),
+            workers,
         })
         .map_err(|e| format!("Could not hand the file to the worker: {e}"))
     }
@@ -125,6 +124,19 @@ fn cores() -> usize {
     web_sys::window()
         .map_or(1, |w| w.navigator().hardware_concurrency() as usize)
         .max(1)
+}
+
+/// How many workers read one file while `running` files are read at once: the cores left to
+/// each, or the page's `?workers=N` where a test or benchmark forces it.
+pub fn workers_per_file(running: usize) -> usize {
+    let forced = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|search| {
+            let query = search.trim_start_matches('?');
+            let value = query.split('&').find_map(|p| p.strip_prefix("workers="))?;
+            value.parse::<usize>().ok().filter(|&n| n > 0)
+        });
+    forced.unwrap_or((cores() / running.max(1)).max(1))
 }
 
 /// A file's worker while it runs.
@@ -139,6 +151,8 @@ pub struct Pool {
     /// Where each file's worker sends its messages: `(file, message)`.
     on_message: Callback<(usize, Result<FromWorker, String>)>,
     limit: usize,
+    /// How many workers read one file ([`workers_per_file`]).
+    workers: usize,
     /// The next file to start.
     next: usize,
     running: Vec<Running>,
@@ -158,9 +172,11 @@ impl Pool {
         files: Vec<File>,
         on_message: Callback<(usize, Result<FromWorker, String>)>,
     ) -> Pool {
+        let limit = cores().min(files.len()).max(1);
         let mut pool = Pool {
             progress: vec![None; files.len()],
-            limit: cores().min(files.len()).max(1),
+            limit,
+            workers: workers_per_file(limit),
             files,
             on_message,
             next: 0,
@@ -242,7 +258,7 @@ impl Pool {
                 let Some(r) = self.running.iter().find(|r| r.file == file) else {
                     return;
                 };
-                if let Err(e) = r.worker.analyze(&self.files[file], file) {
+                if let Err(e) = r.worker.analyze(&self.files[file], file, self.workers) {
                     self.failed(file, e);
                     self.retire(file, false);
                 }

@@ -64,7 +64,10 @@ impl Viewer {
     pub fn receive(&mut self, message: &FromWorker) -> Result<(), String> {
         match message {
             FromWorker::Ready => match &self.reading {
-                Some((file, _)) => self.worker.analyze(file, self.file),
+                Some((file, _)) => {
+                    self.worker
+                        .analyze(file, self.file, super::pool::workers_per_file(1))
+                }
                 None => Ok(()),
             },
             FromWorker::Finished => {

@@ -1,0 +1,103 @@
+// One trace read by several workers (`web/src/ranges.rs`) gives the same analysis as one worker
+// and as the CLI: the same events, steps, windows, findings and report.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { serve, launch, openPage, load, shownFindings, analyze, TTAP } from './support.mjs';
+
+let site;
+let browser;
+let scratch;
+
+before(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'ttap-workers-'));
+  site = await serve();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** Loads `trace` in a page forced to `workers` workers per file; returns what the page showed,
+ * the exported report, and the loading labels seen. */
+async function analyzeWith(trace, workers) {
+  const { page, context, errors } = await openPage(browser, `${site.url}?workers=${workers}`);
+  await page.evaluate(() => {
+    window.ttapLabels = new Set();
+    new MutationObserver(() => {
+      const label = document.querySelector('.loading-label');
+      if (label) window.ttapLabels.add(label.textContent);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  await load(page, () => page.setInputFiles('#file-input', trace), 300_000);
+  assert.equal(await page.locator('.error-panel').count(), 0, 'no error');
+  const findings = await shownFindings(page);
+  await page.click('.tab:has-text("Overview")');
+  // All but the memory the analysis took, which differs.
+  const facts = (await page.locator('.facts').innerText()).replace(/Memory used to analyze it\n.*/, '');
+  const [json] = await Promise.all([page.waitForEvent('download'), page.click('.download-json')]);
+  const report = JSON.parse(await readFile(await json.path(), 'utf8'));
+  const labels = await page.evaluate(() => [...window.ttapLabels]);
+  assert.deepEqual(errors, []);
+  await context.close();
+  return { findings, facts, report, labels };
+}
+
+/** Checks that `trace` read by three workers gives what one worker and the CLI give. */
+async function sameWithThreeWorkers(trace, steps) {
+  const cli = analyze(trace);
+  const one = await analyzeWith(trace, 1);
+  const three = await analyzeWith(trace, 3);
+  const name = basename(trace).replaceAll('.', '\\.');
+  assert.ok(one.labels.every((l) => !l.includes('workers')), `one worker: ${one.labels}`);
+  assert.ok(three.labels.some((l) => new RegExp(`^Reading ${name} with 3 workers$`).test(l)), `three: ${three.labels}`);
+
+  assert.ok(three.findings.length > 0);
+  assert.deepEqual(three.findings, one.findings);
+  assert.deepEqual(three.findings, cli.report.findings.map((f) => f.id));
+  assert.match(three.facts, new RegExp(`Steps\\n${steps} \\(${steps - 1} steady, 1 warm-up\\)[\\s\\S]*Events\\n[\\d,]+\\n`));
+  assert.equal(three.facts, one.facts, 'events, steps and devices');
+  assert.deepEqual(three.report, one.report, 'steps, windows and their scores, findings, split');
+  // The CLI writes single-precision scores as doubles (0.9599999785423279 for 0.96).
+  const rounded = ({ exporter: _, ...report }) =>
+    JSON.parse(JSON.stringify(report, (_, v) => (typeof v === 'number' ? Number(v.toPrecision(6)) : v)));
+  assert.deepEqual(rounded(three.report), rounded(cli.report), 'the report the CLI writes');
+}
+
+/** `ttap synth` arguments: `steps` steps of ResNet-50 training with noise, the data loader
+ * stalled in every other step from the fifth on. */
+function stalled(steps) {
+  const stalls = [];
+  for (let s = 5; s < steps; s += 2) stalls.push('--inject', `dataloader-bottleneck@${s}:0.6`);
+  return ['synth', '--steps', String(steps), '--noise', ...stalls];
+}
+
+test('a large trace read by three workers gives what one worker and the CLI give', async () => {
+  // 63 MB: four 16 MiB ranges, each starting between two events.
+  const trace = join(scratch, 'ranges.pt.trace.json');
+  const made = spawnSync(TTAP, [...stalled(100), '--out', trace]);
+  assert.equal(made.status, 0, String(made.stderr));
+  await sameWithThreeWorkers(trace, 100);
+});
+
+test('ranges that start inside an event are read again by the merging worker, with the same result', async () => {
+  // Every complete event gets a list of small objects in its arguments (`,{` inside events,
+  // most of the bytes): most range boundaries fall inside one, where a helper's guess that its
+  // block starts between two events is wrong.
+  const base = join(scratch, 'base.pt.trace.json');
+  const made = spawnSync(TTAP, [...stalled(24), '--out', base]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const doc = JSON.parse(await readFile(base, 'utf8'));
+  const list = Array.from({ length: 80 }, (_, k) => ({ k }));
+  for (const e of doc.traceEvents) if (e.ph === 'X') e.args = { ...(e.args ?? {}), list };
+  const trace = join(scratch, 'nested.pt.trace.json');
+  await writeFile(trace, JSON.stringify(doc));
+  assert.ok((await stat(trace)).size > 2 * 16 * 2 ** 20, 'at least two ranges');
+  await sameWithThreeWorkers(trace, 24);
+});

@@ -19,6 +19,7 @@
 
 pub mod anti_pattern;
 pub mod fingerprint;
+pub mod footprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;

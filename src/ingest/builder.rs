@@ -14,8 +14,8 @@ use rustc_hash::FxHashMap;
 use super::event::{self, parse_event, Raw, RawEvent};
 use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
 use crate::model::{
-    CollectiveDetail, CopyDetail, CopyDirection, Events, HostMemory, KernelDetail, MemoryDetail,
-    OpDetail, RuntimeDetail, StrId, Strings, Track, NONE,
+    CollectiveDetail, CopyDetail, CopyDirection, Details, Events, HostMemory, KernelDetail,
+    MemoryDetail, OpDetail, RuntimeDetail, StrId, Strings, Track, NONE,
 };
 
 /// Why an event was skipped; counted per reason in the ingest report.
@@ -108,12 +108,9 @@ pub struct Builder {
     last_pid: Vec<u8>,
     last_tid: Vec<u8>,
     last_track: u32,
-    pub kernels: Vec<KernelDetail>,
-    pub copies: Vec<CopyDetail>,
-    pub runtime: Vec<RuntimeDetail>,
-    pub ops: Vec<OpDetail>,
+    /// Each event's details, at its `detail` offset.
+    pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
-    pub memory: Vec<MemoryDetail>,
     pub flows: Vec<FlowPoint>,
     /// Open `B` events per track.
     open: FxHashMap<u32, Vec<u32>>,
@@ -205,14 +202,9 @@ impl Builder {
                 .extend(stack.into_iter().map(|i| i + first_event));
         }
         let collectives = self.collectives.len() as u32;
-        let offsets = [
-            self.kernels.len() as u32,
-            self.copies.len() as u32,
-            self.runtime.len() as u32,
-            self.ops.len() as u32,
-            self.memory.len() as u32,
-        ];
-        // Column by column: each a tight loop.
+        let more = |c: Option<u32>| c.map(|c| c + collectives);
+        // Column by column: each a tight loop. Details are written again, in event order, with
+        // this builder's string and collective ids: the arena one pass would have made.
         let (mine, e) = (&mut self.events, next.events);
         mine.start.extend_from_slice(&e.start);
         mine.dur.extend_from_slice(&e.dur);
@@ -220,27 +212,40 @@ impl Builder {
         mine.cat.extend(e.cat.iter().map(|&c| id(c)));
         mine.track
             .extend(e.track.iter().map(|&t| tracks[t as usize]));
+        let (details, theirs) = (&mut self.details, &next.details);
         mine.detail
             .extend(e.detail.iter().zip(&e.kind).map(|(&d, &kind)| {
-                match (d, detail_table(kind)) {
-                    (NONE, _) | (_, None) => NONE,
-                    (d, Some(table)) => d + offsets[table],
+                if d == NONE {
+                    return NONE;
+                }
+                match kind {
+                    EventKind::GpuKernel | EventKind::Collective => {
+                        let k = theirs.kernel(d);
+                        details.push_kernel(&KernelDetail {
+                            collective: more(k.collective),
+                            ..k
+                        })
+                    }
+                    EventKind::Memcpy | EventKind::Memset => details.push_copy(&theirs.copy(d)),
+                    EventKind::RuntimeCall => details.push_runtime(&theirs.runtime(d)),
+                    EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => {
+                        let o = theirs.op(d);
+                        details.push_op(&OpDetail {
+                            input_dims: o.input_dims.map(id),
+                            input_types: o.input_types.map(id),
+                            collective: more(o.collective),
+                            ..o
+                        })
+                    }
+                    EventKind::Memory => details.push_memory(&theirs.memory(d)),
+                    EventKind::GpuUserAnnotation
+                    | EventKind::GpuSync
+                    | EventKind::PythonFunction
+                    | EventKind::Profiler
+                    | EventKind::Other => NONE,
                 }
             }));
         mine.kind.extend_from_slice(&e.kind);
-        self.kernels
-            .extend(next.kernels.into_iter().map(|k| KernelDetail {
-                collective: k.collective.map(|c| c + collectives),
-                ..k
-            }));
-        self.copies.extend(next.copies);
-        self.runtime.extend(next.runtime);
-        self.ops.extend(next.ops.into_iter().map(|o| OpDetail {
-            input_dims: o.input_dims.map(id),
-            input_types: o.input_types.map(id),
-            collective: o.collective.map(|c| c + collectives),
-            ..o
-        }));
         self.collectives
             .extend(next.collectives.into_iter().map(|c| CollectiveDetail {
                 name: c.name.map(id),
@@ -248,7 +253,6 @@ impl Builder {
                 process_group: c.process_group.map(id),
                 ..c
             }));
-        self.memory.extend(next.memory);
         self.flows.extend(next.flows.into_iter().map(|f| FlowPoint {
             track: tracks[f.track as usize],
             ..f
@@ -276,6 +280,24 @@ impl Builder {
         self.top.object = self.top.object.or(next.top.object);
         self.top.keys.extend(next.top.keys);
         self.top.values.extend(next.top.values);
+    }
+
+    /// Makes room for the events still to come, so that the columns grow to their final size
+    /// once instead of doubling (a column that doubles holds up to twice its rows, and while it
+    /// moves both copies exist). `total` estimates the events of the whole input; `margin` rows
+    /// may arrive before the next call. Nothing happens while `margin` rows are free; an
+    /// estimate that proves low grows the columns by at least an eighth.
+    pub fn make_room(&mut self, total: usize, margin: usize) {
+        let len = self.events.len();
+        if self.events.capacity() - len >= margin || len == 0 {
+            return;
+        }
+        let rows = (total + total / 32).max(len + len / 8) + margin - len;
+        self.events.reserve_exact(rows);
+        // The details and flows so far, per event, for the rows to come.
+        let per_row = |n: usize| n.saturating_mul(rows) / len;
+        self.details.reserve_exact(per_row(self.details.bytes().0));
+        self.flows.reserve_exact(per_row(self.flows.len()));
     }
 
     fn skip(&mut self, reason: &'static str) {
@@ -522,13 +544,10 @@ impl Builder {
                     registers_per_thread: args.registers.and_then(event::uint).map(|v| v as u32),
                     shared_memory: args.shared_memory.and_then(event::uint),
                     occupancy_pct: args.occupancy.and_then(event::float),
-                    blocks_per_sm: args.blocks_per_sm.and_then(event::float),
-                    warps_per_sm: args.warps_per_sm.and_then(event::float),
                     collective,
                 };
                 self.mark_gpu(track, ev, k.device, k.stream);
-                self.kernels.push(k);
-                self.kernels.len() as u32 - 1
+                self.details.push_kernel(&k)
             }
             EventKind::Memcpy | EventKind::Memset => {
                 let c = CopyDetail {
@@ -541,8 +560,7 @@ impl Builder {
                     host_memory,
                 };
                 self.mark_gpu(track, ev, c.device, c.stream);
-                self.copies.push(c);
-                self.copies.len() as u32 - 1
+                self.details.push_copy(&c)
             }
             EventKind::GpuUserAnnotation | EventKind::GpuSync => {
                 self.mark_gpu(
@@ -553,13 +571,10 @@ impl Builder {
                 );
                 NONE
             }
-            EventKind::RuntimeCall => {
-                self.runtime.push(RuntimeDetail {
-                    class: runtime_class,
-                    correlation: args.correlation.and_then(event::uint),
-                });
-                self.runtime.len() as u32 - 1
-            }
+            EventKind::RuntimeCall => self.details.push_runtime(&RuntimeDetail {
+                class: runtime_class,
+                correlation: args.correlation.and_then(event::uint),
+            }),
             EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => {
                 let collective = self.collective(args);
                 let op = OpDetail {
@@ -569,20 +584,16 @@ impl Builder {
                     input_types: args.input_types.map(|r| self.intern_raw(r)),
                     collective,
                 };
-                self.ops.push(op);
-                self.ops.len() as u32 - 1
+                self.details.push_op(&op)
             }
             EventKind::Memory => match args.alloc_bytes.and_then(event::int) {
-                Some(bytes) => {
-                    self.memory.push(MemoryDetail {
-                        bytes,
-                        total_allocated: args.total_allocated.and_then(event::int),
-                        total_reserved: args.total_reserved.and_then(event::int),
-                        device_type: args.device_type.and_then(event::int),
-                        device_id: args.device_id.and_then(event::int),
-                    });
-                    self.memory.len() as u32 - 1
-                }
+                Some(bytes) => self.details.push_memory(&MemoryDetail {
+                    bytes,
+                    total_allocated: args.total_allocated.and_then(event::int),
+                    total_reserved: args.total_reserved.and_then(event::int),
+                    device_type: args.device_type.and_then(event::int),
+                    device_id: args.device_id.and_then(event::int),
+                }),
                 None => NONE,
             },
             EventKind::PythonFunction | EventKind::Profiler | EventKind::Other => NONE,
@@ -749,24 +760,6 @@ impl Builder {
 }
 
 const NAME_CACHE_SLOTS: usize = 4096;
-
-/// Which detail table an event of `kind` indexes (`detail` is `NONE` or an index into it), in
-/// the order of `Builder::merge`'s offsets: kernels, copies, runtime calls, ops, memory.
-#[cfg(not(target_arch = "wasm32"))]
-fn detail_table(kind: EventKind) -> Option<usize> {
-    match kind {
-        EventKind::GpuKernel | EventKind::Collective => Some(0),
-        EventKind::Memcpy | EventKind::Memset => Some(1),
-        EventKind::RuntimeCall => Some(2),
-        EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => Some(3),
-        EventKind::Memory => Some(4),
-        EventKind::GpuUserAnnotation
-        | EventKind::GpuSync
-        | EventKind::PythonFunction
-        | EventKind::Profiler
-        | EventKind::Other => None,
-    }
-}
 
 /// A cheap hash of a name's length and its first and last eight bytes.
 fn name_slot(name: &[u8]) -> usize {

@@ -275,7 +275,16 @@ pub struct Ingest {
     /// Threads that frame and read the JSON (1: this one), and their block size.
     threads: usize,
     block: usize,
+    /// The input's whole size, where the caller knows it ([`Ingest::expect_input_bytes`]).
+    expected_bytes: Option<u64>,
+    /// Events in the model at the last [`Ingest::make_room`].
+    events_then: usize,
 }
+
+/// Input read before the model's size is estimated from it.
+const ESTIMATE_AFTER: u64 = 4 << 20;
+/// JSON whose events the model keeps room for beyond the estimate (at least a parallel block).
+const ROOM_JSON: u64 = 16 << 20;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const GZIP_CHUNK: usize = 1 << 20;
@@ -289,7 +298,38 @@ impl Ingest {
             gzip_error: None,
             threads: 1,
             block: 0,
+            expected_bytes: None,
+            events_then: 0,
         }
+    }
+
+    /// Tells the ingester the input's whole size (a file's, compressed or not): from the
+    /// events per input byte read so far it sizes the model's columns for the whole input,
+    /// instead of letting them double (see `Builder::make_room`).
+    pub fn expect_input_bytes(&mut self, bytes: u64) {
+        self.expected_bytes = Some(bytes);
+    }
+
+    /// Estimates the events of the whole input and makes room for them (one thread reading).
+    fn make_room(&mut self) {
+        let Some(total) = self.expected_bytes else {
+            return;
+        };
+        let read = self.input_bytes;
+        let sink = match &mut self.stage {
+            _ if read < ESTIMATE_AFTER => return,
+            Stage::Sniffing(_) => return,
+            Stage::Plain(sink) => sink,
+            Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
+        };
+        let json = sink.received().max(1);
+        let b = &mut sink.builder;
+        let len = b.events.len();
+        let estimate = len as u128 * u128::from(total.max(read)) / u128::from(read);
+        let margin = 2 * len.saturating_sub(self.events_then)
+            + (len as u128 * u128::from(ROOM_JSON) / u128::from(json)) as usize;
+        self.events_then = len;
+        b.make_room(usize::try_from(estimate).unwrap_or(usize::MAX), margin);
     }
 
     /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about
@@ -340,7 +380,9 @@ impl Ingest {
             };
             return self.pass(&head);
         }
-        self.pass(chunk)
+        self.pass(chunk)?;
+        self.make_room();
+        Ok(())
     }
 
     fn pass(&mut self, bytes: &[u8]) -> Result<(), IngestError> {

@@ -4,7 +4,7 @@
 
 use std::mem::size_of;
 
-use super::{Strings, Trace};
+use super::{Details, Strings, Trace};
 
 /// One part of the model: its name, bytes in use and bytes allocated.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +19,15 @@ fn part<T>(name: &'static str, v: &Vec<T>) -> Part {
         name,
         used: v.len() * size_of::<T>(),
         allocated: v.capacity() * size_of::<T>(),
+    }
+}
+
+fn details(d: &Details) -> Part {
+    let (used, allocated) = d.bytes();
+    Part {
+        name: "details",
+        used,
+        allocated,
     }
 }
 
@@ -49,12 +58,8 @@ impl Trace {
             part("events.detail", &e.detail),
             part("events.parent", &e.parent),
             part("events.depth", &e.depth),
-            part("kernels", &self.kernels),
-            part("copies", &self.copies),
-            part("runtime", &self.runtime),
-            part("ops", &self.ops),
+            details(&self.details),
             part("collectives", &self.collectives),
-            part("memory", &self.memory),
             part("launches", &self.launches),
             part("forward_backward", &self.forward_backward),
             part("tracks", &self.tracks),

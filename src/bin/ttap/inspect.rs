@@ -82,10 +82,11 @@ pub fn read_file_on(
     } else {
         ProgressBar::hidden()
     };
-    let ingest = match threads {
+    let mut ingest = match threads {
         1 => Ingest::new(options),
         n => Ingest::parallel(options, n, PARALLEL_BLOCK),
     };
+    ingest.expect_input_bytes(size);
     let result = ingest.read_all(file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));

@@ -11,7 +11,7 @@
 
 mod common;
 
-use torchtraceap::ingest::ingest_bytes;
+use torchtraceap::ingest::{ingest_bytes, Ingest};
 use torchtraceap::model::footprint::Part;
 
 /// Bytes per event allowed for the parts that grow with the events.
@@ -74,4 +74,48 @@ fn the_model_takes_at_most_60_bytes_per_event_on_real_traces() {
         measured.len() >= 5,
         "too few real traces with {MIN_EVENTS} events: {measured:?}"
     );
+}
+
+/// The model's `Debug` form and the report, for comparing two ingests.
+fn digest(ingested: &torchtraceap::ingest::Ingested) -> String {
+    format!(
+        "{:?} {}",
+        ingested.trace,
+        serde_json::to_string(&ingested.report).unwrap()
+    )
+}
+
+#[test]
+fn columns_sized_from_the_input_size_give_the_same_model() {
+    let Some(dir) = common::shared_traces("footprint") else {
+        return;
+    };
+    // The largest real Kineto trace, its events twice over: past the 32 MiB of JSON after which
+    // the ingester estimates the model's size.
+    let path = dir.join(
+        "facebookresearch__HolisticTraceAnalysis/tests__data__trace_diff__control__control.json.gz",
+    );
+    let mut doc: serde_json::Value = serde_json::from_slice(&read(&path)).unwrap();
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    events.extend(events.clone());
+    let json = serde_json::to_vec(&doc).unwrap();
+    assert!(json.len() > 48 << 20, "{} bytes", json.len());
+    let feed = |expected: Option<u64>| {
+        let mut ingest = Ingest::new(Default::default());
+        if let Some(bytes) = expected {
+            ingest.expect_input_bytes(bytes);
+        }
+        for chunk in json.chunks(4 << 20) {
+            ingest.feed(chunk).unwrap();
+        }
+        digest(&ingest.finish().unwrap())
+    };
+    let plain = feed(None);
+    let n = json.len() as u64;
+    for expected in [n, n / 4, 4 * n] {
+        assert!(
+            feed(Some(expected)) == plain,
+            "expecting {expected} bytes of {n} changed the model"
+        );
+    }
 }

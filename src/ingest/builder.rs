@@ -43,6 +43,27 @@ pub struct FlowPoint {
     pub start: bool,
 }
 
+/// The estimated rows of a column in the whole input, and how many may come before the next
+/// estimate ([`Builder::make_room`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Room {
+    pub total: usize,
+    pub margin: usize,
+}
+
+impl Room {
+    /// The rows to add to a column of `len` rows that holds `capacity`: none while `margin`
+    /// are free (or the column is empty); else room for the estimate and the margin, and at
+    /// least an eighth more (an estimate that proved low).
+    fn more(self, len: usize, capacity: usize) -> Option<usize> {
+        if len == 0 || capacity - len >= self.margin {
+            return None;
+        }
+        let total = self.total.saturating_add(self.total / 32);
+        Some(total.max(len + len / 8).saturating_add(self.margin) - len)
+    }
+}
+
 /// Raw top-level values kept for `assemble`.
 #[derive(Default)]
 pub struct TopLevel {
@@ -282,22 +303,31 @@ impl Builder {
         self.top.values.extend(next.top.values);
     }
 
-    /// Makes room for the events still to come, so that the columns grow to their final size
-    /// once instead of doubling (a column that doubles holds up to twice its rows, and while it
-    /// moves both copies exist). `total` estimates the events of the whole input; `margin` rows
-    /// may arrive before the next call. Nothing happens while `margin` rows are free; an
-    /// estimate that proves low grows the columns by at least an eighth.
-    pub fn make_room(&mut self, total: usize, margin: usize) {
+    /// Makes room for the events and flow points still to come, so that their columns grow to
+    /// their final size once instead of doubling (a column that doubles holds up to twice its
+    /// rows, and while it moves both copies exist): `events` and `flows` estimate each in the
+    /// whole input and say how many may arrive before the next call. The details' bytes are
+    /// estimated from the events', in the proportion so far.
+    pub fn make_room(&mut self, events: Room, flows: Room) {
         let len = self.events.len();
-        if self.events.capacity() - len >= margin || len == 0 {
-            return;
+        if let Some(rows) = events.more(len, self.events.capacity()) {
+            self.events.reserve_exact(rows);
         }
-        let rows = (total + total / 32).max(len + len / 8) + margin - len;
-        self.events.reserve_exact(rows);
-        // The details and flows so far, per event, for the rows to come.
-        let per_row = |n: usize| n.saturating_mul(rows) / len;
-        self.details.reserve_exact(per_row(self.details.bytes().0));
-        self.flows.reserve_exact(per_row(self.flows.len()));
+        let (details, capacity) = self.details.bytes();
+        let per_event = |n: usize| {
+            let n = n as u128 * details as u128 / len.max(1) as u128;
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        let details_room = Room {
+            total: per_event(events.total),
+            margin: per_event(events.margin),
+        };
+        if let Some(bytes) = details_room.more(details, capacity) {
+            self.details.reserve_exact(bytes);
+        }
+        if let Some(more) = flows.more(self.flows.len(), self.flows.capacity()) {
+            self.flows.reserve_exact(more);
+        }
     }
 
     fn skip(&mut self, reason: &'static str) {

@@ -31,7 +31,7 @@ pub use error::IngestError;
 pub use parallel::BLOCK as PARALLEL_BLOCK;
 
 use crate::model::Trace;
-use builder::Builder;
+use builder::{Builder, Room};
 use framer::{Cut, Frame, Framer};
 
 /// Choices that change what is accepted.
@@ -277,12 +277,14 @@ pub struct Ingest {
     block: usize,
     /// The input's whole size, where the caller knows it ([`Ingest::expect_input_bytes`]).
     expected_bytes: Option<u64>,
-    /// Events in the model at the last [`Ingest::make_room`].
-    events_then: usize,
+    /// Input bytes, events and flow points at the last [`Ingest::make_room`].
+    room_then: (u64, u64, u64),
+    /// Input bytes read before the first flow point.
+    first_flow: Option<u64>,
 }
 
-/// Input read before the model's size is estimated from it.
-const ESTIMATE_AFTER: u64 = 4 << 20;
+/// JSON read before the model's size is estimated from it.
+const ESTIMATE_AFTER: u64 = 32 << 20;
 /// JSON whose events the model keeps room for beyond the estimate (at least a parallel block).
 const ROOM_JSON: u64 = 16 << 20;
 
@@ -299,7 +301,8 @@ impl Ingest {
             threads: 1,
             block: 0,
             expected_bytes: None,
-            events_then: 0,
+            room_then: (0, 0, 0),
+            first_flow: None,
         }
     }
 
@@ -310,26 +313,45 @@ impl Ingest {
         self.expected_bytes = Some(bytes);
     }
 
-    /// Estimates the events of the whole input and makes room for them (one thread reading).
+    /// Estimates the events and flow points of the whole input and makes room for them (one
+    /// thread reading). Events: from the events per input byte so far. Flow points often come
+    /// in one block at the end of a trace: from the flow points per input byte since the first.
     fn make_room(&mut self) {
         let Some(total) = self.expected_bytes else {
             return;
         };
-        let read = self.input_bytes;
+        let (read, then) = (self.input_bytes, self.room_then);
         let sink = match &mut self.stage {
-            _ if read < ESTIMATE_AFTER => return,
             Stage::Sniffing(_) => return,
             Stage::Plain(sink) => sink,
             Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
         };
-        let json = sink.received().max(1);
+        let json = sink.received();
         let b = &mut sink.builder;
-        let len = b.events.len();
-        let estimate = len as u128 * u128::from(total.max(read)) / u128::from(read);
-        let margin = 2 * len.saturating_sub(self.events_then)
-            + (len as u128 * u128::from(ROOM_JSON) / u128::from(json)) as usize;
-        self.events_then = len;
-        b.make_room(usize::try_from(estimate).unwrap_or(usize::MAX), margin);
+        let (events, flows) = (b.events.len() as u64, b.flows.len() as u64);
+        if flows > 0 && self.first_flow.is_none() {
+            self.first_flow = Some(then.0);
+        }
+        self.room_then = (read, events, flows);
+        if json < ESTIMATE_AFTER {
+            return;
+        }
+        let first_flow = self.first_flow.unwrap_or(read);
+        let total = total.max(read);
+        // `n` counted over the input from `from` to `read`, scaled to `from` to `to`.
+        let scaled = |n: u64, from: u64, to: u64| {
+            let n = u128::from(n) * u128::from(to - from) / u128::from((read - from).max(1));
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        let events_room = Room {
+            total: scaled(events, 0, total),
+            margin: 2 * (events - then.1) as usize + scaled(events, 0, ROOM_JSON * read / json),
+        };
+        let flows_room = Room {
+            total: scaled(flows, first_flow, total),
+            margin: 2 * (flows - then.2) as usize + 1024,
+        };
+        b.make_room(events_room, flows_room);
     }
 
     /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about

@@ -8,10 +8,13 @@
 //! its allocated capacity. 60 bytes per event leaves room for denser details, and fails when
 //! the details go back to a struct per event or a column keeps the slack of doubling (at least
 //! 20 bytes per event on the columns).
+//!
+//! Columns sized ahead from the input's size (`Ingest::expect_input_bytes`, as the CLI and the
+//! worker do) must give the same model, whatever the size said, serially and on two threads.
 
 mod common;
 
-use torchtraceap::ingest::{ingest_bytes, Ingest};
+use torchtraceap::ingest::{ingest_bytes, Ingest, PARALLEL_BLOCK};
 use torchtraceap::model::footprint::Part;
 
 /// Bytes per event allowed for the parts that grow with the events.
@@ -100,8 +103,8 @@ fn columns_sized_from_the_input_size_give_the_same_model() {
     events.extend(events.clone());
     let json = serde_json::to_vec(&doc).unwrap();
     assert!(json.len() > 48 << 20, "{} bytes", json.len());
-    let feed = |expected: Option<u64>| {
-        let mut ingest = Ingest::new(Default::default());
+    let feed = |ingest: Ingest, expected: Option<u64>| {
+        let mut ingest = ingest;
         if let Some(bytes) = expected {
             ingest.expect_input_bytes(bytes);
         }
@@ -110,12 +113,18 @@ fn columns_sized_from_the_input_size_give_the_same_model() {
         }
         digest(&ingest.finish().unwrap())
     };
-    let plain = feed(None);
+    let serial = || Ingest::new(Default::default());
+    let plain = feed(serial(), None);
     let n = json.len() as u64;
     for expected in [n, n / 4, 4 * n] {
         assert!(
-            feed(Some(expected)) == plain,
+            feed(serial(), Some(expected)) == plain,
             "expecting {expected} bytes of {n} changed the model"
         );
     }
+    let parallel = Ingest::parallel(Default::default(), 2, PARALLEL_BLOCK);
+    assert!(
+        feed(parallel, Some(n)) == plain,
+        "read on 2 threads, expecting {n} bytes, the model changed"
+    );
 }

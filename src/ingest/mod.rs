@@ -306,9 +306,10 @@ impl Ingest {
         }
     }
 
-    /// Tells the ingester the input's whole size (a file's, compressed or not): from the
-    /// events per input byte read so far it sizes the model's columns for the whole input,
-    /// instead of letting them double (see `Builder::make_room`).
+    /// Tells the ingester the size of the input it will be fed (a file's, compressed or not;
+    /// a byte range's where it reads only that): from the events per input byte read so far it
+    /// sizes the model's columns for the whole input, instead of letting them double (see
+    /// `Builder::make_room`). A wrong size costs memory, never a different model.
     pub fn expect_input_bytes(&mut self, bytes: u64) {
         self.expected_bytes = Some(bytes);
     }

@@ -307,11 +307,13 @@ impl Builder {
     /// their final size once instead of doubling (a column that doubles holds up to twice its
     /// rows, and while it moves both copies exist): `events` and `flows` estimate each in the
     /// whole input and say how many may arrive before the next call. The details' bytes are
-    /// estimated from the events', in the proportion so far.
+    /// estimated from the events', in the proportion so far. Room that memory cannot give (a
+    /// trace too large for a wasm32 worker) is not taken: the columns then grow as they fill,
+    /// and the worker stops reading at its memory limit, as before.
     pub fn make_room(&mut self, events: Room, flows: Room) {
         let len = self.events.len();
         if let Some(rows) = events.more(len, self.events.capacity()) {
-            self.events.reserve_exact(rows);
+            self.events.try_reserve_exact(rows);
         }
         let (details, capacity) = self.details.bytes();
         let per_event = |n: usize| {
@@ -323,10 +325,10 @@ impl Builder {
             margin: per_event(events.margin),
         };
         if let Some(bytes) = details_room.more(details, capacity) {
-            self.details.reserve_exact(bytes);
+            self.details.try_reserve_exact(bytes);
         }
         if let Some(more) = flows.more(self.flows.len(), self.flows.capacity()) {
-            self.flows.reserve_exact(more);
+            let _ = self.flows.try_reserve_exact(more);
         }
     }
 

@@ -323,9 +323,9 @@ impl Details {
         (self.bytes.len(), self.bytes.capacity())
     }
 
-    /// Makes room for `bytes` more, exactly.
-    pub fn reserve_exact(&mut self, bytes: usize) {
-        self.bytes.reserve_exact(bytes);
+    /// Makes room for `bytes` more, exactly, as far as memory allows.
+    pub fn try_reserve_exact(&mut self, bytes: usize) {
+        let _ = self.bytes.try_reserve_exact(bytes);
     }
 
     pub fn shrink_to_fit(&mut self) {

@@ -79,15 +79,16 @@ impl Events {
         .unwrap_or(0)
     }
 
-    /// Makes room for `rows` more rows in the columns filled while reading, exactly.
-    pub fn reserve_exact(&mut self, rows: usize) {
-        self.start.reserve_exact(rows);
-        self.dur.reserve_exact(rows);
-        self.name.reserve_exact(rows);
-        self.cat.reserve_exact(rows);
-        self.kind.reserve_exact(rows);
-        self.track.reserve_exact(rows);
-        self.detail.reserve_exact(rows);
+    /// Makes room for `rows` more rows in the columns filled while reading, exactly, as far as
+    /// memory allows: a column that cannot have it stays as it is (and grows as it fills).
+    pub fn try_reserve_exact(&mut self, rows: usize) {
+        let _ = self.start.try_reserve_exact(rows);
+        let _ = self.dur.try_reserve_exact(rows);
+        let _ = self.name.try_reserve_exact(rows);
+        let _ = self.cat.try_reserve_exact(rows);
+        let _ = self.kind.try_reserve_exact(rows);
+        let _ = self.track.try_reserve_exact(rows);
+        let _ = self.detail.try_reserve_exact(rows);
     }
 
     /// Frees the room the columns filled while reading hold beyond their rows.

@@ -245,7 +245,7 @@ impl HostRanges {
             for i in track.events.clone().map(|i| i as usize) {
                 match e.kind[i] {
                     EventKind::RuntimeCall if e.detail[i] != NONE => {
-                        match t.runtime[e.detail[i] as usize].class {
+                        match t.runtime_class(i) {
                             RuntimeClass::Malloc | RuntimeClass::Free => {
                                 allocator.push((e.start[i], e.end(i)))
                             }

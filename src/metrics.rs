@@ -295,7 +295,7 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                     EventKind::Memcpy => {
                         memcpy.push(iv);
                         if e.start[i] >= start && e.detail[i] != NONE {
-                            m.count_copy(&t.copies[e.detail[i] as usize], e.dur[i]);
+                            m.count_copy(&t.details.copy(e.detail[i]), e.dur[i]);
                         }
                     }
                     _ => memset.push(iv),
@@ -341,7 +341,7 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
             }
             match e.kind[i] {
                 EventKind::RuntimeCall if e.detail[i] != NONE => {
-                    match t.runtime[e.detail[i] as usize].class {
+                    match t.runtime_class(i) {
                         RuntimeClass::Launch => {
                             m.launch_calls += 1;
                             m.launch_call_ns += e.dur[i];
@@ -384,7 +384,7 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                     }
                 }
                 EventKind::Memory if e.detail[i] != NONE => {
-                    let mem = &t.memory[e.detail[i] as usize];
+                    let mem = t.details.memory(e.detail[i]);
                     if mem.device_type == Some(1) {
                         if let Some(total) = mem.total_allocated {
                             m.peak_allocated =

@@ -247,7 +247,7 @@ impl Stats {
                 EventKind::CpuOp if in_step(e.start[i]) => cpu_ops += 1,
                 EventKind::RuntimeCall
                     if e.detail[i] != NONE
-                        && t.runtime[e.detail[i] as usize].class == RuntimeClass::Launch
+                        && t.runtime_class(i) == RuntimeClass::Launch
                         && in_step(e.start[i]) =>
                 {
                     launch_starts.push((e.track[i], e.start[i]));

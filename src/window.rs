@@ -143,7 +143,7 @@ pub fn split(t: &Trace) -> Steps {
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.detail[i] != NONE
-                && t.runtime[e.detail[i] as usize].class == RuntimeClass::Malloc
+                && t.runtime_class(i) == RuntimeClass::Malloc
         })
         .map(|i| e.start[i])
         .collect();

@@ -78,7 +78,7 @@ fn a_modern_kineto_trace_becomes_the_model() {
     let conv = find("aten::conv2d");
     assert_eq!(t.events.start[conv], 1_010_500);
     assert_eq!(t.events.dur[conv], 100_250);
-    let op = &t.ops[t.events.detail[conv] as usize];
+    let op = t.details.op(t.events.detail[conv]);
     assert_eq!(
         t.strings.get(op.input_dims.unwrap()),
         "[[32, 3, 224, 224], [64, 3, 7, 7]]"
@@ -94,14 +94,14 @@ fn a_modern_kineto_trace_becomes_the_model() {
     assert_eq!(t.events.depth[launch], 2);
     assert_eq!(t.events.parent[sync], step as u32);
     assert_eq!(
-        t.runtime[t.events.detail[sync] as usize].class,
+        t.details.runtime(t.events.detail[sync]).class,
         RuntimeClass::Synchronize
     );
 
     // Launch → kernel by correlation id, with the kernel's launch configuration.
     let kernel = find("implicit_convolve_sgemm");
     assert_eq!(t.launch_of(kernel as u32), Some(launch as u32));
-    let k = &t.kernels[t.events.detail[kernel] as usize];
+    let k = t.details.kernel(t.events.detail[kernel]);
     assert_eq!(
         (k.grid, k.block, k.registers_per_thread),
         (Some([128, 1, 1]), Some([256, 1, 1]), Some(64))
@@ -115,7 +115,7 @@ fn a_modern_kineto_trace_becomes_the_model() {
     );
 
     let copy = find("Memcpy HtoD (Pageable -> Device)");
-    let c = &t.copies[t.events.detail[copy] as usize];
+    let c = t.details.copy(t.events.detail[copy]);
     assert_eq!(
         (c.direction, c.host_memory, c.bytes),
         (
@@ -127,7 +127,7 @@ fn a_modern_kineto_trace_becomes_the_model() {
 
     let mem = find("[memory]");
     assert_eq!(t.events.kind[mem], EventKind::Memory);
-    let m = &t.memory[t.events.detail[mem] as usize];
+    let m = t.details.memory(t.events.detail[mem]);
     assert_eq!(
         (m.bytes, m.total_allocated, m.device_id),
         (2048, Some(4096), Some(0))
@@ -252,12 +252,15 @@ fn rocm_runtime_calls_and_rccl_kernels_are_classified() {
        "args": {"correlation": 3, "device": 2, "stream": 0, "Collective name": "allreduce", "In msg nelems": 1024, "Group size": 8, "dtype": "Float"}}
     ]}"#;
     let t = read(text).trace;
-    let classes: Vec<RuntimeClass> = t.runtime.iter().map(|r| r.class).collect();
+    let classes: Vec<RuntimeClass> = (0..t.events.len())
+        .filter(|&i| t.events.kind[i] == EventKind::RuntimeCall)
+        .map(|i| t.runtime_class(i))
+        .collect();
     assert!(classes.contains(&RuntimeClass::Launch) && classes.contains(&RuntimeClass::Malloc));
     let k = (0..t.events.len())
         .find(|&i| t.events.kind[i] == EventKind::Collective)
         .unwrap();
-    let detail = &t.kernels[t.events.detail[k] as usize];
+    let detail = t.details.kernel(t.events.detail[k]);
     let c = &t.collectives[detail.collective.unwrap() as usize];
     assert_eq!((c.in_elements, c.group_size), (Some(1024), Some(8)));
     assert_eq!(t.strings.get(c.name.unwrap()), "allreduce");
@@ -304,7 +307,13 @@ fn integers_beyond_64_bits_in_arguments_are_read() {
     ]}"#;
     let t = read(text).trace;
     assert_eq!(t.events.len(), 2);
-    assert_eq!(t.ops[0].external_id, Some(u64::MAX));
+    let op = (0..t.events.len())
+        .find(|&i| t.events.kind[i] == EventKind::CpuOp)
+        .unwrap();
+    assert_eq!(
+        t.details.op(t.events.detail[op]).external_id,
+        Some(u64::MAX)
+    );
 }
 
 #[test]

@@ -10,6 +10,8 @@
 //! read back and merged in order by `Ingest::blocks`, a range whose guess fails fed again.
 
 mod common;
+#[path = "common/twice.rs"]
+mod twice;
 
 use std::fmt::Write as _;
 use std::hash::Hasher;
@@ -80,6 +82,8 @@ fn by_ranges(bytes: &[u8], range: usize) -> (String, usize) {
         _ => blocks::range_start(bytes, 0, from, (from + range).min(len)).unwrap(),
     };
     let mut ingest = Ingest::blocks(IngestOptions::default());
+    // As the browser's merging worker does: past 32 MiB, columns are sized for the whole input.
+    ingest.expect_input_bytes(len);
     let mut fed = 0;
     for i in 0..len.div_ceil(range).max(1) {
         let (start, end) = (cut(i * range), cut((i + 1) * range));
@@ -290,4 +294,13 @@ fn every_shared_trace_ingests_the_same_in_parallel() {
         files.len()
     );
     assert!(ok > 50);
+}
+
+#[test]
+fn ranges_past_the_size_estimate_merge_into_the_serial_model() {
+    let Some(dir) = common::shared_traces("parallel_ingest") else {
+        return;
+    };
+    let json = twice::largest_real_twice(&dir);
+    ranges_same_as_serial("HTA's control trace twice", &json, &[16 << 20]);
 }

@@ -60,7 +60,7 @@ impl Detector for AllocatorChurn {
                 e.kind[i] == EventKind::RuntimeCall
                     && e.detail[i] != NONE
                     && matches!(
-                        t.runtime[e.detail[i] as usize].class,
+                        t.runtime_class(i),
                         RuntimeClass::Malloc | RuntimeClass::Free
                     )
                     && a.steady_step_at(e.start[i])

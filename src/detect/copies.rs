@@ -50,8 +50,7 @@ impl Detector for HeavyCopies {
                     ns += e.dur[i];
                     shown.push(i);
                     let device_to_device = e.detail[i] != NONE
-                        && t.copies[e.detail[i] as usize].direction
-                            == CopyDirection::DeviceToDevice;
+                        && t.details.copy(e.detail[i]).direction == CopyDirection::DeviceToDevice;
                     if device_to_device {
                         &mut d2d
                     } else {

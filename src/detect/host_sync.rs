@@ -54,7 +54,7 @@ impl Detector for HostSync {
             .filter(|&i| {
                 e.kind[i] == EventKind::RuntimeCall
                     && e.detail[i] != NONE
-                    && match t.runtime[e.detail[i] as usize].class {
+                    && match t.runtime_class(i) {
                         RuntimeClass::Synchronize => true,
                         RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
                         _ => false,

@@ -62,7 +62,7 @@ impl Detector for PageableCopy {
                         {
                             continue;
                         }
-                        let c = &t.copies[e.detail[i] as usize];
+                        let c = t.details.copy(e.detail[i]);
                         if c.host_memory == HostMemory::Pageable
                             && matches!(
                                 c.direction,

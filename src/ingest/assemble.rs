@@ -74,8 +74,13 @@ fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32], spare: &mut Vec<T>) {
 /// Builds the model from everything the builder collected.
 /// `unclosed` lists the `B` events that never ended, which are left out.
 pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
-    let order = sorted_order(&b.events, b.tracks.len(), unclosed);
+    // Columns sized ahead (`Builder::make_room`) hold more rows than the events: free that
+    // first, before the sort's order and spare column are allocated.
     let mut events = std::mem::take(&mut b.events);
+    events.shrink_to_fit();
+    b.details.shrink_to_fit();
+    b.flows.shrink_to_fit();
+    let order = sorted_order(&events, b.tracks.len(), unclosed);
     let mut wide = Vec::new();
     permute(&mut events.start, &order, &mut wide);
     permute(&mut events.dur, &order, &mut wide);
@@ -97,28 +102,18 @@ pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
     let (steps, step_source) = find_steps(&b, &events, span);
     let meta = meta(&b, span);
 
-    let mut trace = Trace {
+    Trace {
         meta,
         strings: std::mem::take(&mut b.strings),
         events,
         tracks,
-        kernels: std::mem::take(&mut b.kernels),
-        copies: std::mem::take(&mut b.copies),
-        runtime: std::mem::take(&mut b.runtime),
-        ops: std::mem::take(&mut b.ops),
+        details: std::mem::take(&mut b.details),
         collectives: std::mem::take(&mut b.collectives),
-        memory: std::mem::take(&mut b.memory),
         launches,
         forward_backward,
         steps,
         step_source,
-    };
-    trace.kernels.shrink_to_fit();
-    trace.copies.shrink_to_fit();
-    trace.runtime.shrink_to_fit();
-    trace.ops.shrink_to_fit();
-    trace.memory.shrink_to_fit();
-    trace
+    }
 }
 
 /// The order of the events by `(track, start, longest first)`, without the unclosed ones.
@@ -206,9 +201,9 @@ fn correlation(b: &Builder, e: &Events, i: usize) -> Option<u64> {
         return None;
     }
     match e.kind[i] {
-        EventKind::GpuKernel | EventKind::Collective => b.kernels[d as usize].correlation,
-        EventKind::Memcpy | EventKind::Memset => b.copies[d as usize].correlation,
-        EventKind::RuntimeCall => b.runtime[d as usize].correlation,
+        EventKind::GpuKernel | EventKind::Collective => b.details.kernel(d).correlation,
+        EventKind::Memcpy | EventKind::Memset => b.details.copy(d).correlation,
+        EventKind::RuntimeCall => b.details.runtime(d).correlation,
         _ => None,
     }
 }
@@ -367,7 +362,7 @@ fn launches_start(b: &Builder, e: &Events) -> Option<i64> {
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.detail[i] != NONE
-                && b.runtime[e.detail[i] as usize].class == crate::model::RuntimeClass::Launch
+                && b.details.runtime_class(e.detail[i]) == crate::model::RuntimeClass::Launch
         })
         .map(|i| e.start[i])
         .min()

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::event::{self, parse_event, Raw, RawEvent};
 use crate::model::kind::{self, classify, classify_memcpy, EventKind, RuntimeClass};
 use crate::model::{
-    CollectiveDetail, CopyDetail, CopyDirection, Events, HostMemory, KernelDetail, MemoryDetail,
-    OpDetail, RuntimeDetail, StrId, Strings, Track, NONE,
+    CollectiveDetail, CopyDetail, CopyDirection, Details, Events, HostMemory, KernelDetail,
+    MemoryDetail, OpDetail, RuntimeDetail, StrId, Strings, Track, NONE,
 };
 
 /// Why an event was skipped; counted per reason in the ingest report.
@@ -85,6 +85,27 @@ pub struct FlowPoint {
     pub ts: i64,
     pub launch: bool,
     pub start: bool,
+}
+
+/// The estimated rows of a column in the whole input, and how many may come before the next
+/// estimate ([`Builder::make_room`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Room {
+    pub total: usize,
+    pub margin: usize,
+}
+
+impl Room {
+    /// The rows to add to a column of `len` rows that holds `capacity`: none while `margin`
+    /// are free (or the column is empty); else room for the estimate and the margin, and at
+    /// least an eighth more (an estimate that proved low).
+    fn more(self, len: usize, capacity: usize) -> Option<usize> {
+        if len == 0 || capacity - len >= self.margin {
+            return None;
+        }
+        let total = self.total.saturating_add(self.total / 32);
+        Some(total.max(len + len / 8).saturating_add(self.margin) - len)
+    }
 }
 
 /// Raw top-level values kept for `assemble`.
@@ -182,12 +203,9 @@ pub struct Builder {
     last_tid: Vec<u8>,
     #[serde(skip, default = "no_track")]
     last_track: u32,
-    pub kernels: Vec<KernelDetail>,
-    pub copies: Vec<CopyDetail>,
-    pub runtime: Vec<RuntimeDetail>,
-    pub ops: Vec<OpDetail>,
+    /// Each event's details, at its `detail` offset.
+    pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
-    pub memory: Vec<MemoryDetail>,
     pub flows: Vec<FlowPoint>,
     /// Open `B` events per track.
     open: FxHashMap<u32, Vec<u32>>,
@@ -289,14 +307,9 @@ impl Builder {
                 .extend(stack.into_iter().map(|i| i + first_event));
         }
         let collectives = self.collectives.len() as u32;
-        let offsets = [
-            self.kernels.len() as u32,
-            self.copies.len() as u32,
-            self.runtime.len() as u32,
-            self.ops.len() as u32,
-            self.memory.len() as u32,
-        ];
-        // Column by column: each a tight loop.
+        let more = |c: Option<u32>| c.map(|c| c + collectives);
+        // Column by column: each a tight loop. Details are written again, in event order, with
+        // this builder's string and collective ids: the arena one pass would have made.
         let (mine, e) = (&mut self.events, next.events);
         mine.start.extend_from_slice(&e.start);
         mine.dur.extend_from_slice(&e.dur);
@@ -304,27 +317,40 @@ impl Builder {
         mine.cat.extend(e.cat.iter().map(|&c| id(c)));
         mine.track
             .extend(e.track.iter().map(|&t| tracks[t as usize]));
+        let (details, theirs) = (&mut self.details, &next.details);
         mine.detail
             .extend(e.detail.iter().zip(&e.kind).map(|(&d, &kind)| {
-                match (d, detail_table(kind)) {
-                    (NONE, _) | (_, None) => NONE,
-                    (d, Some(table)) => d + offsets[table],
+                if d == NONE {
+                    return NONE;
+                }
+                match kind {
+                    EventKind::GpuKernel | EventKind::Collective => {
+                        let k = theirs.kernel(d);
+                        details.push_kernel(&KernelDetail {
+                            collective: more(k.collective),
+                            ..k
+                        })
+                    }
+                    EventKind::Memcpy | EventKind::Memset => details.push_copy(&theirs.copy(d)),
+                    EventKind::RuntimeCall => details.push_runtime(&theirs.runtime(d)),
+                    EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => {
+                        let o = theirs.op(d);
+                        details.push_op(&OpDetail {
+                            input_dims: o.input_dims.map(id),
+                            input_types: o.input_types.map(id),
+                            collective: more(o.collective),
+                            ..o
+                        })
+                    }
+                    EventKind::Memory => details.push_memory(&theirs.memory(d)),
+                    EventKind::GpuUserAnnotation
+                    | EventKind::GpuSync
+                    | EventKind::PythonFunction
+                    | EventKind::Profiler
+                    | EventKind::Other => NONE,
                 }
             }));
         mine.kind.extend_from_slice(&e.kind);
-        self.kernels
-            .extend(next.kernels.into_iter().map(|k| KernelDetail {
-                collective: k.collective.map(|c| c + collectives),
-                ..k
-            }));
-        self.copies.extend(next.copies);
-        self.runtime.extend(next.runtime);
-        self.ops.extend(next.ops.into_iter().map(|o| OpDetail {
-            input_dims: o.input_dims.map(id),
-            input_types: o.input_types.map(id),
-            collective: o.collective.map(|c| c + collectives),
-            ..o
-        }));
         self.collectives
             .extend(next.collectives.into_iter().map(|c| CollectiveDetail {
                 name: c.name.map(id),
@@ -332,7 +358,6 @@ impl Builder {
                 process_group: c.process_group.map(id),
                 ..c
             }));
-        self.memory.extend(next.memory);
         self.flows.extend(next.flows.into_iter().map(|f| FlowPoint {
             track: tracks[f.track as usize],
             ..f
@@ -360,6 +385,35 @@ impl Builder {
         self.top.object = self.top.object.or(next.top.object);
         self.top.keys.extend(next.top.keys);
         self.top.values.extend(next.top.values);
+    }
+
+    /// Makes room for the events and flow points still to come, so that their columns grow to
+    /// their final size once instead of doubling (a column that doubles holds up to twice its
+    /// rows, and while it moves both copies exist): `events` and `flows` estimate each in the
+    /// whole input and say how many may arrive before the next call. The details' bytes are
+    /// estimated from the events', in the proportion so far. Room that memory cannot give (a
+    /// trace too large for a wasm32 worker) is not taken: the columns then grow as they fill,
+    /// and the worker stops reading at its memory limit, as before.
+    pub fn make_room(&mut self, events: Room, flows: Room) {
+        let len = self.events.len();
+        if let Some(rows) = events.more(len, self.events.capacity()) {
+            self.events.try_reserve_exact(rows);
+        }
+        let (details, capacity) = self.details.bytes();
+        let per_event = |n: usize| {
+            let n = n as u128 * details as u128 / len.max(1) as u128;
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        let details_room = Room {
+            total: per_event(events.total),
+            margin: per_event(events.margin),
+        };
+        if let Some(bytes) = details_room.more(details, capacity) {
+            self.details.try_reserve_exact(bytes);
+        }
+        if let Some(more) = flows.more(self.flows.len(), self.flows.capacity()) {
+            let _ = self.flows.try_reserve_exact(more);
+        }
     }
 
     fn skip(&mut self, reason: &'static str) {
@@ -606,13 +660,10 @@ impl Builder {
                     registers_per_thread: args.registers.and_then(event::uint).map(|v| v as u32),
                     shared_memory: args.shared_memory.and_then(event::uint),
                     occupancy_pct: args.occupancy.and_then(event::float),
-                    blocks_per_sm: args.blocks_per_sm.and_then(event::float),
-                    warps_per_sm: args.warps_per_sm.and_then(event::float),
                     collective,
                 };
                 self.mark_gpu(track, ev, k.device, k.stream);
-                self.kernels.push(k);
-                self.kernels.len() as u32 - 1
+                self.details.push_kernel(&k)
             }
             EventKind::Memcpy | EventKind::Memset => {
                 let c = CopyDetail {
@@ -625,8 +676,7 @@ impl Builder {
                     host_memory,
                 };
                 self.mark_gpu(track, ev, c.device, c.stream);
-                self.copies.push(c);
-                self.copies.len() as u32 - 1
+                self.details.push_copy(&c)
             }
             EventKind::GpuUserAnnotation | EventKind::GpuSync => {
                 self.mark_gpu(
@@ -637,13 +687,10 @@ impl Builder {
                 );
                 NONE
             }
-            EventKind::RuntimeCall => {
-                self.runtime.push(RuntimeDetail {
-                    class: runtime_class,
-                    correlation: args.correlation.and_then(event::uint),
-                });
-                self.runtime.len() as u32 - 1
-            }
+            EventKind::RuntimeCall => self.details.push_runtime(&RuntimeDetail {
+                class: runtime_class,
+                correlation: args.correlation.and_then(event::uint),
+            }),
             EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => {
                 let collective = self.collective(args);
                 let op = OpDetail {
@@ -653,20 +700,16 @@ impl Builder {
                     input_types: args.input_types.map(|r| self.intern_raw(r)),
                     collective,
                 };
-                self.ops.push(op);
-                self.ops.len() as u32 - 1
+                self.details.push_op(&op)
             }
             EventKind::Memory => match args.alloc_bytes.and_then(event::int) {
-                Some(bytes) => {
-                    self.memory.push(MemoryDetail {
-                        bytes,
-                        total_allocated: args.total_allocated.and_then(event::int),
-                        total_reserved: args.total_reserved.and_then(event::int),
-                        device_type: args.device_type.and_then(event::int),
-                        device_id: args.device_id.and_then(event::int),
-                    });
-                    self.memory.len() as u32 - 1
-                }
+                Some(bytes) => self.details.push_memory(&MemoryDetail {
+                    bytes,
+                    total_allocated: args.total_allocated.and_then(event::int),
+                    total_reserved: args.total_reserved.and_then(event::int),
+                    device_type: args.device_type.and_then(event::int),
+                    device_id: args.device_id.and_then(event::int),
+                }),
                 None => NONE,
             },
             EventKind::PythonFunction | EventKind::Profiler | EventKind::Other => NONE,
@@ -833,23 +876,6 @@ impl Builder {
 }
 
 const NAME_CACHE_SLOTS: usize = 4096;
-
-/// Which detail table an event of `kind` indexes (`detail` is `NONE` or an index into it), in
-/// the order of `Builder::merge`'s offsets: kernels, copies, runtime calls, ops, memory.
-fn detail_table(kind: EventKind) -> Option<usize> {
-    match kind {
-        EventKind::GpuKernel | EventKind::Collective => Some(0),
-        EventKind::Memcpy | EventKind::Memset => Some(1),
-        EventKind::RuntimeCall => Some(2),
-        EventKind::CpuOp | EventKind::UserAnnotation | EventKind::ProfilerStep => Some(3),
-        EventKind::Memory => Some(4),
-        EventKind::GpuUserAnnotation
-        | EventKind::GpuSync
-        | EventKind::PythonFunction
-        | EventKind::Profiler
-        | EventKind::Other => None,
-    }
-}
 
 /// A cheap hash of a name's length and its first and last eight bytes.
 fn name_slot(name: &[u8]) -> usize {

@@ -32,7 +32,7 @@ pub use error::IngestError;
 pub use parallel::BLOCK as PARALLEL_BLOCK;
 
 use crate::model::Trace;
-use builder::Builder;
+use builder::{Builder, Room};
 use framer::{Cut, Frame, Framer};
 
 /// Choices that change what is accepted.
@@ -276,7 +276,18 @@ pub struct Ingest {
     /// Threads that frame and read the JSON (1: this one), and their block size.
     threads: usize,
     block: usize,
+    /// The input's whole size, where the caller knows it ([`Ingest::expect_input_bytes`]).
+    expected_bytes: Option<u64>,
+    /// Input bytes, events and flow points at the last [`Ingest::make_room`].
+    room_then: (u64, u64, u64),
+    /// Input bytes read before the first flow point.
+    first_flow: Option<u64>,
 }
+
+/// JSON read before the model's size is estimated from it.
+const ESTIMATE_AFTER: u64 = 32 << 20;
+/// JSON whose events the model keeps room for beyond the estimate (at least a parallel block).
+const ROOM_JSON: u64 = 16 << 20;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const GZIP_CHUNK: usize = 1 << 20;
@@ -290,7 +301,59 @@ impl Ingest {
             gzip_error: None,
             threads: 1,
             block: 0,
+            expected_bytes: None,
+            room_then: (0, 0, 0),
+            first_flow: None,
         }
+    }
+
+    /// Tells the ingester the size of the input it will be fed (a file's, compressed or not;
+    /// a byte range's where it reads only that): from the events per input byte read so far it
+    /// sizes the model's columns for the whole input, instead of letting them double (see
+    /// `Builder::make_room`). A wrong size costs memory, never a different model.
+    pub fn expect_input_bytes(&mut self, bytes: u64) {
+        self.expected_bytes = Some(bytes);
+    }
+
+    /// Estimates the events and flow points of the whole input and makes room for them (one
+    /// thread reading). Events: from the events per input byte so far. Flow points often come
+    /// in one block at the end of a trace: from the flow points per input byte since the first.
+    fn make_room(&mut self) {
+        let Some(total) = self.expected_bytes else {
+            return;
+        };
+        let (read, then) = (self.input_bytes, self.room_then);
+        let sink = match &mut self.stage {
+            Stage::Sniffing(_) => return,
+            Stage::Plain(sink) => sink,
+            Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
+        };
+        let json = sink.received();
+        let b = &mut sink.builder;
+        let (events, flows) = (b.events.len() as u64, b.flows.len() as u64);
+        if flows > 0 && self.first_flow.is_none() {
+            self.first_flow = Some(then.0);
+        }
+        self.room_then = (read, events, flows);
+        if json < ESTIMATE_AFTER {
+            return;
+        }
+        let first_flow = self.first_flow.unwrap_or(read);
+        let total = total.max(read);
+        // `n` counted over the input from `from` to `read`, scaled to `from` to `to`.
+        let scaled = |n: u64, from: u64, to: u64| {
+            let n = u128::from(n) * u128::from(to - from) / u128::from((read - from).max(1));
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        let events_room = Room {
+            total: scaled(events, 0, total),
+            margin: 2 * (events - then.1) as usize + scaled(events, 0, ROOM_JSON * read / json),
+        };
+        let flows_room = Room {
+            total: scaled(flows, first_flow, total),
+            margin: 2 * (flows - then.2) as usize + 1024,
+        };
+        b.make_room(events_room, flows_room);
     }
 
     /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about
@@ -324,6 +387,7 @@ impl Ingest {
         };
         let merged = blocks::merge(&mut sink.framer, &mut sink.builder, block);
         self.input_bytes = sink.framer.offset();
+        self.make_room();
         merged
     }
 
@@ -363,7 +427,9 @@ impl Ingest {
             };
             return self.pass(&head);
         }
-        self.pass(chunk)
+        self.pass(chunk)?;
+        self.make_room();
+        Ok(())
     }
 
     fn pass(&mut self, bytes: &[u8]) -> Result<(), IngestError> {

@@ -6,20 +6,22 @@
 //!   track's events are the contiguous range `Track::events`;
 //! - on CPU tracks, `parent` and `depth` give the call tree of the nesting kinds
 //!   ([`EventKind::nests_on_cpu`]); events that are not nested have `parent == NONE`;
-//! - `detail` indexes the side table of the event's kind (`kernels`, `copies`, `runtime`, `ops`,
-//!   `memory`), or is `NONE`;
+//! - `detail` is the offset of the event's record in [`Details`] (decoded by the event's kind:
+//!   kernel, copy, runtime call, op or memory), or `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
 //!
 //! Steps are the `ProfilerStep#N` ranges when recorded; without any (inference traces, single
 //! forward passes) one step spans the GPU's active time (`StepSource::WholeTrace`; the whole
 //! span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
 //! `correlation`, else by launch flow events (`ac2g`, `async`, …) bound to their endpoints.
-//! The columns and details the ingest builds derive serde, for the web app's workers, which
-//! send a block's partial model to the worker that merges them (`ingest::blocks`); views
-//! serialize their own types.
+//! The columns and `Details` the ingest builds derive serde, for the web app's workers,
+//! which send a block's partial model to the worker that merges them (`ingest::blocks`);
+//! views serialize their own types.
 
 pub mod anti_pattern;
+pub mod details;
 pub mod fingerprint;
+pub mod footprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;
@@ -28,6 +30,7 @@ pub mod strings;
 use serde::{Deserialize, Serialize};
 
 pub use anti_pattern::AntiPattern;
+pub use details::Details;
 pub use kind::{CopyDirection, EventKind, HostMemory, RuntimeClass};
 pub use strings::{StrId, Strings};
 
@@ -60,6 +63,45 @@ impl Events {
     pub fn end(&self, i: usize) -> i64 {
         self.start[i] + self.dur[i]
     }
+
+    /// Rows the columns filled while reading hold without growing (the fewest of any).
+    pub fn capacity(&self) -> usize {
+        [
+            self.start.capacity(),
+            self.dur.capacity(),
+            self.name.capacity(),
+            self.cat.capacity(),
+            self.kind.capacity(),
+            self.track.capacity(),
+            self.detail.capacity(),
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(0)
+    }
+
+    /// Makes room for `rows` more rows in the columns filled while reading, exactly, as far as
+    /// memory allows: a column that cannot have it stays as it is (and grows as it fills).
+    pub fn try_reserve_exact(&mut self, rows: usize) {
+        let _ = self.start.try_reserve_exact(rows);
+        let _ = self.dur.try_reserve_exact(rows);
+        let _ = self.name.try_reserve_exact(rows);
+        let _ = self.cat.try_reserve_exact(rows);
+        let _ = self.kind.try_reserve_exact(rows);
+        let _ = self.track.try_reserve_exact(rows);
+        let _ = self.detail.try_reserve_exact(rows);
+    }
+
+    /// Frees the room the columns filled while reading hold beyond their rows.
+    pub fn shrink_to_fit(&mut self) {
+        self.start.shrink_to_fit();
+        self.dur.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.cat.shrink_to_fit();
+        self.kind.shrink_to_fit();
+        self.track.shrink_to_fit();
+        self.detail.shrink_to_fit();
+    }
 }
 
 /// A CPU thread or a GPU stream: one row group of the timeline.
@@ -84,7 +126,7 @@ pub struct Track {
 }
 
 /// Launch configuration and resource use of one kernel.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct KernelDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -95,14 +137,12 @@ pub struct KernelDetail {
     pub shared_memory: Option<u64>,
     /// `est. achieved occupancy %` (2.x) or `theoretical occupancy %` (1.x).
     pub occupancy_pct: Option<f32>,
-    pub blocks_per_sm: Option<f32>,
-    pub warps_per_sm: Option<f32>,
     /// Index into [`Trace::collectives`] for collective kernels that carry their arguments.
     pub collective: Option<u32>,
 }
 
 /// One memcpy or memset on a GPU stream.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct CopyDetail {
     pub device: Option<i64>,
     pub stream: Option<i64>,
@@ -114,14 +154,14 @@ pub struct CopyDetail {
 }
 
 /// One CUDA/HIP runtime or driver call.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct RuntimeDetail {
     pub class: RuntimeClass,
     pub correlation: Option<u64>,
 }
 
 /// Arguments kept for CPU ops and annotations.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct OpDetail {
     pub external_id: Option<u64>,
     pub sequence_number: Option<u64>,
@@ -145,7 +185,7 @@ pub struct CollectiveDetail {
 }
 
 /// One caching-allocator event (`[memory]`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct MemoryDetail {
     /// Positive for an allocation, negative for a free.
     pub bytes: i64,
@@ -270,12 +310,9 @@ pub struct Trace {
     pub strings: Strings,
     pub events: Events,
     pub tracks: Vec<Track>,
-    pub kernels: Vec<KernelDetail>,
-    pub copies: Vec<CopyDetail>,
-    pub runtime: Vec<RuntimeDetail>,
-    pub ops: Vec<OpDetail>,
+    /// Each event's details, at its `detail` offset.
+    pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
-    pub memory: Vec<MemoryDetail>,
     /// Launch links, sorted by GPU event.
     pub launches: Vec<Launch>,
     pub forward_backward: Vec<ForwardBackward>,
@@ -286,6 +323,11 @@ pub struct Trace {
 impl Trace {
     pub fn name_of(&self, event: usize) -> &str {
         self.strings.get(self.events.name[event])
+    }
+
+    /// The runtime class of `event`, a runtime call with details.
+    pub fn runtime_class(&self, event: usize) -> RuntimeClass {
+        self.details.runtime_class(self.events.detail[event])
     }
 
     /// Number of events of each kind.

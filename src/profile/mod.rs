@@ -242,7 +242,7 @@ fn batch_of(t: &Trace, range: (i64, i64)) -> Option<Batch> {
         .filter(|&i| BATCH_OPS.contains(&t.name_of(i)))
         .min_by_key(|&i| e.start[i])
         .and_then(|i| {
-            let dims = t.ops[e.detail[i] as usize].input_dims?;
+            let dims = t.details.op(e.detail[i]).input_dims?;
             let text = t.strings.get(dims);
             let dims: Vec<Vec<u64>> = serde_json::from_str(text).ok()?;
             let first = dims.first()?;

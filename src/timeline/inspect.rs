@@ -107,8 +107,11 @@ fn self_time(t: &Trace, event: u32) -> i64 {
 fn args(t: &Trace, event: u32) -> Vec<(String, String)> {
     let e = &t.events;
     let i = event as usize;
-    let d = e.detail[i] as usize;
+    let d = e.detail[i];
     let mut out = Vec::new();
+    if d == NONE {
+        return out;
+    }
     let mut put = |name: &str, value: Option<String>| {
         if let Some(v) = value {
             out.push((name.to_string(), v));
@@ -117,53 +120,49 @@ fn args(t: &Trace, event: u32) -> Vec<(String, String)> {
     let dims = |v: [u32; 3]| format!("[{}, {}, {}]", v[0], v[1], v[2]);
     match e.kind[i] {
         EventKind::GpuKernel | EventKind::Collective => {
-            if let Some(k) = t.kernels.get(d) {
-                put("device", k.device.map(|v| v.to_string()));
-                put("stream", k.stream.map(|v| v.to_string()));
-                put("correlation", k.correlation.map(|v| v.to_string()));
-                put("grid", k.grid.map(dims));
-                put("block", k.block.map(dims));
-                put(
-                    "registers per thread",
-                    k.registers_per_thread.map(|v| v.to_string()),
-                );
-                put("shared memory", k.shared_memory.map(|v| format!("{v} B")));
-                put("occupancy %", k.occupancy_pct.map(|v| format!("{v:.1}")));
-            }
+            let k = t.details.kernel(d);
+            put("device", k.device.map(|v| v.to_string()));
+            put("stream", k.stream.map(|v| v.to_string()));
+            put("correlation", k.correlation.map(|v| v.to_string()));
+            put("grid", k.grid.map(dims));
+            put("block", k.block.map(dims));
+            put(
+                "registers per thread",
+                k.registers_per_thread.map(|v| v.to_string()),
+            );
+            put("shared memory", k.shared_memory.map(|v| format!("{v} B")));
+            put("occupancy %", k.occupancy_pct.map(|v| format!("{v:.1}")));
         }
         EventKind::Memcpy | EventKind::Memset => {
-            if let Some(c) = t.copies.get(d) {
-                put("device", c.device.map(|v| v.to_string()));
-                put("stream", c.stream.map(|v| v.to_string()));
-                put("correlation", c.correlation.map(|v| v.to_string()));
-                put("bytes", c.bytes.map(|v| v.to_string()));
-                put(
-                    "bandwidth GB/s",
-                    c.bandwidth_gbps.map(|v| format!("{v:.1}")),
-                );
-                put("direction", Some(format!("{:?}", c.direction)));
-                put("host memory", Some(format!("{:?}", c.host_memory)));
-            }
+            let c = t.details.copy(d);
+            put("device", c.device.map(|v| v.to_string()));
+            put("stream", c.stream.map(|v| v.to_string()));
+            put("correlation", c.correlation.map(|v| v.to_string()));
+            put("bytes", c.bytes.map(|v| v.to_string()));
+            put(
+                "bandwidth GB/s",
+                c.bandwidth_gbps.map(|v| format!("{v:.1}")),
+            );
+            put("direction", Some(format!("{:?}", c.direction)));
+            put("host memory", Some(format!("{:?}", c.host_memory)));
         }
         EventKind::RuntimeCall | EventKind::GpuSync => {
-            if let Some(r) = t.runtime.get(d) {
-                put("class", Some(format!("{:?}", r.class)));
-                put("correlation", r.correlation.map(|v| v.to_string()));
-            }
+            let r = t.details.runtime(d);
+            put("class", Some(format!("{:?}", r.class)));
+            put("correlation", r.correlation.map(|v| v.to_string()));
         }
         EventKind::CpuOp | EventKind::UserAnnotation => {
-            if let Some(o) = t.ops.get(d) {
-                put("external id", o.external_id.map(|v| v.to_string()));
-                put("sequence number", o.sequence_number.map(|v| v.to_string()));
-                put(
-                    "input dims",
-                    o.input_dims.map(|s| t.strings.get(s).to_string()),
-                );
-                put(
-                    "input types",
-                    o.input_types.map(|s| t.strings.get(s).to_string()),
-                );
-            }
+            let o = t.details.op(d);
+            put("external id", o.external_id.map(|v| v.to_string()));
+            put("sequence number", o.sequence_number.map(|v| v.to_string()));
+            put(
+                "input dims",
+                o.input_dims.map(|s| t.strings.get(s).to_string()),
+            );
+            put(
+                "input types",
+                o.input_types.map(|s| t.strings.get(s).to_string()),
+            );
         }
         _ => {}
     }

@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, Trace, NONE};
 
 /// One process's CPU threads, or one GPU's streams.
 #[derive(Clone, Debug, PartialEq)]
@@ -252,9 +252,11 @@ fn memory_counters(t: &Trace, groups: &mut [Group]) -> Vec<Counter> {
         if t.events.kind[i] != EventKind::Memory {
             continue;
         }
-        let Some(m) = t.memory.get(t.events.detail[i] as usize) else {
+        let d = t.events.detail[i];
+        if d == NONE {
             continue;
-        };
+        }
+        let m = t.details.memory(d);
         let Some(total) = m.total_allocated else {
             continue;
         };

@@ -332,6 +332,7 @@ pub async fn read(
     // Ranges this worker framed alone while waiting.
     let mut own: BTreeMap<usize, (u64, u64, Framed)> = BTreeMap::new();
     let mut ingest = Ingest::blocks(IngestOptions::default());
+    ingest.expect_input_bytes(size);
     for index in 0..ranges {
         let end = loop {
             if let Some((start, end, framed)) = own.remove(&index) {

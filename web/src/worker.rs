@@ -319,6 +319,7 @@ async fn read(
             .map_err(|e| js_failure(&format!("could not slice bytes {offset}..{end}"), &e))
     };
     let mut ingest = Ingest::new(IngestOptions::default());
+    ingest.expect_input_bytes(size as u64);
     let mut chunk = Vec::new();
     let mut offset = 0.0;
     let mut pending = if size > 0.0 {

@@ -29,6 +29,9 @@ pub struct Args {
     /// Read Chrome traces that the PyTorch profiler did not write, instead of refusing them.
     #[arg(long)]
     allow_non_pytorch: bool,
+    /// Also print the model's memory, part by part (bytes per event, used and allocated).
+    #[arg(long)]
+    memory: bool,
 }
 
 /// Threads that read a trace: `TTAP_THREADS` when set, else one. Reading on several threads
@@ -79,10 +82,11 @@ pub fn read_file_on(
     } else {
         ProgressBar::hidden()
     };
-    let ingest = match threads {
+    let mut ingest = match threads {
         1 => Ingest::new(options),
         n => Ingest::parallel(options, n, PARALLEL_BLOCK),
     };
+    ingest.expect_input_bytes(size);
     let result = ingest.read_all(file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
@@ -106,6 +110,9 @@ pub fn run(args: &Args) -> ExitCode {
                 } else {
                     crate::out(&render(path, &summary));
                 }
+                if args.memory {
+                    crate::out(&render_memory(&ingested));
+                }
             }
             Err(e) => {
                 failed = true;
@@ -127,6 +134,40 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The model's bytes per event, part by part, against the JSON's.
+fn render_memory(ingested: &Ingested) -> String {
+    let t = &ingested.trace;
+    let n = t.events.len().max(1) as f64;
+    let parts = t.footprint();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "  memory      bytes per event (used / allocated); JSON {:.1}",
+        ingested.report.json_bytes as f64 / n
+    );
+    for p in &parts {
+        let _ = writeln!(
+            o,
+            "    {:<18} {:>7.2} / {:>7.2}",
+            p.name,
+            p.used as f64 / n,
+            p.allocated as f64 / n
+        );
+    }
+    let (used, allocated) = parts
+        .iter()
+        .fold((0, 0), |(u, a), p| (u + p.used, a + p.allocated));
+    let _ = writeln!(
+        o,
+        "    {:<18} {:>7.2} / {:>7.2} = {:.3} x the JSON",
+        "model",
+        used as f64 / n,
+        allocated as f64 / n,
+        allocated as f64 / ingested.report.json_bytes.max(1) as f64
+    );
+    o
 }
 
 /// A size in KiB below 1 MiB, in MiB above.

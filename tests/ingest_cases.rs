@@ -330,6 +330,27 @@ fn events_out_of_time_order_are_sorted_and_nested() {
     assert_eq!(t.events.parent[parent], NONE);
 }
 
+/// A track out of time order is sorted by start, longest first, and events that tie on both
+/// keep their order in the file.
+#[test]
+fn an_unsorted_track_keeps_the_file_order_of_ties() {
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 1, "ts": 90, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "tie1", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "short", "pid": 1, "tid": 1, "ts": 20, "dur": 2},
+      {"ph": "X", "cat": "cpu_op", "name": "tie2", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 1, "ts": 20, "dur": 50},
+      {"ph": "X", "cat": "cpu_op", "name": "tie3", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "first", "pid": 1, "tid": 1, "ts": 10, "dur": 1}
+    ]}"#;
+    let t = read(text).trace;
+    let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
+    assert_eq!(
+        names,
+        ["first", "long", "tie1", "tie2", "tie3", "short", "late"]
+    );
+}
+
 #[test]
 fn malformed_single_events_are_skipped_and_counted_by_reason() {
     let text = "{\"traceEvents\": [

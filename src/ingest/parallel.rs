@@ -18,16 +18,25 @@
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
 //! default, and the one being filled).
 //!
-//! [`Piped`] is the one-thread case of gzip input: the feeding thread inflates, another frames
+//! [`read_file`] is the same for a plain file natively: the workers read their blocks straight
+//! from it (positioned reads), so the bytes never pass through the merging thread, which only
+//! reads a few KiB at each block's end to find the cut point after it.
+//!
+//! [`Piped`] is the two-thread case of gzip input: the feeding thread inflates, another frames
 //! and reads every decoded chunk in order (no blocks, no merge), with a few chunks in flight.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::fs::File;
+#[cfg(unix)]
+use std::io;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use memchr::memrchr;
+use memchr::{memchr, memrchr};
 
 use super::builder::Builder;
 use super::event::is_ws;
@@ -61,30 +70,70 @@ struct Job {
     bytes: Vec<u8>,
 }
 
-/// A framed block, with its bytes in case the guess was wrong.
+/// A framed block, with its bytes (`bytes[range]`) in case the guess was wrong.
 struct Done {
     index: usize,
     start: Start,
     bytes: Vec<u8>,
+    range: Range<usize>,
     framer: Framer,
     builder: Builder,
     framed: Result<(), SyntaxError>,
 }
 
-fn frame(job: Job) -> Done {
-    let (mut framer, mut builder) = match job.start {
+/// Frames `bytes[range]`, which starts `offset` bytes into the document.
+fn frame_range(
+    index: usize,
+    offset: u64,
+    start: Start,
+    bytes: Vec<u8>,
+    range: Range<usize>,
+) -> Done {
+    let (mut framer, mut builder) = match start {
         Start::Document => (Framer::default(), Builder::new()),
-        Start::Between(in_object) => (Framer::between(job.offset, in_object), Builder::resumed()),
+        Start::Between(in_object) => (Framer::between(offset, in_object), Builder::resumed()),
     };
-    let framed = framer.push(&job.bytes, &mut builder);
+    let framed = framer.push(&bytes[range.clone()], &mut builder);
     Done {
-        index: job.index,
-        start: job.start,
-        bytes: job.bytes,
+        index,
+        start,
+        bytes,
+        range,
         framer,
         builder,
         framed,
     }
+}
+
+fn frame(job: Job) -> Done {
+    let range = 0..job.bytes.len();
+    frame_range(job.index, job.offset, job.start, job.bytes, range)
+}
+
+/// Merges `done`, the next block in input order, into the framer and builder of everything
+/// before it, framing it again there when its guessed start was wrong; gives back its buffer.
+fn merge(
+    done: Done,
+    framer: &mut Framer,
+    builder: &mut Builder,
+) -> (Result<(), SyntaxError>, Vec<u8>) {
+    let guessed = match done.start {
+        Start::Document => true,
+        Start::Between(in_object) => framer.between_elements() == Some(in_object),
+    };
+    let framed = match (guessed, done.framed) {
+        (true, Ok(())) => {
+            *framer = done.framer;
+            match done.start {
+                Start::Document => *builder = done.builder,
+                Start::Between(_) => builder.merge(done.builder),
+            }
+            Ok(())
+        }
+        // A wrong guess, or a syntax error that framing in order will report at its place.
+        _ => framer.push(&done.bytes[done.range], builder),
+    };
+    (framed, done.bytes)
 }
 
 /// Blocks on their way through the worker threads; merged into the sink's framer and builder.
@@ -246,23 +295,7 @@ impl Blocks {
             }
         };
         self.merged += 1;
-        let guessed = match done.start {
-            Start::Document => true,
-            Start::Between(in_object) => framer.between_elements() == Some(in_object),
-        };
-        let framed = match (guessed, done.framed) {
-            (true, Ok(())) => {
-                *framer = done.framer;
-                match done.start {
-                    Start::Document => *builder = done.builder,
-                    Start::Between(_) => builder.merge(done.builder),
-                }
-                Ok(())
-            }
-            // A wrong guess, or a syntax error that framing in order will report at its place.
-            _ => framer.push(&done.bytes, builder),
-        };
-        let mut spare = done.bytes;
+        let (framed, mut spare) = merge(done, framer, builder);
         spare.clear();
         self.spare.push(spare);
         framed
@@ -372,6 +405,188 @@ impl Piped {
         reader
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    }
+}
+
+/// Bytes read at a block's nominal end to find the cut point after it; doubled while none is
+/// found, up to [`MAX_BLOCKS_UNCUT`] blocks (then the block is cut at its nominal end, and its
+/// guess fails).
+#[cfg(unix)]
+const CUT_WINDOW: usize = 64 << 10;
+
+/// A block of a file for a worker to read and frame, with a buffer to read it into.
+#[cfg(unix)]
+struct FileJob {
+    index: usize,
+    start: Start,
+    range: Range<u64>,
+    buffer: Vec<u8>,
+}
+
+/// What a worker answers for a block of a file: its index, and the framed block, or the read
+/// error, or the panic (a bug) to go on with on the merging thread.
+#[cfg(unix)]
+type FileDone = (usize, std::thread::Result<io::Result<Done>>);
+
+#[cfg(unix)]
+fn read_block(file: &File, job: FileJob) -> io::Result<Done> {
+    use std::os::unix::fs::FileExt;
+    let FileJob {
+        index,
+        start,
+        range,
+        mut buffer,
+    } = job;
+    // Only bytes beyond the buffer's last length are zeroed: buffers are reused.
+    buffer.resize((range.end - range.start) as usize, 0);
+    file.read_exact_at(&mut buffer, range.start)?;
+    let all = 0..buffer.len();
+    Ok(frame_range(index, range.start, start, buffer, all))
+}
+
+/// Where the block that ends near `at` ends: at the first cut point ([`first_cut`]) of the
+/// bytes from `at` on, at the end of the file if there is none, or at `at` itself if none is
+/// found in the window.
+#[cfg(unix)]
+fn boundary(
+    file: &File,
+    at: u64,
+    size: u64,
+    block: usize,
+    window: &mut Vec<u8>,
+) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut len = CUT_WINDOW;
+    loop {
+        let have = len.min((size - at) as usize);
+        window.resize(have, 0);
+        file.read_exact_at(window, at)?;
+        if let Some(p) = first_cut(window) {
+            return Ok(at + p as u64);
+        }
+        if have < len {
+            return Ok(size);
+        }
+        if len >= MAX_BLOCKS_UNCUT * block {
+            return Ok(at);
+        }
+        len *= 2;
+    }
+}
+
+/// A plain JSON file of `size` bytes framed on `threads` threads, each reading its blocks
+/// straight from the file (positioned reads: nothing goes through this thread), merged in
+/// order into `framer` and `builder` as [`Blocks`] merges: the same result as one pass. This
+/// thread cuts the blocks (reading a few KiB at each end) and merges; `progress` gets the
+/// framer and builder after each block.
+#[cfg(unix)]
+pub fn read_file(
+    file: &File,
+    size: u64,
+    threads: usize,
+    block: usize,
+    framer: &mut Framer,
+    builder: &mut Builder,
+    mut progress: impl FnMut(&Framer, &Builder),
+) -> io::Result<Result<(), SyntaxError>> {
+    let block = block.max(1);
+    let threads = threads.max(1);
+    let mut window = Vec::new();
+    // Whether the event array is guessed to sit in a top-level object (from the first byte).
+    let in_object = {
+        use std::os::unix::fs::FileExt;
+        window.resize(CUT_WINDOW.min(size as usize), 0);
+        file.read_exact_at(&mut window, 0)?;
+        window
+            .iter()
+            .find(|&&b| !is_ws(b))
+            .is_none_or(|&b| b != b'[')
+    };
+    let (jobs, queue) = mpsc::sync_channel::<FileJob>(threads);
+    let queue = Mutex::new(queue);
+    let (done, results) = mpsc::channel::<FileDone>();
+    std::thread::scope(|s| {
+        // Workers end once `jobs` is dropped, when this closure returns (or unwinds).
+        let jobs = jobs;
+        for _ in 0..threads {
+            let (queue, done) = (&queue, done.clone());
+            s.spawn(move || loop {
+                let job = match queue.lock() {
+                    Ok(q) => q.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                let index = job.index;
+                let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    read_block(file, job)
+                }));
+                if done.send((index, read)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done);
+        let (mut sent, mut merged, mut next) = (0usize, 0usize, 0u64);
+        let mut early: BTreeMap<usize, std::thread::Result<io::Result<Done>>> = BTreeMap::new();
+        let mut spare: Vec<Vec<u8>> = Vec::new();
+        loop {
+            while next < size && sent - merged <= threads {
+                let nominal = next + block as u64;
+                let end = if nominal >= size {
+                    size
+                } else {
+                    boundary(file, nominal, size, block, &mut window)?
+                };
+                let job = FileJob {
+                    index: sent,
+                    start: match sent {
+                        0 => Start::Document,
+                        _ => Start::Between(in_object),
+                    },
+                    range: next..end,
+                    buffer: spare.pop().unwrap_or_default(),
+                };
+                jobs.send(job)
+                    .expect("the workers live as long as the queue");
+                next = end;
+                sent += 1;
+            }
+            if merged == sent {
+                return Ok(Ok(()));
+            }
+            let answer = loop {
+                if let Some(answer) = early.remove(&merged) {
+                    break answer;
+                }
+                let (index, answer) = results
+                    .recv()
+                    .expect("a worker answers every block it takes");
+                early.insert(index, answer);
+            };
+            merged += 1;
+            let done = answer.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            let (framed, buffer) = merge(done, framer, builder);
+            spare.push(buffer);
+            if framed.is_err() {
+                return Ok(framed);
+            }
+            progress(framer, builder);
+        }
+    })
+}
+
+/// The first cut point of `bytes`: a `{` whose previous non-whitespace byte, in `bytes`, is a
+/// `,` (the start of an element of the event array, usually). It depends on `bytes` alone.
+#[cfg(unix)]
+fn first_cut(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let p = at + memchr(b'{', &bytes[at..])?;
+        let before = bytes[..p].iter().rposition(|&b| !is_ws(b));
+        if before.is_some_and(|q| bytes[q] == b',') {
+            return Some(p);
+        }
+        at = p + 1;
     }
 }
 

@@ -31,8 +31,8 @@ pub struct Args {
     allow_non_pytorch: bool,
 }
 
-/// Threads that read a trace: `TTAP_THREADS` when set, else one. Reading on several threads
-/// gives the same result; it is not the default because on a machine whose cores are already
+/// Threads that read a trace: `TTAP_THREADS` when set, else one (for gzip input the thread
+/// that inflates is one of them). Reading on several threads gives the same result; it is not the default because on a machine whose cores are already
 /// busy (a shared CI runner, a fleet of `ttap` processes) the hand-offs and the merge make it
 /// slower (`ttap bench` measures both).
 pub fn threads() -> usize {
@@ -83,7 +83,7 @@ pub fn read_file_on(
         1 => Ingest::new(options),
         n => Ingest::parallel(options, n, PARALLEL_BLOCK),
     };
-    let result = ingest.read_all(file, CHUNK, |p| {
+    let result = ingest.read_file(&file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
     });

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 #[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -70,44 +71,35 @@ struct Job {
     bytes: Vec<u8>,
 }
 
-/// A framed block, with its bytes (`bytes[range]`) in case the guess was wrong.
+/// A framed block, with its bytes in case the guess was wrong.
 struct Done {
     index: usize,
     start: Start,
     bytes: Vec<u8>,
-    range: Range<usize>,
     framer: Framer,
     builder: Builder,
     framed: Result<(), SyntaxError>,
 }
 
-/// Frames `bytes[range]`, which starts `offset` bytes into the document.
-fn frame_range(
-    index: usize,
-    offset: u64,
-    start: Start,
-    bytes: Vec<u8>,
-    range: Range<usize>,
-) -> Done {
-    let (mut framer, mut builder) = match start {
+/// The framer and builder of a block that starts `offset` bytes into the document.
+fn starting(start: Start, offset: u64) -> (Framer, Builder) {
+    match start {
         Start::Document => (Framer::default(), Builder::new()),
         Start::Between(in_object) => (Framer::between(offset, in_object), Builder::resumed()),
-    };
-    let framed = framer.push(&bytes[range.clone()], &mut builder);
-    Done {
-        index,
-        start,
-        bytes,
-        range,
-        framer,
-        builder,
-        framed,
     }
 }
 
 fn frame(job: Job) -> Done {
-    let range = 0..job.bytes.len();
-    frame_range(job.index, job.offset, job.start, job.bytes, range)
+    let (mut framer, mut builder) = starting(job.start, job.offset);
+    let framed = framer.push(&job.bytes, &mut builder);
+    Done {
+        index: job.index,
+        start: job.start,
+        bytes: job.bytes,
+        framer,
+        builder,
+        framed,
+    }
 }
 
 /// Merges `done`, the next block in input order, into the framer and builder of everything
@@ -131,7 +123,7 @@ fn merge(
             Ok(())
         }
         // A wrong guess, or a syntax error that framing in order will report at its place.
-        _ => framer.push(&done.bytes[done.range], builder),
+        _ => framer.push(&done.bytes, builder),
     };
     (framed, done.bytes)
 }
@@ -440,8 +432,16 @@ fn read_block(file: &File, job: FileJob) -> io::Result<Done> {
     // Only bytes beyond the buffer's last length are zeroed: buffers are reused.
     buffer.resize((range.end - range.start) as usize, 0);
     file.read_exact_at(&mut buffer, range.start)?;
-    let all = 0..buffer.len();
-    Ok(frame_range(index, range.start, start, buffer, all))
+    let (mut framer, mut builder) = starting(start, range.start);
+    let framed = framer.push(&buffer, &mut builder);
+    Ok(Done {
+        index,
+        start,
+        bytes: buffer,
+        framer,
+        builder,
+        framed,
+    })
 }
 
 /// Where the block that ends near `at` ends: at the first cut point ([`first_cut`]) of the

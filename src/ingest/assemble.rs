@@ -130,17 +130,15 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     drop(order);
 
     let tracks = track_ranges(&b, &events);
-    // The call trees on one thread; launches by correlation, steps and the flows' order on
-    // the other. Flows are bound to events last: that needs both.
-    let ((parent, depth), (mut launches, span, (steps, step_source), points)) = join(
+    // The call trees and the flows' order on one thread; launches by correlation and steps
+    // on the other (about as long). Flows are bound to events last: that needs both.
+    let (((parent, depth), points), (mut launches, span, (steps, step_source))) = join(
         parallel,
-        || nest(&events, &tracks),
+        || (nest(&events, &tracks), flow_order(&b.flows)),
         || {
             let launches = link_by_correlation(&b, &events);
             let span = span(&events);
-            let steps = find_steps(&b, &events, span);
-            let points = flow_order(&b.flows);
-            (launches, span, steps, points)
+            (launches, span, find_steps(&b, &events, span))
         },
     );
     (events.parent, events.depth) = (parent, depth);

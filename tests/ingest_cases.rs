@@ -334,16 +334,19 @@ fn events_out_of_time_order_are_sorted_and_nested() {
 /// keep their order in the file.
 #[test]
 fn an_unsorted_track_keeps_the_file_order_of_ties() {
-    let text = r#"{"traceEvents": [
-      {"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 1, "ts": 90, "dur": 1},
-      {"ph": "X", "cat": "cpu_op", "name": "tie1", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
-      {"ph": "X", "cat": "cpu_op", "name": "short", "pid": 1, "tid": 1, "ts": 20, "dur": 2},
-      {"ph": "X", "cat": "cpu_op", "name": "tie2", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
-      {"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 1, "ts": 20, "dur": 50},
-      {"ph": "X", "cat": "cpu_op", "name": "tie3", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
-      {"ph": "X", "cat": "cpu_op", "name": "first", "pid": 1, "tid": 1, "ts": 10, "dur": 1}
-    ]}"#;
-    let t = read(text).trace;
+    let events = [
+        ("late", 90, 1),
+        ("tie1", 20, 5),
+        ("short", 20, 2),
+        ("tie2", 20, 5),
+        ("long", 20, 50),
+        ("tie3", 20, 5),
+        ("first", 10, 1),
+    ]
+    .map(|(name, ts, dur)| {
+        format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}"#)
+    });
+    let t = read(&format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))).trace;
     let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
     assert_eq!(
         names,

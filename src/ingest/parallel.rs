@@ -619,4 +619,13 @@ mod tests {
         assert_eq!(&text[cut..cut + 6], br#"{"e": "#);
         assert_eq!(cut_point(br#"{"a": {"b": 1}}"#), None);
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_block_is_cut_at_the_first_element_its_own_bytes_show() {
+        // A `{` with nothing before it in the window is no cut: the block before saw more.
+        assert_eq!(first_cut(b"{\"a\": 1},\n  {\"b\": 2}"), Some(12));
+        assert_eq!(first_cut(b"1}, {\"x\": [{\"y\": 1}]}"), Some(4));
+        assert_eq!(first_cut(br#"{"a": {"b": 1}}"#), None);
+    }
 }

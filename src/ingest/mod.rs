@@ -555,7 +555,6 @@ impl Ingest {
             let head = &head[..n];
             if size >= 2 * self.block as u64 && !head.starts_with(&GZIP_MAGIC) {
                 let mut sink = JsonSink::new(1, 0);
-                let input_bytes = &mut self.input_bytes;
                 let framed = parallel::read_file(
                     file,
                     size,
@@ -564,7 +563,6 @@ impl Ingest {
                     &mut sink.framer,
                     &mut sink.builder,
                     |framer, builder| {
-                        *input_bytes = framer.offset();
                         progress(Progress {
                             input_bytes: framer.offset(),
                             json_bytes: framer.offset(),

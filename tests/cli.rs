@@ -111,6 +111,45 @@ fn inspect_json_is_machine_readable_and_covers_every_file() {
     assert_eq!(files[1]["summary"]["format"]["gzip"], true);
 }
 
+/// `TTAP_THREADS` (unset, one, two or three threads) changes how a trace is read, never what
+/// is read, for plain and gzip input alike.
+#[test]
+fn the_reading_threads_change_nothing_but_the_time() {
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
+    );
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(sample).unwrap()),
+        &mut plain,
+    )
+    .unwrap();
+    let plain = temp_file("sample.json", &plain);
+    for file in [sample, plain.to_str().unwrap()] {
+        let inspect = |threads: Option<&str>| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_ttap"));
+            command.args(["inspect", "--json", file]);
+            match threads {
+                Some(n) => command.env("TTAP_THREADS", n),
+                None => command.env_remove("TTAP_THREADS"),
+            };
+            let out = command.output().expect("ttap runs");
+            assert!(out.status.success(), "{}", stderr(&out));
+            stdout(&out)
+        };
+        let unset = inspect(None);
+        assert!(unset.contains("\"gpu_kernel\""), "{unset}");
+        for n in ["1", "2", "3"] {
+            // Not assert_eq: the reports are long; the file and thread count say enough.
+            assert!(
+                inspect(Some(n)) == unset,
+                "{file}: TTAP_THREADS={n} reads otherwise than unset"
+            );
+        }
+    }
+}
+
 #[test]
 fn unusable_input_exits_2_with_a_message_naming_the_file() {
     let bad = temp_file(

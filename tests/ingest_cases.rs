@@ -339,6 +339,30 @@ fn events_out_of_time_order_are_sorted_and_nested() {
     assert_eq!(t.events.parent[parent], NONE);
 }
 
+/// A track out of time order is sorted by start, longest first, and events that tie on both
+/// keep their order in the file.
+#[test]
+fn an_unsorted_track_keeps_the_file_order_of_ties() {
+    let events = [
+        ("late", 90, 1),
+        ("tie1", 20, 5),
+        ("short", 20, 2),
+        ("tie2", 20, 5),
+        ("long", 20, 50),
+        ("tie3", 20, 5),
+        ("first", 10, 1),
+    ]
+    .map(|(name, ts, dur)| {
+        format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}"#)
+    });
+    let t = read(&format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))).trace;
+    let names: Vec<&str> = (0..t.events.len()).map(|i| t.name_of(i)).collect();
+    assert_eq!(
+        names,
+        ["first", "long", "tie1", "tie2", "tie3", "short", "late"]
+    );
+}
+
 #[test]
 fn malformed_single_events_are_skipped_and_counted_by_reason() {
     let text = "{\"traceEvents\": [

@@ -3,7 +3,8 @@
 //! on the bundled sample, generated traces, hand-made awkward inputs and every real trace in
 //! `../shared/traces` (skipped, saying so, where it is absent), for several thread counts and
 //! block sizes down to a few hundred bytes (where most cuts fall inside events and are framed
-//! again). Gzip read on one thread (inflated there, read on another) reads as the plain input.
+//! again), whether fed in chunks or reading their blocks from a file. Gzip read on two threads
+//! (inflated on one, read on the other) reads as the plain input.
 //!
 //! The web app's workers (`ingest::blocks`) give the serial result too: byte ranges cut by
 //! `range_start`, each framed alone, its state serialized with bincode (as a worker posts it),
@@ -16,6 +17,7 @@ mod twice;
 use std::fmt::Write as _;
 use std::hash::Hasher;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use torchtraceap::ingest::blocks::{self, Framed, Start};
 use torchtraceap::ingest::{ingest_bytes, Ingest, IngestOptions};
@@ -56,7 +58,28 @@ fn parallel(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String 
     digest(ingest.finish())
 }
 
-/// Checks every configuration against the serial ingest of `bytes`; returns the serial digest.
+/// Reads `bytes` from a file with a parallel ingester (`Ingest::read_file`: each thread reads
+/// its own blocks of a plain file).
+fn from_file(bytes: &[u8], threads: usize, block: usize) -> String {
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "ttap-parallel-{}-{}.json",
+        std::process::id(),
+        FILES.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let got = Ingest::parallel(IngestOptions::default(), threads, block).read_file(
+        &file,
+        1 << 16,
+        |_| {},
+    );
+    std::fs::remove_file(&path).unwrap();
+    digest(got)
+}
+
+/// Checks every configuration against the serial ingest of `bytes`, fed in chunks and read
+/// from a file; returns the serial digest.
 fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -> String {
     let serial = digest(ingest_bytes(bytes, IngestOptions::default()));
     for &(threads, block, chunk) in configs {
@@ -64,6 +87,11 @@ fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -
         assert_eq!(
             got, serial,
             "{what}: {threads} threads, blocks of {block} B, chunks of {chunk} B differ from the serial ingest"
+        );
+        let got = from_file(bytes, threads, block);
+        assert_eq!(
+            got, serial,
+            "{what}: {threads} threads reading blocks of {block} B from a file differ from the serial ingest"
         );
     }
     serial
@@ -158,10 +186,10 @@ fn generated_traces_ingest_the_same_in_parallel() {
     }
 }
 
-/// Gzip input fed to a one-thread ingester is inflated by the feeding thread and read on
-/// another (`Piped`): the model and report equal the plain input's, but for saying gzip.
+/// Gzip input fed to a two-thread ingester is inflated by the feeding thread and read on the
+/// other (`Piped`): the model and report equal the plain input's, but for saying gzip.
 #[test]
-fn gzip_on_one_thread_reads_on_another_as_the_plain_input_reads() {
+fn gzip_on_two_threads_reads_on_one_as_the_plain_input_reads() {
     for seed in [3, 8] {
         let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], seed);
         let plain = synth::generate(&config).trace.into_bytes();
@@ -171,7 +199,7 @@ fn gzip_on_one_thread_reads_on_another_as_the_plain_input_reads() {
         let want = digest(ingest_bytes(&plain, IngestOptions::default()));
         assert!(want.starts_with("ok"), "{want}");
         for chunk in [1 << 20, 4096, 7] {
-            let mut ingest = Ingest::new(IngestOptions::default());
+            let mut ingest = Ingest::parallel(IngestOptions::default(), 2, 1 << 20);
             for piece in gz.chunks(chunk) {
                 ingest.feed(piece).unwrap();
             }

@@ -1,5 +1,6 @@
 //! The whole-trace pass after the last event: recognise what the input was, sort the events,
-//! build the per-thread call trees, link launches to GPU work, find the steps.
+//! build the per-thread call trees, link launches to GPU work, find the steps. Natively, an
+//! ingest on several threads runs independent parts of it on two (`join`).
 
 use std::cmp::Reverse;
 
@@ -71,35 +72,82 @@ fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32], spare: &mut Vec<T>) {
     std::mem::swap(column, spare);
 }
 
-/// Builds the model from everything the builder collected.
-/// `unclosed` lists the `B` events that never ended, which are left out.
-pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
+/// Runs `a` and `b` at once, `b` on a second thread, when `parallel` (natively); else one
+/// after the other. The result is the same either way.
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+fn join<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if parallel {
+        return std::thread::scope(|s| {
+            let b = s.spawn(b);
+            let a = a();
+            // A panic of `b` (a bug) goes on here, as it would have on one thread.
+            (a, b.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        });
+    }
+    (a(), b())
+}
+
+/// Builds the model from everything the builder collected, on two threads when `threads > 1`
+/// (the same model either way). `unclosed` lists the `B` events that never ended, which are
+/// left out.
+pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
+    let parallel = threads > 1;
     // Columns sized ahead (`Builder::make_room`) hold more rows than the events: free that
-    // first, before the sort's order and spare column are allocated.
+    // first, before the sort's order and spare columns are allocated.
     let mut events = std::mem::take(&mut b.events);
     events.shrink_to_fit();
     b.details.shrink_to_fit();
     b.flows.shrink_to_fit();
-    let order = sorted_order(&events, b.tracks.len(), unclosed);
-    let mut wide = Vec::new();
-    permute(&mut events.start, &order, &mut wide);
-    permute(&mut events.dur, &order, &mut wide);
-    drop(wide);
-    let mut narrow = Vec::new();
-    permute(&mut events.name, &order, &mut narrow);
-    permute(&mut events.cat, &order, &mut narrow);
-    permute(&mut events.track, &order, &mut narrow);
-    permute(&mut events.detail, &order, &mut narrow);
-    drop(narrow);
-    permute(&mut events.kind, &order, &mut Vec::new());
+    let order = sorted_order(&events, b.tracks.len(), unclosed, parallel);
+    let Events {
+        start,
+        dur,
+        name,
+        cat,
+        kind,
+        track,
+        detail,
+        ..
+    } = &mut events;
+    // Columns are independent: the 8-byte ones on one thread, the narrow ones on the other.
+    join(
+        parallel,
+        || {
+            let mut wide = Vec::new();
+            permute(start, &order, &mut wide);
+            permute(dur, &order, &mut wide);
+        },
+        || {
+            let mut narrow = Vec::new();
+            permute(name, &order, &mut narrow);
+            permute(cat, &order, &mut narrow);
+            permute(track, &order, &mut narrow);
+            permute(detail, &order, &mut narrow);
+            drop(narrow);
+            permute(kind, &order, &mut Vec::new());
+        },
+    );
     drop(order);
 
     let tracks = track_ranges(&b, &events);
-    nest(&mut events, &tracks);
-    let mut launches = link_by_correlation(&b, &events);
-    let forward_backward = link_flows(&b.flows, &events, &tracks, &mut launches);
-    let span = span(&events);
-    let (steps, step_source) = find_steps(&b, &events, span);
+    // The call trees and the flows' order on one thread; launches by correlation and steps
+    // on the other (about as long). Flows are bound to events last: that needs both.
+    let (((parent, depth), points), (mut launches, span, (steps, step_source))) = join(
+        parallel,
+        || (nest(&events, &tracks), flow_order(&b.flows)),
+        || {
+            let launches = link_by_correlation(&b, &events);
+            let span = span(&events);
+            (launches, span, find_steps(&b, &events, span))
+        },
+    );
+    (events.parent, events.depth) = (parent, depth);
+    let forward_backward = link_flows(&points, &events, &tracks, &mut launches);
     let meta = meta(&b, span);
 
     Trace {
@@ -117,9 +165,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32]) -> Trace {
 }
 
 /// The order of the events by `(track, start, longest first)`, without the unclosed ones.
-/// Events are first bucketed by track (a counting sort), then each track is sorted on its own:
-/// within a track they mostly arrive in time order already, which the sort exploits.
-fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32]) -> Vec<u32> {
+/// Events are first bucketed by track (a counting sort), then each track is sorted on its own
+/// (in place: a copy of its keys to sort would cost 24 bytes per event at the peak): within a
+/// track they mostly arrive in time order already, which the check and the sort's run
+/// detection exploit. When `parallel`, two threads sort half the events each (whole tracks).
+fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> Vec<u32> {
     let mut offsets = vec![0usize; tracks + 1];
     for (i, &t) in e.track.iter().enumerate() {
         if unclosed.binary_search(&(i as u32)).is_err() {
@@ -137,12 +187,26 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32]) -> Vec<u32> {
             next[t as usize] += 1;
         }
     }
-    for t in 0..tracks {
-        order[offsets[t]..offsets[t + 1]].sort_by_key(|&i| {
-            let i = i as usize;
-            (e.start[i], Reverse(e.dur[i]))
-        });
-    }
+    // `part` holds the tracks whose bounds are `bounds`, in document positions from `bounds[0]`.
+    let by_time = |part: &mut [u32], bounds: &[usize]| {
+        for w in bounds.windows(2) {
+            let track = &mut part[w[0] - bounds[0]..w[1] - bounds[0]];
+            let key = |&i: &u32| (e.start[i as usize], Reverse(e.dur[i as usize]));
+            // Stable: ties keep their input order.
+            if !track.is_sorted_by_key(key) {
+                track.sort_by_key(key);
+            }
+        }
+    };
+    let mid = offsets
+        .partition_point(|&o| o < offsets[tracks] / 2)
+        .min(tracks);
+    let (first, second) = order.split_at_mut(offsets[mid]);
+    join(
+        parallel,
+        || by_time(first, &offsets[..=mid]),
+        || by_time(second, &offsets[mid..]),
+    );
     order
 }
 
@@ -164,12 +228,12 @@ fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
     tracks
 }
 
-/// Fills `parent` and `depth` with each CPU thread's call tree. Ranges that overlap without
-/// nesting (a child that outlives its parent) stay attached to the innermost range that
-/// contains their start.
-fn nest(e: &mut Events, tracks: &[Track]) {
-    e.parent = vec![NONE; e.len()];
-    e.depth = vec![0; e.len()];
+/// Each CPU thread's call tree: every event's `parent` and `depth`. Ranges that overlap
+/// without nesting (a child that outlives its parent) stay attached to the innermost range
+/// that contains their start.
+fn nest(e: &Events, tracks: &[Track]) -> (Vec<u32>, Vec<u16>) {
+    let mut parent = vec![NONE; e.len()];
+    let mut depth: Vec<u16> = vec![0; e.len()];
     let mut stack: Vec<u32> = Vec::new();
     for t in tracks.iter().filter(|t| !t.gpu) {
         stack.clear();
@@ -187,12 +251,13 @@ fn nest(e: &mut Events, tracks: &[Track]) {
                 stack.pop();
             }
             if let Some(&top) = stack.last() {
-                e.parent[iu] = top;
-                e.depth[iu] = e.depth[top as usize].saturating_add(1);
+                parent[iu] = top;
+                depth[iu] = depth[top as usize].saturating_add(1);
             }
             stack.push(i);
         }
     }
+    (parent, depth)
 }
 
 fn correlation(b: &Builder, e: &Events, i: usize) -> Option<u64> {
@@ -257,16 +322,21 @@ fn event_at(e: &Events, track: &Track, ts: i64) -> Option<u32> {
     }
 }
 
+/// The flow points grouped by kind and id, each group's start first.
+fn flow_order(flows: &[FlowPoint]) -> Vec<&FlowPoint> {
+    let mut points: Vec<&FlowPoint> = flows.iter().collect();
+    points.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts));
+    points
+}
+
 /// Uses flow events where correlation ids are missing (launch flows), and for forward→backward
 /// links (`fwdbwd`).
 fn link_flows(
-    flows: &[FlowPoint],
+    points: &[&FlowPoint],
     e: &Events,
     tracks: &[Track],
     launches: &mut Vec<Launch>,
 ) -> Vec<ForwardBackward> {
-    let mut points: Vec<&FlowPoint> = flows.iter().collect();
-    points.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts));
     let mut linked: Vec<bool> = vec![false; e.len()];
     for l in launches.iter() {
         linked[l.gpu as usize] = true;

@@ -92,7 +92,7 @@ struct JsonSink {
     /// `builder` as they are done.
     #[cfg(not(target_arch = "wasm32"))]
     blocks: Option<parallel::Blocks>,
-    /// When gzip input is read on one thread: the JSON read on another, in order, while this
+    /// When gzip input is read on two threads: the JSON read on the other, in order, while this
     /// one inflates.
     #[cfg(not(target_arch = "wasm32"))]
     piped: Option<parallel::Piped>,
@@ -133,17 +133,18 @@ impl JsonSink {
         }
     }
 
-    /// The sink of gzip input: on one thread, natively, it reads the JSON on another
-    /// ([`parallel::Piped`]) so that inflating and reading overlap.
+    /// The sink of gzip input. The thread that feeds it inflates, and counts among `threads`:
+    /// one thread does everything; two inflate and read the JSON at once
+    /// ([`parallel::Piped`]); more read the JSON on the others, in blocks.
     fn for_gzip(threads: usize, block: usize) -> JsonSink {
         #[cfg(not(target_arch = "wasm32"))]
-        if threads <= 1 {
+        if threads == 2 {
             return JsonSink {
                 piped: Some(parallel::Piped::default()),
                 ..JsonSink::new(1, block)
             };
         }
-        JsonSink::new(threads, block)
+        JsonSink::new(threads.saturating_sub(1).max(1), block)
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
@@ -276,9 +277,15 @@ pub struct Ingest {
     /// Threads that frame and read the JSON (1: this one), and their block size.
     threads: usize,
     block: usize,
-    /// The input's whole size, where the caller knows it ([`Ingest::expect_input_bytes`]).
+    sizing: Sizing,
+}
+
+/// What sizes the model's columns ahead of the input ([`Ingest::expect_input_bytes`]).
+#[derive(Default)]
+struct Sizing {
+    /// The input's whole size, where the caller knows it.
     expected_bytes: Option<u64>,
-    /// Input bytes, events and flow points at the last [`Ingest::make_room`].
+    /// Input bytes, events and flow points at the last [`Sizing::make_room`].
     room_then: (u64, u64, u64),
     /// Input bytes read before the first flow point.
     first_flow: Option<u64>,
@@ -292,44 +299,16 @@ const ROOM_JSON: u64 = 16 << 20;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const GZIP_CHUNK: usize = 1 << 20;
 
-impl Ingest {
-    pub fn new(options: IngestOptions) -> Ingest {
-        Ingest {
-            stage: Stage::Sniffing(Vec::new()),
-            options,
-            input_bytes: 0,
-            gzip_error: None,
-            threads: 1,
-            block: 0,
-            expected_bytes: None,
-            room_then: (0, 0, 0),
-            first_flow: None,
-        }
-    }
-
-    /// Tells the ingester the size of the input it will be fed (a file's, compressed or not;
-    /// a byte range's where it reads only that): from the events per input byte read so far it
-    /// sizes the model's columns for the whole input, instead of letting them double (see
-    /// `Builder::make_room`). A wrong size costs memory, never a different model.
-    pub fn expect_input_bytes(&mut self, bytes: u64) {
-        self.expected_bytes = Some(bytes);
-    }
-
-    /// Estimates the events and flow points of the whole input and makes room for them (one
-    /// thread reading). Events: from the events per input byte so far. Flow points often come
-    /// in one block at the end of a trace: from the flow points per input byte since the first.
-    fn make_room(&mut self) {
+impl Sizing {
+    /// Estimates the events and flow points of the whole input from the `read` input bytes
+    /// (`json` of them decoded) and makes room for them in `b`. Events: from the events per
+    /// input byte so far. Flow points often come in one block at the end of a trace: from the
+    /// flow points per input byte since the first.
+    fn make_room(&mut self, read: u64, json: u64, b: &mut Builder) {
         let Some(total) = self.expected_bytes else {
             return;
         };
-        let (read, then) = (self.input_bytes, self.room_then);
-        let sink = match &mut self.stage {
-            Stage::Sniffing(_) => return,
-            Stage::Plain(sink) => sink,
-            Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
-        };
-        let json = sink.received();
-        let b = &mut sink.builder;
+        let then = self.room_then;
         let (events, flows) = (b.events.len() as u64, b.flows.len() as u64);
         if flows > 0 && self.first_flow.is_none() {
             self.first_flow = Some(then.0);
@@ -355,10 +334,45 @@ impl Ingest {
         };
         b.make_room(events_room, flows_room);
     }
+}
+
+impl Ingest {
+    pub fn new(options: IngestOptions) -> Ingest {
+        Ingest {
+            stage: Stage::Sniffing(Vec::new()),
+            options,
+            input_bytes: 0,
+            gzip_error: None,
+            threads: 1,
+            block: 0,
+            sizing: Sizing::default(),
+        }
+    }
+
+    /// Tells the ingester the size of the input it will be fed (a file's, compressed or not;
+    /// a byte range's where it reads only that): from the events per input byte read so far it
+    /// sizes the model's columns for the whole input, instead of letting them double (see
+    /// `Builder::make_room`). A wrong size costs memory, never a different model.
+    pub fn expect_input_bytes(&mut self, bytes: u64) {
+        self.sizing.expected_bytes = Some(bytes);
+    }
+
+    /// Makes room in the model for the whole input (see [`Sizing::make_room`]).
+    fn make_room(&mut self) {
+        let read = self.input_bytes;
+        let sink = match &mut self.stage {
+            Stage::Sniffing(_) => return,
+            Stage::Plain(sink) => sink,
+            Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
+        };
+        let json = sink.received();
+        self.sizing.make_room(read, json, &mut sink.builder);
+    }
 
     /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about
-    /// `block` bytes ([`PARALLEL_BLOCK`] unless testing), with the same result as
-    /// [`Ingest::new`]'s; the thread that feeds it decompresses gzip input meanwhile.
+    /// `block` bytes ([`PARALLEL_BLOCK`] unless testing), and builds the model on two, with the
+    /// same result as [`Ingest::new`]'s. For gzip input the thread that feeds it inflates,
+    /// and is one of the `threads`.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn parallel(options: IngestOptions, threads: usize, block: usize) -> Ingest {
         Ingest {
@@ -564,7 +578,7 @@ impl Ingest {
         let flow_events = builder.flows.len() as u64;
         let json_bytes = framer.offset();
         drop(framer);
-        let trace = assemble::assemble(builder, &unclosed);
+        let trace = assemble::assemble(builder, &unclosed, self.threads);
         let report = IngestReport {
             gzip,
             input_bytes: self.input_bytes,
@@ -617,6 +631,56 @@ impl Ingest {
             progress(self.progress());
         }
         self.finish()
+    }
+
+    /// Reads a whole file: as [`Ingest::read_all`] does, but an ingester on several threads
+    /// given a plain (not gzip) file of at least two blocks has each thread read its own
+    /// blocks straight from the file (natively, on Unix), which spares this thread copying
+    /// every byte. The same result either way.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_file(
+        mut self,
+        file: &std::fs::File,
+        chunk_size: usize,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<Ingested, IngestError> {
+        #[cfg(unix)]
+        if self.threads > 1 && self.input_bytes == 0 {
+            use std::os::unix::fs::FileExt;
+            let read_error = |e: io::Error| IngestError::Read {
+                detail: e.to_string(),
+            };
+            let size = file.metadata().map_err(read_error)?.len();
+            let mut head = [0u8; 8];
+            let n = file.read_at(&mut head, 0).map_err(read_error)?;
+            let head = &head[..n];
+            if size >= 2 * self.block as u64 && !head.starts_with(&GZIP_MAGIC) {
+                let mut sink = JsonSink::new(1, 0);
+                let sizing = &mut self.sizing;
+                let framed = parallel::read_file(
+                    file,
+                    size,
+                    self.threads,
+                    self.block,
+                    &mut sink.framer,
+                    &mut sink.builder,
+                    |framer, builder| {
+                        sizing.make_room(framer.offset(), framer.offset(), builder);
+                        progress(Progress {
+                            input_bytes: framer.offset(),
+                            json_bytes: framer.offset(),
+                            events: builder.elements,
+                        });
+                    },
+                )
+                .map_err(read_error)?;
+                framed.map_err(|e| json_error(&e, sink.builder.top.object.is_some(), head))?;
+                self.input_bytes = size;
+                self.stage = Stage::Plain(Box::new(sink));
+                return self.finish();
+            }
+        }
+        self.read_all(file, chunk_size, progress)
     }
 }
 

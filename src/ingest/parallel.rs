@@ -12,16 +12,26 @@
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
 //! default, and the one being filled).
 //!
-//! [`Piped`] is the one-thread case of gzip input: the feeding thread inflates, another frames
+//! [`read_file`] is the same for a plain file natively: the workers read their blocks straight
+//! from it (positioned reads), so the bytes never pass through the merging thread, which only
+//! reads a few KiB at each block's end to find the cut point after it.
+//!
+//! [`Piped`] is the two-thread case of gzip input: the feeding thread inflates, another frames
 //! and reads every decoded chunk in order (no blocks, no merge), with a few chunks in flight.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::fs::File;
+#[cfg(unix)]
+use std::io;
+#[cfg(unix)]
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::blocks::{self, cut_point, Framed, Start};
+use super::blocks::{self, cut_point, Framed, Start, LOOKBACK};
 use super::builder::Builder;
 use super::event::is_ws;
 use super::framer::{Framer, SyntaxError};
@@ -59,6 +69,23 @@ fn frame(job: Job) -> Done {
         bytes: job.bytes,
         framed,
     }
+}
+
+/// Merges `done`, the next block in input order, into the framer and builder of everything
+/// before it (`blocks::merge` checks its guess), framing it again there when its guessed start
+/// was wrong; gives back its buffer.
+fn merge(
+    done: Done,
+    framer: &mut Framer,
+    builder: &mut Builder,
+) -> (Result<(), SyntaxError>, Vec<u8>) {
+    let framed = if blocks::merge(framer, builder, done.framed) {
+        Ok(())
+    } else {
+        // A wrong guess, or a syntax error that framing in order reports at its place.
+        framer.push(&done.bytes, builder)
+    };
+    (framed, done.bytes)
 }
 
 /// Blocks on their way through the worker threads; merged into the sink's framer and builder.
@@ -220,13 +247,7 @@ impl Blocks {
             }
         };
         self.merged += 1;
-        let framed = if blocks::merge(framer, builder, done.framed) {
-            Ok(())
-        } else {
-            // A wrong guess, or a syntax error that framing in order reports at its place.
-            framer.push(&done.bytes, builder)
-        };
-        let mut spare = done.bytes;
+        let (framed, mut spare) = merge(done, framer, builder);
         spare.clear();
         self.spare.push(spare);
         framed
@@ -337,4 +358,176 @@ impl Piped {
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
     }
+}
+
+/// Bytes read at a block's nominal end to find the cut point after it; doubled while none is
+/// found, up to [`MAX_BLOCKS_UNCUT`] blocks (then the block is cut at its nominal end, and its
+/// guess fails).
+#[cfg(unix)]
+const CUT_WINDOW: usize = 64 << 10;
+
+/// A block of a file for a worker to read and frame, with a buffer to read it into.
+#[cfg(unix)]
+struct FileJob {
+    index: usize,
+    start: Start,
+    range: Range<u64>,
+    buffer: Vec<u8>,
+}
+
+/// What a worker answers for a block of a file: its index, and the framed block, or the read
+/// error, or the panic (a bug) to go on with on the merging thread.
+#[cfg(unix)]
+type FileDone = (usize, std::thread::Result<io::Result<Done>>);
+
+#[cfg(unix)]
+fn read_block(file: &File, job: FileJob) -> io::Result<Done> {
+    use std::os::unix::fs::FileExt;
+    let FileJob {
+        index,
+        start,
+        range,
+        mut buffer,
+    } = job;
+    // Only bytes beyond the buffer's last length are zeroed: buffers are reused.
+    buffer.resize((range.end - range.start) as usize, 0);
+    file.read_exact_at(&mut buffer, range.start)?;
+    let framed = blocks::frame(start, range.start, &buffer);
+    Ok(Done {
+        index,
+        bytes: buffer,
+        framed,
+    })
+}
+
+/// Where the block that ends near `at` ends: at the cut point `blocks::range_start` finds from
+/// `at` on (the rule the web app's workers apply), at the end of the file if there is none, or
+/// at `at` itself if none is found in the window.
+#[cfg(unix)]
+fn boundary(
+    file: &File,
+    at: u64,
+    size: u64,
+    block: usize,
+    window: &mut Vec<u8>,
+) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let from = at.saturating_sub(LOOKBACK);
+    let mut len = CUT_WINDOW;
+    loop {
+        let to = (at + len as u64).min(size);
+        window.resize((to - from) as usize, 0);
+        file.read_exact_at(window, from)?;
+        if let Some(cut) = blocks::range_start(window, from, at, to).filter(|&cut| cut < to) {
+            return Ok(cut);
+        }
+        if to == size {
+            return Ok(size);
+        }
+        if len >= MAX_BLOCKS_UNCUT * block {
+            return Ok(at);
+        }
+        len *= 2;
+    }
+}
+
+/// A plain JSON file of `size` bytes framed on `threads` threads, each reading its blocks
+/// straight from the file (positioned reads: nothing goes through this thread), merged in
+/// order into `framer` and `builder` as [`Blocks`] merges: the same result as one pass. This
+/// thread cuts the blocks (reading a few KiB at each end) and merges; `progress` gets the
+/// framer and builder after each block.
+#[cfg(unix)]
+pub fn read_file(
+    file: &File,
+    size: u64,
+    threads: usize,
+    block: usize,
+    framer: &mut Framer,
+    builder: &mut Builder,
+    mut progress: impl FnMut(&Framer, &mut Builder),
+) -> io::Result<Result<(), SyntaxError>> {
+    let block = block.max(1);
+    let threads = threads.max(1);
+    let mut window = Vec::new();
+    // Whether the event array is guessed to sit in a top-level object (from the first byte).
+    let in_object = {
+        use std::os::unix::fs::FileExt;
+        window.resize(CUT_WINDOW.min(size as usize), 0);
+        file.read_exact_at(&mut window, 0)?;
+        window
+            .iter()
+            .find(|&&b| !is_ws(b))
+            .is_none_or(|&b| b != b'[')
+    };
+    let (jobs, queue) = mpsc::sync_channel::<FileJob>(threads);
+    let queue = Mutex::new(queue);
+    let (done, results) = mpsc::channel::<FileDone>();
+    std::thread::scope(|s| {
+        // Workers end once `jobs` is dropped, when this closure returns (or unwinds).
+        let jobs = jobs;
+        for _ in 0..threads {
+            let (queue, done) = (&queue, done.clone());
+            s.spawn(move || loop {
+                let job = match queue.lock() {
+                    Ok(q) => q.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                let index = job.index;
+                let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    read_block(file, job)
+                }));
+                if done.send((index, read)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done);
+        let (mut sent, mut merged, mut next) = (0usize, 0usize, 0u64);
+        let mut early: BTreeMap<usize, std::thread::Result<io::Result<Done>>> = BTreeMap::new();
+        let mut spare: Vec<Vec<u8>> = Vec::new();
+        loop {
+            while next < size && sent - merged <= threads {
+                let nominal = next + block as u64;
+                let end = if nominal >= size {
+                    size
+                } else {
+                    boundary(file, nominal, size, block, &mut window)?
+                };
+                let job = FileJob {
+                    index: sent,
+                    start: match sent {
+                        0 => Start::Document,
+                        _ => Start::Between(in_object),
+                    },
+                    range: next..end,
+                    buffer: spare.pop().unwrap_or_default(),
+                };
+                jobs.send(job)
+                    .expect("the workers live as long as the queue");
+                next = end;
+                sent += 1;
+            }
+            if merged == sent {
+                return Ok(Ok(()));
+            }
+            let answer = loop {
+                if let Some(answer) = early.remove(&merged) {
+                    break answer;
+                }
+                let (index, answer) = results
+                    .recv()
+                    .expect("a worker answers every block it takes");
+                early.insert(index, answer);
+            };
+            merged += 1;
+            let done = answer.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            let (framed, buffer) = merge(done, framer, builder);
+            spare.push(buffer);
+            if framed.is_err() {
+                return Ok(framed);
+            }
+            progress(framer, builder);
+        }
+    })
 }

@@ -327,7 +327,7 @@ struct Report {
     /// Threads of the gzip measurement (the most of the curve).
     gzip_threads: usize,
     gzip_ingest_s: f64,
-    /// Gzip ingest on one thread (inflated on it, the JSON read on another).
+    /// Gzip ingest on one thread (inflated and read on it).
     gzip_one_thread_s: f64,
     decompress_s: f64,
     /// gzip ingest over decompression alone (≤ 1.0: no slower than decompressing).
@@ -483,7 +483,7 @@ pub fn run(args: &Args) -> ExitCode {
                     r.gzip_ingest_s, r.gzip_threads, r.decompress_s
                 );
                 println!(
-                    "gzip / decompression  {:.2}  (target <= 1.0); on 1 thread (read on another) {:.2} s = {:.2}",
+                    "gzip / decompression  {:.2}  (target <= 1.0); on 1 thread {:.2} s = {:.2}",
                     r.gzip_over_decompress,
                     r.gzip_one_thread_s,
                     r.gzip_one_thread_s / r.decompress_s

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -34,16 +35,30 @@ pub struct Args {
     memory: bool,
 }
 
-/// Threads that read a trace: `TTAP_THREADS` when set, else one. Reading on several threads
-/// gives the same result; it is not the default because on a machine whose cores are already
-/// busy (a shared CI runner, a fleet of `ttap` processes) the hand-offs and the merge make it
-/// slower (`ttap bench` measures both).
-pub fn threads() -> usize {
+/// Threads that read a trace when `TTAP_THREADS` is set: exactly that many (for gzip input the
+/// thread that inflates is one of them). Reading on several threads gives the same result; it
+/// is not the default because on a machine whose cores are already busy (a shared CI runner, a
+/// fleet of `ttap` processes) the hand-offs and the merge make it slower (`ttap bench`
+/// measures both).
+fn threads() -> Option<usize> {
     std::env::var("TTAP_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())
-        .unwrap_or(1usize)
-        .max(1)
+        .map(|t: usize| t.max(1))
+}
+
+/// Threads for `path` when `TTAP_THREADS` is not set: one for plain JSON; two for gzip, so
+/// that inflating and reading overlap (one inflates while the other reads).
+fn default_threads(path: &Path) -> usize {
+    let mut magic = [0u8; 2];
+    let gzip = File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b]);
+    if gzip {
+        2
+    } else {
+        1
+    }
 }
 
 /// Reads one file with default options, or says why it cannot on stderr and gives the exit
@@ -55,9 +70,11 @@ pub fn read_or_exit(path: &Path) -> Result<Ingested, ExitCode> {
     })
 }
 
-/// Reads one file with a progress bar for large inputs, on [`threads`] threads.
+/// Reads one file with a progress bar for large inputs, on [`threads`] threads, else on
+/// [`default_threads`].
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
-    read_file_on(path, options, threads())
+    let threads = threads().unwrap_or_else(|| default_threads(path));
+    read_file_on(path, options, threads)
 }
 
 /// Reads one file on `threads` threads (the same result for any number).
@@ -87,7 +104,7 @@ pub fn read_file_on(
         n => Ingest::parallel(options, n, PARALLEL_BLOCK),
     };
     ingest.expect_input_bytes(size);
-    let result = ingest.read_all(file, CHUNK, |p| {
+    let result = ingest.read_file(&file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
     });

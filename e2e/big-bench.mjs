@@ -4,8 +4,14 @@
 // the worker's memory limit. Not a test (too slow for CI): `e2e/app.test.mjs` checks the limit's
 // message on a small trace with the limit lowered.
 //
-//   node e2e/big-bench.mjs TRACE... [--json-bytes N]   (N: uncompressed size, for a .gz)
-import { statSync } from 'node:fs';
+// The merging worker's wasm memory is not the whole tab's: a large plain trace's worker has
+// helpers (one per core), and the page and its JS heap weigh too. So the peak resident memory
+// of Chromium's renderer processes (page and workers, summed; polled every 100 ms from /proc,
+// Linux only) is printed beside it.
+//
+//   [WORKERS=N] node e2e/big-bench.mjs TRACE... [--json-bytes N]
+//     N: uncompressed size, for a .gz; WORKERS: the page's `?workers=N` (default: its own)
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { serve, launch, openPage, load } from './support.mjs';
 
 const args = process.argv.slice(2);
@@ -14,12 +20,34 @@ const jsonBytes = at >= 0 ? Number(args.splice(at, 2)[1]) : null;
 if (!args.length) throw new Error('usage: node e2e/big-bench.mjs TRACE... [--json-bytes N]');
 
 const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+const workers = process.env.WORKERS ? `?workers=${Number(process.env.WORKERS)}` : '';
+
+// The summed resident memory of Chromium's renderer processes now, bytes (0 without /proc).
+function rendererBytes() {
+  let sum = 0;
+  let pids = [];
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('--type=renderer')) continue;
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+      if (rss) sum += Number(rss[1]) * 1024;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return sum;
+}
 const site = await serve();
 const browser = await launch();
 for (const trace of args) {
   const size = statSync(trace).size;
   const json = trace.endsWith('.gz') ? jsonBytes : size;
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(browser, site.url + workers);
   let crashed = false;
   page.on('crash', () => { crashed = true; });
   // The worker's memory while it reads, as the progress line says it (the page's own text).
@@ -32,8 +60,11 @@ for (const trace of args) {
     }).observe(document.body, { subtree: true, childList: true, characterData: true });
   });
   const t0 = Date.now();
+  let tab = rendererBytes();
+  const poll = setInterval(() => { tab = Math.max(tab, rendererBytes()); }, 100);
   await load(page, () => page.setInputFiles('#file-input', trace), 3_600_000);
   const seconds = (Date.now() - t0) / 1e3;
+  clearInterval(poll);
   const memory = Number(await page.locator('main').getAttribute('data-memory'));
   const findings = await page.locator('article.finding').count();
   const refused = await page.locator('.error-panel .error-message').allInnerTexts();
@@ -41,6 +72,7 @@ for (const trace of args) {
   if (refused.length) console.log(`  refused after ${seconds.toFixed(1)} s: ${refused.join(' | ')}`);
   else console.log(`  first finding shown after ${seconds.toFixed(1)} s (${findings} findings)`);
   console.log(`  worker wasm memory, peak: ${gib(memory)}${json ? ` = ${(memory / json).toFixed(3)} × the trace's JSON` : ''}`);
+  console.log(`  tab (renderer processes' resident memory), peak: ${gib(tab)}${json ? ` = ${(tab / json).toFixed(3)} × the trace's JSON` : ''}`);
   console.log(`  last progress line while reading: ${await page.evaluate(() => window.ttapReadMemory)}`);
   if (crashed) console.log('  THE TAB CRASHED');
   if (errors.length) console.log(`  page errors: ${errors.join('\n')}`);

@@ -330,28 +330,35 @@ fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
         .collect()
 }
 
+/// A generated ViT training trace of `steps` steps (with noise), read: for tests that compare
+/// a fast path with its definition on every event.
+#[cfg(test)]
+pub(crate) fn generated_trace(steps: u32) -> Trace {
+    use crate::ingest::{ingest_bytes, IngestOptions};
+    use crate::synth::{generate, Config, Gpu, Model};
+    let config = Config {
+        model: Model::VitB16,
+        gpu: Gpu::H100,
+        training: true,
+        steps,
+        batch: 8,
+        seed: 7,
+        injections: Vec::new(),
+        noise: true,
+    };
+    let json = generate(&config).trace;
+    ingest_bytes(json.as_bytes(), IngestOptions::default())
+        .expect("generated traces ingest")
+        .trace
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::{ingest_bytes, IngestOptions};
-    use crate::synth::{generate, Config, Gpu, Model};
 
     #[test]
     fn a_steps_children_and_phases_are_those_of_the_whole_track() {
-        let config = Config {
-            model: Model::VitB16,
-            gpu: Gpu::H100,
-            training: true,
-            steps: 3,
-            batch: 8,
-            seed: 7,
-            injections: Vec::new(),
-            noise: true,
-        };
-        let json = generate(&config).trace;
-        let t = ingest_bytes(json.as_bytes(), IngestOptions::default())
-            .expect("generated traces ingest")
-            .trace;
+        let t = generated_trace(3);
         let e = &t.events;
         let mut phases = Phases::new(&t);
         for i in 0..e.len() {

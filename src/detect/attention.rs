@@ -301,8 +301,7 @@ impl Observer for AttentionHotSpot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::{ingest_bytes, IngestOptions};
-    use crate::synth::{generate, Config, Gpu, Model};
+    use crate::window::generated_trace;
 
     /// The GPU work under CPU event `i` as its definition reads: each event of its track that
     /// starts before `i` ends, from `i` on, looked up one by one.
@@ -318,20 +317,7 @@ mod tests {
 
     #[test]
     fn the_gpu_work_under_each_cpu_event_is_what_it_and_its_callees_launched() {
-        let config = Config {
-            model: Model::VitB16,
-            gpu: Gpu::H100,
-            training: true,
-            steps: 2,
-            batch: 8,
-            seed: 7,
-            injections: Vec::new(),
-            noise: true,
-        };
-        let json = generate(&config).trace;
-        let t = ingest_bytes(json.as_bytes(), IngestOptions::default())
-            .expect("generated traces ingest")
-            .trace;
+        let t = generated_trace(2);
         let by = launched_by(&t);
         let mut launching = 0;
         for i in (0..t.events.len()).filter(|&i| !t.tracks[t.events.track[i] as usize].gpu) {

@@ -9,7 +9,7 @@
 use crate::metrics::{in_range, merge, total, KERNEL_WAIT_NS};
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, RuntimeClass, Trace, NONE};
-use crate::window::{phase_of, Phase};
+use crate::window::{Phase, Phases};
 
 /// Sorted, disjoint `[start, end)` intervals in trace nanoseconds.
 pub type Intervals = Vec<(i64, i64)>;
@@ -241,6 +241,7 @@ impl HostRanges {
     fn of(t: &Trace) -> HostRanges {
         let e = &t.events;
         let (mut data, mut allocator, mut sync) = (Vec::new(), Vec::new(), Vec::new());
+        let mut phases = Phases::new(t);
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
             for i in track.events.clone().map(|i| i as usize) {
                 match e.kind[i] {
@@ -260,7 +261,7 @@ impl HostRanges {
                         }
                     }
                     EventKind::CpuOp | EventKind::UserAnnotation
-                        if phase_of(t.name_of(i)) == Some(Phase::DataLoading) =>
+                        if phases.of_event(t, i) == Some(Phase::DataLoading) =>
                     {
                         data.push((e.start[i], e.end(i)))
                     }

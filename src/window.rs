@@ -136,6 +136,21 @@ pub fn phase_of(name: &str) -> Option<Phase> {
     }
 }
 
+/// [`phase_of`] each event's name, each distinct name tested once (ops repeat their names).
+pub struct Phases(Vec<Option<Option<Phase>>>);
+
+impl Phases {
+    pub fn new(t: &Trace) -> Phases {
+        Phases(vec![None; t.strings.len()])
+    }
+
+    /// The phase event `i`'s name announces.
+    pub fn of_event(&mut self, t: &Trace, i: usize) -> Option<Phase> {
+        let name = t.events.name[i];
+        *self.0[name as usize].get_or_insert_with(|| phase_of(t.strings.get(name)))
+    }
+}
+
 /// Splits every step of the trace into windows.
 pub fn split(t: &Trace) -> Steps {
     let e = &t.events;
@@ -173,6 +188,7 @@ pub fn split(t: &Trace) -> Steps {
         && t.steps.last().is_some_and(|s| !launches_in(s));
     let judged = t.steps.len() - usize::from(empty_last);
     let durations: Vec<i64> = t.steps[..judged].iter().map(|s| s.end - s.start).collect();
+    let mut phases = Phases::new(t);
     let steps = t
         .steps
         .iter()
@@ -180,7 +196,7 @@ pub fn split(t: &Trace) -> Steps {
         .map(|(k, s)| {
             let warmup = (k == 0 && judged >= 2 && is_warmup(&durations, &mallocs[..judged]))
                 || (empty_last && k + 1 == t.steps.len());
-            let structured = structure(t, k, s.event);
+            let structured = structure(t, &mut phases, k, s.event);
             let windows = if structured.len() >= 2 {
                 structured
             } else {
@@ -226,7 +242,7 @@ fn is_warmup(durations: &[i64], mallocs: &[usize]) -> bool {
 
 /// Windows from the direct children of the `ProfilerStep#` range (on its thread), and the
 /// backward thread's activity in the gaps between them.
-fn structure(t: &Trace, step: usize, step_event: u32) -> Vec<Window> {
+fn structure(t: &Trace, phases: &mut Phases, step: usize, step_event: u32) -> Vec<Window> {
     if step_event == NONE {
         return Vec::new();
     }
@@ -234,11 +250,9 @@ fn structure(t: &Trace, step: usize, step_event: u32) -> Vec<Window> {
     let (start, end) = (e.start[step_event as usize], e.end(step_event as usize));
     let track = &t.tracks[e.track[step_event as usize] as usize];
     let mut segments: Vec<(i64, Option<Phase>, Option<String>)> = Vec::new();
-    for i in track.events.clone() {
-        if e.parent[i as usize] == step_event {
-            let name = t.name_of(i as usize);
-            segments.push((e.start[i as usize], phase_of(name), Some(name.to_string())));
-        }
+    for i in children(t, step_event) {
+        let name = t.name_of(i).to_string();
+        segments.push((e.start[i], phases.of_event(t, i), Some(name)));
     }
     // Backward runs on autograd's own thread: its top-level ranges fill the main thread's gaps.
     for other in t
@@ -254,11 +268,12 @@ fn structure(t: &Trace, step: usize, step_event: u32) -> Vec<Window> {
             if e.start[iu] >= end {
                 break;
             }
-            if e.parent[iu] == NONE && e.kind[iu] == EventKind::CpuOp {
-                let name = t.name_of(iu);
-                if phase_of(name) == Some(Phase::Backward) {
-                    segments.push((e.start[iu], Some(Phase::Backward), Some(name.to_string())));
-                }
+            if e.parent[iu] == NONE
+                && e.kind[iu] == EventKind::CpuOp
+                && phases.of_event(t, iu) == Some(Phase::Backward)
+            {
+                let name = t.name_of(iu).to_string();
+                segments.push((e.start[iu], Some(Phase::Backward), Some(name)));
             }
         }
     }
@@ -289,6 +304,18 @@ fn structure(t: &Trace, step: usize, step_event: u32) -> Vec<Window> {
     windows
 }
 
+/// The direct children of CPU range `parent`, in track order. A child follows its parent in
+/// the track and starts within it (`ingest::assemble`'s call trees): the scan stops past the
+/// parent's end instead of reading the whole track.
+fn children(t: &Trace, parent: u32) -> impl Iterator<Item = usize> + '_ {
+    let e = &t.events;
+    let p = parent as usize;
+    let last = t.tracks[e.track[p] as usize].events.end as usize;
+    (p + 1..last)
+        .take_while(move |&i| e.start[i] <= e.end(p))
+        .filter(move |&i| e.parent[i] == parent)
+}
+
 fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
     let dur = (end - start).max(1);
     let n = ((dur + SLICE_NS - 1) / SLICE_NS).clamp(1, MAX_SLICES);
@@ -303,9 +330,54 @@ fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
         .collect()
 }
 
+/// A generated ViT training trace of `steps` steps (with noise), read: for tests that compare
+/// a fast path with its definition on every event.
+#[cfg(test)]
+pub(crate) fn generated_trace(steps: u32) -> Trace {
+    use crate::ingest::{ingest_bytes, IngestOptions};
+    use crate::synth::{generate, Config, Gpu, Model};
+    let config = Config {
+        model: Model::VitB16,
+        gpu: Gpu::H100,
+        training: true,
+        steps,
+        batch: 8,
+        seed: 7,
+        injections: Vec::new(),
+        noise: true,
+    };
+    let json = generate(&config).trace;
+    ingest_bytes(json.as_bytes(), IngestOptions::default())
+        .expect("generated traces ingest")
+        .trace
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_steps_children_and_phases_are_those_of_the_whole_track() {
+        let t = generated_trace(3);
+        let e = &t.events;
+        let mut phases = Phases::new(&t);
+        for i in 0..e.len() {
+            assert_eq!(phases.of_event(&t, i), phase_of(t.name_of(i)), "event {i}");
+        }
+        let mut seen = 0;
+        for step in t.steps.iter().filter(|s| s.event != NONE) {
+            let track = &t.tracks[e.track[step.event as usize] as usize];
+            let everywhere: Vec<usize> = track
+                .events
+                .clone()
+                .map(|i| i as usize)
+                .filter(|&i| e.parent[i] == step.event)
+                .collect();
+            assert_eq!(children(&t, step.event).collect::<Vec<_>>(), everywhere);
+            seen += everywhere.len();
+        }
+        assert!(seen >= 6, "the steps hold phases: {seen} children");
+    }
 
     #[test]
     fn names_announce_phases() {

@@ -2,14 +2,12 @@
 //! the trace has none, in the kernel names (NVIDIA and AMD spellings), with no fused attention
 //! op or kernel anywhere in the trace. And attention as the step's hot spot (a note).
 
-use rustc_hash::FxHashMap;
-
 use super::{
     finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck, Verdict,
 };
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
-use crate::model::{EventKind, Trace, NONE};
+use crate::model::{EventKind, Launch, Trace, NONE};
 
 pub struct UnfusedAttention;
 pub struct AttentionHotSpot;
@@ -41,25 +39,25 @@ const FUSED: [&str; 4] = [
     "_native_multi_head_attention",
 ];
 
-/// GPU work launched by each runtime call.
-fn launched_by(t: &Trace) -> FxHashMap<u32, Vec<u32>> {
-    let mut by: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    for l in &t.launches {
-        by.entry(l.launch).or_default().push(l.gpu);
-    }
+/// Launch links ordered by the launching call (stably: each call's GPU work stays in GPU-event
+/// order), so that the GPU work under a CPU range is one contiguous run of it.
+fn launched_by(t: &Trace) -> Vec<Launch> {
+    let mut by = t.launches.clone();
+    by.sort_by_key(|l| l.launch);
     by
 }
 
-/// GPU work launched by CPU event `i` and everything nested in it.
-fn gpu_under(t: &Trace, by: &FxHashMap<u32, Vec<u32>>, i: usize) -> Vec<u32> {
+/// GPU work launched by CPU event `i` and everything nested in it (the events of its track
+/// that start before it ends).
+fn gpu_under(t: &Trace, by: &[Launch], i: usize) -> Vec<u32> {
     let e = &t.events;
-    let end = e.end(i);
     let last = t.tracks[e.track[i] as usize].events.end as usize;
-    (i..last)
-        .take_while(|&j| e.start[j] < end)
-        .filter_map(|j| by.get(&(j as u32)))
-        .flatten()
-        .copied()
+    let under = i + e.start[i..last].partition_point(|&s| s < e.end(i));
+    let first = by.partition_point(|l| (l.launch as usize) < i);
+    by[first..]
+        .iter()
+        .take_while(|l| (l.launch as usize) < under)
+        .map(|l| l.gpu)
         .collect()
 }
 
@@ -68,11 +66,11 @@ fn fused_anywhere(t: &Trace) -> bool {
     let e = &t.events;
     let mut names = KernelNames::default();
     // PyTorch's math fallback (`_scaled_dot_product_attention_math`) is itself unfused.
+    let fused = of_names(t, |name| {
+        FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math")
+    });
     (0..e.len()).any(|i| match e.kind[i] {
-        EventKind::CpuOp => {
-            let name = t.name_of(i);
-            FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math")
-        }
+        EventKind::CpuOp => fused[e.name[i] as usize],
         EventKind::GpuKernel => names.of_event(t, i).fused_attention,
         _ => false,
     })
@@ -238,6 +236,12 @@ impl Detector for UnfusedAttention {
     }
 }
 
+/// Whether `test` holds for each interned name, by `StrId`: one test per distinct name rather
+/// than one per event.
+fn of_names(t: &Trace, test: impl Fn(&str) -> bool) -> Vec<bool> {
+    t.strings.iter().map(test).collect()
+}
+
 fn is_attention(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.contains("attention") || lower.contains("attn")
@@ -260,17 +264,18 @@ impl Observer for AttentionHotSpot {
         let t = a.trace;
         let e = &t.events;
         let by = launched_by(t);
+        let attention = of_names(t, is_attention);
         let mut total = 0i64;
         let mut blocks = 0usize;
         for i in 0..e.len() {
             if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
-                || !is_attention(t.name_of(i))
+                || !attention[e.name[i] as usize]
                 || a.steady_step_at(e.start[i]).is_none()
             {
                 continue;
             }
             let p = e.parent[i];
-            if p != NONE && is_attention(t.name_of(p as usize)) {
+            if p != NONE && attention[e.name[p as usize] as usize] {
                 continue;
             }
             blocks += 1;
@@ -290,5 +295,36 @@ impl Observer for AttentionHotSpot {
                 100.0 * share
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::generated_trace;
+
+    /// The GPU work under CPU event `i` as its definition reads: each event of its track that
+    /// starts before `i` ends, from `i` on, looked up one by one.
+    fn by_definition(t: &Trace, i: usize) -> Vec<u32> {
+        let e = &t.events;
+        let last = t.tracks[e.track[i] as usize].events.end as usize;
+        (i..last)
+            .take_while(|&j| e.start[j] < e.end(i))
+            .flat_map(|j| t.launches.iter().filter(move |l| l.launch as usize == j))
+            .map(|l| l.gpu)
+            .collect()
+    }
+
+    #[test]
+    fn the_gpu_work_under_each_cpu_event_is_what_it_and_its_callees_launched() {
+        let t = generated_trace(2);
+        let by = launched_by(&t);
+        let mut launching = 0;
+        for i in (0..t.events.len()).filter(|&i| !t.tracks[t.events.track[i] as usize].gpu) {
+            let expected = by_definition(&t, i);
+            launching += usize::from(!expected.is_empty());
+            assert_eq!(gpu_under(&t, &by, i), expected, "event {i}");
+        }
+        assert!(launching > 100, "{launching} CPU events launch GPU work");
     }
 }

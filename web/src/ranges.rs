@@ -32,12 +32,11 @@ use js_sys::Uint8Array;
 use torchtraceap::ingest::blocks::{self, Framed, Start, LOOKBACK};
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, ErrorEvent, MessageEvent, Worker};
+use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
 use crate::protocol::{self, FromWorker, Parse, Parsed, ParsedBlock, Progress, ToWorker};
-use crate::worker::{js_failure, memory_bytes, post, too_large, WORKER_URL};
+use crate::worker::{js_failure, memory_bytes, post, too_large, Started};
 
 /// Nominal bytes per range: large enough that a block's state and its merge cost little next
 /// to framing it, small enough that a range per helper stays a small part of memory.
@@ -139,21 +138,6 @@ pub async fn parse(job: &Parse) -> Parsed {
     }
 }
 
-/// A helper worker with its handlers. Dropping it terminates the worker.
-struct Helper {
-    worker: Worker,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(ErrorEvent)>,
-}
-
-impl Drop for Helper {
-    fn drop(&mut self) {
-        self.worker.set_onmessage(None);
-        self.worker.set_onerror(None);
-        self.worker.terminate();
-    }
-}
-
 /// The helpers of one trace and the ranges on their way.
 struct Dispatch {
     blob: Blob,
@@ -164,7 +148,7 @@ struct Dispatch {
     next: usize,
     merging: usize,
     /// `None` once a helper has stopped.
-    helpers: Vec<Option<Helper>>,
+    helpers: Vec<Option<Started>>,
     /// Each helper's range, while it has one.
     working: Vec<Option<usize>>,
     /// Helpers that are ready and have no range.
@@ -240,29 +224,22 @@ impl Dispatch {
 }
 
 /// Starts helper `h`, whose messages go to `dispatch`.
-fn start_helper(dispatch: &Weak<RefCell<Dispatch>>, h: usize) -> Result<Helper, String> {
-    let worker = Worker::new(WORKER_URL).map_err(|e| format!("{e:?}"))?;
-    let to = dispatch.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-        let message = protocol::decode::<FromWorker>(e.data()).map_err(|e| e.to_string());
-        if let Some(d) = to.upgrade() {
-            d.borrow_mut().receive(h, message);
-        }
-    });
-    let to = dispatch.clone();
-    let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
-        e.prevent_default();
-        if let Some(d) = to.upgrade() {
-            d.borrow_mut().receive(h, Err(e.message()));
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    Ok(Helper {
-        worker,
-        _on_message: on_message,
-        _on_error: on_error,
-    })
+fn start_helper(dispatch: &Weak<RefCell<Dispatch>>, h: usize) -> Result<Started, String> {
+    let (to, to_too) = (dispatch.clone(), dispatch.clone());
+    Started::new(
+        move |data| {
+            let message = protocol::decode::<FromWorker>(data).map_err(|e| e.to_string());
+            if let Some(d) = to.upgrade() {
+                d.borrow_mut().receive(h, message);
+            }
+        },
+        move |why| {
+            if let Some(d) = to_too.upgrade() {
+                d.borrow_mut().receive(h, Err(why));
+            }
+        },
+    )
+    .map_err(|e| format!("{e:?}"))
 }
 
 /// What the coordinator does next for range `index`.

@@ -22,7 +22,7 @@ use torchtraceap::share;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, ErrorEvent, File, MessageEvent, Worker};
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::ranges;
@@ -32,7 +32,49 @@ use crate::ui::format::bytes;
 
 /// The worker script Trunk writes next to the page (`data-loader-shim`, no file hashes): the
 /// page's workers and their helpers (`ranges`).
-pub const WORKER_URL: &str = "./worker_loader.js";
+const WORKER_URL: &str = "./worker_loader.js";
+
+/// A running worker of this script (a file's, started by the page, or a helper, started by a
+/// file's worker) with its message and error handlers. Dropping it terminates the worker.
+pub struct Started {
+    pub worker: Worker,
+    // Kept alive as long as the worker: they are its message and error handlers.
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+impl Started {
+    /// Starts a worker: `on_message` gets each message's data, `on_error` why it stopped.
+    pub fn new(
+        mut on_message: impl FnMut(JsValue) + 'static,
+        mut on_error: impl FnMut(String) + 'static,
+    ) -> Result<Started, JsValue> {
+        let worker = Worker::new(WORKER_URL)?;
+        let on_message =
+            Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| on_message(e.data()));
+        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+            e.prevent_default();
+            on_error(e.message());
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Ok(Started {
+            worker,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // Its handlers go first: a message already on its way must find none (their closures
+        // are freed with this struct), not a dropped closure.
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
+        self.worker.terminate();
+    }
+}
 
 /// Bytes read from the file per slice.
 const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;

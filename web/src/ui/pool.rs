@@ -7,14 +7,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, File, MessageEvent, Worker};
+use web_sys::File;
 use yew::Callback;
 
 use super::cost;
 use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
-use crate::worker::WORKER_URL;
+use crate::worker::Started;
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -33,59 +31,39 @@ pub type Messages = Callback<Result<FromWorker, String>>;
 
 /// An analysis worker with its handlers. Dropping it terminates the worker.
 pub struct AnalysisWorker {
-    worker: Worker,
+    started: Started,
     /// Where its messages go: the load's pool, then the page when it is kept (`redirect`).
     to: Rc<RefCell<Messages>>,
-    // Kept alive as long as the worker: they are its message and error handlers.
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(ErrorEvent)>,
-}
-
-impl Drop for AnalysisWorker {
-    fn drop(&mut self) {
-        // Its handlers go first: a message already on its way must find none (their closures
-        // are freed with this struct), not a dropped closure.
-        self.worker.set_onmessage(None);
-        self.worker.set_onerror(None);
-        self.worker.terminate();
-    }
 }
 
 impl AnalysisWorker {
     /// Starts a worker whose messages (or why it stopped) go to `on_message`.
     pub fn start(on_message: Messages) -> Result<AnalysisWorker, String> {
-        let worker = Worker::new(WORKER_URL).map_err(|e| {
+        let to = Rc::new(RefCell::new(on_message));
+        // The callback is taken out before it runs: it may redirect this worker.
+        let (target, target_too) = (Rc::clone(&to), Rc::clone(&to));
+        let started = Started::new(
+            move |data| {
+                let decoded = cost::measured(
+                    "from-worker",
+                    |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
+                    || protocol::decode::<FromWorker>(data),
+                );
+                let to = target.borrow().clone();
+                to.emit(decoded.map_err(|e| e.to_string()));
+            },
+            move |why| {
+                let to = target_too.borrow().clone();
+                to.emit(Err(why));
+            },
+        )
+        .map_err(|e| {
             format!(
                 "Could not start the analysis worker ({e:?}). The page needs Web Workers: open \
                  it over http(s), not as a local file."
             )
         })?;
-        let to = Rc::new(RefCell::new(on_message));
-        // The callback is taken out before it runs: it may redirect this worker.
-        let target = Rc::clone(&to);
-        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            let decoded = cost::measured(
-                "from-worker",
-                |m: &Result<FromWorker, _>| m.as_ref().map_or("unreadable", FromWorker::kind),
-                || protocol::decode::<FromWorker>(e.data()),
-            );
-            let to = target.borrow().clone();
-            to.emit(decoded.map_err(|e| e.to_string()));
-        });
-        let target = Rc::clone(&to);
-        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
-            e.prevent_default();
-            let to = target.borrow().clone();
-            to.emit(Err(e.message()));
-        });
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        Ok(AnalysisWorker {
-            worker,
-            to,
-            _on_message: on_message,
-            _on_error: on_error,
-        })
+        Ok(AnalysisWorker { started, to })
     }
 
     /// Sends the worker's messages to `on_message` from now on.
@@ -100,7 +78,8 @@ impl AnalysisWorker {
             |_| message.kind(),
             || {
                 let value = protocol::encode(message).map_err(|e| e.to_string())?;
-                self.worker
+                self.started
+                    .worker
                     .post_message_with_transfer(&value, &message.transfer())
                     .map_err(|e| format!("{e:?}"))
             },

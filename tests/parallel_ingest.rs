@@ -4,7 +4,7 @@
 //! `../shared/traces` (skipped, saying so, where it is absent), for several thread counts and
 //! block sizes down to a few hundred bytes (where most cuts fall inside events and are framed
 //! again), whether fed in chunks or reading their blocks from a file. Gzip read on two threads
-//! (inflated on one, read on the other) reads as the plain input.
+//! (inflated by the feeding thread, framed in blocks by two others) reads as the plain input.
 //!
 //! The web app's workers (`ingest::blocks`) give the serial result too: byte ranges cut by
 //! `range_start`, each framed alone, its state serialized with bincode (as a worker posts it),
@@ -186,10 +186,10 @@ fn generated_traces_ingest_the_same_in_parallel() {
     }
 }
 
-/// Gzip input fed to a two-thread ingester is inflated by the feeding thread and read on the
-/// other (`Piped`): the model and report equal the plain input's, but for saying gzip.
+/// Gzip input fed to a two-thread ingester is inflated by the feeding thread and framed in
+/// blocks by two others: the model and report equal the plain input's, but for saying gzip.
 #[test]
-fn gzip_on_two_threads_reads_on_one_as_the_plain_input_reads() {
+fn gzip_on_two_threads_reads_in_blocks_as_the_plain_input_reads() {
     for seed in [3, 8] {
         let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], seed);
         let plain = synth::generate(&config).trace.into_bytes();
@@ -198,8 +198,8 @@ fn gzip_on_two_threads_reads_on_one_as_the_plain_input_reads() {
         let gz = gz.finish().unwrap();
         let want = digest(ingest_bytes(&plain, IngestOptions::default()));
         assert!(want.starts_with("ok"), "{want}");
-        for chunk in [1 << 20, 4096, 7] {
-            let mut ingest = Ingest::parallel(IngestOptions::default(), 2, 1 << 20);
+        for (block, chunk) in [(1 << 20, 1 << 20), (16 << 10, 4096), (16 << 10, 7)] {
+            let mut ingest = Ingest::parallel(IngestOptions::default(), 2, block);
             for piece in gz.chunks(chunk) {
                 ingest.feed(piece).unwrap();
             }
@@ -208,7 +208,10 @@ fn gzip_on_two_threads_reads_on_one_as_the_plain_input_reads() {
                 &format!("\"gzip\":false,\"input_bytes\":{}", plain.len()),
                 1,
             );
-            assert_eq!(got, want, "seed {seed}, gzip fed in chunks of {chunk} B");
+            assert_eq!(
+                got, want,
+                "seed {seed}, gzip in blocks of {block} B fed in chunks of {chunk} B"
+            );
         }
     }
 }

@@ -92,10 +92,6 @@ struct JsonSink {
     /// `builder` as they are done.
     #[cfg(not(target_arch = "wasm32"))]
     blocks: Option<parallel::Blocks>,
-    /// When gzip input is read on two threads: the JSON read on the other, in order, while this
-    /// one inflates.
-    #[cfg(not(target_arch = "wasm32"))]
-    piped: Option<parallel::Piped>,
 }
 
 impl framer::Consumer for Builder {
@@ -128,36 +124,10 @@ impl JsonSink {
             error: None,
             #[cfg(not(target_arch = "wasm32"))]
             blocks: (threads > 1).then(|| parallel::Blocks::new(threads, block)),
-            #[cfg(not(target_arch = "wasm32"))]
-            piped: None,
         }
-    }
-
-    /// The sink of gzip input. The thread that feeds it inflates, and counts among `threads`:
-    /// one thread does everything; two inflate and read the JSON at once
-    /// ([`parallel::Piped`]); more read the JSON on the others, in blocks.
-    fn for_gzip(threads: usize, block: usize) -> JsonSink {
-        #[cfg(not(target_arch = "wasm32"))]
-        if threads == 2 {
-            return JsonSink {
-                piped: Some(parallel::Piped::default()),
-                ..JsonSink::new(1, block)
-            };
-        }
-        JsonSink::new(threads.saturating_sub(1).max(1), block)
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(piped) = &mut self.piped {
-            if piped.feed(bytes) {
-                return Ok(());
-            }
-            let head = piped.head().to_vec();
-            let read = piped.finish();
-            self.piped = None;
-            return self.take_piped(read, &head);
-        }
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = &mut self.blocks {
             return blocks
@@ -169,48 +139,17 @@ impl JsonSink {
             .map_err(|e| json_error(&e, self.builder.top.object.is_some(), bytes))
     }
 
-    /// Puts what the piped reader read in place; its error, if it stopped at one.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn take_piped(
-        &mut self,
-        (framer, builder, framed): (Framer, Builder, Result<(), framer::SyntaxError>),
-        head: &[u8],
-    ) -> Result<(), IngestError> {
-        self.framer = framer;
-        self.builder = builder;
-        framed.map_err(|e| json_error(&e, self.builder.top.object.is_some(), head))
-    }
-
     /// Decoded bytes received so far (framed or on their way).
     fn received(&self) -> u64 {
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = &self.blocks {
             return blocks.received();
         }
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(piped) = &self.piped {
-            return piped.received();
-        }
         self.framer.offset()
-    }
-
-    /// Events read so far.
-    fn events(&self) -> u64 {
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(piped) = &self.piped {
-            return piped.events();
-        }
-        self.builder.elements
     }
 
     /// Frames what is still in flight (nothing when reading on one thread).
     fn drain(&mut self) -> Result<(), IngestError> {
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(mut piped) = self.piped.take() {
-            let head = piped.head().to_vec();
-            let read = piped.finish();
-            return self.take_piped(read, &head);
-        }
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(blocks) = self.blocks.take() {
             let head = blocks.head().to_vec();
@@ -309,6 +248,7 @@ impl Sizing {
             return;
         };
         let then = self.room_then;
+        let read = read.max(then.0);
         let (events, flows) = (b.events.len() as u64, b.flows.len() as u64);
         if flows > 0 && self.first_flow.is_none() {
             self.first_flow = Some(then.0);
@@ -359,20 +299,24 @@ impl Ingest {
 
     /// Makes room in the model for the whole input (see [`Sizing::make_room`]).
     fn make_room(&mut self) {
-        let read = self.input_bytes;
         let sink = match &mut self.stage {
             Stage::Sniffing(_) => return,
             Stage::Plain(sink) => sink,
             Stage::Gzip(decoder) => decoder.get_mut().get_mut(),
         };
-        let json = sink.received();
-        self.sizing.make_room(read, json, &mut sink.builder);
+        // The builder holds the events of the JSON framed (merged, on several threads) so far:
+        // the estimate counts the input bytes behind those, not the blocks still in flight.
+        let json = sink.framer.offset();
+        let received = sink.received().max(1);
+        let read = u128::from(self.input_bytes) * u128::from(json) / u128::from(received);
+        self.sizing.make_room(read as u64, json, &mut sink.builder);
     }
 
     /// An ingester that frames and reads the JSON on `threads` threads, in blocks of about
     /// `block` bytes ([`PARALLEL_BLOCK`] unless testing), and builds the model on two, with the
-    /// same result as [`Ingest::new`]'s. For gzip input the thread that feeds it inflates,
-    /// and is one of the `threads`.
+    /// same result as [`Ingest::new`]'s. For gzip input the thread that feeds it inflates
+    /// besides (and merges, as it does for plain input fed to it): the threads share the cores
+    /// with it.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn parallel(options: IngestOptions, threads: usize, block: usize) -> Ingest {
         Ingest {
@@ -418,7 +362,7 @@ impl Ingest {
         Progress {
             input_bytes: self.input_bytes,
             json_bytes: sink.map_or(0, JsonSink::received),
-            events: sink.map_or(0, JsonSink::events),
+            events: sink.map_or(0, |s| s.builder.elements),
         }
     }
 
@@ -434,7 +378,7 @@ impl Ingest {
             self.stage = if head.starts_with(&GZIP_MAGIC) {
                 Stage::Gzip(Box::new(MultiGzDecoder::new(BufWriter::with_capacity(
                     GZIP_CHUNK,
-                    JsonSink::for_gzip(self.threads, self.block),
+                    JsonSink::new(self.threads, self.block),
                 ))))
             } else {
                 Stage::Plain(Box::new(JsonSink::new(self.threads, self.block)))

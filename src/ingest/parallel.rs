@@ -16,8 +16,10 @@
 //! from it (positioned reads), so the bytes never pass through the merging thread, which only
 //! reads a few KiB at each block's end to find the cut point after it.
 //!
-//! [`Piped`] is the two-thread case of gzip input: the feeding thread inflates, another frames
-//! and reads every decoded chunk in order (no blocks, no merge), with a few chunks in flight.
+//! Gzip input goes through [`Blocks`] too: the feeding thread inflates, cuts and merges, and the
+//! workers frame, as many as for plain input. Inflating costs less than framing and reading (a
+//! third to a half), so on two cores the three threads keep both busy where one thread
+//! inflating and one reading left the inflating one idle half of the time.
 
 use std::collections::BTreeMap;
 #[cfg(unix)]
@@ -26,7 +28,6 @@ use std::fs::File;
 use std::io;
 #[cfg(unix)]
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -269,97 +270,6 @@ impl Blocks {
     }
 }
 
-/// Decoded chunks in flight to the thread that reads them: a few MiB.
-const PIPED_CHUNKS: usize = 4;
-
-/// What the reading thread ends with.
-type Read = (Framer, Builder, Result<(), SyntaxError>);
-
-/// Decoded bytes framed and read, in order, on one other thread: gzip input read on one thread
-/// is inflated by the thread that feeds it while this one reads the JSON. Nothing is cut or
-/// merged: the other thread does exactly what one pass would.
-pub struct Piped {
-    chunks: Option<SyncSender<Vec<u8>>>,
-    /// Chunk buffers the reader is done with, for reuse (a fresh 1 MiB buffer per chunk would
-    /// fault in its pages every time).
-    spare: Receiver<Vec<u8>>,
-    reader: Option<JoinHandle<Read>>,
-    received: u64,
-    events: Arc<AtomicU64>,
-    head: Vec<u8>,
-}
-
-impl Default for Piped {
-    fn default() -> Piped {
-        let (chunks, queue) = mpsc::sync_channel::<Vec<u8>>(PIPED_CHUNKS);
-        let (done, spare) = mpsc::channel();
-        let events = Arc::new(AtomicU64::new(0));
-        let counted = Arc::clone(&events);
-        let reader = std::thread::spawn(move || {
-            let (mut framer, mut builder) = (Framer::default(), Builder::new());
-            for chunk in queue {
-                let framed = framer.push(&chunk, &mut builder);
-                counted.store(builder.elements, Ordering::Relaxed);
-                if framed.is_err() {
-                    // Dropping the queue tells the feeding thread at its next chunk.
-                    return (framer, builder, framed);
-                }
-                let _ = done.send(chunk);
-            }
-            (framer, builder, Ok(()))
-        });
-        Piped {
-            chunks: Some(chunks),
-            spare,
-            reader: Some(reader),
-            received: 0,
-            events,
-            head: Vec::new(),
-        }
-    }
-}
-
-impl Piped {
-    /// Sends the next decoded bytes; false when the reader has stopped at a syntax error
-    /// ([`Piped::finish`] returns it).
-    pub fn feed(&mut self, bytes: &[u8]) -> bool {
-        if self.head.len() < HEAD {
-            let more = bytes.len().min(HEAD - self.head.len());
-            self.head.extend_from_slice(&bytes[..more]);
-        }
-        let mut chunk = self.spare.try_recv().unwrap_or_default();
-        chunk.clear();
-        chunk.extend_from_slice(bytes);
-        self.received += bytes.len() as u64;
-        self.chunks.as_ref().is_some_and(|c| c.send(chunk).is_ok())
-    }
-
-    /// Decoded bytes received so far.
-    pub fn received(&self) -> u64 {
-        self.received
-    }
-
-    /// Events read so far.
-    pub fn events(&self) -> u64 {
-        self.events.load(Ordering::Relaxed)
-    }
-
-    /// The document's first bytes (up to eight).
-    pub fn head(&self) -> &[u8] {
-        &self.head
-    }
-
-    /// Waits for the reader to read everything sent; returns its framer and builder.
-    pub fn finish(&mut self) -> Read {
-        self.chunks = None;
-        let reader = self.reader.take().expect("a piped ingest finishes once");
-        // A panic of the reader (a bug) goes on here, as it would have on one thread.
-        reader
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e))
-    }
-}
-
 /// Bytes read at a block's nominal end to find the cut point after it; doubled while none is
 /// found, up to [`MAX_BLOCKS_UNCUT`] blocks (then the block is cut at its nominal end, and its
 /// guess fails).
@@ -431,6 +341,15 @@ fn boundary(
     }
 }
 
+/// The size of the next block of a file when `left` bytes are left: `block`, but for the last
+/// few a part of what is left (an eighth of a block at least), so that the threads run out of
+/// blocks at about the same time instead of one framing a whole last block alone.
+#[cfg(unix)]
+fn tail_block(left: u64, block: usize, threads: usize) -> u64 {
+    let block = block as u64;
+    (left / (2 * threads as u64)).clamp((block / 8).max(1), block)
+}
+
 /// A plain JSON file of `size` bytes framed on `threads` threads, each reading its blocks
 /// straight from the file (positioned reads: nothing goes through this thread), merged in
 /// order into `framer` and `builder` as [`Blocks`] merges: the same result as one pass. This
@@ -488,7 +407,7 @@ pub fn read_file(
         let mut spare: Vec<Vec<u8>> = Vec::new();
         loop {
             while next < size && sent - merged <= threads {
-                let nominal = next + block as u64;
+                let nominal = next + tail_block(size - next, block, threads);
                 let end = if nominal >= size {
                     size
                 } else {
@@ -530,4 +449,40 @@ pub fn read_file(
             progress(framer, builder);
         }
     })
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::tail_block;
+
+    /// The nominal block sizes of a file of `size` bytes (before cut points move them).
+    fn nominal_sizes(size: u64, block: usize, threads: usize) -> Vec<u64> {
+        let mut next = 0;
+        std::iter::from_fn(|| {
+            let len = tail_block(size - next, block, threads).min(size - next);
+            next += len;
+            (len > 0).then_some(len)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn the_last_blocks_of_a_file_shrink_so_the_threads_end_together() {
+        let (block, threads) = (8 << 20, 2);
+        let sizes = nominal_sizes(400 << 20, block, threads);
+        assert_eq!(sizes.iter().sum::<u64>(), 400 << 20);
+        // Whole blocks while more than one per thread and round is left …
+        let whole = sizes.iter().take_while(|&&s| s == block as u64).count();
+        assert_eq!(whole, 47, "{sizes:?}");
+        // … then each a quarter of what is left, down to an eighth of a block; what the last
+        // round of two threads frames is at most two eighths of a block.
+        let tail = &sizes[whole..];
+        assert!(tail.windows(2).all(|w| w[1] <= w[0]), "{tail:?}");
+        assert!(tail.iter().all(|&s| s < block as u64), "{tail:?}");
+        assert_eq!(tail[tail.len() - 2], block as u64 / 8, "{tail:?}");
+        assert!(tail[tail.len() - 1] <= block as u64 / 8, "{tail:?}");
+        // A small file: a single block, or two of an eighth of a block each.
+        assert_eq!(super::tail_block(1 << 20, block, threads), 1 << 20);
+        assert_eq!(nominal_sizes(2 << 20, block, threads), vec![1 << 20; 2]);
+    }
 }

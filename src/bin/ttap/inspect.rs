@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use torchtraceap::ingest::{Ingest, IngestError, IngestOptions, Ingested, PARALLEL_BLOCK};
+use torchtraceap::ingest::{
+    Ingest, IngestError, IngestOptions, Ingested, Progress, PARALLEL_BLOCK,
+};
 use torchtraceap::summary::Summary;
 
 /// Inputs at least this large get a progress bar on stderr.
@@ -36,10 +38,10 @@ pub struct Args {
 }
 
 /// Threads that read a trace when `TTAP_THREADS` is set: exactly that many (for gzip input the
-/// thread that inflates is one of them). Reading on several threads gives the same result; it
-/// is not the default because on a machine whose cores are already busy (a shared CI runner, a
-/// fleet of `ttap` processes) the hand-offs and the merge make it slower (`ttap bench`
-/// measures both).
+/// thread that feeds them inflates besides). Reading on several threads gives the same result;
+/// it is not the default because on a machine whose cores are already busy (a shared CI
+/// runner, a fleet of `ttap` processes) the hand-offs and the merge make it slower (`ttap
+/// bench` measures both).
 fn threads() -> Option<usize> {
     std::env::var("TTAP_THREADS")
         .ok()
@@ -48,7 +50,7 @@ fn threads() -> Option<usize> {
 }
 
 /// Threads for `path` when `TTAP_THREADS` is not set: one for plain JSON; two for gzip, so
-/// that inflating and reading overlap (one inflates while the other reads).
+/// that inflating and reading overlap (two frame blocks while the feeding thread inflates).
 fn default_threads(path: &Path) -> usize {
     let mut magic = [0u8; 2];
     let gzip = File::open(path)
@@ -74,14 +76,16 @@ pub fn read_or_exit(path: &Path) -> Result<Ingested, ExitCode> {
 /// [`default_threads`].
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
     let threads = threads().unwrap_or_else(|| default_threads(path));
-    read_file_on(path, options, threads)
+    read_file_on(path, options, threads, |_| {})
 }
 
-/// Reads one file on `threads` threads (the same result for any number).
+/// Reads one file on `threads` threads (the same result for any number), calling `progress`
+/// after each chunk or block.
 pub fn read_file_on(
     path: &Path,
     options: IngestOptions,
     threads: usize,
+    mut progress: impl FnMut(Progress),
 ) -> Result<Ingested, IngestError> {
     let file = File::open(path).map_err(|e| IngestError::Read {
         detail: e.to_string(),
@@ -107,6 +111,7 @@ pub fn read_file_on(
     let result = ingest.read_file(&file, CHUNK, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
+        progress(p);
     });
     bar.finish_and_clear();
     result

@@ -203,7 +203,8 @@ enum Stage {
     Sniffing(Vec<u8>),
     Plain(Box<JsonSink>),
     /// Decompressed bytes are gathered into chunks of [`GZIP_CHUNK`] before framing, so that few
-    /// events straddle two chunks.
+    /// events straddle two chunks; on several threads they go straight into the blocks, which
+    /// gather them anyway (a copy less).
     Gzip(Box<MultiGzDecoder<BufWriter<JsonSink>>>),
 }
 
@@ -376,8 +377,9 @@ impl Ingest {
             }
             let head = std::mem::take(head);
             self.stage = if head.starts_with(&GZIP_MAGIC) {
+                let gather = if self.threads > 1 { 0 } else { GZIP_CHUNK };
                 Stage::Gzip(Box::new(MultiGzDecoder::new(BufWriter::with_capacity(
-                    GZIP_CHUNK,
+                    gather,
                     JsonSink::new(self.threads, self.block),
                 ))))
             } else {

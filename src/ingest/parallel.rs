@@ -10,7 +10,7 @@
 //! a block again, serially, when its guess was wrong.
 //!
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
-//! default, and the one being filled).
+//! default), the one being merged and the one being filled.
 //!
 //! [`read_file`] is the same for a plain file natively: the workers read their blocks straight
 //! from it (positioned reads), so the bytes never pass through the merging thread, which only
@@ -196,8 +196,11 @@ impl Blocks {
         framer: &mut Framer,
         builder: &mut Builder,
     ) -> Result<(), SyntaxError> {
+        // Blocks taken out of flight to make room, merged once the next block is on its way: a
+        // worker that finished never waits for this thread's merge to get more work.
+        let mut ready = Vec::new();
         while self.sent - self.merged >= self.in_flight_limit {
-            self.merge_next(framer, builder)?;
+            ready.push(self.next_done());
         }
         // The next pending buffer is a merged block's, reused: a fresh one would cost a page
         // fault per 4 KiB. Room for a block and the chunk that fills it, never reallocated.
@@ -226,15 +229,13 @@ impl Blocks {
                 self.early.insert(job.index, frame(job));
             }
         }
-        Ok(())
+        ready
+            .into_iter()
+            .try_for_each(|done| self.merge_done(done, framer, builder))
     }
 
-    /// Waits for the next block in input order and merges it.
-    fn merge_next(
-        &mut self,
-        framer: &mut Framer,
-        builder: &mut Builder,
-    ) -> Result<(), SyntaxError> {
+    /// Waits for the next block in input order; it is no longer in flight.
+    fn next_done(&mut self) -> Done {
         let done = loop {
             if let Some(done) = self.early.remove(&self.merged) {
                 break done;
@@ -248,6 +249,16 @@ impl Blocks {
             }
         };
         self.merged += 1;
+        done
+    }
+
+    /// Merges `done`, the next block in input order; keeps its buffer for the next blocks.
+    fn merge_done(
+        &mut self,
+        done: Done,
+        framer: &mut Framer,
+        builder: &mut Builder,
+    ) -> Result<(), SyntaxError> {
         let (framed, mut spare) = merge(done, framer, builder);
         spare.clear();
         self.spare.push(spare);
@@ -261,7 +272,8 @@ impl Blocks {
         }
         self.jobs = None;
         while self.merged < self.sent {
-            self.merge_next(framer, builder)?;
+            let done = self.next_done();
+            self.merge_done(done, framer, builder)?;
         }
         for worker in self.workers.drain(..) {
             let _ = worker.join();
@@ -405,6 +417,9 @@ pub fn read_file(
         let (mut sent, mut merged, mut next) = (0usize, 0usize, 0u64);
         let mut early: BTreeMap<usize, std::thread::Result<io::Result<Done>>> = BTreeMap::new();
         let mut spare: Vec<Vec<u8>> = Vec::new();
+        // The block taken out of flight, merged once the next one is on its way (a worker that
+        // finished never waits for the merge to get more work).
+        let mut ready: Option<Done> = None;
         loop {
             while next < size && sent - merged <= threads {
                 let nominal = next + tail_block(size - next, block, threads);
@@ -427,6 +442,14 @@ pub fn read_file(
                 next = end;
                 sent += 1;
             }
+            if let Some(done) = ready.take() {
+                let (framed, buffer) = merge(done, framer, builder);
+                spare.push(buffer);
+                if framed.is_err() {
+                    return Ok(framed);
+                }
+                progress(framer, builder);
+            }
             if merged == sent {
                 return Ok(Ok(()));
             }
@@ -440,13 +463,7 @@ pub fn read_file(
                 early.insert(index, answer);
             };
             merged += 1;
-            let done = answer.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-            let (framed, buffer) = merge(done, framer, builder);
-            spare.push(buffer);
-            if framed.is_err() {
-                return Ok(framed);
-            }
-            progress(framer, builder);
+            ready = Some(answer.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
         }
     })
 }

@@ -197,12 +197,9 @@ pub struct Builder {
     /// Tracks as first seen; names and event ranges are filled in by `assemble`.
     pub tracks: Vec<Track>,
     track_ids: FxHashMap<(StrId, StrId), u32>,
-    #[serde(skip)]
-    last_pid: Vec<u8>,
-    #[serde(skip)]
-    last_tid: Vec<u8>,
-    #[serde(skip, default = "no_track")]
-    last_track: u32,
+    /// Recently seen tracks, by [`track_slot`].
+    #[serde(skip, default = "empty_track_cache")]
+    track_cache: Vec<CachedTrack>,
     /// Each event's details, at its `detail` offset.
     pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
@@ -240,8 +237,22 @@ pub struct Builder {
     deferred_ends: Vec<(u32, i64)>,
 }
 
-fn no_track() -> u32 {
-    NONE
+/// A track and the `pid` and `tid` as written in its events.
+#[derive(Clone, Default)]
+struct CachedTrack {
+    pid: Vec<u8>,
+    tid: Vec<u8>,
+    track: u32,
+}
+
+fn empty_track_cache() -> Vec<CachedTrack> {
+    vec![
+        CachedTrack {
+            track: NONE,
+            ..CachedTrack::default()
+        };
+        TRACK_CACHE_SLOTS
+    ]
 }
 
 fn empty_name_cache() -> Vec<StrId> {
@@ -252,7 +263,7 @@ impl Builder {
     pub fn new() -> Builder {
         let mut b = Builder::default();
         b.no_category = b.strings.intern("");
-        b.last_track = no_track();
+        b.track_cache = empty_track_cache();
         b.name_cache = empty_name_cache();
         b
     }
@@ -531,11 +542,16 @@ impl Builder {
         }
     }
 
+    /// The track of an event's `pid` and `tid`. Events of a few tracks interleave: a small
+    /// direct-mapped cache of them, checked by comparing bytes as written, skips the text and
+    /// the hash maps.
     fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
         let pid = ev.pid.map_or(&b""[..], |r| r.0);
         let tid = ev.tid.map_or(&b""[..], |r| r.0);
-        if self.last_track != NONE && pid == self.last_pid && tid == self.last_tid {
-            return self.last_track;
+        let slot = track_slot(pid, tid);
+        let cached = &self.track_cache[slot];
+        if cached.track != NONE && cached.pid == pid && cached.tid == tid {
+            return cached.track;
         }
         let pid_id = self
             .strings
@@ -557,11 +573,12 @@ impl Builder {
                 events: 0..0,
             });
         }
-        self.last_pid.clear();
-        self.last_pid.extend_from_slice(pid);
-        self.last_tid.clear();
-        self.last_tid.extend_from_slice(tid);
-        self.last_track = id;
+        let cached = &mut self.track_cache[slot];
+        cached.pid.clear();
+        cached.pid.extend_from_slice(pid);
+        cached.tid.clear();
+        cached.tid.extend_from_slice(tid);
+        cached.track = id;
         id
     }
 
@@ -876,15 +893,28 @@ impl Builder {
 }
 
 const NAME_CACHE_SLOTS: usize = 4096;
+const TRACK_CACHE_SLOTS: usize = 64;
 
 /// A cheap hash of a name's length and its first and last eight bytes.
-fn name_slot(name: &[u8]) -> usize {
-    let word = |b: &[u8]| b.iter().fold(0u64, |h, &c| (h << 8) | u64::from(c));
+fn cheap_hash(name: &[u8]) -> u64 {
     let n = name.len();
-    let head = word(&name[..n.min(8)]);
-    let tail = word(&name[n.saturating_sub(8)..]);
-    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 52) as usize & (NAME_CACHE_SLOTS - 1)
+    let (head, tail) = match (name.first_chunk::<8>(), name.last_chunk::<8>()) {
+        (Some(head), Some(tail)) => (u64::from_le_bytes(*head), u64::from_le_bytes(*tail)),
+        _ => {
+            let word = name.iter().fold(0u64, |h, &c| (h << 8) | u64::from(c));
+            (word, word)
+        }
+    };
+    (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn name_slot(name: &[u8]) -> usize {
+    (cheap_hash(name) >> 52) as usize & (NAME_CACHE_SLOTS - 1)
+}
+
+fn track_slot(pid: &[u8], tid: &[u8]) -> usize {
+    let h = (cheap_hash(pid) ^ cheap_hash(tid).rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 58) as usize & (TRACK_CACHE_SLOTS - 1)
 }
 
 /// A stable 64-bit id for a non-numeric flow id.

@@ -46,8 +46,6 @@ pub struct RawArgs<'a> {
     pub registers: Option<Raw<'a>>,
     pub shared_memory: Option<Raw<'a>>,
     pub occupancy: Option<Raw<'a>>,
-    pub blocks_per_sm: Option<Raw<'a>>,
-    pub warps_per_sm: Option<Raw<'a>>,
     pub bytes: Option<Raw<'a>>,
     pub bandwidth: Option<Raw<'a>>,
     pub external_id: Option<Raw<'a>>,
@@ -80,8 +78,6 @@ impl<'a> RawArgs<'a> {
             b"registers per thread" => &mut self.registers,
             b"shared memory" => &mut self.shared_memory,
             b"est. achieved occupancy %" | b"theoretical occupancy %" => &mut self.occupancy,
-            b"blocks per SM" => &mut self.blocks_per_sm,
-            b"warps per SM" => &mut self.warps_per_sm,
             b"bytes" => &mut self.bytes,
             b"memory bandwidth (GB/s)" => &mut self.bandwidth,
             b"External id" | b"external id" => &mut self.external_id,
@@ -121,39 +117,82 @@ pub enum Stop {
     Malformed,
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes at `b[i..]`, little-endian (the first byte lowest), if there are eight.
+#[inline(always)]
+fn word_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+
+/// The high bit of each byte of `w` equal to `c`. Exact up to the first such byte (a borrow
+/// may mark a byte above it): enough for `trailing_zeros`.
+#[inline(always)]
+fn bytes_equal(w: u64, c: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(c));
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// The index of the lowest byte marked in `mask` (a word of high bits).
+#[inline(always)]
+fn first_marked(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize
+}
+
 /// The first `"` or `\\` at or after `from`. Eight bytes at a time (most strings in a trace
 /// are short keys and names, where a vectorised search does not pay for its set-up), then
 /// memchr for long strings.
 #[inline(always)]
 fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let has = |w: u64, c: u8| {
-        let x = w ^ (ONES * u64::from(c));
-        x.wrapping_sub(ONES) & !x & HIGHS
-    };
     let mut i = from;
     let words_end = b.len().min(from + 64);
     while i + 8 <= words_end {
-        let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
-        let m = has(w, b'"') | has(w, b'\\');
+        let w = word_at(b, i)?;
+        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\');
         if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
+            return Some(i + first_marked(m));
         }
         i += 8;
     }
     memchr2(b'"', b'\\', b.get(i..)?).map(|j| i + j)
 }
 
-/// Whether all eight bytes of `w` are ASCII digits.
+/// The first `"`, bracket or brace at or after `from`, eight bytes at a time.
 #[inline(always)]
-fn all_digits(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
+fn find_quote_or_bracket(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(w) = word_at(b, i) {
+        // `[` and `]` are `{` and `}` without the 0x20 bit: setting it in every byte finds
+        // both (no other byte becomes a brace).
+        let folded = w | (ONES * 0x20);
+        let m = bytes_equal(w, b'"') | bytes_equal(folded, b'{') | bytes_equal(folded, b'}');
+        if m != 0 {
+            return Some(i + first_marked(m));
+        }
+        i += 8;
+    }
+    let rest = b.get(i..)?;
+    rest.iter()
+        .position(|c| matches!(c, b'"' | b'{' | b'[' | b'}' | b']'))
+        .map(|j| i + j)
+}
+
+/// The high bit of each byte of `w` that is not an ASCII digit: exact up to the first such
+/// byte, as [`bytes_equal`].
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
     // A byte is a digit when it is >= '0' and adding 0x46 ('0' + 0x46 = 0x76; '9' + 0x46 =
     // 0x7F) does not carry into its high bit.
     let low = w.wrapping_sub(ONES * u64::from(b'0'));
     let high = w.wrapping_add(ONES * 0x46);
-    (low | high | w) & (ONES * 0x80) == 0
+    (low | high | w) & HIGHS
+}
+
+/// Whether all eight bytes of `w` are ASCII digits.
+#[inline(always)]
+fn all_digits(w: u64) -> bool {
+    non_digits(w) == 0
 }
 
 /// The value of eight ASCII digits (little-endian in `w`, the first digit in the lowest byte).
@@ -195,6 +234,28 @@ enum Scalar {
     End,
     /// Anything else (a bracket or quote inside a number): the event is malformed.
     Invalid,
+}
+
+/// The end of the number or literal whose bytes continue at `from`: runs of digits are
+/// skipped eight at a time (timestamps and ids are long ones), other bytes one by one.
+#[inline(always)]
+fn scalar_end(b: &[u8], mut i: usize) -> Result<usize, Stop> {
+    loop {
+        while let Some(w) = word_at(b, i) {
+            let m = non_digits(w);
+            if m != 0 {
+                i += first_marked(m);
+                break;
+            }
+            i += 8;
+        }
+        let c = *b.get(i).ok_or(Stop::Incomplete)?;
+        match SCALAR[c as usize] {
+            Scalar::Part => i += 1,
+            Scalar::End => return Ok(i),
+            Scalar::Invalid => return Err(Stop::Malformed),
+        }
+    }
 }
 
 #[inline(always)]
@@ -258,22 +319,7 @@ impl<'a> Cursor<'a> {
                 Ok(Raw(&self.b[start..self.i]))
             }
             b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
-                let mut i = start + 1;
-                // Timestamps and ids are long runs of digits: skip them eight at a time.
-                while let Some(word) = self.b.get(i..i + 8) {
-                    if !all_digits(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
-                        break;
-                    }
-                    i += 8;
-                }
-                let len = self.b[i..]
-                    .iter()
-                    .position(|&c| SCALAR[c as usize] != Scalar::Part)
-                    .ok_or(Stop::Incomplete)?;
-                self.i = i + len;
-                if SCALAR[self.b[self.i] as usize] == Scalar::Invalid {
-                    return Err(Stop::Malformed);
-                }
+                self.i = scalar_end(self.b, start + 1)?;
                 Ok(Raw(&self.b[start..self.i]))
             }
             _ => Err(Stop::Malformed),
@@ -287,7 +333,8 @@ impl<'a> Cursor<'a> {
         let mut stack: u128 = 0;
         let mut depth = 0u32;
         loop {
-            let c = *self.b.get(self.i).ok_or(Stop::Incomplete)?;
+            self.i = find_quote_or_bracket(self.b, self.i).ok_or(Stop::Incomplete)?;
+            let c = self.b[self.i];
             match c {
                 b'"' => {
                     self.string()?;
@@ -300,7 +347,7 @@ impl<'a> Cursor<'a> {
                     stack = (stack << 1) | u128::from(c == b'{');
                     depth += 1;
                 }
-                b'}' | b']' => {
+                _ => {
                     if (stack & 1 == 1) != (c == b'}') {
                         return Err(Stop::Malformed);
                     }
@@ -311,7 +358,6 @@ impl<'a> Cursor<'a> {
                         return Ok(());
                     }
                 }
-                _ => {}
             }
             self.i += 1;
         }
@@ -489,8 +535,8 @@ fn float_micros_to_ns(s: &[u8]) -> Option<i64> {
 /// beyond 64 bits saturate (they are ids, compared only for equality within one trace).
 pub fn uint(raw: Raw<'_>) -> Option<u64> {
     let b = number_bytes(raw);
-    if !b.is_empty() && b.len() <= 19 && b.iter().all(u8::is_ascii_digit) {
-        return Some(b.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')));
+    if let Some(v) = short_digits(b) {
+        return Some(v);
     }
     let s = number_text(raw);
     if let Ok(v) = s.parse::<u64>() {
@@ -501,6 +547,26 @@ pub fn uint(raw: Raw<'_>) -> Option<u64> {
     }
     let v: f64 = s.parse().ok()?;
     (v >= 0.0 && v.is_finite()).then_some(v as u64)
+}
+
+/// The value of 1 to 19 ASCII digits (which cannot overflow), eight at a time; `None` for
+/// anything else.
+fn short_digits(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 {
+        return None;
+    }
+    let mut v = 0u64;
+    let mut rest = b;
+    while let Some(w) = word_at(rest, 0) {
+        if !all_digits(w) {
+            return None;
+        }
+        v = v * 100_000_000 + eight_digits(w);
+        rest = &rest[8..];
+    }
+    rest.iter().try_fold(v, |v, &d| {
+        d.is_ascii_digit().then(|| v * 10 + u64::from(d - b'0'))
+    })
 }
 
 /// Reads a signed integer, written as a number or a string.
@@ -522,17 +588,35 @@ pub fn float(raw: Raw<'_>) -> Option<f32> {
         .map(|v| v as f32)
 }
 
-/// Reads `[x, y, z]` launch dimensions.
+/// Reads `[x, y, z]` launch dimensions: written `[128,1,1]` (read here without serde_json, which
+/// would build a `Vec` per kernel), or in any other JSON form.
 pub fn dim3(raw: Raw<'_>) -> Option<[u32; 3]> {
-    let v: Vec<u64> = serde_json::from_slice(raw.0).ok()?;
-    match v.as_slice() {
-        [x, y, z] => Some([
-            (*x).try_into().ok()?,
-            (*y).try_into().ok()?,
-            (*z).try_into().ok()?,
-        ]),
-        _ => None,
-    }
+    compact_dim3(raw.0).or_else(|| {
+        let v: Vec<u64> = serde_json::from_slice(raw.0).ok()?;
+        match v.as_slice() {
+            [x, y, z] => Some([
+                (*x).try_into().ok()?,
+                (*y).try_into().ok()?,
+                (*z).try_into().ok()?,
+            ]),
+            _ => None,
+        }
+    })
+}
+
+/// `[x,y,z]` without spaces, each a JSON integer (no leading zero) below 2^32.
+fn compact_dim3(b: &[u8]) -> Option<[u32; 3]> {
+    let inner = b.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    let mut parts = inner.split(|&c| c == b',');
+    let dim = |part: Option<&[u8]>| {
+        let part = part?;
+        if part.len() > 1 && part[0] == b'0' {
+            return None;
+        }
+        u32::try_from(short_digits(part)?).ok()
+    };
+    let xyz = [dim(parts.next())?, dim(parts.next())?, dim(parts.next())?];
+    parts.next().is_none().then_some(xyz)
 }
 
 /// The raw text as a string (for interning JSON fragments such as `Input Dims`).

@@ -728,6 +728,98 @@ mod tests {
     }
 
     #[test]
+    fn numbers_and_literals_end_at_their_delimiter_whatever_their_length() {
+        for len in 1..=20 {
+            let digits: String = (0..len).map(|i| char::from(b'1' + i % 9)).collect();
+            for number in [
+                digits.clone(),
+                format!("-{digits}"),
+                format!("{digits}.5e-3"),
+            ] {
+                for end in [",", "}", "]", " ", "\n"] {
+                    let text = format!("{number}{end}");
+                    assert_eq!(scalar_end(text.as_bytes(), 1), Ok(number.len()), "{text:?}");
+                }
+                let text = format!("{number}{{");
+                assert_eq!(scalar_end(text.as_bytes(), 1), Err(Stop::Malformed));
+                assert_eq!(scalar_end(number.as_bytes(), 1), Err(Stop::Incomplete));
+            }
+        }
+        for literal in ["true", "false", "null", "0.5925926", "1E+5"] {
+            let text = format!("{literal},\"x\": 12345678901234567");
+            assert_eq!(
+                scalar_end(text.as_bytes(), 1),
+                Ok(literal.len()),
+                "{literal}"
+            );
+        }
+    }
+
+    #[test]
+    fn nested_values_are_skipped_to_their_own_closing_bracket() {
+        // The brackets and quotes at every offset of the eight-byte words.
+        for pad in 0..16 {
+            let spaces = " ".repeat(pad);
+            let value =
+                format!(r#"[[512],{spaces}[1024, 64],{{"k": "]}}[{{\"", "x": []}}, {spaces}"{{"]"#);
+            let input =
+                format!(r#"{{"args": {{"Input Dims": {value}, "name": "n"}}, "ph": "X"}} ["#);
+            let mut ev = RawEvent::default();
+            let end = parse_event(input.as_bytes(), &mut ev).unwrap();
+            assert_eq!(&input[end..], " [", "pad {pad}");
+            assert_eq!(ev.args.input_dims, Some(raw(&value)), "pad {pad}");
+            assert_eq!(ev.args.name, Some(raw("\"n\"")));
+            assert_eq!(ev.ph, Some(raw("\"X\"")));
+            let unclosed = &value[..value.len() - 1];
+            let mut c = Cursor {
+                b: unclosed.as_bytes(),
+                i: 0,
+            };
+            assert_eq!(c.nested(), Err(Stop::Incomplete), "pad {pad}");
+            let mismatched = format!("{unclosed}}}");
+            let mut c = Cursor {
+                b: mismatched.as_bytes(),
+                i: 0,
+            };
+            assert_eq!(c.nested(), Err(Stop::Malformed), "pad {pad}");
+        }
+        assert_eq!(find_quote_or_bracket(b"abcdefgh;:<>]", 0), Some(12));
+        assert_eq!(find_quote_or_bracket(b"abc{", 0), Some(3));
+        assert_eq!(find_quote_or_bracket(b"abcdefghijk", 0), None);
+    }
+
+    #[test]
+    fn launch_dimensions_are_read_compact_or_not() {
+        assert_eq!(dim3(raw("[128,1,1]")), Some([128, 1, 1]));
+        assert_eq!(dim3(raw("[4294967295,0,7]")), Some([u32::MAX, 0, 7]));
+        assert_eq!(dim3(raw("[ 8, 7 ,1 ]")), Some([8, 7, 1]));
+        for bad in [
+            "[4294967296,1,1]",
+            "[01,1,1]",
+            "[1,2]",
+            "[1,2,3,4]",
+            "[1,2,3,]",
+            "[1,,3]",
+            "[-1,2,3]",
+            "[1.5,2,3]",
+            "[]",
+            "\"[1,2,3]\"",
+        ] {
+            assert_eq!(dim3(raw(bad)), None, "{bad}");
+        }
+        assert_eq!(
+            short_digits(b"1234567890123456789"),
+            Some(1_234_567_890_123_456_789)
+        );
+        assert_eq!(short_digits(b"12345678901234567890"), None);
+        assert_eq!(short_digits(b"1234567x"), None);
+        assert_eq!(short_digits(b"123456789x"), None);
+        assert_eq!(short_digits(b""), None);
+        assert_eq!(uint(raw("13164942")), Some(13_164_942));
+        assert_eq!(uint(raw("7.9")), Some(7));
+    }
+
+    #[test]
     fn fractional_microseconds_become_exact_nanoseconds() {
         assert_eq!(
             micros_to_ns(raw("5387313686629.708")),

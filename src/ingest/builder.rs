@@ -200,6 +200,9 @@ pub struct Builder {
     /// Recently seen tracks, by [`track_slot`].
     #[serde(skip, default = "empty_track_cache")]
     track_cache: Vec<CachedTrack>,
+    /// The slot of the last event's track (most events are on the track of the one before).
+    #[serde(skip)]
+    last_track_slot: usize,
     /// Each event's details, at its `detail` offset.
     pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
@@ -542,15 +545,21 @@ impl Builder {
         }
     }
 
-    /// The track of an event's `pid` and `tid`. Events of a few tracks interleave: a small
-    /// direct-mapped cache of them, checked by comparing bytes as written, skips the text and
-    /// the hash maps.
+    /// The track of an event's `pid` and `tid`. Most events are on the track of the one before,
+    /// and events of a few tracks interleave: a small direct-mapped cache of them, checked by
+    /// comparing bytes as written, skips the text and the hash maps.
     fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
         let pid = ev.pid.map_or(&b""[..], |r| r.0);
         let tid = ev.tid.map_or(&b""[..], |r| r.0);
+        let is = |c: &CachedTrack| c.track != NONE && c.pid == pid && c.tid == tid;
+        let last = &self.track_cache[self.last_track_slot];
+        if is(last) {
+            return last.track;
+        }
         let slot = track_slot(pid, tid);
+        self.last_track_slot = slot;
         let cached = &self.track_cache[slot];
-        if cached.track != NONE && cached.pid == pid && cached.tid == tid {
+        if is(cached) {
             return cached.track;
         }
         let pid_id = self

@@ -1,7 +1,8 @@
 //! Turns the framer's slices into model rows, one event at a time.
 //!
-//! Over 600 lines, on purpose (all of it code; `tests/ingest_cases.rs` tests it): it is the one
-//! per-event dispatch from a raw event to model rows (categories, tracks, names, complete,
+//! Over 600 lines, on purpose (all code but one unit test of its byte comparison;
+//! `tests/ingest_cases.rs` tests the rest): it is the one per-event dispatch from a raw event to
+//! model rows (categories, tracks, names, complete,
 //! begin/end, instant, flow and metadata events), every path writing the same `Builder` state.
 //!
 //! Everything here is per event and append-only; what needs the whole trace (sorting, nesting,
@@ -494,7 +495,7 @@ impl Builder {
         if self
             .categories
             .get(self.last_category)
-            .is_some_and(|c| c.raw == bytes)
+            .is_some_and(|c| same(&c.raw, bytes))
         {
             return self.last_category;
         }
@@ -551,7 +552,7 @@ impl Builder {
     fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
         let pid = ev.pid.map_or(&b""[..], |r| r.0);
         let tid = ev.tid.map_or(&b""[..], |r| r.0);
-        let is = |c: &CachedTrack| c.track != NONE && c.pid == pid && c.tid == tid;
+        let is = |c: &CachedTrack| c.track != NONE && same(&c.pid, pid) && same(&c.tid, tid);
         let last = &self.track_cache[self.last_track_slot];
         if is(last) {
             return last.track;
@@ -617,7 +618,7 @@ impl Builder {
     ) -> StrId {
         let slot = name_slot(bytes);
         let cached = self.name_cache[slot];
-        if cached != NONE && self.strings.get(cached).as_bytes() == bytes {
+        if cached != NONE && same(self.strings.get(cached).as_bytes(), bytes) {
             return cached;
         }
         let (text, repaired) = make();
@@ -926,10 +927,48 @@ fn track_slot(pid: &[u8], tid: &[u8]) -> usize {
     (h >> 58) as usize & (TRACK_CACHE_SLOTS - 1)
 }
 
+/// Whether two byte strings are equal. Most that are compared per event (categories, pids,
+/// tids, names) are short: up to 16 bytes they are compared inline as two overlapping words
+/// (of 1, 2, 4 or 8 bytes), without calling memcmp.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    fn ends<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+        a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
+    }
+    match a.len() {
+        n if n != b.len() => false,
+        0 => true,
+        1 => a[0] == b[0],
+        2..4 => ends::<2>(a, b),
+        4..8 => ends::<4>(a, b),
+        8..=16 => ends::<8>(a, b),
+        _ => a == b,
+    }
+}
+
 /// A stable 64-bit id for a non-numeric flow id.
 fn fingerprint(raw: Raw<'_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
     raw.0.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_strings_of_every_length_are_equal_only_when_every_byte_is() {
+        for n in 0..40u8 {
+            let a: Vec<u8> = (0..n).map(|i| b'a' + i % 26).collect();
+            assert!(same(&a, &a.clone()), "{n}");
+            for at in 0..a.len() {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same(&a, &b), "{n} bytes, differing at {at}");
+            }
+            assert!(!same(&a, &a[..a.len().saturating_sub(1)]) || n == 0);
+        }
+    }
 }

@@ -1,8 +1,9 @@
 //! One event as written in the JSON, read in a single pass straight from the input bytes.
 //!
-//! Over 600 lines: 156 of them are its unit tests (the fields kept and skipped, cut and broken
-//! events, numbers as strings, integers beyond 64 bits, fractional microseconds, escapes); the
-//! reader itself is 542.
+//! Over 600 lines: 244 of them are its unit tests (the fields kept and skipped, cut and broken
+//! events, numbers and literals of every length, nested values, launch dimensions, numbers as
+//! strings, integers beyond 64 bits, fractional microseconds, escapes); the reader itself, with
+//! its scans eight bytes at a time, is 622.
 //!
 //! This is the hot loop of ingestion, so it is a small hand-written reader rather than serde:
 //! it looks only at the keys the model uses and skips every other value without decoding it,

@@ -299,6 +299,35 @@ fn a_bare_array_with_begin_end_pairs_attr_string_numbers_and_huge_tids() {
 }
 
 #[test]
+fn events_of_many_interleaved_tracks_each_land_on_their_own() {
+    // More tracks than the reader's cache holds, interleaved, with pids and tids written as
+    // numbers and as strings (one track: the text is the same) and swapped.
+    let mut events = Vec::new();
+    for round in 0..3 {
+        for pid in 0..12 {
+            for tid in 0..12 {
+                let (p, t) = match (pid + tid + round) % 3 {
+                    0 => (format!("{pid}"), format!("{tid}")),
+                    1 => (format!("\"{pid}\""), format!("{tid}")),
+                    _ => (format!("{pid}"), format!("\"{tid}\"")),
+                };
+                events.push(format!(
+                    r#"{{"ph": "X", "cat": "cpu_op", "name": "{pid}/{tid}", "pid": {p}, "tid": {t}, "ts": {round}, "dur": 1}}"#
+                ));
+            }
+        }
+    }
+    let t = read(&format!("[{}]", events.join(",\n"))).trace;
+    assert_eq!(t.events.len(), 3 * 144);
+    assert_eq!(t.tracks.len(), 144);
+    for i in 0..t.events.len() {
+        let track = &t.tracks[t.events.track[i] as usize];
+        let written = format!("{}/{}", t.strings.get(track.pid), t.strings.get(track.tid));
+        assert_eq!(t.name_of(i), written);
+    }
+}
+
+#[test]
 fn integers_beyond_64_bits_in_arguments_are_read() {
     let text = r#"{"traceEvents": [
       {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1, "dur": 2,

@@ -1,7 +1,8 @@
 //! Turns the framer's slices into model rows, one event at a time.
 //!
-//! Over 600 lines, on purpose (all of it code; `tests/ingest_cases.rs` tests it): it is the one
-//! per-event dispatch from a raw event to model rows (categories, tracks, names, complete,
+//! Over 600 lines, on purpose (all code but one unit test of its byte comparison;
+//! `tests/ingest_cases.rs` tests the rest): it is the one per-event dispatch from a raw event to
+//! model rows (categories, tracks, names, complete,
 //! begin/end, instant, flow and metadata events), every path writing the same `Builder` state.
 //!
 //! Everything here is per event and append-only; what needs the whole trace (sorting, nesting,
@@ -197,12 +198,12 @@ pub struct Builder {
     /// Tracks as first seen; names and event ranges are filled in by `assemble`.
     pub tracks: Vec<Track>,
     track_ids: FxHashMap<(StrId, StrId), u32>,
+    /// Recently seen tracks, by [`track_slot`].
+    #[serde(skip, default = "empty_track_cache")]
+    track_cache: Vec<CachedTrack>,
+    /// The slot of the last event's track (most events are on the track of the one before).
     #[serde(skip)]
-    last_pid: Vec<u8>,
-    #[serde(skip)]
-    last_tid: Vec<u8>,
-    #[serde(skip, default = "no_track")]
-    last_track: u32,
+    last_track_slot: usize,
     /// Each event's details, at its `detail` offset.
     pub details: Details,
     pub collectives: Vec<CollectiveDetail>,
@@ -240,8 +241,22 @@ pub struct Builder {
     deferred_ends: Vec<(u32, i64)>,
 }
 
-fn no_track() -> u32 {
-    NONE
+/// A track and the `pid` and `tid` as written in its events.
+#[derive(Clone, Default)]
+struct CachedTrack {
+    pid: Vec<u8>,
+    tid: Vec<u8>,
+    track: u32,
+}
+
+fn empty_track_cache() -> Vec<CachedTrack> {
+    vec![
+        CachedTrack {
+            track: NONE,
+            ..CachedTrack::default()
+        };
+        TRACK_CACHE_SLOTS
+    ]
 }
 
 fn empty_name_cache() -> Vec<StrId> {
@@ -252,7 +267,7 @@ impl Builder {
     pub fn new() -> Builder {
         let mut b = Builder::default();
         b.no_category = b.strings.intern("");
-        b.last_track = no_track();
+        b.track_cache = empty_track_cache();
         b.name_cache = empty_name_cache();
         b
     }
@@ -480,7 +495,7 @@ impl Builder {
         if self
             .categories
             .get(self.last_category)
-            .is_some_and(|c| c.raw == bytes)
+            .is_some_and(|c| same(&c.raw, bytes))
         {
             return self.last_category;
         }
@@ -531,11 +546,22 @@ impl Builder {
         }
     }
 
+    /// The track of an event's `pid` and `tid`. Most events are on the track of the one before,
+    /// and events of a few tracks interleave: a small direct-mapped cache of them, checked by
+    /// comparing bytes as written, skips the text and the hash maps.
     fn track(&mut self, ev: &RawEvent<'_>) -> u32 {
         let pid = ev.pid.map_or(&b""[..], |r| r.0);
         let tid = ev.tid.map_or(&b""[..], |r| r.0);
-        if self.last_track != NONE && pid == self.last_pid && tid == self.last_tid {
-            return self.last_track;
+        let is = |c: &CachedTrack| c.track != NONE && same(&c.pid, pid) && same(&c.tid, tid);
+        let last = &self.track_cache[self.last_track_slot];
+        if is(last) {
+            return last.track;
+        }
+        let slot = track_slot(pid, tid);
+        self.last_track_slot = slot;
+        let cached = &self.track_cache[slot];
+        if is(cached) {
+            return cached.track;
         }
         let pid_id = self
             .strings
@@ -557,11 +583,12 @@ impl Builder {
                 events: 0..0,
             });
         }
-        self.last_pid.clear();
-        self.last_pid.extend_from_slice(pid);
-        self.last_tid.clear();
-        self.last_tid.extend_from_slice(tid);
-        self.last_track = id;
+        let cached = &mut self.track_cache[slot];
+        cached.pid.clear();
+        cached.pid.extend_from_slice(pid);
+        cached.tid.clear();
+        cached.tid.extend_from_slice(tid);
+        cached.track = id;
         id
     }
 
@@ -591,7 +618,7 @@ impl Builder {
     ) -> StrId {
         let slot = name_slot(bytes);
         let cached = self.name_cache[slot];
-        if cached != NONE && self.strings.get(cached).as_bytes() == bytes {
+        if cached != NONE && same(self.strings.get(cached).as_bytes(), bytes) {
             return cached;
         }
         let (text, repaired) = make();
@@ -876,15 +903,47 @@ impl Builder {
 }
 
 const NAME_CACHE_SLOTS: usize = 4096;
+const TRACK_CACHE_SLOTS: usize = 64;
 
 /// A cheap hash of a name's length and its first and last eight bytes.
-fn name_slot(name: &[u8]) -> usize {
-    let word = |b: &[u8]| b.iter().fold(0u64, |h, &c| (h << 8) | u64::from(c));
+fn cheap_hash(name: &[u8]) -> u64 {
     let n = name.len();
-    let head = word(&name[..n.min(8)]);
-    let tail = word(&name[n.saturating_sub(8)..]);
-    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 52) as usize & (NAME_CACHE_SLOTS - 1)
+    let (head, tail) = match (name.first_chunk::<8>(), name.last_chunk::<8>()) {
+        (Some(head), Some(tail)) => (u64::from_le_bytes(*head), u64::from_le_bytes(*tail)),
+        _ => {
+            let word = name.iter().fold(0u64, |h, &c| (h << 8) | u64::from(c));
+            (word, word)
+        }
+    };
+    (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn name_slot(name: &[u8]) -> usize {
+    (cheap_hash(name) >> 52) as usize & (NAME_CACHE_SLOTS - 1)
+}
+
+fn track_slot(pid: &[u8], tid: &[u8]) -> usize {
+    let h = (cheap_hash(pid) ^ cheap_hash(tid).rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 58) as usize & (TRACK_CACHE_SLOTS - 1)
+}
+
+/// Whether two byte strings are equal. Most that are compared per event (categories, pids,
+/// tids, names) are short: up to 16 bytes they are compared inline as two overlapping words
+/// (of 1, 2, 4 or 8 bytes), without calling memcmp.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    fn ends<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+        a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
+    }
+    match a.len() {
+        n if n != b.len() => false,
+        0 => true,
+        1 => a[0] == b[0],
+        2..4 => ends::<2>(a, b),
+        4..8 => ends::<4>(a, b),
+        8..=16 => ends::<8>(a, b),
+        _ => a == b,
+    }
 }
 
 /// A stable 64-bit id for a non-numeric flow id.
@@ -893,4 +952,23 @@ fn fingerprint(raw: Raw<'_>) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     raw.0.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_strings_of_every_length_are_equal_only_when_every_byte_is() {
+        for n in 0..40u8 {
+            let a: Vec<u8> = (0..n).map(|i| b'a' + i % 26).collect();
+            assert!(same(&a, &a.clone()), "{n}");
+            for at in 0..a.len() {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same(&a, &b), "{n} bytes, differing at {at}");
+            }
+            assert!(!same(&a, &a[..a.len().saturating_sub(1)]) || n == 0);
+        }
+    }
 }

@@ -5,12 +5,16 @@
 //   node e2e/bench.mjs DIR         (the ranks of a run, e.g. `ttap synth --ranks 8`: the page
 //                                   analyzes each in its own worker; the CLI on all its threads)
 //   WORKERS=1,2 RUNS=1 node e2e/bench.mjs TRACE   (the browser with 1, then 2 workers per file)
+//   DISTS=/tmp/base-dist,dist node e2e/bench.mjs TRACE   (two builds of the site side by side)
+//
+// Runs alternate (the CLI, then each build with each worker count, `RUNS` times), so that the
+// machine's load weighs on every figure alike.
 //
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { serve, launch, openPage, load, ROOT } from './support.mjs';
+import { join, resolve } from 'node:path';
+import { serve, launch, openPage, load, ROOT, DIST } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/release/ttap');
 const trace = process.argv[2] ?? join(ROOT, 'target/bench/bench-1024MiB.json');
@@ -32,70 +36,76 @@ function best(times) {
   return Math.min(...times);
 }
 
-// Native: the whole CLI analysis (read, ingest, detect, report), best of `runs`.
-const native = [];
-for (let i = 0; i < runs; i++) {
+// Native: the whole CLI analysis (read, ingest, detect, report), one run.
+function nativeRun() {
   const t0 = process.hrtime.bigint();
   const r = spawnSync(TTAP, ['analyze', '--format', 'json', trace], { maxBuffer: 1 << 30 });
   if (r.status !== 0) throw new Error(`ttap analyze failed: ${r.stderr}`);
-  native.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  return Number(process.hrtime.bigint() - t0) / 1e9;
 }
 
-// Browser: from handing the file to the page to the analysis shown, best of `runs`, each in a
-// fresh page (a fresh worker). `WORKERS=1,2` runs it once per worker count (`?workers=N`: the
-// workers reading one file); by default the page chooses (navigator.hardwareConcurrency).
-const site = await serve();
+// Browser: from handing the file to the page to the analysis shown, each run in a fresh page
+// (a fresh worker). `WORKERS=1,2` runs it once per worker count (`?workers=N`: the workers
+// reading one file); by default the page chooses (navigator.hardwareConcurrency). `DISTS`:
+// the builds of the site (default: TTAP_DIST, else dist/).
+const dists = (process.env.DISTS ?? DIST).split(',').map((d) => resolve(d));
+for (const dist of dists) if (!existsSync(join(dist, 'index.html'))) throw new Error(`${dist} holds no built site`);
+const sites = await Promise.all(dists.map((dist) => serve(dist)));
 const browser = await launch();
 const counts = process.env.WORKERS ? process.env.WORKERS.split(',').map(Number) : [null];
 
-async function browse(count) {
-  const inBrowser = [];
-  const reading = [];
-  let memory = '';
-  let workers = '';
-  for (let i = 0; i < runs; i++) {
-    const url = count === null ? site.url : `${site.url}?workers=${count}`;
-    const { page, context, errors } = await openPage(browser, url);
-    // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
-    // a fast load may go from reading to the result between two renders, so the end of the load
-    // is taken from `main[data-loads]` (what `load` waits on), never from this label. Several
-    // files have one line each, and no such label.
-    if (files.length === 1) await page.evaluate(() => {
-      window.ttapAnalyzingAt = null;
-      new MutationObserver((_, observer) => {
-        const label = document.querySelector('.loading-label');
-        if (label?.textContent.startsWith('Analyzing')) {
-          window.ttapAnalyzingAt = performance.now();
-          observer.disconnect();
-        }
-      }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
-    const t0 = Date.now();
-    const p0 = await page.evaluate(() => performance.now());
-    await load(page, () => page.setInputFiles('#file-input', files), 900_000);
-    inBrowser.push((Date.now() - t0) / 1e3);
-    const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
-    reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
-    if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
-    if (errors.length) throw new Error(errors.join('\n'));
-    workers = await page.locator('main').getAttribute('data-workers');
-    memory = `${(Number(await page.locator('main').getAttribute('data-memory')) / 2 ** 20).toFixed(0)} MiB`;
-    await context.close();
-  }
-  return { count, inBrowser, reading, memory, workers };
+// One more browser run for `result` (a build's site and a worker count), added to it.
+async function browse(result) {
+  const { site, count, inBrowser, reading } = result;
+  const url = count === null ? site.url : `${site.url}?workers=${count}`;
+  const { page, context, errors } = await openPage(browser, url);
+  // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
+  // a fast load may go from reading to the result between two renders, so the end of the load
+  // is taken from `main[data-loads]` (what `load` waits on), never from this label. Several
+  // files have one line each, and no such label.
+  if (files.length === 1) await page.evaluate(() => {
+    window.ttapAnalyzingAt = null;
+    new MutationObserver((_, observer) => {
+      const label = document.querySelector('.loading-label');
+      if (label?.textContent.startsWith('Analyzing')) {
+        window.ttapAnalyzingAt = performance.now();
+        observer.disconnect();
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const t0 = Date.now();
+  const p0 = await page.evaluate(() => performance.now());
+  await load(page, () => page.setInputFiles('#file-input', files), 900_000);
+  inBrowser.push((Date.now() - t0) / 1e3);
+  const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
+  reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
+  if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
+  if (errors.length) throw new Error(errors.join('\n'));
+  result.workers = await page.locator('main').getAttribute('data-workers');
+  result.memory = `${(Number(await page.locator('main').getAttribute('data-memory')) / 2 ** 20).toFixed(0)} MiB`;
+  await context.close();
 }
 
+const native = [];
 const results = [];
-for (const count of counts) results.push(await browse(count));
+for (const count of counts) {
+  for (const [d, site] of sites.entries()) {
+    results.push({ dist: dists[d], site, count, inBrowser: [], reading: [], memory: '', workers: '' });
+  }
+}
+for (let i = 0; i < runs; i++) {
+  native.push(nativeRun());
+  for (const result of results) await browse(result);
+}
 await browser.close();
-await site.close();
+await Promise.all(sites.map((site) => site.close()));
 
 const nativeBest = best(native);
 console.log(`trace: ${trace} (${files.length} file${files.length > 1 ? 's' : ''}, ${mb.toFixed(1)} MB)`);
 console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
-for (const { count, inBrowser, reading, memory, workers } of results) {
+for (const { dist, count, inBrowser, reading, memory, workers } of results) {
   const browserBest = best(inBrowser);
-  const which = count === null ? 'page default' : `?workers=${count}`;
+  const which = `${count === null ? 'page default' : `?workers=${count}`}${dists.length > 1 ? `, ${dist}` : ''}`;
   console.log(`browser (${which}): ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
   if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
   console.log(`  browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);

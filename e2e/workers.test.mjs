@@ -101,3 +101,28 @@ test('ranges that start inside an event are read again by the merging worker, wi
   assert.ok((await stat(trace)).size > 2 * 16 * 2 ** 20, 'at least two ranges');
   await sameWithThreeWorkers(trace, 24);
 });
+
+test('ranges that end deep inside a long string find their end with a second read, with the same result', async () => {
+  // A helper reads its range and 64 KiB past it, where its block's end (the next event) is
+  // found in every trace seen; here most of the bytes are strings of 1 MB in some events'
+  // arguments, so most ranges end more than 64 KiB before the next event and read on to it.
+  const base = join(scratch, 'long-base.pt.trace.json');
+  const made = spawnSync(TTAP, [...stalled(24), '--out', base]);
+  assert.equal(made.status, 0, String(made.stderr));
+  const doc = JSON.parse(await readFile(base, 'utf8'));
+  const complete = doc.traceEvents.filter((e) => e.ph === 'X');
+  const every = Math.ceil(complete.length / 120);
+  const note = 'x'.repeat(1_000_000);
+  complete.forEach((e, i) => {
+    if (i % every === 0) e.args = { ...(e.args ?? {}), note };
+  });
+  const trace = join(scratch, 'long.pt.trace.json');
+  const text = JSON.stringify(doc);
+  await writeFile(trace, text);
+  // The ranges' nominal ends that fall more than 64 KiB before the next event: most of them,
+  // and so some of those the helpers read, not the merging worker while they start.
+  const ends = Array.from({ length: Math.floor(text.length / 2 ** 24) }, (_, k) => (k + 1) * 2 ** 24);
+  const far = ends.filter((to) => text.indexOf(',{', to) - to > 64 * 1024);
+  assert.ok(ends.length >= 6 && far.length >= ends.length - 1, `${far.length} of ${ends.length} ends far from an event`);
+  await sameWithThreeWorkers(trace, 24);
+});

@@ -198,7 +198,7 @@ pub enum ToWorker {
     /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
     /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
     /// gets an error saying so: `worker::too_large`). Up to `workers` workers (this one's
-    /// helpers, `ranges`) read a large plain trace; 1: this one alone.
+    /// helpers, `ranges`, while this one merges) read a large plain trace; 1: this one alone.
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,

@@ -1,19 +1,25 @@
 //! One trace read by several workers: the file's worker (the coordinator) starts helper workers
-//! (the same worker bundle), hands each a byte range of the same `Blob` at a time, and merges
-//! their framed blocks in order, as they arrive, into one `Ingest`: the result of one pass.
+//! (the same worker bundle, one per worker asked for), hands each [`DEPTH`] byte ranges of the
+//! same `Blob` at a time, and merges their framed blocks in order, as they arrive, into one
+//! `Ingest`: the result of one pass.
 //!
 //! ```text
-//! coordinator ──Parse {blob, range i}──▶ helper: cut points (range_start), read, frame alone
-//!      ▲                                    │
+//! coordinator ──Parse {blob, range i}──▶ helper: read (range and a little more), cut points
+//!      ▲                                    (range_start), frame alone
 //!      └──Parsed {start, end, state (bincode, transferred)}
 //! merge i in order; a wrong guess: read start..end again here and frame it serially
 //! ```
 //!
-//! The coordinator parses too: it frames a later range itself while it waits for a helper,
-//! and reads in place a range no helper has taken (the first ones, while helpers start).
+//! The coordinator frames nothing ahead: merging a range costs about a tenth of framing it, so
+//! it stays free to hand out the next range as soon as a helper posts one (a coordinator that
+//! framed too kept its helpers waiting for their next range for as long as its own framing
+//! took). It reads in place only a range no helper has taken (the first ones, while helpers
+//! start). A helper holds [`DEPTH`] ranges, so that the browser reads one while it frames the
+//! other: a 16 MiB read takes about as long as framing it, and is not CPU of this worker.
 //!
 //! Each helper finds its block's ends with `ingest::blocks::range_start` from the range's
-//! nominal bounds, so two neighbours agree on their common boundary without talking. A block's
+//! nominal bounds, in the same read as the range's bytes (and [`TAIL`] bytes past it), so two
+//! neighbours agree on their common boundary without talking. A block's
 //! state crosses as bincode in an `ArrayBuffer` that is transferred, not copied (the page's
 //! messages stay `serde-wasm-bindgen` values). Measured (`web/tests/browser.rs`, a state of
 //! 18,647 events, debug build): bincode written and read back in 53 ms, 942 KB;
@@ -43,8 +49,14 @@ use crate::worker::{js_failure, memory_bytes, post, too_large, Started};
 pub const RANGE_BYTES: u64 = 16 << 20;
 /// Traces smaller than this are read by their worker alone (starting helpers costs more).
 pub const MIN_BYTES: f64 = 2.0 * RANGE_BYTES as f64;
-/// Ranges handed out per helper beyond the one being merged.
-const AHEAD: usize = 2;
+/// Ranges a helper holds at once: it reads one while it frames another.
+const DEPTH: usize = 2;
+/// Ranges handed out per helper beyond the one being merged: the [`DEPTH`] it holds, and one
+/// parsed and waiting for its turn.
+const AHEAD: usize = DEPTH + 1;
+/// Bytes read past a range's nominal end, in the same read, where its block's end is found
+/// (the first event that starts there: a few hundred bytes on, in every trace seen).
+const TAIL: u64 = 64 << 10;
 
 /// Whether `blob` is worth reading with `workers` workers: large, plain JSON (gzip is one
 /// stream). `Some(in_object)`, the guess where its event array sits, when it is.
@@ -73,42 +85,61 @@ async fn read_bytes(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, String
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 
+/// Where the block of the range that nominally starts at `from` (in a trace of `size` bytes)
+/// starts, if `window`, the bytes from `window_start` (at most `from - LOOKBACK`), tells.
+fn cut(window: &[u8], window_start: u64, from: u64, size: u64) -> Option<u64> {
+    if from == 0 || from >= size {
+        return Some(from.min(size));
+    }
+    blocks::range_start(window, window_start, from, (from + RANGE_BYTES).min(size))
+}
+
 /// Where the block of the range that nominally starts at `from` starts: read in growing
-/// windows until `range_start` can tell.
+/// windows until [`cut`] can tell.
 async fn boundary(blob: &Blob, from: u64) -> Result<u64, String> {
     let size = blob.size() as u64;
-    if from == 0 || from >= size {
-        return Ok(from.min(size));
-    }
-    let limit = (from + RANGE_BYTES).min(size);
     let begin = from.saturating_sub(LOOKBACK);
-    let mut ahead = 4096;
+    let mut window = Vec::new();
+    let mut ahead = 0;
     loop {
-        let end = (from + ahead).min(limit);
-        let window = read_bytes(blob, begin, end).await?;
-        if let Some(at) = blocks::range_start(&window, begin, from, limit) {
+        if let Some(at) = cut(&window, begin, from, size) {
             return Ok(at);
         }
-        ahead *= 16;
+        ahead = (ahead * 16).max(4096);
+        window = read_bytes(blob, begin, from + ahead.min(RANGE_BYTES)).await?;
     }
 }
 
 /// The block of range `index` (nominally `from..to`): where it starts and ends, and what it
-/// holds framed alone.
+/// holds framed alone. One read holds both cut points but where the block ends more than
+/// [`TAIL`] bytes past `to`.
 async fn frame_range(
     blob: &Blob,
     index: usize,
     (from, to): (u64, u64),
     in_object: bool,
 ) -> Result<(u64, u64, Framed), String> {
-    let start = boundary(blob, from).await?;
-    let end = boundary(blob, to).await?.max(start);
-    let bytes = read_bytes(blob, start, end).await?;
+    let size = blob.size() as u64;
+    let begin = from.saturating_sub(LOOKBACK);
+    let read = read_bytes(blob, begin, to + TAIL).await?;
+    let start = match cut(&read, begin, from, size) {
+        Some(start) => start,
+        None => boundary(blob, from).await?,
+    };
+    let end = match cut(&read, begin, to, size) {
+        Some(end) => end,
+        None => boundary(blob, to).await?,
+    }
+    .max(start);
     let how = match index {
         0 => Start::Document,
         _ => Start::Between(in_object),
     };
-    Ok((start, end, blocks::frame(how, start, &bytes)))
+    let framed = match read.get((start - begin) as usize..(end - begin) as usize) {
+        Some(block) => blocks::frame(how, start, block),
+        None => blocks::frame(how, start, &read_bytes(blob, start, end).await?),
+    };
+    Ok((start, end, framed))
 }
 
 /// The nominal bytes of range `index` of a trace of `size` bytes.
@@ -149,10 +180,10 @@ struct Dispatch {
     merging: usize,
     /// `None` once a helper has stopped.
     helpers: Vec<Option<Started>>,
-    /// Each helper's range, while it has one.
-    working: Vec<Option<usize>>,
-    /// Helpers that are ready and have no range.
-    idle: Vec<usize>,
+    /// Whether each helper has said it is ready.
+    ready: Vec<bool>,
+    /// The ranges each helper holds.
+    working: Vec<Vec<usize>>,
     /// Ranges parsed (or why not), waiting for their turn.
     results: BTreeMap<usize, Result<ParsedBlock, String>>,
     /// Wakes the coordinator when a result arrives.
@@ -160,19 +191,21 @@ struct Dispatch {
 }
 
 impl Dispatch {
-    /// How far ranges are handed out: [`AHEAD`] per worker beyond the one being merged.
+    /// How far ranges are handed out: [`AHEAD`] per helper beyond the one being merged.
     fn limit(&self) -> usize {
-        self.ranges
-            .min(self.merging + AHEAD * (self.helpers.len() + 1))
+        self.ranges.min(self.merging + AHEAD * self.helpers.len())
     }
 
-    /// Hands out ranges to idle helpers.
+    /// Hands out ranges to ready helpers holding fewer than [`DEPTH`], the least busy first.
     fn hand_out(&mut self) {
-        let limit = self.limit();
-        while self.next < limit {
-            let Some(h) = self.idle.pop() else { return };
-            let Some(helper) = &self.helpers[h] else {
-                continue;
+        while self.next < self.limit() {
+            let Some(h) = (0..self.helpers.len())
+                .filter(|&h| {
+                    self.ready[h] && self.helpers[h].is_some() && self.working[h].len() < DEPTH
+                })
+                .min_by_key(|&h| self.working[h].len())
+            else {
+                return;
             };
             let index = self.next;
             let (from, to) = nominal(index, self.size);
@@ -185,32 +218,38 @@ impl Dispatch {
             }));
             let posted = protocol::encode(&job)
                 .map_err(|e| e.to_string())
-                .and_then(|v| helper.worker.post_message(&v).map_err(|e| format!("{e:?}")));
-            if posted.is_err() {
-                self.helpers[h] = None;
-                continue;
+                .and_then(|v| {
+                    let helper = self.helpers[h].as_ref().expect("a live helper");
+                    helper.worker.post_message(&v).map_err(|e| format!("{e:?}"))
+                });
+            match posted {
+                Ok(()) => {
+                    self.working[h].push(index);
+                    self.next += 1;
+                }
+                Err(why) => self.stop(h, why),
             }
-            self.working[h] = Some(index);
-            self.next += 1;
         }
+    }
+
+    /// Helper `h` stopped: the ranges it held fail (the coordinator reads them itself).
+    fn stop(&mut self, h: usize, why: String) {
+        for index in std::mem::take(&mut self.working[h]) {
+            self.results.insert(index, Err(why.clone()));
+        }
+        self.helpers[h] = None;
     }
 
     /// A message from helper `h`, or why it stopped.
     fn receive(&mut self, h: usize, message: Result<FromWorker, String>) {
         match message {
-            Ok(FromWorker::Ready) => self.idle.push(h),
+            Ok(FromWorker::Ready) => self.ready[h] = true,
             Ok(FromWorker::Parsed(parsed)) => {
+                self.working[h].retain(|&i| i != parsed.index);
                 self.results.insert(parsed.index, parsed.result);
-                self.working[h] = None;
-                self.idle.push(h);
             }
             Ok(_) => return,
-            Err(why) => {
-                if let Some(index) = self.working[h].take() {
-                    self.results.insert(index, Err(why));
-                }
-                self.helpers[h] = None;
-            }
+            Err(why) => self.stop(h, why),
         }
         self.hand_out();
         if let Some(wake) = self.wake.take() {
@@ -248,8 +287,6 @@ enum Next {
     Parsed(Result<ParsedBlock, String>),
     /// No helper has it: it reads it itself.
     Mine,
-    /// While waiting for range `index`: frame range `k` alone, for later.
-    Ahead(usize),
     Wait,
 }
 
@@ -266,18 +303,13 @@ impl Dispatch {
             self.hand_out();
             return Next::Mine;
         }
-        if self.next < self.limit() {
-            self.next += 1;
-            return Next::Ahead(self.next - 1);
-        }
         Next::Wait
     }
 }
 
-/// Reads `blob` with `workers` workers (this one and its helpers) into an ingester holding
-/// what one pass would hold, posting progress after each merged range; stops when this
-/// worker's memory passes `memory_limit`. This worker merges in order; while it waits for a
-/// helper it frames a later range itself, and a range no helper took it reads in place.
+/// Reads `blob` with `workers` helpers into an ingester holding what one pass would hold,
+/// posting progress after each merged range; stops when this worker's memory passes
+/// `memory_limit`. This worker merges in order, and reads in place a range no helper took.
 pub async fn read(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
@@ -288,7 +320,6 @@ pub async fn read(
 ) -> Result<Ingest, String> {
     let size = blob.size() as u64;
     let ranges = size.div_ceil(RANGE_BYTES) as usize;
-    let helpers = workers.saturating_sub(1);
     let dispatch = Rc::new(RefCell::new(Dispatch {
         blob: blob.clone(),
         size,
@@ -297,26 +328,19 @@ pub async fn read(
         next: 0,
         merging: 0,
         helpers: Vec::new(),
-        working: vec![None; helpers],
-        idle: Vec::new(),
+        ready: vec![false; workers],
+        working: vec![Vec::new(); workers],
         results: BTreeMap::new(),
         wake: None,
     }));
     let weak = Rc::downgrade(&dispatch);
-    let started = (0..helpers).map(|h| start_helper(&weak, h).ok()).collect();
+    let started = (0..workers).map(|h| start_helper(&weak, h).ok()).collect();
     dispatch.borrow_mut().helpers = started;
-    progress.workers = dispatch.borrow().live() + 1;
-    // Ranges this worker framed alone while waiting.
-    let mut own: BTreeMap<usize, (u64, u64, Framed)> = BTreeMap::new();
+    progress.workers = dispatch.borrow().live().max(1);
     let mut ingest = Ingest::blocks(IngestOptions::default());
     ingest.expect_input_bytes(size);
     for index in 0..ranges {
         let end = loop {
-            if let Some((start, end, framed)) = own.remove(&index) {
-                dispatch.borrow_mut().merging = index + 1;
-                merge(&mut ingest, blob, Some(framed), (start, end)).await?;
-                break end;
-            }
             let next = dispatch.borrow_mut().next_for(index);
             match next {
                 Next::Parsed(Ok(block)) => {
@@ -331,10 +355,6 @@ pub async fn read(
                     let end = boundary(blob, to).await?.max(start);
                     merge(&mut ingest, blob, None, (start, end)).await?;
                     break end;
-                }
-                Next::Ahead(k) => {
-                    let framed = frame_range(blob, k, nominal(k, size), in_object).await?;
-                    own.insert(k, framed);
                 }
                 Next::Wait => {
                     let woken = js_sys::Promise::new(&mut |resolve, _| {

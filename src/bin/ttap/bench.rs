@@ -206,6 +206,11 @@ fn run_child(file: &Path, mode: Mode, threads: usize) -> Result<ChildResult> {
     serde_json::from_slice(&out.stdout).context("reading the child's result")
 }
 
+/// The median of one measure of `runs`.
+fn median_of(runs: &[ChildResult], measure: impl Fn(&ChildResult) -> f64) -> f64 {
+    median(&runs.iter().map(measure).collect::<Vec<_>>())
+}
+
 /// The median of `xs` (the mean of the middle two for an even count).
 fn median(xs: &[f64]) -> f64 {
     let mut s = xs.to_vec();
@@ -331,12 +336,11 @@ struct Phases {
 
 impl Phases {
     fn of(runs: &[ChildResult]) -> Phases {
-        let m = |f: fn(&ChildResult) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
         Phases {
-            read_s: m(|r| r.read_seconds),
-            read_cpu_s: m(|r| r.read_cpu_seconds),
-            finish_s: m(|r| r.seconds - r.read_seconds),
-            finish_cpu_s: m(|r| r.cpu_seconds - r.read_cpu_seconds),
+            read_s: median_of(runs, |r| r.read_seconds),
+            read_cpu_s: median_of(runs, |r| r.read_cpu_seconds),
+            finish_s: median_of(runs, |r| r.seconds - r.read_seconds),
+            finish_cpu_s: median_of(runs, |r| r.cpu_seconds - r.read_cpu_seconds),
         }
     }
 
@@ -464,29 +468,28 @@ fn measure(args: &Args) -> Result<Report> {
     }
     let mb = json_bytes as f64 / 1e6;
     let skim_s = median(&skim);
-    let one_s = median(&ingest[0].iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let one_s = median_of(&ingest[0], |r| r.seconds);
     let scaling: Vec<Scaling> = counts
         .iter()
         .zip(&ingest)
         .map(|(&threads, runs)| {
-            let s = median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+            let s = median_of(runs, |r| r.seconds);
             Scaling {
                 threads,
                 ingest_s: s,
                 ingest_mb_per_s: mb / s,
                 over_skim: skim_s / s,
                 over_one_thread: one_s / s,
-                cpu_s: median(&runs.iter().map(|r| r.cpu_seconds).collect::<Vec<_>>()),
+                cpu_s: median_of(runs, |r| r.cpu_seconds),
                 phases: Phases::of(runs),
                 peak_rss_bytes: runs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0),
             }
         })
         .collect();
     let peak = scaling.iter().map(|s| s.peak_rss_bytes).max().unwrap_or(0);
-    let seconds =
-        |runs: &[ChildResult]| median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
-    let (gzip_ingest_s, decompress_s) = (seconds(&gz_runs), seconds(&decompress));
-    let decompress_cpu_s = median(&decompress.iter().map(|r| r.cpu_seconds).collect::<Vec<_>>());
+    let gzip_ingest_s = median_of(&gz_runs, |r| r.seconds);
+    let decompress_s = median_of(&decompress, |r| r.seconds);
+    let decompress_cpu_s = median_of(&decompress, |r| r.cpu_seconds);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let sharing = most.min(cores) as f64;
     let gzip_floor_s = decompress_cpu_s.max((decompress_cpu_s + scaling[0].cpu_s) / sharing);
@@ -504,7 +507,7 @@ fn measure(args: &Args) -> Result<Report> {
         gzip_threads: most,
         gzip_ingest_s,
         gzip_phases: Phases::of(&gz_runs),
-        gzip_one_thread_s: seconds(&gz_one),
+        gzip_one_thread_s: median_of(&gz_one, |r| r.seconds),
         gzip_one_thread_phases: Phases::of(&gz_one),
         decompress_s,
         decompress_cpu_s,

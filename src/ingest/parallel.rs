@@ -366,11 +366,10 @@ fn tail_block(left: u64, block: usize, threads: usize) -> u64 {
     (left / (2 * threads as u64)).clamp((block / 8).max(1), block)
 }
 
-/// A plain JSON file of `size` bytes framed on `threads` threads, each reading its blocks
-/// straight from the file (mapped: nothing goes through this thread), merged in
-/// order into `framer` and `builder` as [`Blocks`] merges: the same result as one pass. This
-/// thread cuts the blocks (reading a few KiB at each end) and merges; `progress` gets the
-/// framer and builder after each block.
+/// A plain JSON file of `size` bytes framed on `threads` threads, each mapping its blocks of
+/// the file (nothing goes through this thread), merged in order into `framer` and `builder`
+/// as [`Blocks`] merges: the same result as one pass. This thread cuts the blocks (reading a
+/// few KiB at each end) and merges; `progress` gets the framer and builder after each block.
 #[cfg(unix)]
 pub fn read_file(
     file: &File,

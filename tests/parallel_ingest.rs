@@ -58,28 +58,42 @@ fn parallel(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String 
     digest(ingest.finish())
 }
 
-/// Reads `bytes` from a file with a parallel ingester (`Ingest::read_file`: each thread reads
-/// its own blocks of a plain file).
-fn from_file(bytes: &[u8], threads: usize, block: usize) -> String {
-    static FILES: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "ttap-parallel-{}-{}.json",
-        std::process::id(),
-        FILES.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::write(&path, bytes).unwrap();
-    let file = std::fs::File::open(&path).unwrap();
-    let got = Ingest::parallel(IngestOptions::default(), threads, block).read_file(
-        &file,
-        1 << 16,
-        |_| {},
-    );
-    std::fs::remove_file(&path).unwrap();
-    digest(got)
+/// A file in the temporary folder holding `bytes`, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(bytes: &[u8]) -> TempFile {
+        static FILES: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "ttap-parallel-{}-{}.json",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Reads `bytes` from a file with an ingester on `threads` threads (`Ingest::read_file`: on
+/// one, the file mapped in windows of `chunk` bytes; on more, each thread maps its own blocks
+/// of a plain file).
+fn from_file(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String {
+    let path = TempFile::new(bytes);
+    let file = std::fs::File::open(&path.0).unwrap();
+    digest(
+        Ingest::parallel(IngestOptions::default(), threads, block).read_file(&file, chunk, |_| {}),
+    )
 }
 
 /// Checks every configuration against the serial ingest of `bytes`, fed in chunks and read
-/// from a file; returns the serial digest.
+/// from a file (and on one thread, mapped in windows of the smallest chunk); returns the
+/// serial digest.
 fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -> String {
     let serial = digest(ingest_bytes(bytes, IngestOptions::default()));
     for &(threads, block, chunk) in configs {
@@ -88,12 +102,18 @@ fn same_as_serial(what: &str, bytes: &[u8], configs: &[(usize, usize, usize)]) -
             got, serial,
             "{what}: {threads} threads, blocks of {block} B, chunks of {chunk} B differ from the serial ingest"
         );
-        let got = from_file(bytes, threads, block);
+        let got = from_file(bytes, threads, block, 1 << 16);
         assert_eq!(
             got, serial,
             "{what}: {threads} threads reading blocks of {block} B from a file differ from the serial ingest"
         );
     }
+    let window = configs.iter().map(|c| c.2).min().unwrap_or(1 << 20);
+    let got = from_file(bytes, 1, 0, window);
+    assert_eq!(
+        got, serial,
+        "{what}: one thread reading a file in windows of {window} B differs from the serial ingest"
+    );
     serial
 }
 
@@ -334,4 +354,124 @@ fn ranges_past_the_size_estimate_merge_into_the_serial_model() {
     };
     let json = twice::largest_real_twice(&dir);
     ranges_same_as_serial("HTA's control trace twice", &json, &[16 << 20]);
+}
+
+/// A generated trace of a few MiB (a ResNet-like training run on eight steps).
+fn realistic_trace() -> Vec<u8> {
+    let config = synth::scenario(&Model::ALL, &[Gpu::A100, Gpu::H100], 5);
+    synth::generate(&config).trace.into_bytes()
+}
+
+/// Bytes of `path` mapped in this process now (Linux: `/proc/self/maps` names each mapping's
+/// file).
+#[cfg(target_os = "linux")]
+fn mapped_bytes(path: &std::path::Path) -> u64 {
+    let name = path.to_str().unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|line| line.ends_with(name))
+        .map(|line| {
+            let (from, to) = line.split_once(' ').unwrap().0.split_once('-').unwrap();
+            u64::from_str_radix(to, 16).unwrap() - u64::from_str_radix(from, 16).unwrap()
+        })
+        .sum()
+}
+
+/// A plain file is read through memory maps, never copied, a few windows at a time, never all
+/// of it: on one thread one window (64 KiB) is mapped while it is framed; on two, at most the
+/// blocks in flight. Either way the model is the serial ingest's.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_is_read_through_maps_of_a_few_windows_at_a_time() {
+    const WINDOW: usize = 64 << 10;
+    const BLOCK: usize = 128 << 10;
+    let trace = realistic_trace();
+    assert!(trace.len() > 20 * BLOCK, "{} bytes", trace.len());
+    let serial = digest(ingest_bytes(&trace, IngestOptions::default()));
+    assert!(serial.starts_with("ok"), "{serial}");
+    let path = TempFile::new(&trace);
+    for threads in [1, 2] {
+        let file = std::fs::File::open(&path.0).unwrap();
+        let mut mapped = Vec::new();
+        let got = Ingest::parallel(IngestOptions::default(), threads, BLOCK).read_file(
+            &file,
+            WINDOW,
+            |_| mapped.push(mapped_bytes(&path.0)),
+        );
+        assert_eq!(digest(got), serial, "{threads} threads");
+        assert_eq!(
+            mapped_bytes(&path.0),
+            0,
+            "{threads} threads: unmapped at the end"
+        );
+        // A window or block is mapped from the page before it, and a block ends at the first cut
+        // point after its nominal end (here within a few hundred bytes).
+        let most = match threads {
+            1 => (WINDOW + 4096) as u64,
+            _ => ((threads + 2) * (BLOCK + 8192)) as u64,
+        };
+        assert!(
+            mapped.iter().all(|&m| m <= most) && mapped.iter().any(|&m| m > 0),
+            "{threads} threads: bytes mapped after each window or block {mapped:?}, at most {most}"
+        );
+        if threads == 1 {
+            assert_eq!(
+                mapped.len(),
+                trace.len().div_ceil(WINDOW),
+                "one step per window"
+            );
+            assert!(mapped.iter().all(|&m| m > 0), "{mapped:?}");
+        }
+    }
+}
+
+/// What cannot be mapped (a pipe, as `cat trace | ttap analyze /dev/stdin` gives) is read as it
+/// comes, with the serial ingest's result, on one thread and on two.
+#[cfg(unix)]
+#[test]
+fn a_pipe_is_read_as_it_comes_with_the_same_result() {
+    let trace = realistic_trace();
+    let serial = digest(ingest_bytes(&trace, IngestOptions::default()));
+    assert!(serial.starts_with("ok"), "{serial}");
+    for threads in [1, 2] {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let bytes = trace.clone();
+        let writing = std::thread::spawn(move || writer.write_all(&bytes));
+        let file = std::fs::File::from(std::os::fd::OwnedFd::from(reader));
+        let got = Ingest::parallel(IngestOptions::default(), threads, 128 << 10).read_file(
+            &file,
+            1 << 16,
+            |_| {},
+        );
+        drop(file);
+        assert_eq!(digest(got), serial, "{threads} threads");
+        writing.join().unwrap().unwrap();
+    }
+}
+
+/// A file cut between two of its windows gives a read error that says so, never a crash (a
+/// mapped page past a file's end, once touched, kills the process with SIGBUS).
+#[cfg(unix)]
+#[test]
+fn a_file_cut_while_it_is_read_gives_an_error_not_a_crash() {
+    let trace = realistic_trace();
+    let path = TempFile::new(&trace);
+    let file = std::fs::File::open(&path.0).unwrap();
+    let writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path.0)
+        .unwrap();
+    let mut windows = 0;
+    let got = Ingest::new(IngestOptions::default()).read_file(&file, 1 << 16, |_| {
+        windows += 1;
+        if windows == 2 {
+            writer.set_len(trace.len() as u64 / 2).unwrap();
+        }
+    });
+    let got = digest(got);
+    assert!(
+        got.starts_with("error Read") && got.contains("shrank to"),
+        "{got}"
+    );
 }

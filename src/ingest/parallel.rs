@@ -12,9 +12,10 @@
 //! Memory: the model plus the blocks in flight (at most `threads + 1` blocks of [`BLOCK`] bytes by
 //! default), the one being merged and the one being filled.
 //!
-//! [`read_file`] is the same for a plain file natively: the workers read their blocks straight
-//! from it (positioned reads), so the bytes never pass through the merging thread, which only
-//! reads a few KiB at each block's end to find the cut point after it.
+//! [`read_file`] is the same for a plain file natively: the workers map their blocks of it
+//! (`mapped`; positioned reads where mapping fails), so the bytes are never copied, nor pass
+//! through the merging thread, which only reads a few KiB at each block's end to find the cut
+//! point after it.
 //!
 //! Gzip input goes through [`Blocks`] too: the feeding thread inflates, cuts and merges, and the
 //! workers frame, as many as for plain input. Inflating costs less than framing and reading (a
@@ -26,6 +27,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 #[cfg(unix)]
 use std::io;
+use std::ops::Deref;
 #[cfg(unix)]
 use std::ops::Range;
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -36,6 +38,8 @@ use super::blocks::{self, cut_point, Framed, Start, LOOKBACK};
 use super::builder::Builder;
 use super::event::is_ws;
 use super::framer::{Framer, SyntaxError};
+#[cfg(unix)]
+use super::mapped::Window;
 
 /// Bytes per block by default: large enough that merging and thread hand-offs cost little next
 /// to framing, small enough that blocks in flight stay a small part of the model.
@@ -56,10 +60,11 @@ struct Job {
     bytes: Vec<u8>,
 }
 
-/// A framed block, with its bytes in case the guess was wrong.
-struct Done {
+/// A framed block, with its bytes (a buffer, or a file's mapped window) in case the guess was
+/// wrong.
+struct Done<B = Vec<u8>> {
     index: usize,
-    bytes: Vec<u8>,
+    bytes: B,
     framed: Framed,
 }
 
@@ -74,12 +79,12 @@ fn frame(job: Job) -> Done {
 
 /// Merges `done`, the next block in input order, into the framer and builder of everything
 /// before it (`blocks::merge` checks its guess), framing it again there when its guessed start
-/// was wrong; gives back its buffer.
-fn merge(
-    done: Done,
+/// was wrong; gives back its bytes.
+fn merge<B: Deref<Target = [u8]>>(
+    done: Done<B>,
     framer: &mut Framer,
     builder: &mut Builder,
-) -> (Result<(), SyntaxError>, Vec<u8>) {
+) -> (Result<(), SyntaxError>, B) {
     let framed = if blocks::merge(framer, builder, done.framed) {
         Ok(())
     } else {
@@ -288,7 +293,8 @@ impl Blocks {
 #[cfg(unix)]
 const CUT_WINDOW: usize = 64 << 10;
 
-/// A block of a file for a worker to read and frame, with a buffer to read it into.
+/// A block of a file for a worker to map (or read) and frame, with a buffer to read it into
+/// where mapping fails.
 #[cfg(unix)]
 struct FileJob {
     index: usize,
@@ -300,24 +306,22 @@ struct FileJob {
 /// What a worker answers for a block of a file: its index, and the framed block, or the read
 /// error, or the panic (a bug) to go on with on the merging thread.
 #[cfg(unix)]
-type FileDone = (usize, std::thread::Result<io::Result<Done>>);
+type FileDone = (usize, std::thread::Result<io::Result<Done<Window>>>);
 
 #[cfg(unix)]
-fn read_block(file: &File, job: FileJob) -> io::Result<Done> {
-    use std::os::unix::fs::FileExt;
+fn read_block(file: &File, job: FileJob) -> io::Result<Done<Window>> {
     let FileJob {
         index,
         start,
         range,
-        mut buffer,
+        buffer,
     } = job;
-    // Only bytes beyond the buffer's last length are zeroed: buffers are reused.
-    buffer.resize((range.end - range.start) as usize, 0);
-    file.read_exact_at(&mut buffer, range.start)?;
-    let framed = blocks::frame(start, range.start, &buffer);
+    let offset = range.start;
+    let bytes = Window::of(file, range, buffer)?;
+    let framed = blocks::frame(start, offset, &bytes);
     Ok(Done {
         index,
-        bytes: buffer,
+        bytes,
         framed,
     })
 }
@@ -362,11 +366,10 @@ fn tail_block(left: u64, block: usize, threads: usize) -> u64 {
     (left / (2 * threads as u64)).clamp((block / 8).max(1), block)
 }
 
-/// A plain JSON file of `size` bytes framed on `threads` threads, each reading its blocks
-/// straight from the file (positioned reads: nothing goes through this thread), merged in
-/// order into `framer` and `builder` as [`Blocks`] merges: the same result as one pass. This
-/// thread cuts the blocks (reading a few KiB at each end) and merges; `progress` gets the
-/// framer and builder after each block.
+/// A plain JSON file of `size` bytes framed on `threads` threads, each mapping its blocks of
+/// the file (nothing goes through this thread), merged in order into `framer` and `builder`
+/// as [`Blocks`] merges: the same result as one pass. This thread cuts the blocks (reading a
+/// few KiB at each end) and merges; `progress` gets the framer and builder after each block.
 #[cfg(unix)]
 pub fn read_file(
     file: &File,
@@ -415,11 +418,12 @@ pub fn read_file(
         }
         drop(done);
         let (mut sent, mut merged, mut next) = (0usize, 0usize, 0u64);
-        let mut early: BTreeMap<usize, std::thread::Result<io::Result<Done>>> = BTreeMap::new();
+        let mut early: BTreeMap<usize, std::thread::Result<io::Result<Done<Window>>>> =
+            BTreeMap::new();
         let mut spare: Vec<Vec<u8>> = Vec::new();
         // The block taken out of flight, merged once the next one is on its way (a worker that
         // finished never waits for the merge to get more work).
-        let mut ready: Option<Done> = None;
+        let mut ready: Option<Done<Window>> = None;
         loop {
             while next < size && sent - merged <= threads {
                 let nominal = next + tail_block(size - next, block, threads);
@@ -443,8 +447,9 @@ pub fn read_file(
                 sent += 1;
             }
             if let Some(done) = ready.take() {
-                let (framed, buffer) = merge(done, framer, builder);
-                spare.push(buffer);
+                let (framed, bytes) = merge(done, framer, builder);
+                // A mapped block is unmapped here; a buffer is kept for the next blocks.
+                spare.extend(bytes.into_buffer());
                 if framed.is_err() {
                     return Ok(framed);
                 }

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { serve, launch, openPage, load, shownFindings, analyze, TTAP } from './support.mjs';
@@ -125,4 +125,41 @@ test('ranges that end deep inside a long string find their end with a second rea
   const far = ends.filter((to) => text.indexOf(',{', to) - to > 64 * 1024);
   assert.ok(ends.length >= 6 && far.length >= ends.length - 1, `${far.length} of ${ends.length} ends far from an event`);
   await sameWithThreeWorkers(trace, 24);
+});
+
+test('a file changed after it was chosen: the page says which bytes could not be read and what to do', async () => {
+  // Chromium refuses to read a chosen file that changed on disk since: both readers (one worker
+  // streaming the file, helpers reading ranges) must say so, where, and that it must be chosen
+  // again, and the page must stay usable.
+  const base = join(scratch, 'chosen-base.pt.trace.json');
+  const made = spawnSync(TTAP, [...stalled(100), '--out', base]);
+  assert.equal(made.status, 0, String(made.stderr));
+  for (const workers of [1, 3]) {
+    const trace = join(scratch, `chosen-${workers}.pt.trace.json`);
+    await copyFile(base, trace);
+    assert.ok((await stat(trace)).size > 2 * 16 * 2 ** 20, 'at least two ranges');
+    const { page, context, errors } = await openPage(browser, `${site.url}?workers=${workers}`);
+    await page.evaluate(() => {
+      const held = Object.assign(document.createElement('input'), { type: 'file', id: 'held', hidden: true });
+      document.body.append(held);
+    });
+    await page.setInputFiles('#held', trace);
+    // The file's size as chosen (Chromium notes it when first asked), then the file cut short.
+    const chosen = await page.evaluate(() => document.querySelector('#held').files[0].size);
+    assert.equal(chosen, (await stat(trace)).size);
+    await truncate(trace, 1_000_000);
+    await load(page, () => page.evaluate(() => {
+      const input = document.querySelector('#file-input');
+      input.files = document.querySelector('#held').files;
+      input.dispatchEvent(new Event('change', { bubbles: true }));
+    }));
+    const panel = await page.locator('.error-panel').innerText();
+    assert.match(panel, new RegExp(`could not read bytes 0\\.\\.${workers === 1 ? chosen : 512}: [^\\n]*[^.]\\. The file may have been moved, changed or deleted since it was chosen: choose it again\\.`), `${workers} workers: ${panel}`);
+    assert.deepEqual(errors, []);
+    // The page still reads a file chosen afresh.
+    await load(page, () => page.setInputFiles('#file-input', base));
+    assert.equal(await page.locator('.error-panel').count(), 0, 'no error after choosing a good file');
+    assert.ok((await shownFindings(page)).length > 0);
+    await context.close();
+  }
 });

@@ -8,6 +8,7 @@ pub mod frames;
 pub mod llm;
 pub mod protocol;
 pub mod ranges;
+pub mod read;
 pub mod retrain;
 pub mod session;
 pub mod ui;

@@ -15,7 +15,8 @@
 //! framed too kept its helpers waiting for their next range for as long as its own framing
 //! took). It reads in place only a range no helper has taken (the first ones, while helpers
 //! start). A helper holds [`DEPTH`] ranges, so that the browser reads one while it frames the
-//! other: a 16 MiB read takes about as long as framing it, and is not CPU of this worker.
+//! other (a read's bytes arrive through a stream, `crate::read`: most of its cost is on the
+//! browser's threads, about a quarter on the helper's).
 //!
 //! Each helper finds its block's ends with `ingest::blocks::range_start` from the range's
 //! nominal bounds, in the same read as the range's bytes (and [`TAIL`] bytes past it), so two
@@ -42,7 +43,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
 use crate::protocol::{self, FromWorker, Parse, Parsed, ParsedBlock, Progress, ToWorker};
-use crate::worker::{js_failure, memory_bytes, post, too_large, Started};
+use crate::read;
+use crate::worker::{memory_bytes, post, too_large, Started};
 
 /// Nominal bytes per range: large enough that a block's state and its merge cost little next
 /// to framing it, small enough that a range per helper stays a small part of memory.
@@ -64,25 +66,13 @@ pub async fn worth(blob: &Blob, workers: usize) -> Result<Option<bool>, String> 
     if workers <= 1 || blob.size() < MIN_BYTES {
         return Ok(None);
     }
-    let head = read_bytes(blob, 0, 512).await?;
+    let head = read::bytes(blob, 0, 512).await?;
     if head.starts_with(&[0x1f, 0x8b]) {
         return Ok(None);
     }
     Ok(Some(
         head.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'['),
     ))
-}
-
-/// Bytes `start..end` of `blob`.
-async fn read_bytes(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {
-    let end = end.min(blob.size() as u64);
-    let slice = blob
-        .slice_with_f64_and_f64(start as f64, end as f64)
-        .map_err(|e| js_failure(&format!("could not slice bytes {start}..{end}"), &e))?;
-    let buffer = JsFuture::from(slice.array_buffer())
-        .await
-        .map_err(|e| js_failure(&format!("could not read bytes {start}..{end}"), &e))?;
-    Ok(Uint8Array::new(&buffer).to_vec())
 }
 
 /// Where the block of the range that nominally starts at `from` (in a trace of `size` bytes)
@@ -106,7 +96,7 @@ async fn boundary(blob: &Blob, from: u64) -> Result<u64, String> {
             return Ok(at);
         }
         ahead = (ahead * 16).max(4096);
-        window = read_bytes(blob, begin, from + ahead.min(RANGE_BYTES)).await?;
+        window = read::bytes(blob, begin, from + ahead.min(RANGE_BYTES)).await?;
     }
 }
 
@@ -121,12 +111,12 @@ async fn frame_range(
 ) -> Result<(u64, u64, Framed), String> {
     let size = blob.size() as u64;
     let begin = from.saturating_sub(LOOKBACK);
-    let read = read_bytes(blob, begin, to + TAIL).await?;
-    let start = match cut(&read, begin, from, size) {
+    let bytes = read::bytes(blob, begin, to + TAIL).await?;
+    let start = match cut(&bytes, begin, from, size) {
         Some(start) => start,
         None => boundary(blob, from).await?,
     };
-    let end = match cut(&read, begin, to, size) {
+    let end = match cut(&bytes, begin, to, size) {
         Some(end) => end,
         None => boundary(blob, to).await?,
     }
@@ -135,9 +125,9 @@ async fn frame_range(
         0 => Start::Document,
         _ => Start::Between(in_object),
     };
-    let framed = match read.get((start - begin) as usize..(end - begin) as usize) {
+    let framed = match bytes.get((start - begin) as usize..(end - begin) as usize) {
         Some(block) => blocks::frame(how, start, block),
-        None => blocks::frame(how, start, &read_bytes(blob, start, end).await?),
+        None => blocks::frame(how, start, &read::bytes(blob, start, end).await?),
     };
     Ok((start, end, framed))
 }
@@ -382,7 +372,7 @@ async fn merge(
         return Ok(());
     }
     ingest
-        .feed(&read_bytes(blob, start, end).await?)
+        .feed(&read::bytes(blob, start, end).await?)
         .map_err(|e| e.to_string())
 }
 

@@ -1,7 +1,6 @@
-//! The analysis worker: reads each posted file slice by slice (`Blob::arrayBuffer`, so no
+//! The analysis worker: reads each posted file slice by slice (one stream: `read`, so no
 //! whole-file copy), feeds the slices to the streaming ingester, runs the analysis and posts the
-//! results. The next slice is requested before the current one is ingested, so the browser reads
-//! the file while the worker computes.
+//! results.
 //!
 //! A large plain trace is read by several workers instead: this one coordinates, its helpers
 //! (the same bundle, answering `ToWorker::Parse`) frame byte ranges (`ranges`).
@@ -12,7 +11,6 @@
 
 use std::cell::RefCell;
 
-use js_sys::Uint8Array;
 use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap::modules::ModuleTree;
@@ -26,6 +24,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, ErrorEvent, File, MessageEvent, 
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::ranges;
+use crate::read;
 use crate::retrain;
 use crate::session::{Kept, Session};
 use crate::ui::format::bytes;
@@ -77,7 +76,7 @@ impl Drop for Started {
 }
 
 /// Bytes read from the file per slice.
-const SLICE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+const SLICE_BYTES: usize = 4 << 20;
 
 thread_local! {
     /// The traces this worker analyzed.
@@ -344,45 +343,22 @@ pub(crate) fn too_large(p: &Progress, limit: u64) -> String {
     )
 }
 
-/// Feeds the blob to a new ingester, a slice at a time, posting progress after each slice;
-/// stops when the worker's memory passes `memory_limit`.
+/// Feeds the blob to a new ingester, a slice at a time (one stream, one reused slice buffer),
+/// posting progress after each slice; stops when the worker's memory passes `memory_limit`.
 async fn read(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
     memory_limit: u64,
 ) -> Result<Ingest, String> {
-    let size = blob.size();
-    // Starts reading bytes `offset..` (one slice); the browser reads while the worker computes.
-    let request = |offset: f64| -> Result<JsFuture, String> {
-        let end = (offset + SLICE_BYTES).min(size);
-        blob.slice_with_f64_and_f64(offset, end)
-            .map(|slice| JsFuture::from(slice.array_buffer()))
-            .map_err(|e| js_failure(&format!("could not slice bytes {offset}..{end}"), &e))
-    };
+    let size = blob.size() as u64;
     let mut ingest = Ingest::new(IngestOptions::default());
-    ingest.expect_input_bytes(size as u64);
-    let mut chunk = Vec::new();
-    let mut offset = 0.0;
-    let mut pending = if size > 0.0 {
-        Some(request(0.0)?)
-    } else {
-        None
-    };
-    while let Some(read) = pending.take() {
-        let bytes = read
-            .await
-            .map_err(|e| js_failure(&format!("could not read bytes from {offset}"), &e))?;
-        let end = (offset + SLICE_BYTES).min(size);
-        if end < size {
-            pending = Some(request(end)?);
-        }
-        let bytes = Uint8Array::new(&bytes);
-        chunk.resize(bytes.length() as usize, 0);
-        bytes.copy_to(&mut chunk);
-        ingest.feed(&chunk).map_err(|e| e.to_string())?;
-        offset = end;
-        progress.bytes = offset as u64;
+    ingest.expect_input_bytes(size);
+    let mut stream = read::Stream::open(blob, 0, size)?;
+    let mut slice = Vec::new();
+    while stream.next(SLICE_BYTES, &mut slice).await? {
+        ingest.feed(&slice).map_err(|e| e.to_string())?;
+        progress.bytes += slice.len() as u64;
         progress.events = ingest.progress().events;
         progress.memory_bytes = memory_bytes();
         post(scope, &FromWorker::Progress(progress.clone()));
@@ -397,6 +373,7 @@ pub(crate) fn js_failure(what: &str, error: &JsValue) -> String {
     let detail = error
         .dyn_ref::<js_sys::Error>()
         .map_or_else(|| format!("{error:?}"), |e| String::from(e.message()));
+    let detail = detail.trim_end_matches('.');
     format!(
         "{what}: {detail}. The file may have been moved, changed or deleted since it was chosen: choose it again."
     )

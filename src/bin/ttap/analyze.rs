@@ -13,7 +13,7 @@ use torchtraceap::run::{is_run, render, RunView};
 use torchtraceap::share::fingerprint;
 use torchtraceap::view_link;
 
-use crate::inspect::read_file;
+use crate::inspect::read_file_among;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -234,7 +234,7 @@ pub fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
             scope.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(path) = files.get(k) else { break };
-                let outcome = analyze_one(path);
+                let outcome = analyze_one(path, workers);
                 done.lock().expect("no worker panics")[k] = Some(outcome);
             });
         }
@@ -246,9 +246,11 @@ pub fn analyze_all(files: &[PathBuf]) -> Vec<Analyzed> {
         .collect()
 }
 
-/// One file's report, compact profile and fingerprint.
-pub fn analyze_one(path: &Path) -> Analyzed {
-    let ingested = read_file(path, IngestOptions::default()).map_err(|e| e.to_string())?;
+/// One file's report, compact profile and fingerprint, while `concurrent` files are analyzed
+/// at once (the cores are shared out among them).
+pub fn analyze_one(path: &Path, concurrent: usize) -> Analyzed {
+    let ingested =
+        read_file_among(path, IngestOptions::default(), concurrent).map_err(|e| e.to_string())?;
     let analysis = Analysis::new(&ingested.trace);
     let findings = detect::run(&analysis);
     let report = Report::new(&analysis, &findings);

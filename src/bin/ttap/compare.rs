@@ -70,7 +70,7 @@ fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
         let label = format!("{} ({} traces)", path.display(), profiles.len());
         Profile::pooled(&label, &profiles).ok_or_else(|| format!("{}: no trace", path.display()))?
     } else {
-        crate::analyze::analyze_one(path)
+        crate::analyze::analyze_one(path, 1)
             .map_err(|e| format!("{}: {e}", path.display()))?
             .profile
     };

@@ -38,10 +38,8 @@ pub struct Args {
 }
 
 /// Threads that read a trace when `TTAP_THREADS` is set: exactly that many (for gzip input the
-/// thread that feeds them inflates besides). Reading on several threads gives the same result;
-/// it is not the default because on a machine whose cores are already busy (a shared CI
-/// runner, a fleet of `ttap` processes) the hand-offs and the merge make it slower (`ttap
-/// bench` measures both).
+/// thread that feeds them inflates besides). Any number reads the same; `TTAP_THREADS=1` suits a
+/// machine whose cores are already shared out (the fleet job sets it for each `ttap` it runs).
 fn threads() -> Option<usize> {
     std::env::var("TTAP_THREADS")
         .ok()
@@ -49,17 +47,25 @@ fn threads() -> Option<usize> {
         .map(|t: usize| t.max(1))
 }
 
-/// Threads for `path` when `TTAP_THREADS` is not set: one for plain JSON; two for gzip, so
-/// that inflating and reading overlap (two frame blocks while the feeding thread inflates).
-fn default_threads(path: &Path) -> usize {
+/// Threads for `path` when `TTAP_THREADS` is not set and `concurrent` files are read at once:
+/// the cores shared out among the files. A plain file of less than two blocks has nothing to
+/// split and reads on one; gzip reads on at least two, so that inflating and reading overlap
+/// (two frame blocks while the feeding thread inflates).
+fn default_threads(path: &Path, concurrent: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let share = (cores / concurrent.max(1)).max(1);
     let mut magic = [0u8; 2];
-    let gzip = File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == [0x1f, 0x8b]);
+    let mut file = File::open(path);
+    let gzip = file
+        .as_mut()
+        .is_ok_and(|f| f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b]);
+    let size = file.and_then(|f| f.metadata()).map_or(0, |m| m.len());
     if gzip {
-        2
-    } else {
+        share.max(2)
+    } else if size < 2 * PARALLEL_BLOCK as u64 {
         1
+    } else {
+        share
     }
 }
 
@@ -73,9 +79,18 @@ pub fn read_or_exit(path: &Path) -> Result<Ingested, ExitCode> {
 }
 
 /// Reads one file with a progress bar for large inputs, on [`threads`] threads, else on
-/// [`default_threads`].
+/// [`default_threads`] as the only file read at the time.
 pub fn read_file(path: &Path, options: IngestOptions) -> Result<Ingested, IngestError> {
-    let threads = threads().unwrap_or_else(|| default_threads(path));
+    read_file_among(path, options, 1)
+}
+
+/// [`read_file`] while `concurrent` files are read at once, on threads of their own.
+pub fn read_file_among(
+    path: &Path,
+    options: IngestOptions,
+    concurrent: usize,
+) -> Result<Ingested, IngestError> {
+    let threads = threads().unwrap_or_else(|| default_threads(path, concurrent));
     read_file_on(path, options, threads, |_| {})
 }
 
@@ -327,4 +342,36 @@ pub fn render(path: &Path, s: &Summary) -> String {
         let _ = writeln!(o, "  warning: {w}");
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `len` bytes (sparse past its first) starting with `head`.
+    fn sized(name: &str, head: &[u8], len: u64) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ttap-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        let mut file = File::create(&path).unwrap();
+        std::io::Write::write_all(&mut file, head).unwrap();
+        file.set_len(len).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_cores_are_shared_out_among_the_files_read_at_once() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let big = 2 * PARALLEL_BLOCK as u64;
+        let plain = sized("plain.json", b"{\"traceEvents\": [", big);
+        let small = sized("small.json", b"{\"traceEvents\": [", big - 1);
+        let gzip = sized("trace.json.gz", &[0x1f, 0x8b, 8], 100);
+        assert_eq!(default_threads(&plain, 1), cores);
+        assert_eq!(default_threads(&plain, 2), (cores / 2).max(1));
+        assert_eq!(default_threads(&plain, cores), 1);
+        assert_eq!(default_threads(&small, 1), 1);
+        assert_eq!(default_threads(&gzip, 1), cores.max(2));
+        assert_eq!(default_threads(&gzip, cores), 2);
+        assert_eq!(default_threads(Path::new("/no/such/trace.json"), 1), 1);
+    }
 }

@@ -126,7 +126,7 @@ for (const { dist, count, inBrowser, reading, phases, memory, workers } of resul
   console.log(`browser (${which}): ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
   if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
   for (const [run, p] of phases.entries()) {
-    console.log(`  run ${run + 1}'s phases: ${p === null ? 'not measured by this build' : PHASES.map((k) => `${k === 'merge' ? '(of which merging' : k} ${(p[k] ?? 0).toFixed(2)} s${k === 'merge' ? ')' : ''}`).join(', ')}`);
+    console.log(`  run ${run + 1}'s phases: ${p === null ? 'not measured by this build' : PHASES.map((k) => `${k} ${(p[k] ?? 0).toFixed(2)} s`).join(', ').replace(/, merge ([\d.]+ s)/, ' (of which merging $1)')}`);
   }
   console.log(`  browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
   const [started, peak] = workers.split('/');

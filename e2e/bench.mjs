@@ -8,13 +8,16 @@
 //   DISTS=/tmp/base-dist,dist node e2e/bench.mjs TRACE   (two builds of the site side by side)
 //
 // Runs alternate (the CLI, then each build with each worker count, `RUNS` times), so that the
-// machine's load weighs on every figure alike.
+// machine's load weighs on every figure alike. For one file, each run's phases as the file's
+// worker measured them (`ttap:worker:<phase>` User Timing measures, web/src/worker.rs) follow:
+// reading (of which merging the helpers' ranges), assembling the model, the analysis, the
+// page's views of it, posting them; then the page's share, from the post to the analysis shown.
 //
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { serve, launch, openPage, load, ROOT, DIST } from './support.mjs';
+import { serve, launch, openPage, load, workerPhases, ROOT, DIST } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/release/ttap');
 const trace = process.argv[2] ?? join(ROOT, 'target/bench/bench-1024MiB.json');
@@ -56,7 +59,7 @@ const counts = process.env.WORKERS ? process.env.WORKERS.split(',').map(Number) 
 
 // One more browser run for `result` (a build's site and a worker count), added to it.
 async function browse(result) {
-  const { site, count, inBrowser, reading } = result;
+  const { site, count, inBrowser, reading, phases } = result;
   const url = count === null ? site.url : `${site.url}?workers=${count}`;
   const { page, context, errors } = await openPage(browser, url);
   // When the page first says "Analyzing" (the worker has read the whole file), if it ever does:
@@ -76,7 +79,9 @@ async function browse(result) {
   const t0 = Date.now();
   const p0 = await page.evaluate(() => performance.now());
   await load(page, () => page.setInputFiles('#file-input', files), 900_000);
-  inBrowser.push((Date.now() - t0) / 1e3);
+  const shown = Date.now();
+  inBrowser.push((shown - t0) / 1e3);
+  if (files.length === 1) phases.push(await phasesUntil(page, shown));
   const analyzingAt = await page.evaluate(() => window.ttapAnalyzingAt);
   reading.push(analyzingAt === null ? null : (analyzingAt - p0) / 1e3);
   if (await page.locator('.error-panel').count()) throw new Error(await page.locator('.error-panel').innerText());
@@ -86,11 +91,22 @@ async function browse(result) {
   await context.close();
 }
 
+// Seconds per phase the file's worker measured (`merge` summed over the ranges), and `page`:
+// from the end of its post to `shown` (ms since 1970). `null` from builds without them.
+async function phasesUntil(page, shown) {
+  const measures = await workerPhases(page);
+  const post = measures.find((m) => m.phase === 'post');
+  if (!post) return null;
+  const phases = { page: (shown - post.start - post.ms) / 1e3 };
+  for (const { phase, ms } of measures) phases[phase] = (phases[phase] ?? 0) + ms / 1e3;
+  return phases;
+}
+
 const native = [];
 const results = [];
 for (const count of counts) {
   for (const [d, site] of sites.entries()) {
-    results.push({ dist: dists[d], site, count, inBrowser: [], reading: [], memory: '', workers: '' });
+    results.push({ dist: dists[d], site, count, inBrowser: [], reading: [], phases: [], memory: '', workers: '' });
   }
 }
 for (let i = 0; i < runs; i++) {
@@ -103,11 +119,15 @@ await Promise.all(sites.map((site) => site.close()));
 const nativeBest = best(native);
 console.log(`trace: ${trace} (${files.length} file${files.length > 1 ? 's' : ''}, ${mb.toFixed(1)} MB)`);
 console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
-for (const { dist, count, inBrowser, reading, memory, workers } of results) {
+const PHASES = ['read', 'merge', 'assemble', 'analysis', 'views', 'post', 'page'];
+for (const { dist, count, inBrowser, reading, phases, memory, workers } of results) {
   const browserBest = best(inBrowser);
   const which = `${count === null ? 'page default' : `?workers=${count}`}${dists.length > 1 ? `, ${dist}` : ''}`;
   console.log(`browser (${which}): ${inBrowser.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / browserBest).toFixed(1)} MB/s`);
   if (files.length === 1) console.log(`  of which reading and ingesting: ${reading.map((t) => (t === null ? 'not seen (the page never showed "Analyzing")' : `${t.toFixed(2)} s`)).join(', ')}`);
+  for (const [run, p] of phases.entries()) {
+    console.log(`  run ${run + 1}'s phases: ${p === null ? 'not measured by this build' : PHASES.map((k) => `${k} ${(p[k] ?? 0).toFixed(2)} s`).join(', ').replace(/, merge ([\d.]+ s)/, ' (of which merging $1)')}`);
+  }
   console.log(`  browser / native throughput: ${(nativeBest / browserBest).toFixed(2)}`);
   const [started, peak] = workers.split('/');
   console.log(`  page's workers: ${started} started, ${peak} at once (a file's helpers not counted)`);

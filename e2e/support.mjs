@@ -93,6 +93,21 @@ export async function load(page, action, timeout = 120_000) {
   await page.waitForSelector(`main[data-loads="${ended + 1}"]`, { timeout });
 }
 
+/** The phases the last file's worker measured (`ttap:worker:<phase>`, web/src/worker.rs), in
+ * the order they started: `{ phase, start, ms }`, `start` in ms since 1970. The file's worker
+ * is the page's worker that has posted an analysis; none (`[]`) before that. */
+export async function workerPhases(page) {
+  for (const worker of page.workers()) {
+    const measures = await worker
+      .evaluate(() => performance.getEntriesByType('measure')
+        .filter((m) => m.name.startsWith('ttap:worker:'))
+        .map((m) => ({ phase: m.name.slice('ttap:worker:'.length), start: performance.timeOrigin + m.startTime, ms: m.duration })))
+      .catch(() => []);
+    if (measures.some((m) => m.phase === 'post')) return measures.sort((a, b) => a.start - b.start);
+  }
+  return [];
+}
+
 /** The finding ids the page shows for the selected file, or null when it shows an error. */
 export async function shownFindings(page) {
   if (!(await page.locator('.analysis').count())) return null;

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { serve, launch, openPage, load, shownFindings, analyze, TTAP } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, analyze, workerPhases, TTAP } from './support.mjs';
 
 let site;
 let browser;
@@ -37,6 +37,7 @@ async function analyzeWith(trace, workers) {
   });
   await load(page, () => page.setInputFiles('#file-input', trace), 300_000);
   assert.equal(await page.locator('.error-panel').count(), 0, 'no error');
+  const phases = await workerPhases(page);
   const findings = await shownFindings(page);
   await page.click('.tab:has-text("Overview")');
   // All but the memory the analysis took, which differs.
@@ -46,7 +47,22 @@ async function analyzeWith(trace, workers) {
   const labels = await page.evaluate(() => [...window.ttapLabels]);
   assert.deepEqual(errors, []);
   await context.close();
-  return { findings, facts, report, labels };
+  return { findings, facts, report, labels, phases };
+}
+
+/** The worker measured its phases one after the other, each range's merge within the read
+ * (`e2e/bench.mjs` reports them). */
+function assertPhases(phases, workers) {
+  const names = phases.map((m) => m.phase);
+  const merges = phases.filter((m) => m.phase === 'merge');
+  const steps = phases.filter((m) => m.phase !== 'merge');
+  assert.deepEqual(steps.map((m) => m.phase), ['read', 'assemble', 'analysis', 'views', 'post'], `${workers} workers: ${names}`);
+  for (const [a, b] of steps.slice(0, -1).map((m, i) => [m, steps[i + 1]])) {
+    assert.ok(a.ms >= 0 && a.start + a.ms <= b.start + 1, `${a.phase} ends before ${b.phase} starts`);
+  }
+  const [read] = steps;
+  for (const m of merges) assert.ok(m.start >= read.start && m.start + m.ms <= read.start + read.ms + 1, 'a merge within the read');
+  if (workers === 1) assert.equal(merges.length, 0, 'one worker merges no ranges');
 }
 
 /** Checks that `trace` read by three workers gives what one worker and the CLI give. */
@@ -57,6 +73,8 @@ async function sameWithThreeWorkers(trace, steps) {
   const name = basename(trace).replaceAll('.', '\\.');
   assert.ok(one.labels.every((l) => !l.includes('workers')), `one worker: ${one.labels}`);
   assert.ok(three.labels.some((l) => new RegExp(`^Reading ${name} with 3 workers$`).test(l)), `three: ${three.labels}`);
+  assertPhases(one.phases, 1);
+  assertPhases(three.phases, 3);
 
   assert.ok(three.findings.length > 0);
   assert.deepEqual(three.findings, one.findings);

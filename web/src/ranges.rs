@@ -44,7 +44,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
 use crate::protocol::{self, FromWorker, Parse, Parsed, ParsedBlock, Progress, ToWorker};
 use crate::read;
-use crate::worker::{memory_bytes, post, too_large, Started};
+use crate::worker::{memory_bytes, phase_end, phase_start, post, too_large, Started};
 
 /// Nominal bytes per range: large enough that a block's state and its merge cost little next
 /// to framing it, small enough that a range per helper stays a small part of memory.
@@ -334,8 +334,10 @@ pub async fn read(
             let next = dispatch.borrow_mut().next_for(index);
             match next {
                 Next::Parsed(Ok(block)) => {
+                    phase_start("merge");
                     let framed = bincode::deserialize(&Uint8Array::new(&block.state).to_vec());
                     merge(&mut ingest, blob, framed.ok(), (block.start, block.end)).await?;
+                    phase_end("merge");
                     break block.end;
                 }
                 Next::Parsed(Err(_)) | Next::Mine => {

@@ -20,7 +20,9 @@ use torchtraceap::share;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, ErrorEvent, File, MessageEvent, Worker};
+use web_sys::{
+    Blob, DedicatedWorkerGlobalScope, ErrorEvent, File, MessageEvent, Performance, Worker,
+};
 
 use crate::protocol::{self, Analyzed, Document, FromWorker, Outcome, Progress, Stage, ToWorker};
 use crate::ranges;
@@ -103,7 +105,9 @@ pub fn start() {
                         let blob = file.unchecked_ref();
                         let outcome =
                             analyze_blob(&reply, index, blob, memory_limit, workers).await;
-                        post(&reply, &FromWorker::Done(Box::new(outcome)));
+                        timed("post", || {
+                            post(&reply, &FromWorker::Done(Box::new(outcome)));
+                        });
                     }
                     post(&reply, &FromWorker::Finished);
                 });
@@ -178,6 +182,39 @@ fn request_frame(scope: &DedicatedWorkerGlobalScope) {
     if scope.request_animation_frame(callback).is_err() {
         let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(callback, 16);
     }
+}
+
+/// This worker's clock.
+fn performance() -> Option<Performance> {
+    js_sys::global()
+        .unchecked_into::<DedicatedWorkerGlobalScope>()
+        .performance()
+}
+
+/// Starts phase `phase` of an analysis in this worker (ended by [`phase_end`]).
+pub(crate) fn phase_start(phase: &str) {
+    if let Some(p) = performance() {
+        let _ = p.mark(&format!("ttap:worker:{phase}"));
+    }
+}
+
+/// Ends phase `phase`: a User Timing measure `ttap:worker:<phase>` from where it started. The
+/// browser's performance panel shows them, and `e2e/bench.mjs` reads them from the file's worker
+/// (a few per file, and one per merged range: never cleared while the worker lives).
+pub(crate) fn phase_end(phase: &str) {
+    if let Some(p) = performance() {
+        let name = format!("ttap:worker:{phase}");
+        let _ = p.measure_with_start_mark(&name, &name);
+        p.clear_marks_with_mark_name(&name);
+    }
+}
+
+/// Runs `work` as phase `phase`.
+pub(crate) fn timed<T>(phase: &str, work: impl FnOnce() -> T) -> T {
+    phase_start(phase);
+    let out = work();
+    phase_end(phase);
+    out
 }
 
 /// Posts `message` to whoever started this worker (the page, or a coordinating worker).
@@ -298,19 +335,25 @@ async fn analyze_trace(
     memory_limit: u64,
     workers: usize,
 ) -> Result<Analysis, String> {
+    phase_start("read");
     let read = match ranges::worth(blob, workers).await? {
         Some(in_object) => {
             ranges::read(scope, blob, in_object, workers, progress, memory_limit).await
         }
         None => read(scope, blob, progress, memory_limit).await,
     };
+    phase_end("read");
     read.and_then(|ingest| {
         progress.stage = Stage::Analyzing;
         post(scope, &FromWorker::Progress(progress.clone()));
-        let kept = Kept::new(ingest.finish().map_err(|e| e.to_string())?);
-        let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
-        analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
-        analyzed.modules = ModuleTree::of(&kept.ingested.trace);
+        let ingested = timed("assemble", || ingest.finish()).map_err(|e| e.to_string())?;
+        let kept = timed("analysis", || Kept::new(ingested));
+        let analyzed = timed("views", || {
+            let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+            analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
+            analyzed.modules = ModuleTree::of(&kept.ingested.trace);
+            analyzed
+        });
         Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
     })
 }

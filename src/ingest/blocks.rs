@@ -67,20 +67,24 @@ pub fn frame(start: Start, offset: u64, bytes: &[u8]) -> Framed {
 }
 
 /// Merges `block`, framed alone, after everything `framer` and `builder` read (the blocks before
-/// it, in order). False when its guess was wrong or it stopped at a syntax error: nothing was
-/// merged, and the caller frames the block's bytes with `framer.push` instead.
+/// it, in order). False when its guess was wrong, it stopped at a syntax error, or the model
+/// could reach one of its limits inside it (`Builder::can_take`): nothing was merged, and the caller frames the block's bytes with `framer.push` instead.
 #[must_use]
 pub(super) fn merge(framer: &mut Framer, builder: &mut Builder, block: Framed) -> bool {
     let guessed = match block.start {
         Start::Document => true,
         Start::Between(in_object) => framer.between_elements() == Some(in_object),
     };
-    if !(guessed && block.ok) {
+    if !(guessed && block.ok && builder.can_take(&block.builder)) {
         return false;
     }
     *framer = block.framer;
     match block.start {
-        Start::Document => *builder = block.builder,
+        Start::Document => {
+            let limits = builder.limits;
+            *builder = block.builder;
+            builder.limits = limits;
+        }
         Start::Between(_) => builder.merge(block.builder),
     }
     true

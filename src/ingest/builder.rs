@@ -78,6 +78,93 @@ pub mod skip {
     }
 }
 
+/// A 32-bit id of the model that can run out on a trace too large for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Limit {
+    Events,
+    Strings,
+    Tracks,
+    Collectives,
+    DetailBytes,
+}
+
+impl Limit {
+    fn what(self) -> &'static str {
+        match self {
+            Limit::Events => "events",
+            Limit::Strings => "distinct strings (names, categories, ids, shapes)",
+            Limit::Tracks => "tracks (pid and tid pairs)",
+            Limit::Collectives => "collective calls",
+            Limit::DetailBytes => "bytes of event details",
+        }
+    }
+}
+
+/// How many of each the model can number: ids are `u32`, and `NONE` (`u32::MAX`) marks a
+/// missing one. Smaller only in tests.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub events: usize,
+    pub strings: usize,
+    pub tracks: usize,
+    pub collectives: usize,
+    /// The details' offsets: a record may start below it.
+    pub detail_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        let ids = NONE as usize;
+        Limits {
+            events: ids,
+            strings: ids,
+            tracks: ids,
+            collectives: ids,
+            detail_bytes: ids,
+        }
+    }
+}
+
+/// The most one element adds: an event; strings for its category, name, pid, tid, input dims
+/// and types, and a collective's name, dtype and group; a track; a collective.
+const STRINGS_PER_ELEMENT: usize = 9;
+
+impl Limits {
+    /// The first limit that one more element could pass, with `events` events, … so far.
+    fn passed(
+        &self,
+        events: usize,
+        strings: usize,
+        tracks: usize,
+        collectives: usize,
+        detail_bytes: usize,
+    ) -> Option<Limit> {
+        if events >= self.events {
+            Some(Limit::Events)
+        } else if strings + STRINGS_PER_ELEMENT > self.strings {
+            Some(Limit::Strings)
+        } else if tracks >= self.tracks {
+            Some(Limit::Tracks)
+        } else if collectives >= self.collectives {
+            Some(Limit::Collectives)
+        } else if detail_bytes >= self.detail_bytes {
+            Some(Limit::DetailBytes)
+        } else {
+            None
+        }
+    }
+
+    fn limit(&self, limit: Limit) -> usize {
+        match limit {
+            Limit::Events => self.events,
+            Limit::Strings => self.strings,
+            Limit::Tracks => self.tracks,
+            Limit::Collectives => self.collectives,
+            Limit::DetailBytes => self.detail_bytes,
+        }
+    }
+}
+
 /// A flow endpoint (`ph` `s`, `t` or `f`), bound to an event once all events are known.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct FlowPoint {
@@ -239,6 +326,13 @@ pub struct Builder {
     defer_ends: bool,
     /// The `E` events (track, time) that found no `B`, in order, when `defer_ends`.
     deferred_ends: Vec<(u32, i64)>,
+    /// What the model can number; the real limits unless a test sets smaller ones.
+    #[serde(skip)]
+    pub(super) limits: Limits,
+    /// The limit the next element could have passed, where reading stopped.
+    stopped: Option<Limit>,
+    /// Elements left unread after the stop.
+    pub beyond_limit: u64,
 }
 
 /// A track and the `pid` and `tid` as written in its events.
@@ -284,6 +378,12 @@ impl Builder {
     /// the builder one pass over both inputs would have made (same string ids, track ids, event
     /// and detail order; `E` events of `next` end this builder's open `B` events).
     pub fn merge(&mut self, next: Builder) {
+        if self.stopped.is_some() {
+            self.beyond_limit += next.elements + next.beyond_limit;
+            self.top.keys.extend(next.top.keys);
+            self.top.values.extend(next.top.values);
+            return;
+        }
         let ids: Vec<StrId> = next
             .strings
             .iter()
@@ -402,6 +502,36 @@ impl Builder {
         self.top.values.extend(next.top.values);
     }
 
+    /// Whether [`Builder::merge`] of `next` gives what one pass gives: this builder stopped
+    /// already, or it cannot reach a limit within `next` (ids are counted as if none repeated).
+    pub fn can_take(&self, next: &Builder) -> bool {
+        self.stopped.is_some()
+            || next.stopped.is_none()
+                && self
+                    .limits
+                    .passed(
+                        self.events.len() + next.events.len(),
+                        self.strings.len() + next.strings.len(),
+                        self.tracks.len() + next.tracks.len(),
+                        self.collectives.len() + next.collectives.len(),
+                        self.details.bytes().0 + next.details.bytes().0,
+                    )
+                    .is_none()
+    }
+
+    /// Why reading stopped early, for the user, where it did.
+    pub fn limit_warning(&self) -> Option<String> {
+        let limit = self.stopped?;
+        Some(format!(
+            "the trace is too large for the model: it was read up to element {} ({} events), and the {} elements after it were left out, as in a cut file, because the model numbers {} with 32-bit ids (at most {}). Split the trace, or profile fewer steps.",
+            self.elements,
+            self.events.len(),
+            self.beyond_limit,
+            limit.what(),
+            self.limits.limit(limit),
+        ))
+    }
+
     /// Makes room for the events and flow points still to come, so that their columns grow to
     /// their final size once instead of doubling (a column that doubles holds up to twice its
     /// rows, and while it moves both copies exist): `events` and `flows` estimate each in the
@@ -431,19 +561,41 @@ impl Builder {
         }
     }
 
+    /// Whether elements are still read: false from the first that might pass a limit on.
+    #[inline(always)]
+    fn reading(&mut self) -> bool {
+        if self.stopped.is_none() {
+            self.stopped = self.limits.passed(
+                self.events.len(),
+                self.strings.len(),
+                self.tracks.len(),
+                self.collectives.len(),
+                self.details.bytes().0,
+            );
+        }
+        if self.stopped.is_some() {
+            self.beyond_limit += 1;
+            return false;
+        }
+        self.elements += 1;
+        true
+    }
+
     fn skip(&mut self, reason: &'static str) {
         *self.skipped.entry(reason).or_default() += 1;
     }
 
     /// An element the reader found malformed; the framer decided where it ends.
     pub fn malformed(&mut self) {
-        self.elements += 1;
-        self.skip(skip::MALFORMED);
+        if self.reading() {
+            self.skip(skip::MALFORMED);
+        }
     }
 
     pub fn oversized(&mut self) {
-        self.elements += 1;
-        self.skip(skip::OVERSIZED);
+        if self.reading() {
+            self.skip(skip::OVERSIZED);
+        }
     }
 
     pub fn top_value(&mut self, key: &[u8], bytes: &[u8]) {
@@ -456,7 +608,9 @@ impl Builder {
 
     /// An element of the event array that is not an object (objects go to `element_in_place`).
     pub fn element(&mut self, bytes: &[u8]) {
-        self.elements += 1;
+        if !self.reading() {
+            return;
+        }
         if bytes.first() == Some(&b'[') {
             self.array_elements += 1;
         }
@@ -467,8 +621,9 @@ impl Builder {
     pub fn element_in_place(&mut self, rest: &[u8]) -> Result<usize, event::Stopped> {
         let mut ev = RawEvent::default();
         let n = parse_event(rest, &mut ev)?;
-        self.elements += 1;
-        self.event(&ev);
+        if self.reading() {
+            self.event(&ev);
+        }
         Ok(n)
     }
 
@@ -956,7 +1111,149 @@ fn fingerprint(raw: Raw<'_>) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::blocks::{self, Start};
+    use super::super::framer::Framer;
     use super::*;
+
+    /// A trace of a metadata event then `n` kernels, each with a new name and collective, on
+    /// 40 tracks, with a top-level value after the events; its bytes and the offsets where
+    /// blocks of `per_block` kernels start.
+    fn trace(n: usize, per_block: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut text = String::from(
+            r#"{"traceEvents": [{"ph": "M", "name": "thread_name", "pid": 0, "tid": 1, "args": {"name": "main"}}"#,
+        );
+        let mut cuts = vec![0];
+        for i in 0..n {
+            text.push_str(",\n");
+            if i > 0 && i % per_block == 0 {
+                cuts.push(text.len());
+            }
+            text.push_str(&format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": {}, "ts": {i}, "dur": 1, "args": {{"correlation": {i}, "stream": 7, "Collective name": "c{i}"}}}}"#,
+                i % 40
+            ));
+        }
+        text.push_str(r#"], "traceName": "t"}"#);
+        (text.into_bytes(), cuts)
+    }
+
+    fn limited(limits: Limits) -> Builder {
+        let mut b = Builder::new();
+        b.limits = limits;
+        b
+    }
+
+    fn serial(bytes: &[u8], limits: Limits) -> Builder {
+        let (mut framer, mut b) = (Framer::default(), limited(limits));
+        framer.push(bytes, &mut b).expect("valid JSON");
+        assert_eq!(framer.finish(&mut b).expect("valid JSON"), Ok(()));
+        b
+    }
+
+    /// Blocks framed alone and merged in order, as `parallel` and the web app's workers do.
+    fn merged(bytes: &[u8], cuts: &[usize], limits: Limits) -> (Builder, usize) {
+        let (mut framer, mut b) = (Framer::default(), limited(limits));
+        let mut refused = 0;
+        for (i, &from) in cuts.iter().enumerate() {
+            let block = &bytes[from..cuts.get(i + 1).copied().unwrap_or(bytes.len())];
+            let start = if i == 0 {
+                Start::Document
+            } else {
+                Start::Between(true)
+            };
+            if !blocks::merge(
+                &mut framer,
+                &mut b,
+                blocks::frame(start, from as u64, block),
+            ) {
+                refused += 1;
+                framer.push(block, &mut b).expect("valid JSON");
+            }
+        }
+        assert_eq!(framer.finish(&mut b).expect("valid JSON"), Ok(()));
+        (b, refused)
+    }
+
+    #[test]
+    fn a_trace_past_a_limit_keeps_the_events_before_it_in_one_pass_and_in_blocks() {
+        let n = 300;
+        let (bytes, cuts) = trace(n, 16);
+        let whole = serial(&bytes, Limits::default());
+        assert_eq!((whole.events.len(), whole.limit_warning()), (n, None));
+        let real = Limits::default();
+        for (limits, limit) in [
+            (
+                Limits {
+                    events: 100,
+                    ..real
+                },
+                Limit::Events,
+            ),
+            (
+                Limits {
+                    strings: 150,
+                    ..real
+                },
+                Limit::Strings,
+            ),
+            (Limits { tracks: 25, ..real }, Limit::Tracks),
+            (
+                Limits {
+                    collectives: 120,
+                    ..real
+                },
+                Limit::Collectives,
+            ),
+            (
+                Limits {
+                    detail_bytes: 1000,
+                    ..real
+                },
+                Limit::DetailBytes,
+            ),
+        ] {
+            let one = serial(&bytes, limits);
+            let kept = one.events.len();
+            assert!(kept > 0 && kept < n, "{limit:?}: {kept} events kept");
+            assert_eq!(one.stopped, Some(limit));
+            // Every event before the stop, as read without a limit; the top level still read.
+            assert_eq!(one.events.start, whole.events.start[..kept]);
+            let names = |b: &Builder| -> Vec<String> {
+                let names = b.events.name.iter();
+                names.map(|&s| b.strings.get(s).to_string()).collect()
+            };
+            assert_eq!(names(&one), names(&whole)[..kept]);
+            assert_eq!(one.elements + one.beyond_limit, whole.elements);
+            assert!(one.top.values.contains_key("traceName"));
+            let warning = one.limit_warning().expect("a warning");
+            assert!(
+                warning.contains(&format!("up to element {} ({kept} events)", one.elements))
+                    && warning.contains(&format!("at most {}", one.limits.limit(limit)))
+                    && warning.contains("Split the trace"),
+                "{warning}"
+            );
+            // Blocks: those that could pass the limit are framed again in order; same result.
+            let (blocks, refused) = merged(&bytes, &cuts, limits);
+            assert!(
+                refused > 0 && refused < cuts.len(),
+                "{limit:?}: {refused} refused"
+            );
+            assert_eq!(blocks.events.start, one.events.start, "{limit:?}");
+            assert_eq!(names(&blocks), names(&one));
+            assert_eq!(blocks.events.detail, one.events.detail);
+            assert_eq!(blocks.details.bytes().0, one.details.bytes().0);
+            assert_eq!(
+                (
+                    blocks.strings.len(),
+                    blocks.tracks.len(),
+                    blocks.collectives.len()
+                ),
+                (one.strings.len(), one.tracks.len(), one.collectives.len())
+            );
+            assert_eq!(blocks.limit_warning(), Some(warning));
+            assert!(blocks.top.values.contains_key("traceName"));
+        }
+    }
 
     #[test]
     fn byte_strings_of_every_length_are_equal_only_when_every_byte_is() {

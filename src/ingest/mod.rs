@@ -481,6 +481,7 @@ impl Ingest {
                 builder.elements
             )),
         }
+        warnings.extend(builder.limit_warning());
         if framer.has_trailing_data() {
             warnings.push("bytes after the end of the JSON document were ignored.".to_string());
         }

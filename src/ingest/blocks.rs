@@ -80,11 +80,7 @@ pub(super) fn merge(framer: &mut Framer, builder: &mut Builder, block: Framed) -
     }
     *framer = block.framer;
     match block.start {
-        Start::Document => {
-            let limits = builder.limits;
-            *builder = block.builder;
-            builder.limits = limits;
-        }
+        Start::Document => builder.replace_with(block.builder),
         Start::Between(_) => builder.merge(block.builder),
     }
     true

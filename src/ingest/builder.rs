@@ -126,8 +126,10 @@ impl Default for Limits {
 }
 
 /// The most one element adds: an event; strings for its category, name, pid, tid, input dims
-/// and types, and a collective's name, dtype and group; a track; a collective.
+/// and types, and a collective's name, dtype and group; a track; a collective; a details record
+/// (a kernel's, the longest, takes at most 86 bytes).
 const STRINGS_PER_ELEMENT: usize = 9;
+const DETAIL_BYTES_PER_ELEMENT: usize = 128;
 
 impl Limits {
     /// The first limit that one more element could pass, with `events` events, … so far.
@@ -152,6 +154,22 @@ impl Limits {
         } else {
             None
         }
+    }
+
+    /// How many elements after one that `passed` none, with the same counts, cannot pass one.
+    fn unchecked(
+        &self,
+        events: usize,
+        strings: usize,
+        tracks: usize,
+        collectives: usize,
+        detail_bytes: usize,
+    ) -> usize {
+        (self.events - events - 1)
+            .min((self.strings - strings - STRINGS_PER_ELEMENT) / STRINGS_PER_ELEMENT)
+            .min(self.tracks - tracks - 1)
+            .min(self.collectives - collectives - 1)
+            .min((self.detail_bytes - detail_bytes - 1) / DETAIL_BYTES_PER_ELEMENT)
     }
 
     fn limit(&self, limit: Limit) -> usize {
@@ -328,7 +346,11 @@ pub struct Builder {
     deferred_ends: Vec<(u32, i64)>,
     /// What the model can number; the real limits unless a test sets smaller ones.
     #[serde(skip)]
-    pub(super) limits: Limits,
+    limits: Limits,
+    /// Elements that can be read before the limits are checked again: none of them can pass
+    /// one (0: check at the next).
+    #[serde(skip)]
+    unchecked: usize,
     /// The limit the next element could have passed, where reading stopped.
     stopped: Option<Limit>,
     /// Elements left unread after the stop.
@@ -500,6 +522,16 @@ impl Builder {
         self.top.object = self.top.object.or(next.top.object);
         self.top.keys.extend(next.top.keys);
         self.top.values.extend(next.top.values);
+        self.unchecked = 0;
+    }
+
+    /// Takes what `first`, the builder of the input's first block, read, keeping these limits.
+    pub fn replace_with(&mut self, first: Builder) {
+        *self = Builder {
+            limits: self.limits,
+            unchecked: 0,
+            ..first
+        };
     }
 
     /// Whether [`Builder::merge`] of `next` gives what one pass gives: this builder stopped
@@ -564,14 +596,31 @@ impl Builder {
     /// Whether elements are still read: false from the first that might pass a limit on.
     #[inline(always)]
     fn reading(&mut self) -> bool {
+        if self.unchecked == 0 {
+            return self.check_limits();
+        }
+        self.unchecked -= 1;
+        self.elements += 1;
+        true
+    }
+
+    /// [`Builder::reading`] where the limits are checked: at most once per many elements,
+    /// and at every element from the first that might pass one.
+    #[cold]
+    fn check_limits(&mut self) -> bool {
         if self.stopped.is_none() {
-            self.stopped = self.limits.passed(
+            let counts = (
                 self.events.len(),
                 self.strings.len(),
                 self.tracks.len(),
                 self.collectives.len(),
                 self.details.bytes().0,
             );
+            let (e, s, t, c, d) = counts;
+            self.stopped = self.limits.passed(e, s, t, c, d);
+            if self.stopped.is_none() {
+                self.unchecked = self.limits.unchecked(e, s, t, c, d);
+            }
         }
         if self.stopped.is_some() {
             self.beyond_limit += 1;
@@ -1215,6 +1264,9 @@ mod tests {
             let one = serial(&bytes, limits);
             let kept = one.events.len();
             assert!(kept > 0 && kept < n, "{limit:?}: {kept} events kept");
+            if limit == Limit::Events {
+                assert_eq!(kept, limits.events);
+            }
             assert_eq!(one.stopped, Some(limit));
             // Every event before the stop, as read without a limit; the top level still read.
             assert_eq!(one.events.start, whole.events.start[..kept]);

@@ -1199,8 +1199,15 @@ mod tests {
         b
     }
 
-    /// Blocks framed alone and merged in order, as `parallel` and the web app's workers do.
-    fn merged(bytes: &[u8], cuts: &[usize], limits: Limits) -> (Builder, usize) {
+    /// Blocks framed alone and merged in order, as `parallel` and the web app's workers do; the
+    /// first read in order instead where `first_in_order` (as after a wrong guess). Gives the
+    /// builder and the blocks read in order.
+    fn merged(
+        bytes: &[u8],
+        cuts: &[usize],
+        limits: Limits,
+        first_in_order: bool,
+    ) -> (Builder, usize) {
         let (mut framer, mut b) = (Framer::default(), limited(limits));
         let mut refused = 0;
         for (i, &from) in cuts.iter().enumerate() {
@@ -1210,11 +1217,8 @@ mod tests {
             } else {
                 Start::Between(true)
             };
-            if !blocks::merge(
-                &mut framer,
-                &mut b,
-                blocks::frame(start, from as u64, block),
-            ) {
+            let framed = blocks::frame(start, from as u64, block);
+            if i == 0 && first_in_order || !blocks::merge(&mut framer, &mut b, framed) {
                 refused += 1;
                 framer.push(block, &mut b).expect("valid JSON");
             }
@@ -1285,25 +1289,27 @@ mod tests {
                 "{warning}"
             );
             // Blocks: those that could pass the limit are framed again in order; same result.
-            let (blocks, refused) = merged(&bytes, &cuts, limits);
-            assert!(
-                refused > 0 && refused < cuts.len(),
-                "{limit:?}: {refused} refused"
-            );
-            assert_eq!(blocks.events.start, one.events.start, "{limit:?}");
-            assert_eq!(names(&blocks), names(&one));
-            assert_eq!(blocks.events.detail, one.events.detail);
-            assert_eq!(blocks.details.bytes().0, one.details.bytes().0);
-            assert_eq!(
-                (
-                    blocks.strings.len(),
-                    blocks.tracks.len(),
-                    blocks.collectives.len()
-                ),
-                (one.strings.len(), one.tracks.len(), one.collectives.len())
-            );
-            assert_eq!(blocks.limit_warning(), Some(warning));
-            assert!(blocks.top.values.contains_key("traceName"));
+            for first_in_order in [false, true] {
+                let (blocks, refused) = merged(&bytes, &cuts, limits, first_in_order);
+                assert!(
+                    refused > 0 && refused < cuts.len(),
+                    "{limit:?}: {refused} refused"
+                );
+                assert_eq!(blocks.events.start, one.events.start, "{limit:?}");
+                assert_eq!(names(&blocks), names(&one));
+                assert_eq!(blocks.events.detail, one.events.detail);
+                assert_eq!(blocks.details.bytes().0, one.details.bytes().0);
+                assert_eq!(
+                    (
+                        blocks.strings.len(),
+                        blocks.tracks.len(),
+                        blocks.collectives.len()
+                    ),
+                    (one.strings.len(), one.tracks.len(), one.collectives.len())
+                );
+                assert_eq!(blocks.limit_warning().as_ref(), Some(&warning));
+                assert!(blocks.top.values.contains_key("traceName"));
+            }
         }
     }
 

@@ -131,16 +131,13 @@ impl Default for Limits {
 const STRINGS_PER_ELEMENT: usize = 9;
 const DETAIL_BYTES_PER_ELEMENT: usize = 128;
 
+/// Events, strings, tracks, collectives and bytes of details held ([`Builder::counts`]).
+type Counts = [usize; 5];
+
 impl Limits {
-    /// The first limit that one more element could pass, with `events` events, … so far.
-    fn passed(
-        &self,
-        events: usize,
-        strings: usize,
-        tracks: usize,
-        collectives: usize,
-        detail_bytes: usize,
-    ) -> Option<Limit> {
+    /// The first limit that one more element could pass, with `counts` so far.
+    fn passed(&self, counts: Counts) -> Option<Limit> {
+        let [events, strings, tracks, collectives, detail_bytes] = counts;
         if events >= self.events {
             Some(Limit::Events)
         } else if strings + STRINGS_PER_ELEMENT > self.strings {
@@ -157,14 +154,8 @@ impl Limits {
     }
 
     /// How many elements after one that `passed` none, with the same counts, cannot pass one.
-    fn unchecked(
-        &self,
-        events: usize,
-        strings: usize,
-        tracks: usize,
-        collectives: usize,
-        detail_bytes: usize,
-    ) -> usize {
+    fn unchecked(&self, counts: Counts) -> usize {
+        let [events, strings, tracks, collectives, detail_bytes] = counts;
         (self.events - events - 1)
             .min((self.strings - strings - STRINGS_PER_ELEMENT) / STRINGS_PER_ELEMENT)
             .min(self.tracks - tracks - 1)
@@ -537,18 +528,22 @@ impl Builder {
     /// Whether [`Builder::merge`] of `next` gives what one pass gives: this builder stopped
     /// already, or it cannot reach a limit within `next` (ids are counted as if none repeated).
     pub fn can_take(&self, next: &Builder) -> bool {
+        let (mine, theirs) = (self.counts(), next.counts());
         self.stopped.is_some()
             || next.stopped.is_none()
-                && self
-                    .limits
-                    .passed(
-                        self.events.len() + next.events.len(),
-                        self.strings.len() + next.strings.len(),
-                        self.tracks.len() + next.tracks.len(),
-                        self.collectives.len() + next.collectives.len(),
-                        self.details.bytes().0 + next.details.bytes().0,
-                    )
+                && (self.limits)
+                    .passed(std::array::from_fn(|i| mine[i] + theirs[i]))
                     .is_none()
+    }
+
+    fn counts(&self) -> Counts {
+        [
+            self.events.len(),
+            self.strings.len(),
+            self.tracks.len(),
+            self.collectives.len(),
+            self.details.bytes().0,
+        ]
     }
 
     /// Why reading stopped early, for the user, where it did.
@@ -609,17 +604,10 @@ impl Builder {
     #[cold]
     fn check_limits(&mut self) -> bool {
         if self.stopped.is_none() {
-            let counts = (
-                self.events.len(),
-                self.strings.len(),
-                self.tracks.len(),
-                self.collectives.len(),
-                self.details.bytes().0,
-            );
-            let (e, s, t, c, d) = counts;
-            self.stopped = self.limits.passed(e, s, t, c, d);
+            let counts = self.counts();
+            self.stopped = self.limits.passed(counts);
             if self.stopped.is_none() {
-                self.unchecked = self.limits.unchecked(e, s, t, c, d);
+                self.unchecked = self.limits.unchecked(counts);
             }
         }
         if self.stopped.is_some() {

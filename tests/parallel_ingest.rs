@@ -530,6 +530,15 @@ fn tracks_out_of_time_order_sort_and_link_as_on_one_thread() {
             }
         }
     }
+    // Thread 1 holds more than half the events: thread 2's call trees are built on the
+    // second thread.
+    for j in 3000..5500u64 {
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op{j}", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}"#,
+            (j * 13) % 240,
+            j % 40
+        ));
+    }
     let json = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
     let serial = ingest_bytes(json.as_bytes(), IngestOptions::default()).unwrap();
     let t = &serial.trace;

@@ -114,15 +114,20 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         detail,
         ..
     } = &mut events;
-    // Columns are independent: the 8-byte ones on one thread; on the other, launches by
-    // correlation (read in document order, before `kind` and `detail` are sorted), then the
-    // narrow columns.
+    // Columns are independent: the 8-byte ones, then the flow points put in groups, on one
+    // thread; on the other, launches by correlation (read in document order, before `kind`
+    // and `detail` are sorted), then the narrow columns.
+    let mut flows = std::mem::take(&mut b.flows);
     let (_, mut launches) = join(
         parallel,
         || {
             let mut wide = Vec::new();
             permute(start, &order, &mut wide);
             permute(dur, &order, &mut wide);
+            drop(wide);
+            // Every field is in the key: ties are equal points, so the order is the same
+            // whichever sort orders them.
+            flows.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts, p.track));
         },
         || {
             let launches = link_by_correlation(&b, kind, detail, &order);
@@ -141,21 +146,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     drop(order);
 
     let tracks = track_ranges(&b, &events);
-    // The call trees and the steps on one thread, the flow points put in groups on the other;
-    // then the flow points bound to their events (that needs the trees), half on each.
-    let mut flows = std::mem::take(&mut b.flows);
-    let ((parent, depth, span, (steps, step_source)), ()) = join(
-        parallel,
-        || {
-            let (parent, depth) = nest(&events, &tracks);
-            let span = span(&events);
-            (parent, depth, span, find_steps(&b, &events, span))
-        },
-        // Every field is in the key: ties are equal points, so the order is the same whichever
-        // sort orders them.
-        || flows.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts, p.track)),
-    );
-    (events.parent, events.depth) = (parent, depth);
+    // The call trees (on two threads), then the flow points bound to their events (that needs
+    // the trees), half on each thread.
+    (events.parent, events.depth) = nest(&events, &tracks, parallel);
+    let span = span(&events);
+    let (steps, step_source) = find_steps(&b, &events, span);
     // Cut between two groups.
     let mut half = flows.len() / 2;
     while half > 0 && half < flows.len() && same_group(&flows[half - 1], &flows[half]) {
@@ -314,12 +309,42 @@ fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
 
 /// Each CPU thread's call tree: every event's `parent` and `depth`. Ranges that overlap
 /// without nesting (a child that outlives its parent) stay attached to the innermost range
-/// that contains their start.
-fn nest(e: &Events, tracks: &[Track]) -> (Vec<u32>, Vec<u16>) {
+/// that contains their start. Tracks are independent: when `parallel`, those from the middle
+/// event on are nested on a second thread.
+fn nest(e: &Events, tracks: &[Track], parallel: bool) -> (Vec<u32>, Vec<u16>) {
     let mut parent = vec![NONE; e.len()];
     let mut depth: Vec<u16> = vec![0; e.len()];
+    let middle = if parallel { e.len() / 2 } else { e.len() };
+    let cut = tracks
+        .iter()
+        .map(|t| t.events.start as usize)
+        .filter(|&s| s >= middle)
+        .min()
+        .unwrap_or(e.len());
+    let (first_parent, second_parent) = parent.split_at_mut(cut);
+    let (first_depth, second_depth) = depth.split_at_mut(cut);
+    let below = tracks.iter().filter(|t| t.events.end as usize <= cut);
+    let above = tracks
+        .iter()
+        .filter(|t| !t.events.is_empty() && t.events.start as usize >= cut);
+    join(
+        parallel,
+        || nest_tracks(e, below, 0, first_parent, first_depth),
+        || nest_tracks(e, above, cut, second_parent, second_depth),
+    );
+    (parent, depth)
+}
+
+/// The call trees of `tracks`, whose events are `parent` and `depth`'s rows from `offset` on.
+fn nest_tracks<'a>(
+    e: &Events,
+    tracks: impl Iterator<Item = &'a Track>,
+    offset: usize,
+    parent: &mut [u32],
+    depth: &mut [u16],
+) {
     let mut stack: Vec<u32> = Vec::new();
-    for t in tracks.iter().filter(|t| !t.gpu) {
+    for t in tracks.filter(|t| !t.gpu) {
         stack.clear();
         for i in t.events.clone() {
             let iu = i as usize;
@@ -335,13 +360,12 @@ fn nest(e: &Events, tracks: &[Track]) -> (Vec<u32>, Vec<u16>) {
                 stack.pop();
             }
             if let Some(&top) = stack.last() {
-                parent[iu] = top;
-                depth[iu] = depth[top as usize].saturating_add(1);
+                parent[iu - offset] = top;
+                depth[iu - offset] = depth[top as usize - offset].saturating_add(1);
             }
             stack.push(i);
         }
     }
-    (parent, depth)
 }
 
 fn correlation(b: &Builder, kind: EventKind, detail: u32) -> Option<u64> {

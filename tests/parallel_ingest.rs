@@ -475,3 +475,115 @@ fn a_file_cut_while_it_is_read_gives_an_error_not_a_crash() {
         "{got}"
     );
 }
+
+/// Tracks whose events come out of time order, with many ties of start and duration, and
+/// launches linked by correlation (several kernels to one call) and by flows: on several
+/// threads each track is sorted in halves and merged, and flow points are bound on the thread
+/// that builds the call trees; the model is the serial one, and ties keep their input order.
+#[test]
+fn tracks_out_of_time_order_sort_and_link_as_on_one_thread() {
+    let mut events = Vec::new();
+    // Rounds whose times overlap the previous round's, as concatenated profiles do.
+    for i in 0..3000u64 {
+        let (round, k) = (i / 500, i % 500);
+        let ts = 40 * round + (k * 7) % 90;
+        let tid = 1 + i % 2;
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op{i}", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": {}}}"#,
+            k % 3
+        ));
+        if k % 5 == 0 {
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": 1, "args": {{"correlation": {}}}}}"#,
+                i / 10
+            ));
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": 7, "ts": {}, "dur": 2, "args": {{"correlation": {}, "device": 0, "stream": 7}}}}"#,
+                ts + 3,
+                i / 10
+            ));
+        }
+        if k % 7 == 0 {
+            // A kernel without correlation, linked by a launch flow; a forward→backward flow
+            // to the next op, which runs on the other thread at `next` (and one to the op after
+            // the next on that thread).
+            let next = 40 * round + ((k + 1) * 7) % 90;
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "f{i}", "pid": 0, "tid": 8, "ts": {}, "dur": 1, "args": {{"device": 0, "stream": 8}}}}"#,
+                ts + 5
+            ));
+            let mut points = vec![
+                ("s", "ac2g", tid, ts),
+                ("f", "ac2g", 8, ts + 5),
+                ("s", "fwdbwd", tid, ts),
+                ("f", "fwdbwd", 3 - tid, next),
+            ];
+            if i % 3 == 0 {
+                // Groups of three points, too: the halves of the points cut inside a group.
+                points.push(("f", "fwdbwd", 3 - tid, 40 * round + ((k + 3) * 7) % 90));
+            }
+            for (ph, cat, tid, at) in points {
+                events.push(format!(
+                    r#"{{"ph": "{ph}", "cat": "{cat}", "name": "{cat}", "id": {i}, "pid": {}, "tid": {tid}, "ts": {at}, "bp": "e"}}"#,
+                    if tid > 2 { 0 } else { 1 }
+                ));
+            }
+        }
+    }
+    // Thread 1 holds more than half the events: thread 2's call trees are built on the
+    // second thread.
+    for j in 3000..5500u64 {
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op{j}", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}"#,
+            (j * 13) % 240,
+            j % 40
+        ));
+    }
+    let json = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+    let serial = ingest_bytes(json.as_bytes(), IngestOptions::default()).unwrap();
+    let t = &serial.trace;
+    assert!(t.launches.len() > 600, "{} launches", t.launches.len());
+    // Each launch joins a runtime call to a kernel (by correlation), or an event on a CPU
+    // thread to a kernel without correlation (by a launch flow).
+    use torchtraceap::model::EventKind;
+    let called = |l: &torchtraceap::model::Launch| {
+        let [call, kernel] = [l.launch, l.gpu].map(|i| t.strings.get(t.events.name[i as usize]));
+        let on_cpu = t.events.kind[l.launch as usize] != EventKind::GpuKernel;
+        on_cpu && (kernel.starts_with('f') || call == "cudaLaunchKernel" && kernel.starts_with('k'))
+    };
+    assert!(t.launches.iter().all(called));
+    // Every forward→backward end binds to an op on the other thread: one link each.
+    let ends = (0..3000u64)
+        .filter(|i| i % 500 % 7 == 0)
+        .map(|i| if i % 3 == 0 { 2 } else { 1 })
+        .sum::<usize>();
+    assert_eq!(t.forward_backward.len(), ends);
+    let number = |i: usize| -> u64 {
+        let name = t.strings.get(t.events.name[i]);
+        name.trim_start_matches(|c: char| c.is_alphabetic())
+            .parse()
+            .unwrap_or(0)
+    };
+    let mut ties = 0;
+    for track in &t.tracks {
+        for i in track.events.start as usize + 1..track.events.end as usize {
+            let key = |i: usize| (t.events.start[i], std::cmp::Reverse(t.events.dur[i]));
+            assert!(
+                key(i - 1) <= key(i),
+                "track {}: not in time order",
+                track.tid
+            );
+            let ops = [i - 1, i].map(|j| t.events.kind[j] == EventKind::CpuOp);
+            if key(i - 1) == key(i) && ops == [true, true] {
+                ties += 1;
+                assert!(
+                    number(i - 1) < number(i),
+                    "track {}: a tie out of input order",
+                    track.tid
+                );
+            }
+        }
+    }
+    assert!(ties > 100, "{ties} ties");
+    same_as_serial("tracks out of time order", json.as_bytes(), &CONFIGS);
+}

@@ -114,40 +114,56 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         detail,
         ..
     } = &mut events;
-    // Columns are independent: the 8-byte ones on one thread, the narrow ones on the other.
-    join(
+    // Columns are independent: the 8-byte ones, then the flow points put in groups, on one
+    // thread; on the other, launches by correlation (read in document order, before `kind`
+    // and `detail` are sorted), then the narrow columns.
+    let mut flows = std::mem::take(&mut b.flows);
+    let (_, mut launches) = join(
         parallel,
         || {
             let mut wide = Vec::new();
             permute(start, &order, &mut wide);
             permute(dur, &order, &mut wide);
+            drop(wide);
+            // Every field is in the key: ties are equal points, so the order is the same
+            // whichever sort orders them.
+            flows.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts, p.track));
         },
         || {
+            let launches = link_by_correlation(&b, kind, detail, &order);
             let mut narrow = Vec::new();
             permute(name, &order, &mut narrow);
             permute(cat, &order, &mut narrow);
             permute(track, &order, &mut narrow);
-            permute(detail, &order, &mut narrow);
-            drop(narrow);
-            permute(kind, &order, &mut Vec::new());
+            launches
         },
+    );
+    join(
+        parallel,
+        || permute(detail, &order, &mut Vec::new()),
+        || permute(kind, &order, &mut Vec::new()),
     );
     drop(order);
 
     let tracks = track_ranges(&b, &events);
-    // The call trees and the flows' order on one thread; launches by correlation and steps
-    // on the other (about as long). Flows are bound to events last: that needs both.
-    let (((parent, depth), points), (mut launches, span, (steps, step_source))) = join(
+    // The call trees (on two threads), then the flow points bound to their events (that needs
+    // the trees), half on each thread.
+    (events.parent, events.depth) = nest(&events, &tracks, parallel);
+    let span = span(&events);
+    let (steps, step_source) = find_steps(&b, &events, span);
+    // Cut between two groups.
+    let mut half = flows.len() / 2;
+    while half > 0 && half < flows.len() && same_group(&flows[half - 1], &flows[half]) {
+        half += 1;
+    }
+    let (first, second) = flows.split_at(half);
+    let (mut bound, more) = join(
         parallel,
-        || (nest(&events, &tracks), flow_order(&b.flows)),
-        || {
-            let launches = link_by_correlation(&b, &events);
-            let span = span(&events);
-            (launches, span, find_steps(&b, &events, span))
-        },
+        || bind_flows(first, &events, &tracks),
+        || bind_flows(second, &events, &tracks),
     );
-    (events.parent, events.depth) = (parent, depth);
-    let forward_backward = link_flows(&points, &events, &tracks, &mut launches);
+    bound.extend(more);
+    let forward_backward = link_flows(&flows, &bound, &events, &mut launches);
     let meta = meta(&b, span);
 
     Trace {
@@ -168,7 +184,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
 /// Events are first bucketed by track (a counting sort), then each track is sorted on its own
 /// (in place: a copy of its keys to sort would cost 24 bytes per event at the peak): within a
 /// track they mostly arrive in time order already, which the check and the sort's run
-/// detection exploit. When `parallel`, two threads sort half the events each (whole tracks).
+/// detection exploit. When `parallel`, two threads sort half of each track each.
 fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> Vec<u32> {
     let mut offsets = vec![0usize; tracks + 1];
     for (i, &t) in e.track.iter().enumerate() {
@@ -187,27 +203,90 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> 
             next[t as usize] += 1;
         }
     }
-    // `part` holds the tracks whose bounds are `bounds`, in document positions from `bounds[0]`.
-    let by_time = |part: &mut [u32], bounds: &[usize]| {
-        for w in bounds.windows(2) {
-            let track = &mut part[w[0] - bounds[0]..w[1] - bounds[0]];
-            let key = |&i: &u32| (e.start[i as usize], Reverse(e.dur[i as usize]));
-            // Stable: ties keep their input order.
-            if !track.is_sorted_by_key(key) {
-                track.sort_by_key(key);
-            }
+    let key = |&i: &u32| (e.start[i as usize], Reverse(e.dur[i as usize]));
+    // Stable: ties keep their input order.
+    let by_time = |part: &mut [u32]| {
+        if !part.is_sorted_by_key(key) {
+            part.sort_by_key(key);
         }
     };
-    let mid = offsets
-        .partition_point(|&o| o < offsets[tracks] / 2)
-        .min(tracks);
-    let (first, second) = order.split_at_mut(offsets[mid]);
+    // When `parallel`, each track's first half is sorted on one thread and its second half on
+    // the other (halves of a track are about as out of order as each other, so the threads
+    // have the same work even when one track holds most events), then the halves merged.
+    let mut halves = (Vec::new(), Vec::new());
+    let mut rest = &mut order[..];
+    for w in offsets.windows(2) {
+        let (track, after) = rest.split_at_mut(w[1] - w[0]);
+        rest = after;
+        let (first, second) = track.split_at_mut(if parallel {
+            track.len() / 2
+        } else {
+            track.len()
+        });
+        halves.0.push(first);
+        halves.1.push(second);
+    }
+    let (first, second) = halves;
     join(
         parallel,
-        || by_time(first, &offsets[..=mid]),
-        || by_time(second, &offsets[mid..]),
+        || first.into_iter().for_each(by_time),
+        || second.into_iter().for_each(by_time),
     );
+    if parallel {
+        // The tracks whose halves overlap, merged: the biggest first, each on the thread with
+        // less to merge so far.
+        let mut overlapping: Vec<&mut [u32]> = Vec::new();
+        let mut rest = &mut order[..];
+        for w in offsets.windows(2) {
+            let (track, after) = rest.split_at_mut(w[1] - w[0]);
+            rest = after;
+            let mid = track.len() / 2;
+            if mid > 0 && key(&track[mid]) < key(&track[mid - 1]) {
+                overlapping.push(track);
+            }
+        }
+        overlapping.sort_by_key(|t| Reverse(t.len()));
+        let (mut lists, mut loads) = ((Vec::new(), Vec::new()), (0, 0));
+        for track in overlapping {
+            if loads.0 <= loads.1 {
+                loads.0 += track.len();
+                lists.0.push(track);
+            } else {
+                loads.1 += track.len();
+                lists.1.push(track);
+            }
+        }
+        let merge_all = |tracks: Vec<&mut [u32]>| {
+            let mut buffer = Vec::new();
+            for track in tracks {
+                merge_halves(track, &mut buffer, key);
+            }
+        };
+        join(parallel, || merge_all(lists.0), || merge_all(lists.1));
+    }
     order
+}
+
+/// Merges the two sorted halves of `track` (split at `len / 2`) by `key`, the first half's
+/// element first on ties (as a stable sort of the whole); `buffer` holds a copy of the first
+/// half meanwhile.
+fn merge_halves<K: Ord>(track: &mut [u32], buffer: &mut Vec<u32>, key: impl Fn(&u32) -> K) {
+    let mid = track.len() / 2;
+    buffer.clear();
+    buffer.extend_from_slice(&track[..mid]);
+    let (mut a, mut b, mut out) = (0, mid, 0);
+    while a < buffer.len() && b < track.len() {
+        if key(&track[b]) < key(&buffer[a]) {
+            track[out] = track[b];
+            b += 1;
+        } else {
+            track[out] = buffer[a];
+            a += 1;
+        }
+        out += 1;
+    }
+    // What is left of the second half is in place already.
+    track[out..out + buffer.len() - a].copy_from_slice(&buffer[a..]);
 }
 
 fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
@@ -230,12 +309,42 @@ fn track_ranges(b: &Builder, e: &Events) -> Vec<Track> {
 
 /// Each CPU thread's call tree: every event's `parent` and `depth`. Ranges that overlap
 /// without nesting (a child that outlives its parent) stay attached to the innermost range
-/// that contains their start.
-fn nest(e: &Events, tracks: &[Track]) -> (Vec<u32>, Vec<u16>) {
+/// that contains their start. Tracks are independent: when `parallel`, those from the middle
+/// event on are nested on a second thread.
+fn nest(e: &Events, tracks: &[Track], parallel: bool) -> (Vec<u32>, Vec<u16>) {
     let mut parent = vec![NONE; e.len()];
     let mut depth: Vec<u16> = vec![0; e.len()];
+    let middle = if parallel { e.len() / 2 } else { e.len() };
+    let cut = tracks
+        .iter()
+        .map(|t| t.events.start as usize)
+        .filter(|&s| s >= middle)
+        .min()
+        .unwrap_or(e.len());
+    let (first_parent, second_parent) = parent.split_at_mut(cut);
+    let (first_depth, second_depth) = depth.split_at_mut(cut);
+    let below = tracks.iter().filter(|t| t.events.end as usize <= cut);
+    let above = tracks
+        .iter()
+        .filter(|t| !t.events.is_empty() && t.events.start as usize >= cut);
+    join(
+        parallel,
+        || nest_tracks(e, below, 0, first_parent, first_depth),
+        || nest_tracks(e, above, cut, second_parent, second_depth),
+    );
+    (parent, depth)
+}
+
+/// The call trees of `tracks`, whose events are `parent` and `depth`'s rows from `offset` on.
+fn nest_tracks<'a>(
+    e: &Events,
+    tracks: impl Iterator<Item = &'a Track>,
+    offset: usize,
+    parent: &mut [u32],
+    depth: &mut [u16],
+) {
     let mut stack: Vec<u32> = Vec::new();
-    for t in tracks.iter().filter(|t| !t.gpu) {
+    for t in tracks.filter(|t| !t.gpu) {
         stack.clear();
         for i in t.events.clone() {
             let iu = i as usize;
@@ -251,50 +360,59 @@ fn nest(e: &Events, tracks: &[Track]) -> (Vec<u32>, Vec<u16>) {
                 stack.pop();
             }
             if let Some(&top) = stack.last() {
-                parent[iu] = top;
-                depth[iu] = depth[top as usize].saturating_add(1);
+                parent[iu - offset] = top;
+                depth[iu - offset] = depth[top as usize - offset].saturating_add(1);
             }
             stack.push(i);
         }
     }
-    (parent, depth)
 }
 
-fn correlation(b: &Builder, e: &Events, i: usize) -> Option<u64> {
-    let d = e.detail[i];
-    if d == NONE {
+fn correlation(b: &Builder, kind: EventKind, detail: u32) -> Option<u64> {
+    if detail == NONE {
         return None;
     }
-    match e.kind[i] {
-        EventKind::GpuKernel | EventKind::Collective => b.details.kernel(d).correlation,
-        EventKind::Memcpy | EventKind::Memset => b.details.copy(d).correlation,
-        EventKind::RuntimeCall => b.details.runtime(d).correlation,
+    match kind {
+        EventKind::GpuKernel | EventKind::Collective => b.details.kernel(detail).correlation,
+        EventKind::Memcpy | EventKind::Memset => b.details.copy(detail).correlation,
+        EventKind::RuntimeCall => b.details.runtime(detail).correlation,
         _ => None,
     }
 }
 
 /// Links each runtime call to the GPU work with the same correlation id (several for a graph
-/// launch).
-fn link_by_correlation(b: &Builder, e: &Events) -> Vec<Launch> {
-    let mut gpu: Vec<(u64, u32)> = (0..e.len())
-        .filter(|&i| e.kind[i].is_gpu_work())
-        .filter_map(|i| correlation(b, e, i).map(|c| (c, i as u32)))
+/// launch). `kind` and `detail` are in document order, as the details are stored (so they are
+/// read in one sweep, and runtime calls come mostly in correlation order); the links are
+/// numbered as the events in `order` (the sorted model), which leaves out events not in it.
+fn link_by_correlation(
+    b: &Builder,
+    kind: &[EventKind],
+    detail: &[u32],
+    order: &[u32],
+) -> Vec<Launch> {
+    let mut gpu: Vec<(u64, u32)> = (0..kind.len())
+        .filter(|&i| kind[i].is_gpu_work())
+        .filter_map(|i| correlation(b, kind[i], detail[i]).map(|c| (c, i as u32)))
         .collect();
     gpu.sort_unstable();
+    let mut position = vec![NONE; kind.len()];
+    for (p, &i) in order.iter().enumerate() {
+        position[i as usize] = p as u32;
+    }
     let mut launches = Vec::new();
-    for i in 0..e.len() {
-        if e.kind[i] != EventKind::RuntimeCall {
+    for call in 0..kind.len() {
+        if kind[call] != EventKind::RuntimeCall {
             continue;
         }
-        let Some(c) = correlation(b, e, i) else {
+        let Some(c) = correlation(b, kind[call], detail[call]) else {
             continue;
         };
         let from = gpu.partition_point(|&(x, _)| x < c);
         for &(_, g) in gpu[from..].iter().take_while(|&&(x, _)| x == c) {
-            launches.push(Launch {
-                launch: i as u32,
-                gpu: g,
-            });
+            let (launch, gpu) = (position[call], position[g as usize]);
+            if launch != NONE && gpu != NONE {
+                launches.push(Launch { launch, gpu });
+            }
         }
     }
     launches.sort_unstable_by_key(|l| (l.gpu, l.launch));
@@ -303,38 +421,57 @@ fn link_by_correlation(b: &Builder, e: &Events) -> Vec<Launch> {
 
 /// The event on `track` that a flow endpoint at `ts` binds to: the innermost event that starts
 /// at or before `ts` and is still running at `ts`.
-fn event_at(e: &Events, track: &Track, ts: i64) -> Option<u32> {
+fn event_at(e: &Events, track: &Track, ts: i64) -> u32 {
     let r = track.events.clone();
     let slice = &e.start[r.start as usize..r.end as usize];
     let p = slice.partition_point(|&s| s <= ts);
     if p == 0 {
-        return None;
+        return NONE;
     }
     let mut i = r.start + p as u32 - 1;
-    loop {
-        if e.end(i as usize) >= ts {
-            return Some(i);
-        }
+    while i != NONE && e.end(i as usize) < ts {
         i = e.parent[i as usize];
-        if i == NONE {
-            return None;
-        }
     }
+    i
 }
 
-/// The flow points grouped by kind and id, each group's start first.
-fn flow_order(flows: &[FlowPoint]) -> Vec<&FlowPoint> {
-    let mut points: Vec<&FlowPoint> = flows.iter().collect();
-    points.sort_unstable_by_key(|p| (p.launch, p.id, Reverse(p.start), p.ts));
-    points
+/// Whether two flow points are of one group (the same kind and id).
+fn same_group(a: &FlowPoint, b: &FlowPoint) -> bool {
+    a.launch == b.launch && a.id == b.id
+}
+
+/// The event each flow point binds to, for the points of groups whose start binds (`NONE`
+/// for the others, and those that bind to none). `flows` holds whole groups.
+fn bind_flows(flows: &[FlowPoint], e: &Events, tracks: &[Track]) -> Vec<u32> {
+    let mut bound = vec![NONE; flows.len()];
+    let mut at = 0;
+    for group in flows.chunk_by(same_group) {
+        let points = &mut bound[at..at + group.len()];
+        at += group.len();
+        let bind = |p: &FlowPoint| event_at(e, &tracks[p.track as usize], p.ts);
+        let Some(src) = group.iter().position(|p| p.start) else {
+            continue;
+        };
+        points[src] = bind(&group[src]);
+        if points[src] == NONE {
+            continue;
+        }
+        for (p, to) in group.iter().zip(points.iter_mut()) {
+            if !p.start {
+                *to = bind(p);
+            }
+        }
+    }
+    bound
 }
 
 /// Uses flow events where correlation ids are missing (launch flows), and for forward→backward
-/// links (`fwdbwd`).
+/// links (`fwdbwd`); `flows` in groups by kind and id, each group's start first; `bound`
+/// their events.
 fn link_flows(
-    points: &[&FlowPoint],
+    flows: &[FlowPoint],
+    bound: &[u32],
     e: &Events,
-    tracks: &[Track],
     launches: &mut Vec<Launch>,
 ) -> Vec<ForwardBackward> {
     let mut linked: Vec<bool> = vec![false; e.len()];
@@ -343,18 +480,23 @@ fn link_flows(
     }
     let mut added = Vec::new();
     let mut fwdbwd = Vec::new();
-    for group in points.chunk_by(|a, b| a.launch == b.launch && a.id == b.id) {
-        let Some(src) = group.iter().find(|p| p.start) else {
+    let mut at = 0;
+    for group in flows.chunk_by(same_group) {
+        let points = at..at + group.len();
+        at = points.end;
+        let Some(src) = group.iter().position(|p| p.start) else {
             continue;
         };
-        let Some(from) = event_at(e, &tracks[src.track as usize], src.ts) else {
+        let from = bound[points.start + src];
+        if from == NONE {
             continue;
-        };
-        for dst in group.iter().filter(|p| !p.start) {
-            let Some(to) = event_at(e, &tracks[dst.track as usize], dst.ts) else {
+        }
+        let launch = group[src].launch;
+        for (p, &to) in group.iter().zip(&bound[points]) {
+            if p.start || to == NONE {
                 continue;
-            };
-            if src.launch {
+            }
+            if launch {
                 if e.kind[to as usize].is_gpu_work() && !linked[to as usize] {
                     linked[to as usize] = true;
                     added.push(Launch {

@@ -16,6 +16,7 @@
 // Needs the release CLI (cargo build --release) and the release site (trunk build --release).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { serve, launch, openPage, load, workerPhases, ROOT, DIST } from './support.mjs';
 
@@ -118,7 +119,8 @@ await Promise.all(sites.map((site) => site.close()));
 
 const nativeBest = best(native);
 console.log(`trace: ${trace} (${files.length} file${files.length > 1 ? 's' : ''}, ${mb.toFixed(1)} MB)`);
-console.log(`native CLI analyze: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
+const threads = process.env.TTAP_THREADS ? `TTAP_THREADS=${process.env.TTAP_THREADS} threads` : `every core (${availableParallelism()})`;
+console.log(`native CLI analyze, reading on ${threads}: ${native.map((t) => t.toFixed(2)).join(' s, ')} s → ${(mb / nativeBest).toFixed(1)} MB/s`);
 const PHASES = ['read', 'merge', 'assemble', 'analysis', 'views', 'post', 'page'];
 for (const { dist, count, inBrowser, reading, phases, memory, workers } of results) {
   const browserBest = best(inBrowser);

@@ -213,20 +213,17 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> 
     // When `parallel`, each track's first half is sorted on one thread and its second half on
     // the other (halves of a track are about as out of order as each other, so the threads
     // have the same work even when one track holds most events), then the halves merged.
-    let mut halves = (Vec::new(), Vec::new());
-    let mut rest = &mut order[..];
-    for w in offsets.windows(2) {
-        let (track, after) = rest.split_at_mut(w[1] - w[0]);
-        rest = after;
-        let (first, second) = track.split_at_mut(if parallel {
-            track.len() / 2
-        } else {
-            track.len()
-        });
-        halves.0.push(first);
-        halves.1.push(second);
-    }
-    let (first, second) = halves;
+    let (first, second): (Vec<_>, Vec<_>) = track_slices(&mut order, &offsets)
+        .into_iter()
+        .map(|track| {
+            let mid = if parallel {
+                track.len() / 2
+            } else {
+                track.len()
+            };
+            track.split_at_mut(mid)
+        })
+        .unzip();
     join(
         parallel,
         || first.into_iter().for_each(by_time),
@@ -235,16 +232,13 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> 
     if parallel {
         // The tracks whose halves overlap, merged: the biggest first, each on the thread with
         // less to merge so far.
-        let mut overlapping: Vec<&mut [u32]> = Vec::new();
-        let mut rest = &mut order[..];
-        for w in offsets.windows(2) {
-            let (track, after) = rest.split_at_mut(w[1] - w[0]);
-            rest = after;
-            let mid = track.len() / 2;
-            if mid > 0 && key(&track[mid]) < key(&track[mid - 1]) {
-                overlapping.push(track);
-            }
-        }
+        let mut overlapping: Vec<&mut [u32]> = track_slices(&mut order, &offsets)
+            .into_iter()
+            .filter(|track| {
+                let mid = track.len() / 2;
+                mid > 0 && key(&track[mid]) < key(&track[mid - 1])
+            })
+            .collect();
         overlapping.sort_by_key(|t| Reverse(t.len()));
         let (mut lists, mut loads) = ((Vec::new(), Vec::new()), (0, 0));
         for track in overlapping {
@@ -265,6 +259,18 @@ fn sorted_order(e: &Events, tracks: usize, unclosed: &[u32], parallel: bool) -> 
         join(parallel, || merge_all(lists.0), || merge_all(lists.1));
     }
     order
+}
+
+/// `order`'s tracks, one slice each, bounded by `offsets` (document positions).
+fn track_slices<'a>(mut order: &'a mut [u32], offsets: &[usize]) -> Vec<&'a mut [u32]> {
+    offsets
+        .windows(2)
+        .map(|w| {
+            let (track, rest) = std::mem::take(&mut order).split_at_mut(w[1] - w[0]);
+            order = rest;
+            track
+        })
+        .collect()
 }
 
 /// Merges the two sorted halves of `track` (split at `len / 2`) by `key`, the first half's

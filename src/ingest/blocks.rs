@@ -68,7 +68,8 @@ pub fn frame(start: Start, offset: u64, bytes: &[u8]) -> Framed {
 
 /// Merges `block`, framed alone, after everything `framer` and `builder` read (the blocks before
 /// it, in order). False when its guess was wrong, it stopped at a syntax error, or the model
-/// could reach one of its limits inside it (`Builder::can_take`): nothing was merged, and the caller frames the block's bytes with `framer.push` instead.
+/// could reach one of its limits inside it (`Builder::can_take`): nothing was merged, and the
+/// caller frames the block's bytes with `framer.push` instead.
 #[must_use]
 pub(super) fn merge(framer: &mut Framer, builder: &mut Builder, block: Framed) -> bool {
     let guessed = match block.start {

@@ -420,16 +420,26 @@ impl Ledger {
     pub fn claim(
         &mut self,
         step: usize,
-        (start, end): (i64, i64),
+        range: (i64, i64),
         intervals: &[(i64, i64)],
         fraction: f64,
     ) -> f64 {
+        total(&self.claim_intervals(step, range, intervals)) as f64 * fraction.clamp(0.0, 1.0)
+    }
+
+    /// Claims `intervals` of step `step`, clipped to `[start, end)`; returns the intervals newly
+    /// claimed (none claimed before): where the time a finding explains lies.
+    pub fn claim_intervals(
+        &mut self,
+        step: usize,
+        (start, end): (i64, i64),
+        intervals: &[(i64, i64)],
+    ) -> Intervals {
         let clipped = intersect(&merge(intervals.to_vec()), &[(start, end)]);
         let new = subtract(&clipped, &self.claimed[step]);
-        let ns = total(&new);
         let claimed = &mut self.claimed[step];
         *claimed = merge(claimed.iter().chain(&new).copied().collect());
-        ns as f64 * fraction.clamp(0.0, 1.0)
+        new
     }
 
     /// Nanoseconds claimed in step `step` so far.

@@ -12,9 +12,13 @@
 //! Readers take versions 1 and 2 with those fields empty.
 
 mod markdown;
+mod windows;
 
 pub use markdown::{is_hidden, md_code, md_code_cell, md_fence, md_text, visible};
 use serde::{Deserialize, Serialize};
+pub use windows::{
+    evidence_events, evidence_windows, overlaps, FindingWindowEntry, MAX_FINDING_WINDOWS,
+};
 
 use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
@@ -156,6 +160,11 @@ pub struct FindingEntry {
     /// field, absent in older reports (so no new version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// The windows that hold the finding's evidence, best first (`windows::evidence_windows`):
+    /// what the timeline, the LLM request and a shared link point at. Absent in reports made
+    /// before this field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<FindingWindowEntry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -244,52 +253,20 @@ pub struct UnexplainedEntry {
 const NS_PER_MS: f64 = 1e6;
 
 impl Report {
-    /// The window of step `step` (an index into `a.steps.steps`) that best shows finding `f`:
-    /// the one the window detector finds likeliest to hold that anti-pattern, else the likeliest
-    /// to hold any, else (no scores) the longest.
-    pub fn window_for(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
-        self.typed_window(a, f, step)
-            .or_else(|| self.likeliest(a, step, |_| true))
-            .or_else(|| {
-                let windows = &a.steps.steps.get(step)?.windows;
-                (0..windows.len()).max_by(|&x, &y| {
-                    let d = |k: usize| windows[k].end - windows[k].start;
-                    d(x).cmp(&d(y)).then(y.cmp(&x))
-                })
-            })
-    }
-
-    /// The window of step `step` the window detector finds likeliest to hold finding `f`'s
-    /// anti-pattern, if it flags a window of the step and types it as that anti-pattern.
-    pub fn typed_window(&self, a: &Analysis<'_>, f: &Finding, step: usize) -> Option<usize> {
-        let model = Model::embedded();
-        self.likeliest(a, step, |e| {
-            e.predicted_type.as_deref() == Some(f.id)
-                && e.anomaly_probability.is_some_and(|p| model.flags(p))
-        })
-    }
-
-    /// The windows that show finding `f`, as `(step, window)` indices: in the steady steps it
-    /// concerns (`Finding::cites`), each window the detector flags and types as its
-    /// anti-pattern; where there is none, the one [`Report::window_for`] picks in the first of
-    /// those steps (or the first steady step).
+    /// The windows that show finding `f`, as `(step, window)` indices, best first: those that
+    /// hold its evidence (`windows::evidence_windows`, kept in its entry when the report was
+    /// made); none for a finding this report does not hold.
     pub fn finding_windows(&self, a: &Analysis<'_>, f: &Finding) -> Vec<(usize, usize)> {
-        let steps: Vec<usize> = a
-            .steady
+        let Some(entry) = self.findings.iter().find(|e| e.id == f.id) else {
+            return Vec::new();
+        };
+        entry
+            .windows
             .iter()
-            .copied()
-            .filter(|&i| f.cites(a.steps.steps[i].number))
-            .collect();
-        let typed: Vec<(usize, usize)> = steps
-            .iter()
-            .filter_map(|&step| Some((step, self.typed_window(a, f, step)?)))
-            .collect();
-        if !typed.is_empty() {
-            return typed;
-        }
-        let step = steps.first().or(a.steady.first()).copied();
-        step.and_then(|step| Some((step, self.window_for(a, f, step)?)))
-            .into_iter()
+            .filter_map(|w| {
+                let step = a.steps.steps.iter().position(|s| s.number == w.step)?;
+                (w.window < a.steps.steps[step].windows.len()).then_some((step, w.window))
+            })
             .collect()
     }
 
@@ -298,23 +275,6 @@ impl Report {
         let count = a.steps.steps.get(step)?.windows.len();
         let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
         self.windows.get(first..first + count)
-    }
-
-    /// The most probable scored window of step `step` among those `keep` accepts (the first on
-    /// ties).
-    fn likeliest(
-        &self,
-        a: &Analysis<'_>,
-        step: usize,
-        keep: impl Fn(&WindowEntry) -> bool,
-    ) -> Option<usize> {
-        self.step_windows(a, step)?
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| keep(e))
-            .filter_map(|(k, e)| Some((k, e.anomaly_probability?)))
-            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
-            .map(|(k, _)| k)
     }
 
     pub fn new(a: &Analysis<'_>, detected: &Detected) -> Report {
@@ -491,6 +451,7 @@ impl Report {
                         })
                         .collect(),
                     module: f.module.clone(),
+                    windows: evidence_windows(a, f).into_iter().map(|w| w.2).collect(),
                     fix: f.fix.summary.to_string(),
                     fix_snippet: f.fix.snippet.to_string(),
                 })

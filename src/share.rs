@@ -329,6 +329,8 @@ pub enum ShareError {
     Truncated { bytes: usize },
     /// The compressed data is damaged.
     Corrupt { at: u64, detail: String },
+    /// The data decompresses, but not to what its checksum says: damaged.
+    Damaged,
     /// The data decompresses to more than [`MAX_JSON_BYTES`].
     TooBig,
     /// The decompressed data is not UTF-8 text.
@@ -395,6 +397,10 @@ impl fmt::Display for ShareError {
             ShareError::Corrupt { at, detail } => write!(
                 f,
                 "the link's compressed data is damaged at byte {at} ({detail}); {RECOPY}"
+            ),
+            ShareError::Damaged => write!(
+                f,
+                "the link is damaged: its contents do not match the checksum they carry; {RECOPY}"
             ),
             ShareError::TooBig => write!(
                 f,
@@ -495,10 +501,30 @@ fn pack(facts: &Facts) -> String {
     pack_value(&REPORT_LINK, facts)
 }
 
-/// A link fragment of `kind` carrying `value`: `<prefix><newest>.` + base64url(zlib(JSON)).
+/// The key of the checksum a link's JSON object carries: FNV-1a of the object's compact JSON
+/// without it (keys sorted). zlib's own checksum lets through some damage (a flipped bit that
+/// swaps two letters of a key, which would then read as a missing field); this does not. Links
+/// written before it have none and are read as they are.
+const CHECK_KEY: &str = "check";
+
+/// The checksum of a link's JSON object (without its [`CHECK_KEY`]).
+fn checksum(value: &Value) -> String {
+    format!(
+        "{:016x}",
+        crate::model::fingerprint::fnv1a(value.to_string().as_bytes())
+    )
+}
+
+/// A link fragment of `kind` carrying `value`: `<prefix><newest>.` + base64url(zlib(JSON)), the
+/// JSON with its [`CHECK_KEY`].
 pub fn pack_value<T: Serialize>(kind: &LinkKind, value: &T) -> String {
     use std::io::Write as _;
-    let json = serde_json::to_vec(value).expect("a link's facts serialize");
+    let mut value = serde_json::to_value(value).expect("a link's facts serialize");
+    let sum = checksum(&value);
+    if let Value::Object(fields) = &mut value {
+        fields.insert(CHECK_KEY.to_string(), Value::String(sum));
+    }
+    let json = serde_json::to_vec(&value).expect("a link's facts serialize");
     let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
     z.write_all(&json).expect("writing to memory");
     let compressed = z.finish().expect("writing to memory");
@@ -577,6 +603,15 @@ pub fn unpack(fragment: &str, kind: &LinkKind) -> Result<(u32, Value), ShareErro
         }
     })?;
     check_limits(&value, &mut String::from("$"), 0)?;
+    let mut value = value;
+    if let Value::Object(fields) = &mut value {
+        if let Some(sum) = fields.remove(CHECK_KEY) {
+            let expected = checksum(&Value::Object(fields.clone()));
+            if sum.as_str() != Some(expected.as_str()) {
+                return Err(ShareError::Damaged);
+            }
+        }
+    }
     Ok((check_format(&value, kind)?, value))
 }
 

@@ -235,6 +235,7 @@ fn finding(k: usize, severity: &str, events: usize) -> FindingEntry {
         module: k
             .is_multiple_of(2)
             .then(|| format!("Net_0/Sequential_{k}/Conv2d_{}", k * 3)),
+        windows: Vec::new(),
     }
 }
 
@@ -860,4 +861,35 @@ fn quoted_text_is_capped_and_shows_what_hides() {
     for text in [long.as_str(), "\u{202e}".repeat(100).as_str(), "é\u{0}"] {
         assert_eq!(quoted(&quoted(text)), quoted(text), "idempotent");
     }
+}
+
+/// A link whose JSON was changed but kept its checksum (a figure edited, a key's letters
+/// swapped, as some damage zlib's own checksum lets through) is refused; the same change
+/// without the checksum reads as a link made before it.
+#[test]
+fn a_link_that_does_not_match_its_checksum_is_refused() {
+    let good = encode(&small(), &ShareOptions::default()).unwrap().fragment;
+    let compressed = URL_SAFE_NO_PAD.decode(&good[PREFIX.len()..]).unwrap();
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::ZlibDecoder::new(compressed.as_slice()),
+        &mut json,
+    )
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert!(v["check"].is_string(), "every link carries its checksum");
+    v["findings"][0]["impact_ms_per_step"] = serde_json::json!(12345.0);
+    let forged = format!(
+        "{PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(zlib(v.to_string().as_bytes()))
+    );
+    let e = refused(&forged, |e| matches!(e, ShareError::Damaged));
+    assert!(e.to_string().contains("checksum"), "{e}");
+    v.as_object_mut().unwrap().remove("check");
+    let unchecked = format!(
+        "{PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(zlib(v.to_string().as_bytes()))
+    );
+    let read = opened(&unchecked);
+    assert_eq!(read.report.findings[0].impact_ms_per_step, 12345.0);
 }

@@ -78,7 +78,7 @@ impl Detector for DataLoaderBottleneck {
             steps: o.held.clone(),
             events: a.longest_refs(&ranges, 3),
             count: Some(ranges.len() as u64),
-            sources: Vec::new(),
+            sources: ranges,
         }];
         finding(self, o, summary, evidence, FIX_DATA_LOADER_BOTTLENECK)
     }

@@ -331,6 +331,10 @@ pub struct Finding {
     /// (`ResNet_0/Sequential_3/BasicBlock_1/Conv2d_2`), where the trace has module frames and
     /// the evidence is events (`crate::modules::Frames::holder`).
     pub module: Option<String>,
+    /// Per step where the gate holds (an index into `Analysis::steps.steps`), the intervals the
+    /// finding claimed: with its evidence events, what places it on the timeline
+    /// (`crate::report::evidence_windows`).
+    pub claimed: Vec<(usize, Intervals)>,
 }
 
 /// Steps listed as a finding's worst.
@@ -403,6 +407,9 @@ pub struct Outcome {
     pub step_costs: Vec<StepCost>,
     /// Step numbers where the gate holds.
     pub held: Vec<i64>,
+    /// Per step where the gate holds (an index into `Analysis::steps.steps`), the time claimed
+    /// there: where the finding's cost lies.
+    pub claimed: Vec<(usize, Intervals)>,
 }
 
 impl Outcome {
@@ -606,15 +613,19 @@ pub fn judge(
         })));
     }
     let mut trial = ledger.clone();
+    let mut claimed = Vec::with_capacity(held.len());
     let mut costs: Vec<StepCost> = held
         .iter()
         .map(|c| {
             let range = a.range(c.step);
-            let ns: f64 = c
-                .claims
-                .iter()
-                .map(|(iv, fraction)| trial.claim(c.step, range, iv, *fraction))
-                .sum();
+            let mut here = Vec::new();
+            let mut ns = 0.0;
+            for (iv, fraction) in &c.claims {
+                let new = trial.claim_intervals(c.step, range, iv);
+                ns += crate::metrics::total(&new) as f64 * fraction.clamp(0.0, 1.0);
+                here.extend(new);
+            }
+            claimed.push((c.step, crate::metrics::merge(here)));
             StepCost {
                 number: a.steps.steps[c.step].number,
                 ms: ns / 1e6,
@@ -655,6 +666,7 @@ pub fn judge(
         impact,
         step_costs: costs,
         held: held_numbers,
+        claimed,
     })
 }
 
@@ -687,6 +699,7 @@ pub(crate) fn finding(
         evidence,
         fix,
         module: None,
+        claimed: outcome.claimed,
     }))
 }
 

@@ -55,6 +55,7 @@ impl Detector for UnfusedOptimizer {
         let n = a.steps.steps.len();
         // Optimizer.step ranges by steady step, and whether a foreach or fused op runs in them.
         let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut calls = Vec::new();
         let mut fused = vec![false; n];
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
             let last = track.events.end as usize;
@@ -68,6 +69,7 @@ impl Detector for UnfusedOptimizer {
                     continue;
                 };
                 ranges[k].push((e.start[i], e.end(i)));
+                calls.push(i);
                 fused[k] |= (i..last).take_while(|&j| e.start[j] < e.end(i)).any(|j| {
                     let name = t.name_of(j);
                     name.contains("_foreach_") || name.contains("_fused_")
@@ -128,7 +130,10 @@ impl Detector for UnfusedOptimizer {
             steps: o.held.clone(),
             events: vec!["Optimizer.step".into()],
             count: Some(o.gate.median.round() as u64),
-            sources: Vec::new(),
+            sources: calls
+                .into_iter()
+                .filter(|&i| o.holds_at(a, e.start[i]))
+                .collect(),
         }];
         finding(self, o, summary, evidence, FIX_UNFUSED_OPTIMIZER)
     }

@@ -3,11 +3,11 @@
 //! Over 600 lines: 59 of them are its unit tests (the token estimate; the budget dropping the least
 //! important lines first); the summaries and prompts are 567 (redaction is `super::redact`).
 //!
-//! A flagged window is the window a rule finding points at (in the first steady-state step its
-//! evidence cites, the window the window detector finds most likely to hold that anti-pattern,
-//! else its most suspicious one, else the longest) or one of the report's `unexplained` regions. Its summary is a list of
-//! [`Line`]s, each with an importance; a request that is over its token budget loses its least
-//! important lines first (the last window's first), then whole windows, never its header lines.
+//! A flagged window is the window a rule finding points at (the best of the windows that hold
+//! its evidence: `Report::finding_windows`) or one of the report's `unexplained` regions. Its
+//! summary is a list of [`Line`]s, each with an importance; a request that is over its token
+//! budget loses its least important lines first (the last window's first), never its header
+//! lines; a finding's gate and its evidence events inside the window go last.
 //!
 //! **Token estimate:** `ceil(bytes / 4)` of the UTF-8 text ([`estimate_tokens`]). LLaMA-family
 //! tokenizers average 3.5–4.5 bytes per token on English and identifiers; the default budget
@@ -175,6 +175,7 @@ pub fn summarize(
                     f.confidence
                 ),
             });
+            lines.extend(evidence_lines(a, report, f, (step, win)));
             for e in &f.evidence {
                 let mut t = format!("Evidence: {}", e.what);
                 if let Some(n) = e.count {
@@ -311,21 +312,97 @@ fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
     }
 }
 
-/// The window a finding points at: of the windows that show it (`Report::finding_windows`:
-/// flagged and typed as the finding in the steps it concerns, else the best in the first of
-/// them), the one the detector finds most likely anomalous (the first on ties).
+/// The window a finding points at: the first of the windows that hold its evidence
+/// (`Report::finding_windows`, best first), as the timeline's "Show on timeline" does.
 fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usize, usize)> {
-    let probability = |(step, w): (usize, usize)| {
-        report
-            .step_windows(a, step)
-            .and_then(|es| es.get(w)?.anomaly_probability)
-            .unwrap_or(0.0)
-    };
-    report
-        .finding_windows(a, f)
+    report.finding_windows(a, f).into_iter().next()
+}
+
+/// Evidence events listed per window, at most.
+const EVIDENCE_IN_WINDOW: usize = 8;
+
+/// The finding's gate and its figures, what it claims in the window, its evidence events inside
+/// the window (longest first) or, where its evidence is no event, the stretches it claims
+/// there; and the window detector's view of the window, beside (it never chose the window).
+fn evidence_lines(
+    a: &Analysis<'_>,
+    report: &Report,
+    f: &Finding,
+    (step, win): (usize, usize),
+) -> Vec<Line> {
+    let s = &a.steps.steps[step];
+    let w = &s.windows[win];
+    let range = (w.start, w.end);
+    let g = &f.gate;
+    let claimed: Vec<(i64, i64)> = f
+        .claimed
+        .iter()
+        .filter(|c| c.0 == step)
+        .flat_map(|c| crate::attribution::intersect(&c.1, &[range]))
+        .collect();
+    let mut out = vec![Line {
+        importance: 1,
+        text: format!(
+            "Gate: {} at least {} held in {} of {} steady steps (median {:.2}); the rule claims {:.3} ms of this window.",
+            g.gate.quantity,
+            g.gate.threshold,
+            g.held_steps,
+            g.steady_steps,
+            g.median,
+            ms(claimed.iter().map(|c| c.1 - c.0).sum())
+        ),
+    }];
+    let mut events: Vec<usize> = crate::report::evidence_events(f)
         .into_iter()
-        .rev()
-        .max_by(|&x, &y| probability(x).total_cmp(&probability(y)))
+        .filter(|&i| crate::report::overlaps(a, i, range))
+        .collect();
+    events.sort_by_key(|&i| (std::cmp::Reverse(a.trace.events.dur[i]), i));
+    let held = events.len();
+    for &i in events.iter().take(EVIDENCE_IN_WINDOW) {
+        let e = &a.trace.events;
+        out.push(Line {
+            importance: 1,
+            text: format!(
+                "Evidence event in this window: {} at {:.3} ms into the step, {:.3} ms long.",
+                cut(a.trace.name_of(i)),
+                ms(e.start[i] - s.start),
+                ms(e.dur[i])
+            ),
+        });
+    }
+    if held > EVIDENCE_IN_WINDOW {
+        out.push(Line {
+            importance: 1,
+            text: format!(
+                "And {} more evidence events in this window.",
+                held - EVIDENCE_IN_WINDOW
+            ),
+        });
+    }
+    if held == 0 {
+        for c in claimed.iter().take(EVIDENCE_IN_WINDOW) {
+            out.push(Line {
+                importance: 1,
+                text: format!(
+                    "Claimed stretch: {:.3}–{:.3} ms into the step ({:.3} ms).",
+                    ms(c.0 - s.start),
+                    ms(c.1 - s.start),
+                    ms(c.1 - c.0)
+                ),
+            });
+        }
+    }
+    if let Some(e) = report.step_windows(a, step).and_then(|es| es.get(win)) {
+        if let (Some(p), Some(kind)) = (e.anomaly_probability, e.predicted_type.as_deref()) {
+            out.push(Line {
+                importance: 2,
+                text: format!(
+                    "Window detector (beside the rule, not what chose the window): probability {p:.2} that the window holds an anti-pattern, most likely `{kind}`."
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// The step index and window index of a report window (by its step number and start).
@@ -391,7 +468,7 @@ fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
     let mut out = Vec::new();
     if let Some(d) = m.main_device() {
         out.push(Line {
-            importance: 1,
+            importance: 2,
             text: format!(
                 "GPU {}: busy {:.3} ms ({:.0}% of the window; compute {:.3}, communication {:.3} of which exposed {:.3}, memcpy {:.3}, memset {:.3}); idle {:.3} ms: before first work {:.3}, after last work {:.3}, waiting for the host {:.3}, waiting on queued kernels {:.3}, other {:.3}.",
                 d.device.map_or("?".to_string(), |x| x.to_string()),

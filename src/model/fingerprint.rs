@@ -28,6 +28,13 @@ impl Fnv {
     }
 }
 
+/// 64-bit FNV-1a of `bytes` (a link's checksum: `share::pack_value`).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h = Fnv::new();
+    h.bytes(bytes);
+    h.0
+}
+
 /// A stable hash of what identifies a trace, without revealing it: `fp1-` and 16 hex digits.
 ///
 /// It covers the event count, the span, the device names and every event's name, start and

@@ -7,9 +7,12 @@ use serde::{Deserialize, Serialize};
 use super::{quoted, Omitted, ShareError, SharedReport, TimeRange, FORMAT, VERSION};
 use crate::detect::{self, Severity};
 use crate::report::{
-    self, EvidenceEntry, FindingEntry, GateEntry, GateFigures, NoteEntry, Report, SplitEntry,
-    StepCostEntry, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
+    self, EvidenceEntry, FindingEntry, FindingWindowEntry, GateEntry, GateFigures, NoteEntry,
+    Report, SplitEntry, StepCostEntry, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
 };
+
+/// A finding's evidence windows a link carries, at most (the best first).
+const WINDOWS_PER_FINDING: usize = 3;
 
 /// What a link of format 2 holds: figures, references and ids; no prose.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,6 +70,9 @@ struct FindingFacts {
     /// shown quoted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     module: Option<String>,
+    /// The best of the windows that hold its evidence (at most [`WINDOWS_PER_FINDING`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    windows: Vec<FindingWindowEntry>,
 }
 
 /// Evidence as a link holds it: where, how many, which events.
@@ -124,6 +130,12 @@ impl Facts {
                         })
                         .collect(),
                     module: f.module.clone(),
+                    windows: f
+                        .windows
+                        .iter()
+                        .take(WINDOWS_PER_FINDING)
+                        .cloned()
+                        .collect(),
                 })
                 .collect(),
             steps: r.steps.clone(),
@@ -193,6 +205,14 @@ impl Facts {
                     fix: fix.summary.to_string(),
                     fix_snippet: fix.snippet.to_string(),
                     module: f.module.as_deref().map(quoted),
+                    windows: f
+                        .windows
+                        .iter()
+                        .map(|w| FindingWindowEntry {
+                            phase: quoted(&w.phase),
+                            ..w.clone()
+                        })
+                        .collect(),
                 })
             })
             .collect::<Result<Vec<_>, ShareError>>()?;

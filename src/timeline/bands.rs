@@ -6,9 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::detect::{Analysis, Finding};
 use crate::report::Report;
 
-/// Bands drawn for one finding, at most (one per cited step).
-pub const MAX_BANDS_PER_FINDING: usize = 64;
-
 /// A flagged window on the timeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Band {
@@ -27,16 +24,12 @@ pub struct Score {
     pub probability: f32,
 }
 
-/// A band per window that shows a finding (`Report::finding_windows`, at most
-/// [`MAX_BANDS_PER_FINDING`] per finding); then the unexplained regions.
+/// A band per window that holds a finding's evidence (`Report::finding_windows`, best first, at
+/// most `report::MAX_FINDING_WINDOWS` per finding); then the unexplained regions.
 pub fn bands(a: &Analysis<'_>, findings: &[Finding], report: &Report) -> Vec<Band> {
     let mut out = Vec::new();
     for f in findings {
-        for (step, w) in report
-            .finding_windows(a, f)
-            .into_iter()
-            .take(MAX_BANDS_PER_FINDING)
-        {
+        for (step, w) in report.finding_windows(a, f) {
             let win = &a.steps.steps[step].windows[w];
             out.push(Band {
                 start: win.start,

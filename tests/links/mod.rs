@@ -34,5 +34,8 @@ pub fn facts_json(shared: &SharedReport) -> serde_json::Value {
     ZlibDecoder::new(compressed.as_slice())
         .read_to_end(&mut json)
         .unwrap();
-    serde_json::from_slice(&json).unwrap()
+    // Without its checksum: a test forges links from it, read as links made before the checksum.
+    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    v.as_object_mut().unwrap().remove("check");
+    v
 }

@@ -80,7 +80,7 @@ pub fn findings(props: &FindingsProps) -> Html {
             }
             { for findings.iter().enumerate().map(|(i, f)| {
                 let selected = props.selected.as_deref() == Some(f.id.as_str());
-                card(i, f, selected, &copied, &props.on_select, props.on_timeline.as_ref(), ask(format!("finding:{}", f.id)))
+                card(i, f, &a.report, selected, &copied, &props.on_select, props.on_timeline.as_ref(), ask(format!("finding:{}", f.id)))
             }) }
             if !unexplained.is_empty() {
                 <article class="unexplained">
@@ -152,6 +152,7 @@ fn split(r: &Report) -> Html {
 fn card(
     i: usize,
     f: &FindingEntry,
+    report: &Report,
     selected: bool,
     copied: &UseStateHandle<Option<usize>>,
     on_select: &Callback<String>,
@@ -207,6 +208,7 @@ fn card(
                     .map(|c| format!("{} ({})", c.step, ms(c.ms)))
                     .collect::<Vec<_>>().join(", "))}</p>
             }
+            { where_line(f, report) }
             { for show }
             <details open={i == 0 || selected}>
                 <summary>{format!("Evidence ({}) · confidence {:.0}%", f.evidence.len(), f.confidence * 100.0)}</summary>
@@ -238,6 +240,40 @@ fn card(
             </div>
             {ask}
         </article>
+    }
+}
+
+/// Where the finding points (the best window holding its evidence: what "Show on timeline" opens
+/// and the LLM request is about), with the window detector's view of that window beside it.
+fn where_line(f: &FindingEntry, report: &Report) -> Html {
+    let Some(w) = f.windows.first() else {
+        return Html::default();
+    };
+    let model = report
+        .windows
+        .iter()
+        .find(|e| e.step == w.step && (e.start_ms - w.start_ms).abs() < 1e-6)
+        .and_then(|e| Some((e.anomaly_probability?, e.predicted_type.clone()?)));
+    let events = match w.evidence_events {
+        0 => String::new(),
+        1 => ", 1 evidence event".to_string(),
+        n => format!(", {} evidence events", count(n)),
+    };
+    html! {
+        <p class="finding-window">
+            {format!(
+                "Where: step {}, {} window ({}–{} from the trace's start): {} claimed here{events}",
+                w.step, w.phase, ms(w.start_ms), ms(w.start_ms + w.duration_ms), ms(w.claimed_ms)
+            )}
+            if f.windows.len() > 1 {
+                {format!("; {} windows in all", f.windows.len())}
+            }
+            if let Some((p, kind)) = model {
+                <span class="window-model" title="The window detector's view of this window, shown beside the rule: it did not choose the window">
+                    {format!(" · window detector: {:.0}%, likely ", p * 100.0)}<code>{kind}</code>
+                </span>
+            }
+        </p>
     }
 }
 

@@ -489,8 +489,9 @@ fn a_dataloader_stall_in_one_step_of_five_is_a_note() {
 }
 
 #[test]
-fn an_inference_trace_has_no_dataloader_finding() {
-    // The same 3 ms DataLoader wait, but no backward pass: the detector is training-only.
+fn an_inference_trace_waits_on_its_dataloader_too() {
+    // The same 3 ms DataLoader wait, but no backward pass (evaluation, batch inference): the
+    // GPU waits all the same, 3 ms per step = 30%.
     let trace = ingest(
         &dataloader(3_000)
             .json()
@@ -499,11 +500,13 @@ fn an_inference_trace_has_no_dataloader_finding() {
     let analysis = Analysis::new(&trace);
     assert!(!analysis.training);
     let found = detect::run(&analysis);
-    assert!(found
+    let f = found
         .findings
         .iter()
-        .all(|f| f.id != "dataloader-bottleneck"));
-    assert!(found.notes.iter().all(|n| n.id != "dataloader-bottleneck"));
+        .find(|f| f.id == "dataloader-bottleneck")
+        .expect("dataloader-bottleneck");
+    assert!((f.impact.ms_per_step - 3.0).abs() < 1e-9, "{}", f.summary);
+    assert_eq!(f.severity, Severity::High);
 }
 
 #[test]

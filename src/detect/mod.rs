@@ -17,7 +17,10 @@
 //! The numbers: a finding's claimed time must be at least 0.5% of the step (or 3% of GPU busy
 //! time); severity is high from 20% of the step, medium from 5%; confidence is the share of
 //! steady steps where the gate holds times a margin factor (0.5 at the threshold, 1 from twice
-//! it). Training-only detectors (DataLoader, optimizer, `zero_grad`) skip inference traces.
+//! it). Training-only detectors (optimizer, `zero_grad`) skip inference traces; the DataLoader
+//! is waited on in any pipeline. Causes claim before symptoms (`Detector::symptom`), and a
+//! symptom's finding names the causes that already hold part of its time. On a CPU-only trace
+//! (`Analysis::cpu_only`) the detectors that can see their pattern on the host claim host time.
 //! Detectors read [`Analysis`] only and never each other; the ranking (time recoverable per
 //! step) is made once, in [`run`].
 

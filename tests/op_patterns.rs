@@ -1052,3 +1052,35 @@ fn apex_and_torchrec_fused_optimizers_are_fused() {
     });
     expect_none(&text, "optimizer-not-fused");
 }
+
+#[test]
+fn a_pageable_copy_is_charged_the_gpu_idle_while_it_blocks_the_host() {
+    // A 100 µs GEMM (launched at 2 µs, run 7…107 µs), then .cpu() of its result: a 2 MB
+    // device-to-pageable copy whose cudaMemcpyAsync blocks the host 11…411 µs (the copy runs
+    // 109…159 µs, then the host stages the data), then a 100 µs kernel launched at 417 µs.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.op_kernel("aten::addmm", GEMM, 2, 100);
+        b.ops(&["aten::to", "aten::copy_"], |b| {
+            b.correlation += 1;
+            let (corr, cpu, tid) = (b.correlation, b.cpu, b.tid);
+            let link = format!(r#""correlation": {corr}"#);
+            b.event(
+                "cuda_runtime",
+                "cudaMemcpyAsync",
+                (PID, tid),
+                (cpu, 400),
+                &link,
+            );
+            let start = b.gpu + 2;
+            let args = format!(r#"{link}, "device": 0, "stream": {STREAM}, "bytes": 2000000"#);
+            let name = "Memcpy DtoH (Device -> Pageable)";
+            b.event("gpu_memcpy", name, (0, STREAM), (start, 50), &args);
+            b.gpu = start + 50;
+            b.cpu = cpu + 401;
+        });
+        b.op_kernel("aten::relu", GEMM, 2, 100);
+    });
+    // Half the copy, 25 µs, plus the GPU idle inside the blocking call: 107…109 and
+    // 159…411 µs, 254 µs: 0.279 ms = 2.79%, low. Before, only the 25 µs of the copy.
+    expect(&text, "pageable-memcpy", 0.279, Severity::Low);
+}

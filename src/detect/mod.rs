@@ -41,7 +41,7 @@ pub mod scoring;
 mod tensor_cores;
 mod utilization;
 
-use crate::attribution::{main_device, split_steps, Intervals, Ledger, StepSplit};
+use crate::attribution::{intersect, main_device, split_steps, Intervals, Ledger, Part, StepSplit};
 use crate::metrics::{in_range, measure, RangeMetrics};
 use crate::model::{EventKind, Trace};
 use crate::window::{split, Steps};
@@ -163,6 +163,13 @@ impl<'t> Analysis<'t> {
             }
         }
         out
+    }
+
+    /// Step `step`'s GPU idle inside `ranges` (sorted, disjoint), whatever the GPU waited for:
+    /// what a cause running there costs the GPU (what earlier findings hold stays theirs).
+    pub fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
+        let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
+        intersect(&self.splits[step].intervals_of(&idle), ranges)
     }
 
     /// The `n` longest of `events` for evidence, longest first (see [`Analysis::event_ref`]).

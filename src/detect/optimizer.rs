@@ -4,7 +4,7 @@
 //! time of the per-tensor work (`Analysis::cpu_only`).
 
 use super::{finding, judge, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
-use crate::attribution::{intersect, Ledger, Part};
+use crate::attribution::Ledger;
 use crate::metrics::merge;
 use crate::model::{EventKind, Trace, NONE};
 
@@ -145,13 +145,6 @@ fn holder(t: &Trace, j: usize) -> Option<usize> {
     (p != NONE).then_some(p as usize)
 }
 
-/// Step `k`'s GPU idle inside `ranges`, whatever it waited for (what earlier findings explain
-/// stays theirs: the ledger).
-fn idle_in(a: &Analysis<'_>, k: usize, ranges: &[(i64, i64)]) -> Vec<(i64, i64)> {
-    let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
-    intersect(&a.splits[k].intervals_of(&idle), ranges)
-}
-
 /// The GPU intervals of `work`.
 fn gpu_intervals(t: &Trace, work: &[usize]) -> Vec<(i64, i64)> {
     let e = &t.events;
@@ -196,7 +189,7 @@ impl Detector for UnfusedOptimizer {
                 let (count, claims) = if a.cpu_only {
                     (r.ops[k].len(), vec![(ranges, FUSED_SAVES)])
                 } else {
-                    let idle = idle_in(a, k, &ranges);
+                    let idle = a.idle_in(k, &ranges);
                     let own = gpu_intervals(t, &kernels);
                     (kernels.len(), vec![(idle, 1.0), (own, FUSED_SAVES)])
                 };
@@ -282,7 +275,7 @@ impl Detector for ZeroGradMemset {
                     let host = merge(ops.iter().map(|&j| (e.start[j], e.end(j))).collect());
                     (ops.len(), vec![(host, 1.0)])
                 } else {
-                    let idle = idle_in(a, k, &r.intervals(t, k));
+                    let idle = a.idle_in(k, &r.intervals(t, k));
                     let own = gpu_intervals(t, &r.launched[k]);
                     (r.launched[k].len(), vec![(own, 1.0), (idle, 1.0)])
                 };

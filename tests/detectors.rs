@@ -971,7 +971,7 @@ fn real_cpu_only_traces_get_host_time_findings() {
     };
     let hta = "facebookresearch__HolisticTraceAnalysis/tests__data__";
     // (trace, CPU-only, the finding it must have or None for no finding at all)
-    let cases: [(String, bool, Option<&str>); 6] = [
+    let cases: [(String, bool, Option<&str>); 7] = [
         // ResNet-18 training on the CPU, SGD with momentum: single-tensor on the CPU (186
         // outermost ops per SGD.step, 7.5 ms of a 96 ms step).
         (
@@ -1006,6 +1006,12 @@ fn real_cpu_only_traces_get_host_time_findings() {
         // An MTIA accelerator's trace is not CPU-only.
         (
             format!("{hta}mtia_inference_trace__mtia_inference_rank_0.json.gz"),
+            false,
+            None,
+        ),
+        // ResNet-18 inference on CUDA recorded with CPU activity only: its ops are cuDNN's.
+        (
+            "hazard-10__LivePortrait/inference__trace.json".into(),
             false,
             None,
         ),

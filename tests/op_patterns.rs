@@ -1084,3 +1084,24 @@ fn a_pageable_copy_is_charged_the_gpu_idle_while_it_blocks_the_host() {
     // 159…411 µs, 254 µs: 0.279 ms = 2.79%, low. Before, only the 25 µs of the copy.
     expect(&text, "pageable-memcpy", 0.279, Severity::Low);
 }
+
+#[test]
+fn gpu_work_recorded_with_cpu_activity_only_is_not_cpu_only() {
+    // No kernel, no runtime call: but cuDNN ran the convolution, or the memory records are of
+    // device memory (`Device Type` 1). The host's figures would be read as a CPU run's.
+    let cpu_step = |b: &mut Kineto, op: &str, device_type: i64| {
+        b.annotation("nn.Module: Net_0", |b| b.ops(&[op], |b| b.pause(100)));
+        let (ts, tid) = (b.cpu, b.tid);
+        b.events.push(format!(
+            r#"{{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": {PID}, "tid": {tid}, "ts": {ts}, "args": {{"Device Type": {device_type}, "Device Id": 0, "Addr": 1, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2048}}}}"#
+        ));
+    };
+    let cpu_only = |op: &str, device_type: i64| {
+        let text = Kineto::trace(&STEADY, |b, _| cpu_step(b, op, device_type));
+        let ingested = ingest_bytes(text.as_bytes(), IngestOptions::default()).unwrap();
+        Analysis::new(&ingested.trace).cpu_only
+    };
+    assert!(cpu_only("aten::mkldnn_convolution", 0));
+    assert!(!cpu_only("aten::cudnn_convolution", 0));
+    assert!(!cpu_only("aten::mkldnn_convolution", 1));
+}

@@ -43,7 +43,7 @@ mod utilization;
 
 use crate::attribution::{intersect, main_device, split_steps, Intervals, Ledger, Part, StepSplit};
 use crate::metrics::{in_range, measure, RangeMetrics};
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, Trace, NONE};
 use crate::window::{split, Steps};
 
 /// What every detector reads: the trace, its steps and windows, their metrics and attribution.
@@ -216,16 +216,35 @@ fn is_training(t: &Trace) -> bool {
 
 /// Only host-side events (ops, ranges, Python frames, steps, memory records, profiler
 /// bookkeeping, untimed marks): no GPU or other accelerator work (an `mtia_runtime` range is
-/// an `Other` with a duration) and no runtime call.
+/// an `Other` with a duration) and no runtime call; and no sign that the work ran on a GPU all
+/// the same, recorded with CPU activity only (cuDNN, MIOpen or cuBLAS ops, device memory).
 fn is_cpu_only(t: &Trace) -> bool {
     let e = &t.events;
+    let mut seen = rustc_hash::FxHashSet::default();
+    let on_gpu = |i: usize, seen: &mut rustc_hash::FxHashSet<u32>| match e.kind[i] {
+        EventKind::CpuOp => {
+            seen.insert(e.name[i]) && {
+                let name = t.name_of(i).to_ascii_lowercase();
+                ["cudnn", "miopen", "cublas"]
+                    .iter()
+                    .any(|p| name.contains(p))
+            }
+        }
+        EventKind::Memory => {
+            e.detail[i] != NONE
+                && t.details
+                    .memory(e.detail[i])
+                    .device_type
+                    .is_some_and(|d| d != 0)
+        }
+        _ => false,
+    };
     !t.tracks.iter().any(|tr| tr.gpu)
         && (0..e.len()).all(|i| match e.kind[i] {
-            EventKind::CpuOp
-            | EventKind::UserAnnotation
+            EventKind::CpuOp | EventKind::Memory => !on_gpu(i, &mut seen),
+            EventKind::UserAnnotation
             | EventKind::PythonFunction
             | EventKind::ProfilerStep
-            | EventKind::Memory
             | EventKind::Profiler => true,
             EventKind::Other => e.dur[i] == 0,
             _ => false,

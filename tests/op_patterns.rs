@@ -1105,3 +1105,25 @@ fn gpu_work_recorded_with_cpu_activity_only_is_not_cpu_only() {
     assert!(!cpu_only("aten::cudnn_convolution", 0));
     assert!(!cpu_only("aten::mkldnn_convolution", 1));
 }
+
+#[test]
+fn a_single_tensor_optimizer_behind_a_busy_gpu_is_charged_its_launch_gaps() {
+    // A 3 000 µs GEMM (7…3 007 µs), then Adam.step one tensor at a time: the host launches its
+    // 56 kernels while the GEMM runs, so the GPU never idles inside the range; they run after it,
+    // 5 µs each, 2 µs apart (3 009…3 399 µs).
+    let text = Kineto::trace(&STEADY, |b, _| {
+        b.op_kernel("aten::addmm", GEMM, 2, 3_000);
+        b.annotation("Optimizer.step#Adam.step", |b| {
+            for _ in 0..PARAMS {
+                for op in ["aten::lerp_", "aten::mul_", "aten::addcmul_", "aten::sqrt"] {
+                    b.op_kernel(op, MUL, 2, 5);
+                    b.op_kernel(op, MUL, 2, 5);
+                }
+            }
+        });
+    });
+    // 8 × 4 × 2 = 64 kernels (≥ 50). The 63 gaps of 2 µs between them, 126 µs, and half their
+    // 320 µs, 160 µs: 0.286 ms = 2.86%, low. Before, only the idle inside the host's range: 0.
+    let f = expect(&text, "optimizer-not-fused", 0.286, Severity::Low);
+    assert_eq!(count(&f), Some(64));
+}

@@ -189,8 +189,11 @@ impl Detector for UnfusedOptimizer {
                 let (count, claims) = if a.cpu_only {
                     (r.ops[k].len(), vec![(ranges, FUSED_SAVES)])
                 } else {
-                    let idle = a.idle_in(k, &ranges);
                     let own = gpu_intervals(t, &kernels);
+                    // Where the host is ahead its kernels run later, launch gaps between them:
+                    // the GPU idle from its first kernel to its last is the optimizer's too.
+                    let span = own.first().zip(own.last()).map(|(f, l)| (f.0, l.1));
+                    let idle = a.idle_in(k, &merge(ranges.into_iter().chain(span).collect()));
                     (kernels.len(), vec![(idle, 1.0), (own, FUSED_SAVES)])
                 };
                 StepCheck {
@@ -209,7 +212,7 @@ impl Detector for UnfusedOptimizer {
         } else {
             (
                 UNFUSED,
-                "GPU idle inside Optimizer.step, plus half the GPU time of the kernels it launches, per steady-state step, not already claimed: the launches and small kernels a fused optimizer removes",
+                "GPU idle inside Optimizer.step and between its kernels, plus half the GPU time of those kernels, per steady-state step, not already claimed: the launches and small kernels a fused optimizer removes",
                 "kernels",
             )
         };

@@ -231,14 +231,17 @@ pub fn main_device(t: &Trace) -> Option<Option<i64>> {
 }
 
 /// Host-side ranges that explain GPU idle time, over the whole trace, each merged.
-struct HostRanges {
-    data: Intervals,
-    allocator: Intervals,
-    sync: Intervals,
+pub struct HostRanges {
+    /// DataLoader ranges (`enumerate(DataLoader)#…__next__`, any era).
+    pub data: Intervals,
+    /// Device malloc and free calls.
+    pub allocator: Intervals,
+    /// Synchronizing calls, each with the [`SYNC_REFILL_NS`] after it.
+    pub sync: Intervals,
 }
 
 impl HostRanges {
-    fn of(t: &Trace) -> HostRanges {
+    pub fn of(t: &Trace) -> HostRanges {
         let e = &t.events;
         let (mut data, mut allocator, mut sync) = (Vec::new(), Vec::new(), Vec::new());
         let mut phases = Phases::new(t);
@@ -401,36 +404,43 @@ fn split_one(
     StepSplit { start, end, parts }
 }
 
-/// Time already claimed by findings, per step: what makes findings exclusive.
+/// Time already claimed by findings, per step: what makes findings exclusive. It also keeps
+/// who claimed what, so that a finding can say which others already explain part of its time.
 #[derive(Clone, Debug, Default)]
 pub struct Ledger {
     claimed: Vec<Intervals>,
+    /// Per step, each claimant (a detector id) with the intervals it claimed.
+    owners: Vec<Vec<(&'static str, Intervals)>>,
 }
 
 impl Ledger {
     pub fn new(steps: usize) -> Ledger {
         Ledger {
             claimed: vec![Vec::new(); steps],
+            owners: vec![Vec::new(); steps],
         }
     }
 
-    /// Claims `intervals` of step `step`, clipped to `[start, end)`; returns the nanoseconds
-    /// newly claimed times `fraction` (the share of that time the finding says it explains).
-    /// Time claimed once is never returned again, whatever the fraction.
+    /// Claims `intervals` of step `step` for `owner`, clipped to `[start, end)`; returns the
+    /// nanoseconds newly claimed times `fraction` (the share of that time the finding says it
+    /// explains). Time claimed once is never returned again, whatever the fraction.
     pub fn claim(
         &mut self,
+        owner: &'static str,
         step: usize,
         range: (i64, i64),
         intervals: &[(i64, i64)],
         fraction: f64,
     ) -> f64 {
-        total(&self.claim_intervals(step, range, intervals)) as f64 * fraction.clamp(0.0, 1.0)
+        total(&self.claim_intervals(owner, step, range, intervals)) as f64
+            * fraction.clamp(0.0, 1.0)
     }
 
-    /// Claims `intervals` of step `step`, clipped to `[start, end)`; returns the intervals newly
-    /// claimed (none claimed before): where the time a finding explains lies.
+    /// Claims `intervals` of step `step` for `owner`, clipped to `[start, end)`; returns the
+    /// intervals newly claimed (none claimed before): where the time a finding explains lies.
     pub fn claim_intervals(
         &mut self,
+        owner: &'static str,
         step: usize,
         (start, end): (i64, i64),
         intervals: &[(i64, i64)],
@@ -439,12 +449,35 @@ impl Ledger {
         let new = subtract(&clipped, &self.claimed[step]);
         let claimed = &mut self.claimed[step];
         *claimed = merge(claimed.iter().chain(&new).copied().collect());
+        if !new.is_empty() {
+            let owners = &mut self.owners[step];
+            match owners.iter_mut().find(|o| o.0 == owner) {
+                Some(o) => o.1 = merge(o.1.iter().chain(&new).copied().collect()),
+                None => owners.push((owner, new.clone())),
+            }
+        }
         new
     }
 
     /// Nanoseconds claimed in step `step` so far.
     pub fn claimed_ns(&self, step: usize) -> i64 {
         total(&self.claimed[step])
+    }
+
+    /// How much of `intervals` (clipped to `[start, end)`) each claimant already holds in step
+    /// `step`, in nanoseconds, in claim order; claimants holding none of it are left out.
+    pub fn held_by(
+        &self,
+        step: usize,
+        (start, end): (i64, i64),
+        intervals: &[(i64, i64)],
+    ) -> Vec<(&'static str, i64)> {
+        let clipped = intersect(&merge(intervals.to_vec()), &[(start, end)]);
+        self.owners[step]
+            .iter()
+            .map(|(owner, held)| (*owner, total(&intersect(held, &clipped))))
+            .filter(|o| o.1 > 0)
+            .collect()
     }
 }
 
@@ -465,11 +498,16 @@ mod tests {
     #[test]
     fn the_ledger_never_hands_out_time_twice() {
         let mut l = Ledger::new(1);
-        assert_eq!(l.claim(0, (0, 100), &[(0, 40)], 1.0), 40.0);
+        assert_eq!(l.claim("a", 0, (0, 100), &[(0, 40)], 1.0), 40.0);
         // Overlaps the first claim by 20: only 20 ns are new, and half of them are claimed.
-        assert_eq!(l.claim(0, (0, 100), &[(20, 60)], 0.5), 10.0);
+        assert_eq!(l.claim("b", 0, (0, 100), &[(20, 60)], 0.5), 10.0);
         // Outside the step: clipped away.
-        assert_eq!(l.claim(0, (0, 100), &[(100, 200)], 1.0), 0.0);
+        assert_eq!(l.claim("c", 0, (0, 100), &[(100, 200)], 1.0), 0.0);
         assert_eq!(l.claimed_ns(0), 60);
+        // Who holds what of 30..70: "a" 10 ns (30..40), "b" 20 ns (40..60), "c" nothing.
+        assert_eq!(
+            l.held_by(0, (0, 100), &[(30, 70)]),
+            vec![("a", 10), ("b", 20)]
+        );
     }
 }

@@ -132,6 +132,10 @@ pub struct TraceFacts {
     pub steady_steps: usize,
     pub warmup_steps: Vec<i64>,
     pub mean_step_ms: f64,
+    /// The trace records the host alone (no GPU activity): findings claim host time. Absent
+    /// (false) in older reports.
+    #[serde(default)]
+    pub cpu_only: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -409,6 +413,7 @@ impl Report {
                     .map(|s| s.number)
                     .collect(),
                 mean_step_ms: a.step_ns() / NS_PER_MS,
+                cpu_only: a.cpu_only,
             },
             findings: findings
                 .iter()

@@ -1,7 +1,11 @@
-//! DataLoader bottleneck: the GPU waits while the host fetches the next batch.
+//! DataLoader bottleneck: the GPU waits while the host fetches the next batch, in any pipeline
+//! (training, evaluation, batch inference); on a CPU-only trace, the host's own time in it.
 
-use super::{finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Verdict};
-use crate::attribution::{Ledger, Part};
+use super::{
+    finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
+use crate::attribution::{intersect, HostRanges, Ledger, Part};
+use crate::metrics::total;
 use crate::model::EventKind;
 use crate::window::{phase_of, Phase};
 
@@ -11,6 +15,11 @@ pub struct DataLoaderBottleneck;
 /// counted as time the GPU loses rather than time the host spends).
 const GATE: Gate = Gate {
     quantity: "GPU idle inside DataLoader __next__ ranges, % of the step",
+    threshold: 5.0,
+};
+/// With no GPU, the host's own time in the DataLoader, from the same 5%.
+const GATE_HOST: Gate = Gate {
+    quantity: "host time inside DataLoader __next__ ranges, % of the step (CPU-only trace)",
     threshold: 5.0,
 };
 
@@ -29,27 +38,30 @@ impl Detector for DataLoaderBottleneck {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ at least 5% of the step, in at least half of the steady steps"
+        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least 5% of the step, in at least half of the steady steps; training, evaluation or inference"
     }
 
     fn fixes(&self) -> &'static [Fix] {
         std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK)
     }
 
-    fn training_only(&self) -> bool {
-        true
-    }
-
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = part_checks(a, &[Part::IdleData], |_| true);
-        let o = match judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "GPU idle while the host is inside DataLoader ranges, mean over steady-state steps",
-        ) {
+        let (gate, checks, method, waits) = if a.cpu_only {
+            (
+                GATE_HOST,
+                host_checks(a),
+                "host time inside DataLoader ranges, mean over steady-state steps: loading in worker processes, ahead of the step, takes it off the main process",
+                "the main process waits",
+            )
+        } else {
+            (
+                GATE,
+                part_checks(a, &[Part::IdleData], |_| true),
+                "GPU idle while the host is inside DataLoader ranges, mean over steady-state steps",
+                "the GPU is idle",
+            )
+        };
+        let o = match judge(self, a, ledger, gate, checks, method) {
             Ok(o) => o,
             Err(rejected) => return rejected.into(),
         };
@@ -66,12 +78,13 @@ impl Detector for DataLoaderBottleneck {
             .collect();
         let loading_ms = a.steady_mean(|m| m.dataloader_ns as f64) / 1e6;
         let summary = format!(
-            "the GPU is idle {:.2} ms per step ({:.1}% of the step) while the host loads the next batch ({loading_ms:.2} ms in the DataLoader per step)",
+            "{waits} {:.2} ms per step ({:.1}% of the step) while the host loads the next batch ({loading_ms:.2} ms in the DataLoader per step)",
             o.impact.ms_per_step, o.impact.pct_of_step
         );
         let evidence = vec![Evidence {
             what: format!(
-                "GPU idle inside DataLoader ranges in {} of {} steady steps",
+                "{} inside DataLoader ranges in {} of {} steady steps",
+                if a.cpu_only { "host time" } else { "GPU idle" },
                 o.held.len(),
                 a.steady.len()
             ),
@@ -82,4 +95,22 @@ impl Detector for DataLoaderBottleneck {
         }];
         finding(self, o, summary, evidence, FIX_DATA_LOADER_BOTTLENECK)
     }
+}
+
+/// Per steady step, the share of the step the host spends inside DataLoader ranges, claimed
+/// whole (a CPU-only trace: no GPU to wait).
+fn host_checks(a: &Analysis<'_>) -> Vec<StepCheck> {
+    let data = HostRanges::of(a.trace).data;
+    a.steady
+        .iter()
+        .map(|&k| {
+            let (start, end) = a.range(k);
+            let inside = intersect(&data, &[(start, end)]);
+            StepCheck {
+                step: k,
+                value: pct(total(&inside) as f64, (end - start) as f64),
+                claims: vec![(inside, 1.0)],
+            }
+        })
+        .collect()
 }

@@ -35,6 +35,10 @@ impl Detector for LaunchBound {
         std::slice::from_ref(&FIX_LAUNCH_BOUND)
     }
 
+    fn symptom(&self) -> bool {
+        true
+    }
+
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &MID_STEP_IDLE, |k| {
             let (s, m) = (&a.splits[k], &a.step_metrics[k]);

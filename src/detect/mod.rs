@@ -17,7 +17,10 @@
 //! The numbers: a finding's claimed time must be at least 0.5% of the step (or 3% of GPU busy
 //! time); severity is high from 20% of the step, medium from 5%; confidence is the share of
 //! steady steps where the gate holds times a margin factor (0.5 at the threshold, 1 from twice
-//! it). Training-only detectors (DataLoader, optimizer, `zero_grad`) skip inference traces.
+//! it). Training-only detectors (optimizer, `zero_grad`) skip inference traces; the DataLoader
+//! is waited on in any pipeline. Causes claim before symptoms (`Detector::symptom`), and a
+//! symptom's finding names the causes that already hold part of its time. On a CPU-only trace
+//! (`Analysis::cpu_only`) the detectors that can see their pattern on the host claim host time.
 //! Detectors read [`Analysis`] only and never each other; the ranking (time recoverable per
 //! step) is made once, in [`run`].
 
@@ -38,9 +41,9 @@ pub mod scoring;
 mod tensor_cores;
 mod utilization;
 
-use crate::attribution::{main_device, split_steps, Intervals, Ledger, StepSplit};
+use crate::attribution::{intersect, main_device, split_steps, Intervals, Ledger, Part, StepSplit};
 use crate::metrics::{in_range, measure, RangeMetrics};
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, Trace, NONE};
 use crate::window::{split, Steps};
 
 /// What every detector reads: the trace, its steps and windows, their metrics and attribution.
@@ -57,6 +60,9 @@ pub struct Analysis<'t> {
     pub training: bool,
     /// The GPU the attribution is of (`None`: no GPU work; `Some(None)`: a GPU without index).
     pub main_device: Option<Option<i64>>,
+    /// The trace records the host alone (no GPU or other accelerator activity, no runtime
+    /// call): detectors that can measure their pattern on the host claim host time instead.
+    pub cpu_only: bool,
 }
 
 impl<'t> Analysis<'t> {
@@ -78,6 +84,7 @@ impl<'t> Analysis<'t> {
             steady,
             training: is_training(trace),
             main_device: main_device(trace),
+            cpu_only: is_cpu_only(trace),
         }
     }
 
@@ -158,6 +165,13 @@ impl<'t> Analysis<'t> {
         out
     }
 
+    /// Step `step`'s GPU idle inside `ranges` (sorted, disjoint), whatever the GPU waited for:
+    /// what a cause running there costs the GPU (what earlier findings hold stays theirs).
+    pub fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
+        let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
+        intersect(&self.splits[step].intervals_of(&idle), ranges)
+    }
+
     /// The `n` longest of `events` for evidence, longest first (see [`Analysis::event_ref`]).
     pub fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
         let mut by_length = events.to_vec();
@@ -198,6 +212,43 @@ fn is_training(t: &Trace) -> bool {
                     || name.contains("## backward ##")
             }
     })
+}
+
+/// Only host-side events (ops, ranges, Python frames, steps, memory records, profiler
+/// bookkeeping, untimed marks): no GPU or other accelerator work (an `mtia_runtime` range is
+/// an `Other` with a duration) and no runtime call; and no sign that the work ran on a GPU all
+/// the same, recorded with CPU activity only (cuDNN, MIOpen or cuBLAS ops, device memory).
+fn is_cpu_only(t: &Trace) -> bool {
+    let e = &t.events;
+    let mut seen = rustc_hash::FxHashSet::default();
+    let on_gpu = |i: usize, seen: &mut rustc_hash::FxHashSet<u32>| match e.kind[i] {
+        EventKind::CpuOp => {
+            seen.insert(e.name[i]) && {
+                let name = t.name_of(i).to_ascii_lowercase();
+                ["cudnn", "miopen", "cublas"]
+                    .iter()
+                    .any(|p| name.contains(p))
+            }
+        }
+        EventKind::Memory => {
+            e.detail[i] != NONE
+                && t.details
+                    .memory(e.detail[i])
+                    .device_type
+                    .is_some_and(|d| d != 0)
+        }
+        _ => false,
+    };
+    !t.tracks.iter().any(|tr| tr.gpu)
+        && (0..e.len()).all(|i| match e.kind[i] {
+            EventKind::CpuOp | EventKind::Memory => !on_gpu(i, &mut seen),
+            EventKind::UserAnnotation
+            | EventKind::PythonFunction
+            | EventKind::ProfilerStep
+            | EventKind::Profiler => true,
+            EventKind::Other => e.dur[i] == 0,
+            _ => false,
+        })
 }
 
 /// How bad a finding is, from its share of the step.
@@ -410,6 +461,9 @@ pub struct Outcome {
     /// Per step where the gate holds (an index into `Analysis::steps.steps`), the time claimed
     /// there: where the finding's cost lies.
     pub claimed: Vec<(usize, Intervals)>,
+    /// Earlier findings that already hold part of the time this one would claim, with the
+    /// milliseconds per steady step each holds, in claim order.
+    pub explained_by: Vec<(&'static str, f64)>,
 }
 
 impl Outcome {
@@ -437,8 +491,13 @@ pub trait Detector: Sync {
     /// Every fix its findings can carry, the most common first: the catalogue a shared link or
     /// a saved report is rendered from, so that the page only ever shows its own fixes.
     fn fixes(&self) -> &'static [Fix];
-    /// Whether the pattern exists only in training (DataLoader, optimizer, `zero_grad`).
+    /// Whether the pattern exists only in training (optimizer, `zero_grad`).
     fn training_only(&self) -> bool {
+        false
+    }
+    /// Whether the finding names a symptom (idle GPU, short kernels, host-only time) rather than
+    /// a cause: symptoms claim time after every cause, and say which causes explain part of it.
+    fn symptom(&self) -> bool {
         false
     }
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict;
@@ -452,24 +511,27 @@ pub trait Observer: Sync {
     fn observe(&self, a: &Analysis<'_>) -> Option<Note>;
 }
 
-/// Every detector, in the order it claims time: root causes of idle time first (data, the
-/// allocator, synchronization, host-only time, launch overhead), then what a busy GPU spends.
+/// Every detector, in the order it claims time: causes first (data, the allocator,
+/// synchronization, copies, the optimizer, `zero_grad`, then what a busy GPU spends: layout,
+/// precision, attention, fusion, copies), the symptoms they leave (host-only time, launch gaps,
+/// low utilization) last, so that a cause is charged what it costs where it runs and a symptom
+/// only what no cause explains.
 pub static DETECTORS: &[&dyn Detector] = &[
     &dataloader::DataLoaderBottleneck,
     &allocator::AllocatorChurn,
     &host_sync::HostSync,
     &pageable_copy::PageableCopy,
-    &utilization::HostOnlyTime,
     &optimizer::UnfusedOptimizer,
-    &launch_bound::LaunchBound,
-    &utilization::LowUtilization,
+    &optimizer::ZeroGradMemset,
     &communication::ExposedCommunication,
     &layout::LayoutTransforms,
     &tensor_cores::NoTensorCores,
     &attention::UnfusedAttention,
-    &optimizer::ZeroGradMemset,
     &fusion::FusionCandidates,
     &copies::HeavyCopies,
+    &utilization::HostOnlyTime,
+    &launch_bound::LaunchBound,
+    &utilization::LowUtilization,
 ];
 
 /// The detector with this id, if this version has one.
@@ -614,6 +676,8 @@ pub fn judge(
     }
     let mut trial = ledger.clone();
     let mut claimed = Vec::with_capacity(held.len());
+    // Time of these claims that earlier findings already hold, by claimant, summed over steps.
+    let mut explained: Vec<(&'static str, i64)> = Vec::new();
     let mut costs: Vec<StepCost> = held
         .iter()
         .map(|c| {
@@ -621,7 +685,14 @@ pub fn judge(
             let mut here = Vec::new();
             let mut ns = 0.0;
             for (iv, fraction) in &c.claims {
-                let new = trial.claim_intervals(c.step, range, iv);
+                for (owner, ns) in trial.held_by(c.step, range, iv) {
+                    match explained.iter_mut().find(|o| o.0 == owner) {
+                        Some(o) => o.1 += ns,
+                        None if owner != d.id() => explained.push((owner, ns)),
+                        None => {}
+                    }
+                }
+                let new = trial.claim_intervals(d.id(), c.step, range, iv);
                 ns += crate::metrics::total(&new) as f64 * fraction.clamp(0.0, 1.0);
                 here.extend(new);
             }
@@ -635,6 +706,10 @@ pub fn judge(
         .collect();
     let per_step_ns = costs.iter().map(|c| c.ms * 1e6).sum::<f64>() / steady as f64;
     let impact = a.impact(per_step_ns, method);
+    let explained_by: Vec<(&'static str, f64)> = explained
+        .into_iter()
+        .map(|(owner, ns)| (owner, ns as f64 / steady as f64 / 1e6))
+        .collect();
     let busy = a
         .steady
         .iter()
@@ -647,14 +722,15 @@ pub fn judge(
         return Err(Rejected(Some(Note {
             id: d.id(),
             text: format!(
-                "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% of the step (or {MIN_COST_PCT_OF_BUSY}% of GPU busy time) a finding needs",
+                "{}: {} reaches {} in {} of {} steady steps, but the time it explains that no other finding already explains is {:.3} ms per step ({:.2}% of the step), below the {MIN_COST_PCT}% of the step (or {MIN_COST_PCT_OF_BUSY}% of GPU busy time) a finding needs{}",
                 d.title(),
                 gate.quantity,
                 gate.threshold,
                 held.len(),
                 steady,
                 impact.ms_per_step,
-                impact.pct_of_step
+                impact.pct_of_step,
+                explained_text(&explained_by).map_or(String::new(), |t| format!(" ({t})"))
             ),
         })));
     }
@@ -667,7 +743,29 @@ pub fn judge(
         step_costs: costs,
         held: held_numbers,
         claimed,
+        explained_by,
     })
+}
+
+/// "optimizer-not-fused and zero-grad-memset already explain 3.10 ms per step of this time",
+/// or `None` when no other finding holds any of it.
+fn explained_text(explained_by: &[(&'static str, f64)]) -> Option<String> {
+    let (last, rest) = explained_by.split_last()?;
+    let ids: Vec<&str> = rest.iter().map(|e| e.0).collect();
+    let names = if ids.is_empty() {
+        last.0.to_string()
+    } else {
+        format!("{} and {}", ids.join(", "), last.0)
+    };
+    let ms: f64 = explained_by.iter().map(|e| e.1).sum();
+    let verb = if rest.is_empty() {
+        "explains"
+    } else {
+        "explain"
+    };
+    Some(format!(
+        "{names} already {verb} {ms:.2} ms per step of this time"
+    ))
 }
 
 /// A gate that did not make a finding: a note saying what was seen, or nothing.
@@ -680,13 +778,24 @@ impl From<Rejected> for Verdict {
 }
 
 /// A finding from a kept [`Outcome`].
+/// A symptom's finding also says which causes already explain part of its time.
 pub(crate) fn finding(
     d: &dyn Detector,
     outcome: Outcome,
-    summary: String,
-    evidence: Vec<Evidence>,
+    mut summary: String,
+    mut evidence: Vec<Evidence>,
     fix: Fix,
 ) -> Verdict {
+    if let Some(text) = explained_text(&outcome.explained_by).filter(|_| d.symptom()) {
+        summary = format!("{summary}; {text}, not counted here");
+        evidence.push(Evidence {
+            what: format!("causes found first: {text}"),
+            steps: outcome.held.clone(),
+            events: Vec::new(),
+            count: None,
+            sources: Vec::new(),
+        });
+    }
     Verdict::Finding(Box::new(Finding {
         id: d.id(),
         title: d.title(),

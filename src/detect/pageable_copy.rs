@@ -2,7 +2,7 @@
 
 use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::{main_device, Ledger};
-use crate::metrics::in_range;
+use crate::metrics::{in_range, merge};
 use crate::model::{CopyDirection, EventKind, HostMemory, NONE};
 
 pub struct PageableCopy;
@@ -50,7 +50,7 @@ impl Detector for PageableCopy {
             .iter()
             .map(|&k| {
                 let (start, end) = a.range(k);
-                let (mut ns, mut bytes, mut iv) = (0i64, 0u64, Vec::new());
+                let (mut ns, mut bytes, mut iv, mut calls) = (0i64, 0u64, Vec::new(), Vec::new());
                 for (tk, track) in t.tracks.iter().enumerate() {
                     if !track.gpu || track.device != device {
                         continue;
@@ -72,6 +72,9 @@ impl Detector for PageableCopy {
                             ns += e.dur[i];
                             bytes += c.bytes.unwrap_or(0);
                             iv.push((e.start[i], e.end(i)));
+                            if let Some(l) = t.launch_of(i as u32) {
+                                calls.push((e.start[l as usize], e.end(l as usize)));
+                            }
                             shown.push(i);
                         }
                     }
@@ -80,7 +83,7 @@ impl Detector for PageableCopy {
                 StepCheck {
                     step: k,
                     value: if iv.is_empty() { 0.0 } else { value },
-                    claims: vec![(iv, 0.5)],
+                    claims: vec![(iv, 0.5), (a.idle_in(k, &merge(calls)), 1.0)],
                 }
             })
             .collect::<Vec<_>>();
@@ -93,7 +96,7 @@ impl Detector for PageableCopy {
             ledger,
             GATE,
             checks,
-            "half the pageable copy time per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, overlap compute",
+            "half the pageable copy time, plus the GPU idle while the host is blocked in their copy calls, per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, neither block the host nor keep compute waiting",
         ) {
             Ok(o) => o,
             Err(rejected) => return rejected.into(),

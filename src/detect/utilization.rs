@@ -57,6 +57,10 @@ impl Detector for LowUtilization {
         std::slice::from_ref(&FIX_LOW_UTILIZATION)
     }
 
+    fn symptom(&self) -> bool {
+        true
+    }
+
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &MID_STEP_IDLE, |k| {
             let (s, m) = (&a.splits[k], &a.step_metrics[k]);
@@ -131,6 +135,10 @@ impl Detector for HostOnlyTime {
 
     fn fixes(&self) -> &'static [Fix] {
         std::slice::from_ref(&FIX_HOST_ONLY_TIME)
+    }
+
+    fn symptom(&self) -> bool {
+        true
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {

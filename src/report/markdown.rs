@@ -21,7 +21,9 @@ impl Report {
             o,
             "{} · {} · rank {} of {} · {} steady-state steps, mean {:.3} ms{}\n",
             md_text(&t.era),
-            if t.devices.is_empty() {
+            if t.cpu_only {
+                "CPU-only trace (no GPU activity recorded: findings are host time)".to_string()
+            } else if t.devices.is_empty() {
                 "no GPU listed".to_string()
             } else {
                 md_code(&t.devices[0])

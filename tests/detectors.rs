@@ -955,6 +955,47 @@ fn real_traces_show_their_known_problems() {
 }
 
 #[test]
+fn attention_as_real_models_write_it() {
+    let Some(dir) = shared_traces("attention_as_real_models_write_it") else {
+        return;
+    };
+    // (trace, blocks per step, a part of the summary): an encoder-decoder on the CPU (einsum,
+    // mask `eq` and `masked_fill`, scale, softmax, einsum: 3 ops between) claiming host time;
+    // a PyTorch 1.9 CPU transformer (scale, transposes, softmax, dropout); TimeSformer on an
+    // MI300X, its two attentions per layer named by module.
+    let cases = [
+        (
+            "chaos80011__Memory-and-Storage-Devices/MS_HW2__transformer_profile.json",
+            18,
+            "of the host time of block",
+        ),
+        ("AleksanderMisztal__gec-with-copying/trace.json", 10, "of the host time of block"),
+        (
+            "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+            24,
+            "(TimesformerLayer_11/…/TimesformerSelfAttention_23)",
+        ),
+    ];
+    for (file, blocks, says) in cases {
+        let found = findings_of(&dir.join(file));
+        let f = found
+            .iter()
+            .find(|f| f.id == "unfused-attention")
+            .unwrap_or_else(|| panic!("{file}: no unfused-attention in {:?}", summaries(&found)));
+        assert_eq!(f.evidence[0].count, Some(blocks), "{file}: {}", f.summary);
+        assert!(f.summary.contains(says), "{file}: {}", f.summary);
+        assert_eq!(f.evidence[1].events.len(), blocks as usize, "{file}");
+    }
+    // A MoE router's softmax (over [tokens, experts]) between two matmuls is no attention.
+    let router = findings_of(&dir.join("Cryptheon__CyclicRouter/trace.json"));
+    assert!(
+        !router.iter().any(|f| f.id == "unfused-attention"),
+        "{:?}",
+        summaries(&router)
+    );
+}
+
+#[test]
 fn findings_are_ranked_by_impact_on_every_real_trace() {
     let Some(dir) = shared_traces("findings_are_ranked_by_impact_on_every_real_trace") else {
         return;

@@ -231,7 +231,7 @@ fn fused_anywhere(t: &Trace) -> bool {
 /// Whether the trace records host work only: no GPU track and no runtime call (a trace whose
 /// GPU activity was lost still has its launches).
 fn host_only(t: &Trace) -> bool {
-    !t.tracks.iter().any(|tr| tr.gpu) && !t.events.kind.iter().any(|&k| k == EventKind::RuntimeCall)
+    !t.tracks.iter().any(|tr| tr.gpu) && !t.events.kind.contains(&EventKind::RuntimeCall)
 }
 
 /// A sequence in which attention blocks are looked for: the sibling ops under one op (or under
@@ -469,8 +469,20 @@ impl Detector for UnfusedAttention {
                     } else {
                         Some(i)
                     };
+                    // A softmax kernel under a softmax op is the ops' to judge.
+                    let mut judged_by_ops = |op: usize| {
+                        lane.kernels
+                            && *op_roles
+                                .entry(e.name[op])
+                                .or_insert_with(|| op_role(t.name_of(op)))
+                                == Role::Softmax
+                    };
                     match (role, shaped_at) {
-                        (Role::Softmax, Some(op)) if !attention_shaped(t, op) => Role::Outside,
+                        (Role::Softmax, Some(op))
+                            if !attention_shaped(t, op) || judged_by_ops(op) =>
+                        {
+                            Role::Outside
+                        }
                         _ => role,
                     }
                 })
@@ -697,6 +709,44 @@ mod tests {
             .flat_map(|j| t.launches.iter().filter(move |l| l.launch as usize == j))
             .map(|l| l.gpu)
             .collect()
+    }
+
+    #[test]
+    fn what_kernels_and_ops_are_to_an_attention_block() {
+        let role = |name: &str| kernel_role(KernelTraits::of(name), name);
+        assert_eq!(
+            role("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1"),
+            Role::Gemm
+        );
+        assert_eq!(
+            role("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"),
+            Role::Gemm
+        );
+        assert_eq!(
+            role("void cunn_SoftMaxForward<8, float, float, float, Epilogue>(float*)"),
+            Role::Softmax
+        );
+        assert_eq!(
+            role("void (anonymous namespace)::softmax_warp_backward<float, float>(float*)"),
+            Role::Outside
+        );
+        assert_eq!(
+            role("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_kernel0_0"),
+            Role::Outside
+        );
+        assert_eq!(
+            role("void at::native::vectorized_layer_norm_kernel<float, float>(int)"),
+            Role::Outside
+        );
+        assert_eq!(role("void at::native::distribution_elementwise_grid_stride_kernel<float, 4, normal_kernel>(int)"), Role::Between);
+        assert_eq!(op_role("aten::_safe_softmax"), Role::Softmax);
+        assert_eq!(op_role("aten::log_softmax"), Role::Outside);
+        assert_eq!(op_role("aten::_softmax_backward_data"), Role::Outside);
+        assert_eq!(op_role("aten::masked_fill"), Role::Between);
+        assert_eq!(op_role("aten::linear"), Role::Outside);
+        assert_eq!(first_rank("[[8, 12, 197, 197], []]"), Some(4));
+        assert_eq!(first_rank("[[], [3]]"), Some(0));
+        assert_eq!(first_rank("[]"), None);
     }
 
     #[test]

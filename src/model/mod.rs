@@ -12,7 +12,7 @@
 //!
 //! Steps are the `ProfilerStep#N` ranges when recorded; without any, the iterations of a loop
 //! (a repeating `record_function` range or sequence of ops: `ingest::iterations`), else (single
-//! forward passes) one step from the first user op to the end of the GPU's work
+//! forward passes) one step over the GPU's work, from the first batch loaded before it
 //! (`StepSource::WholeTrace`; the whole span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
 //! `correlation`, else by launch flow events (`ac2g`, `async`, …) bound to their endpoints.
 //! The columns and `Details` the ingest builds derive serde, for the web app's workers,
@@ -228,10 +228,10 @@ pub struct Step {
 pub enum StepSource {
     /// `ProfilerStep#N` ranges recorded by `torch.profiler.profile(schedule=…)` and `prof.step()`.
     ProfilerSteps,
-    /// No `ProfilerStep#` range and no loop seen (a single call): one step from the first user
-    /// op, range, kernel launch or GPU work (the host's work before the GPU starts counts, the
-    /// profiler's start-up does not) to the end of the last GPU work; over the whole span of the
-    /// trace's events when there is no GPU work.
+    /// No `ProfilerStep#` range and no loop seen (a single call): one step from the first kernel
+    /// launch or GPU work, or the first DataLoader range before them (the host loading the
+    /// first batch while the GPU waits counts; the profiler's start-up does not), to the end of
+    /// the last GPU work; over the whole span of the trace's events when there is no GPU work.
     WholeTrace,
     /// No `ProfilerStep#` range: one step per iteration of a loop, marked by a `record_function`
     /// range that repeats (`train_step`, `enumerate(DataLoader)…__next__`)…

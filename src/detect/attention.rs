@@ -300,32 +300,29 @@ fn shares(a: &Analysis<'_>, lanes: &[Lane], blocks: &[&Block], costs: &Costs<'_>
     for (step, mut list) in by_step {
         let end_ts = a.range(step).1;
         list.sort_by_key(|b| e.start[lanes[b.lane].events[b.gemm]]);
-        let spans: Vec<(usize, usize)> = list
+        // Each block runs to the next attention of its lane; the last, as far as the longest
+        // of the others (within the step).
+        let next: Vec<Option<usize>> = list
             .iter()
             .map(|b| {
-                let lane = &lanes[b.lane].events;
-                let next = list
-                    .iter()
+                list.iter()
                     .filter(|o| o.lane == b.lane && o.gemm > b.gemm)
                     .map(|o| o.gemm)
-                    .min();
-                (b.gemm, next.unwrap_or(usize::MAX).min(lane.len()))
+                    .min()
             })
             .collect();
-        let longest = spans
+        let longest = list
             .iter()
-            .filter(|s| s.1 != usize::MAX)
-            .map(|s| s.1 - s.0)
+            .zip(&next)
+            .filter_map(|(b, n)| n.map(|n| n - b.gemm))
             .max();
-        for (k, (b, &(from, to))) in list.iter().zip(&spans).enumerate() {
+        for (k, (b, n)) in list.iter().zip(&next).enumerate() {
             let lane = &lanes[b.lane];
-            let in_step = from + lane.events[from..].partition_point(|&i| e.start[i] < end_ts);
-            let is_last = !list.iter().any(|o| o.lane == b.lane && o.gemm > b.gemm);
-            let to = if is_last {
+            let from = b.gemm;
+            let to = n.unwrap_or_else(|| {
+                let in_step = from + lane.events[from..].partition_point(|&i| e.start[i] < end_ts);
                 longest.map_or(in_step, |l| in_step.min(from + l))
-            } else {
-                to
-            };
+            });
             if out.attention.len() <= k {
                 out.attention.push(0);
                 out.block.push(0);

@@ -5,8 +5,9 @@
 //! [`MIN_COVER`] of the sequence, marks the iterations: each runs from one of its occurrences to
 //! the next (the last to the end of its ops and of the GPU work they launched). Where one range
 //! (`model_inference`) holds most of the sequence and nothing repeats around it, its children
-//! are read instead. A single call (a forward pass whose layers repeat inside a longer sequence
-//! of other ops) covers too little of the sequence to be cut.
+//! are read instead. A single call is not cut: the repeats must start the sequence and cover
+//! most of it, and a forward pass's layers come after its embedding; one op repeated alone is
+//! a benchmark of that op.
 
 use rustc_hash::FxHashMap;
 

@@ -127,7 +127,8 @@ pub struct TraceFacts {
     pub devices: Vec<String>,
     pub rank: Option<i64>,
     pub world_size: Option<i64>,
-    /// `profiler_steps` or `whole_trace` (no `ProfilerStep#` ranges: one step over the trace).
+    /// `profiler_steps`; without `ProfilerStep#` ranges, `repeated_annotations` or `repeated_ops`
+    /// (a loop's iterations, `model::StepSource`), else `whole_trace` (one step).
     pub step_source: String,
     pub steady_steps: usize,
     pub warmup_steps: Vec<i64>,
@@ -399,11 +400,7 @@ impl Report {
                     .collect(),
                 rank: t.meta.rank,
                 world_size: t.meta.world_size,
-                step_source: match a.steps.source {
-                    crate::model::StepSource::ProfilerSteps => "profiler_steps",
-                    crate::model::StepSource::WholeTrace => "whole_trace",
-                }
-                .to_string(),
+                step_source: a.steps.source.label().to_string(),
                 steady_steps: a.steady.len(),
                 warmup_steps: a
                     .steps

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use torchtraceap::detect::{self, Analysis, Detected, Finding, Severity, DETECTORS, OBSERVERS};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
-use torchtraceap::model::Trace;
+use torchtraceap::model::{StepSource, Trace};
 
 // ---------------------------------------------------------------------------------------------
 // The trace generator.
@@ -1060,6 +1060,96 @@ fn a_real_zero_grad_claims_before_launch_bound_which_names_it() {
         "{}",
         launch.summary
     );
+}
+
+#[test]
+fn attention_as_real_models_write_it() {
+    let Some(dir) = shared_traces("attention_as_real_models_write_it") else {
+        return;
+    };
+    // (trace, blocks per step, a part of the summary): an encoder-decoder on the CPU (einsum,
+    // mask `eq` and `masked_fill`, scale, softmax, einsum: 3 ops between) claiming host time;
+    // a PyTorch 1.9 CPU transformer (scale, transposes, softmax, dropout); TimeSformer on an
+    // MI300X, its two attentions per layer named by module.
+    let cases = [
+        (
+            "chaos80011__Memory-and-Storage-Devices/MS_HW2__transformer_profile.json",
+            18,
+            "of the host time of block",
+        ),
+        ("AleksanderMisztal__gec-with-copying/trace.json", 10, "of the host time of block"),
+        (
+            "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+            24,
+            "(TimesformerLayer_11/…/TimesformerSelfAttention_23)",
+        ),
+    ];
+    for (file, blocks, says) in cases {
+        let found = findings_of(&dir.join(file));
+        let f = found
+            .iter()
+            .find(|f| f.id == "unfused-attention")
+            .unwrap_or_else(|| panic!("{file}: no unfused-attention in {:?}", summaries(&found)));
+        assert_eq!(f.evidence[0].count, Some(blocks), "{file}: {}", f.summary);
+        assert!(f.summary.contains(says), "{file}: {}", f.summary);
+        assert_eq!(f.evidence[1].events.len(), blocks as usize, "{file}");
+    }
+    // A MoE router's softmax (over [tokens, experts]) between two matmuls is no attention.
+    let router = findings_of(&dir.join("Cryptheon__CyclicRouter/trace.json"));
+    assert!(
+        !router.iter().any(|f| f.id == "unfused-attention"),
+        "{:?}",
+        summaries(&router)
+    );
+}
+
+#[test]
+fn captures_without_steps_are_cut_into_their_iterations() {
+    let Some(dir) = shared_traces("captures_without_steps_are_cut_into_their_iterations") else {
+        return;
+    };
+    // (trace, how its iterations show, iterations, a finding held in every steady one).
+    let cases = [
+        // 30 forward passes of a small transformer, no range around them (kernels lost).
+        (
+            "harrisonvshen__triton-accelerated-attention/results__trace_fixed.json",
+            StepSource::RepeatedOps,
+            30,
+            None,
+        ),
+        // 40 training iterations replayed op by op.
+        (
+            "facebookresearch__param/et_replay__tests__inputs__linear_kineto.json.gz",
+            StepSource::RepeatedOps,
+            40,
+            Some("gpu-low-utilization"),
+        ),
+        // DDP ResNet-18 training: a `record_function` range per iteration.
+        (
+            "AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz",
+            StepSource::RepeatedAnnotations,
+            5,
+            Some("allocator-churn"),
+        ),
+    ];
+    for (file, source, iterations, held) in cases {
+        let trace = read(&dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(trace.step_source, source, "{file}");
+        assert_eq!(trace.steps.len(), iterations, "{file}");
+        let a = Analysis::new(&trace);
+        if let Some(id) = held {
+            let found = detect::run(&a).findings;
+            let f = found
+                .iter()
+                .find(|f| f.id == id)
+                .unwrap_or_else(|| panic!("{file}: no {id} in {:?}", summaries(&found)));
+            assert_eq!(f.gate.held_steps, a.steady.len(), "{file}: {}", f.summary);
+            assert!(
+                a.steady.len() + 1 >= iterations,
+                "{file}: warm-up is one step"
+            );
+        }
+    }
 }
 
 #[test]

@@ -628,3 +628,121 @@ fn a_trace_without_profiler_steps_is_one_step_over_its_span() {
         (1, 10_000, 35_000)
     );
 }
+
+/// A CPU event on the main thread, times in µs.
+fn cpu(cat: &str, name: &str, ts: i64, dur: i64) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}"#
+    )
+}
+
+/// `cudaLaunchKernel` at `ts` and its kernel on stream 7 from `at` for `dur` µs.
+fn launch(correlation: u64, ts: i64, at: i64, dur: i64) -> [String; 2] {
+    let args = format!(r#""args": {{"correlation": {correlation}, "device": 0, "stream": 7}}"#);
+    [
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {correlation}}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": {at}, "dur": {dur}, {args}}}"#
+        ),
+    ]
+}
+
+fn trace_of(events: &[String]) -> String {
+    format!(
+        r#"{{"schemaVersion": 1, "traceEvents": [{}]}}"#,
+        events.join(",\n")
+    )
+}
+
+#[test]
+fn a_loop_without_profiler_steps_is_cut_into_its_iterations() {
+    // 4 iterations of 1 000 µs: the batch (400 µs), then `train_step` holding a matmul that
+    // launches a 300 µs kernel; the last kernel ends 200 µs after the last `train_step`.
+    let mut events = Vec::new();
+    for k in 0..4 {
+        let t = 1_000 + 1_000 * k;
+        let next = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+        events.push(cpu("user_annotation", next, t, 400));
+        events.push(cpu("user_annotation", "train_step", t + 450, 500));
+        events.push(cpu("cpu_op", "aten::mm", t + 460, 100));
+        events.extend(launch(k as u64 + 1, t + 470, t + 650, 300 + 200 * (k / 3)));
+    }
+    let t = read(&trace_of(&events)).trace;
+    assert_eq!(t.step_source, StepSource::RepeatedAnnotations);
+    let steps: Vec<(i64, i64, i64)> = t.steps.iter().map(|s| (s.number, s.start, s.end)).collect();
+    assert_eq!(
+        steps,
+        [
+            (1, 1_000_000, 2_000_000),
+            (2, 2_000_000, 3_000_000),
+            (3, 3_000_000, 4_000_000),
+            (4, 4_000_000, 5_150_000)
+        ]
+    );
+}
+
+#[test]
+fn a_loop_of_ops_inside_one_range_is_cut_into_its_iterations() {
+    // `torch.zeros` before `with record_function("model_inference")` around 5 iterations of
+    // randn, to, linear, relu (100 µs apart).
+    let mut events = vec![
+        cpu("cpu_op", "aten::zeros", 0, 10),
+        cpu("user_annotation", "model_inference", 100, 2_000),
+    ];
+    for k in 0..5 {
+        for (j, op) in ["aten::randn", "aten::to", "aten::linear", "aten::relu"]
+            .iter()
+            .enumerate()
+        {
+            events.push(cpu("cpu_op", op, 110 + 400 * k + 100 * j as i64, 50));
+        }
+    }
+    let t = read(&trace_of(&events)).trace;
+    assert_eq!(t.step_source, StepSource::RepeatedOps);
+    let starts: Vec<i64> = t.steps.iter().map(|s| s.start / 1_000).collect();
+    assert_eq!(starts, [110, 510, 910, 1_310, 1_710]);
+    assert_eq!(
+        t.steps[4].end, 2_060_000,
+        "the last iteration ends with its last op"
+    );
+}
+
+#[test]
+fn the_layers_of_one_forward_pass_are_not_iterations() {
+    // An embedding, 6 identical layers, a head: one call.
+    let mut names = vec!["aten::embedding"];
+    for _ in 0..6 {
+        names.extend(["aten::linear", "aten::relu"]);
+    }
+    names.push("aten::log_softmax");
+    let events: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(k, op)| cpu("cpu_op", op, 100 * k as i64, 50))
+        .collect();
+    let t = read(&trace_of(&events)).trace;
+    assert_eq!(t.step_source, StepSource::WholeTrace);
+    assert_eq!(t.steps.len(), 1);
+}
+
+#[test]
+fn the_first_batch_before_the_gpu_starts_is_in_the_step() {
+    // Profiler start-up (an op at 0), the first batch from 1 000 to 9 000 µs, then the first
+    // launch: the step runs from the batch to the end of the GPU work.
+    let mut events = vec![
+        cpu("cpu_op", "aten::empty", 0, 10),
+        cpu(
+            "user_annotation",
+            "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+            1_000,
+            8_000,
+        ),
+        cpu("cpu_op", "aten::mm", 9_100, 100),
+    ];
+    events.extend(launch(1, 9_110, 9_200, 500));
+    let t = read(&trace_of(&events)).trace;
+    assert_eq!(t.step_source, StepSource::WholeTrace);
+    assert_eq!((t.steps[0].start, t.steps[0].end), (1_000_000, 9_700_000));
+}

@@ -34,6 +34,7 @@ const SOFTMAX: &str = "void (anonymous namespace)::softmax_warp_forward<c10::Hal
 const FLASH: &str = "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t> >, false, false, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)";
 const MULTI_TENSOR: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)";
 const FUSED_ADAM: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, bool, float*, float*)";
+const LAYER_NORM: &str = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(int, float, c10::Half const*, c10::Half const*, c10::Half const*, float*, float*, c10::Half*)";
 const DTOD: &str = "Memcpy DtoD (Device -> Device)";
 const HTOD_PINNED: &str = "Memcpy HtoD (Pinned -> Device)";
 
@@ -125,26 +126,27 @@ impl Kineto {
         self.tid = tid;
     }
 
-    /// A range of category `cat` around what `inside` writes.
-    fn range(&mut self, cat: &str, name: &str, inside: impl FnOnce(&mut Kineto)) {
+    /// A range of category `cat` around what `inside` writes; `args` is the inside of its
+    /// `args` (`"Input Dims": …`), or empty.
+    fn range(&mut self, (cat, args): (&str, &str), name: &str, inside: impl FnOnce(&mut Kineto)) {
         let start = self.cpu;
         self.cpu += 1;
         inside(self);
         let end = self.cpu + 1;
-        self.event(cat, name, (PID, self.tid), (start, end - start), "");
+        self.event(cat, name, (PID, self.tid), (start, end - start), args);
         self.cpu = end + 1;
     }
 
     /// A `record_function` range (`nn.Module: …`, `Optimizer.step#…`).
     fn annotation(&mut self, name: &str, inside: impl FnOnce(&mut Kineto)) {
-        self.range("user_annotation", name, inside);
+        self.range(("user_annotation", ""), name, inside);
     }
 
     /// A chain of nested ATen ops, outermost first, around what `inside` writes.
     fn ops(&mut self, names: &[&str], inside: impl FnOnce(&mut Kineto)) {
         match names.split_first() {
             None => inside(self),
-            Some((first, rest)) => self.range("cpu_op", first, |b| b.ops(rest, inside)),
+            Some((first, rest)) => self.range(("cpu_op", ""), first, |b| b.ops(rest, inside)),
         }
     }
 
@@ -380,9 +382,9 @@ fn vit(fused: bool) -> String {
 #[test]
 fn attention_as_bmm_softmax_bmm() {
     // 2 attention blocks per step, each bmm → div → softmax → bmm under its
-    // `nn.Module: Attention_N`: a block claims its softmax (300 µs) and half of its two bmms
-    // (120 + 120 µs): 2 × (300 + 120) = 840 µs = 0.84 ms = 8.4% of the step: medium.
-    let f = expect(&vit(false), "unfused-attention", 0.84, Severity::Medium);
+    // `nn.Module: Attention_N`: a block claims its scale and softmax (40 + 300 µs) and half of
+    // its two bmms (120 + 120 µs): 2 × (340 + 120) = 920 µs = 0.92 ms = 9.2% of the step: medium.
+    let f = expect(&vit(false), "unfused-attention", 0.92, Severity::Medium);
     // 2 blocks per step in 4 steps.
     assert_eq!(count(&f), Some(8));
 }
@@ -390,6 +392,165 @@ fn attention_as_bmm_softmax_bmm() {
 #[test]
 fn scaled_dot_product_attention_is_fused() {
     expect_none(&vit(true), "unfused-attention");
+}
+
+/// A Python frame (`with_stack`/`with_modules`): `nn.Module: Name_N`.
+fn module(b: &mut Kineto, name: &str, inside: impl FnOnce(&mut Kineto)) {
+    b.range(
+        ("python_function", ""),
+        &format!("nn.Module: {name}"),
+        inside,
+    );
+}
+
+/// One Swin window attention, as its code writes it: the QKV projection, `q * scale`,
+/// `q @ k.transpose(-2, -1)`, the relative-position bias (`table[index].view().permute()
+/// .contiguous().unsqueeze(0)`, added), the window mask (`view`, `unsqueeze`, added, `view`),
+/// `nn.Softmax` (its own module frame), `attn_drop` (eval: no kernel), `@ v`, the projection.
+fn swin_block(b: &mut Kineto, layer: usize) {
+    module(b, &format!("SwinBlock_{layer}"), |b| {
+        module(b, "WindowAttention_0", |b| {
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 200));
+            b.op_kernel("aten::mul", MUL, 2, 20);
+            b.op_kernel("aten::matmul", GEMM, 2, 120);
+            b.op_kernel("aten::index", ADD, 2, 10);
+            for view in ["aten::view", "aten::view", "aten::permute"] {
+                b.ops(&[view], |_| {});
+            }
+            b.op_kernel("aten::contiguous", ADD, 2, 10);
+            b.ops(&["aten::unsqueeze"], |_| {});
+            b.op_kernel("aten::add", ADD, 2, 20);
+            b.ops(&["aten::view"], |_| {});
+            b.ops(&["aten::unsqueeze"], |_| {});
+            b.op_kernel("aten::add", ADD, 2, 20);
+            b.ops(&["aten::view"], |_| {});
+            module(b, "Softmax_0", |b| {
+                b.ops(&["aten::softmax", "aten::_softmax"], |b| {
+                    b.kernel(SOFTMAX, 2, 300)
+                });
+            });
+            module(b, "Dropout_0", |b| b.ops(&["aten::dropout"], |_| {}));
+            b.op_kernel("aten::matmul", GEMM, 2, 120);
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 2, 100));
+        });
+    });
+}
+
+#[test]
+fn swin_attention_with_bias_and_mask_between_the_gemms() {
+    // 2 blocks per step, 11 ops between the score GEMM and the softmax, the softmax and the
+    // dropout in their own module frames. A block claims what lies between its GEMMs (index 10,
+    // contiguous 10, two adds 20 + 20, softmax 300 µs) and half of its GEMMs (120 + 120 µs):
+    // 2 × (360 + 120) = 960 µs = 0.96 ms.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        for layer in 0..2 {
+            swin_block(b, layer);
+        }
+    });
+    let f = expect(&text, "unfused-attention", 0.96, Severity::Medium);
+    assert_eq!(count(&f), Some(8));
+    // Block 0 runs from its score GEMM to block 1's: 600 µs of attention (120 + 360 + 120) in
+    // 920 (with the projection 100, the next QKV 200 and scale 20): 65%. Block 1, the last,
+    // spans as many ops, cut at the step's end: 600 of 700 µs, 86%.
+    assert!(
+        f.summary.contains(
+            "attention is 86% of the GPU time of block 1 (SwinBlock_1/WindowAttention_0), 65–86% across the 2 blocks"
+        ),
+        "{}",
+        f.summary
+    );
+    let shares = &f.evidence[1].events;
+    assert_eq!(
+        shares,
+        &[
+            "block 0 (SwinBlock_0/WindowAttention_0): attention 65% of 0.920 ms",
+            "block 1 (SwinBlock_1/WindowAttention_0): attention 86% of 0.700 ms"
+        ]
+    );
+}
+
+/// A GEMM op, a softmax over an input of `dims` (an `Input Dims` list), a GEMM op; `between`
+/// writes what comes between the first GEMM and the softmax.
+fn gemm_softmax_gemm(dims: &str, between: impl Fn(&mut Kineto)) -> String {
+    let args = format!(r#""Input Dims": {dims}"#);
+    Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..2 {
+            b.op_kernel("aten::matmul", GEMM, 2, 120);
+            between(b);
+            b.range(("cpu_op", &args), "aten::softmax", |b| {
+                b.kernel(SOFTMAX, 2, 300)
+            });
+            b.op_kernel("aten::matmul", GEMM, 2, 120);
+        }
+    })
+}
+
+#[test]
+fn a_softmax_over_two_dimensions_is_no_attention() {
+    // A classifier's (or a router's) softmax over [batch, classes] between two matmuls.
+    expect_none(
+        &gemm_softmax_gemm("[[32, 1000]]", |_| {}),
+        "unfused-attention",
+    );
+    // The same over [batch, heads, queries, keys] is attention: 2 × (300 + 120) µs.
+    let attention = gemm_softmax_gemm("[[32, 12, 197, 197]]", |_| {});
+    expect(&attention, "unfused-attention", 0.84, Severity::Medium);
+}
+
+#[test]
+fn a_norm_between_a_gemm_and_a_softmax_is_no_attention() {
+    let text = gemm_softmax_gemm("[[32, 12, 197, 197]]", |b| {
+        b.op_kernel("aten::layer_norm", LAYER_NORM, 2, 20)
+    });
+    expect_none(&text, "unfused-attention");
+}
+
+#[test]
+fn attention_from_kernel_names_alone() {
+    // No CPU op: kernels launched straight from Python (a custom extension, a compiled graph).
+    // ROCm's GEMM, a scale, a mask fill, a bias add, the softmax, the GEMM: 4 kernels before
+    // the softmax. A block claims 40 + 10 + 20 + 300 µs and half of 120 + 120 µs: 490 µs; an MLP
+    // (GEMM, GELU, GEMM) beside it is no attention. 2 × 490 µs = 0.98 ms.
+    const ROCM_GEMM: &str = "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1";
+    let text = Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..2 {
+            b.kernel(ROCM_GEMM, 2, 120);
+            b.kernel(MUL, 2, 40);
+            b.kernel(FILL, 2, 10);
+            b.kernel(ADD, 2, 20);
+            b.kernel(SOFTMAX, 2, 300);
+            b.kernel(ROCM_GEMM, 2, 120);
+            b.kernel(GEMM, 2, 200);
+            b.kernel(GELU, 2, 50);
+            b.kernel(GEMM, 2, 200);
+        }
+    });
+    let f = expect(&text, "unfused-attention", 0.98, Severity::Medium);
+    assert!(
+        f.summary.contains("seen in the kernel sequence"),
+        "{}",
+        f.summary
+    );
+}
+
+#[test]
+fn attention_on_a_cpu_only_trace_claims_host_time() {
+    // No GPU activity: hand-written attention on the CPU, each op's range lasting as given.
+    // A block claims the scale, mask, softmax and dropout (50 + 60 + 200 + 30 µs) and half of
+    // its two matmuls (400 + 400 µs): 740 µs; 2 blocks: 1.48 ms.
+    let host_op = |b: &mut Kineto, name: &str, us: i64| b.ops(&[name], |b| b.pause(us - 2));
+    let text = Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..2 {
+            host_op(b, "aten::matmul", 400);
+            host_op(b, "aten::div", 50);
+            host_op(b, "aten::masked_fill", 60);
+            host_op(b, "aten::softmax", 200);
+            host_op(b, "aten::dropout", 30);
+            host_op(b, "aten::matmul", 400);
+        }
+    });
+    let f = expect(&text, "unfused-attention", 1.48, Severity::Medium);
+    assert!(f.summary.contains("of the host time"), "{}", f.summary);
 }
 
 // attention-hot-spot (a note)

@@ -1,43 +1,195 @@
-//! Unfused attention: batched matmul → softmax → batched matmul, seen in the CPU ops or, where
-//! the trace has none, in the kernel names (NVIDIA and AMD spellings), with no fused attention
-//! op or kernel anywhere in the trace. And attention as the step's hot spot (a note).
+//! Unfused attention: a score GEMM, then what real models put before the softmax (scaling,
+//! relative-position or ALiBi bias, masks, casts, copies, views), the softmax, then dropout or
+//! casts and the GEMM that consumes it. Seen in the CPU ops (through Python frames, whatever
+//! the module nesting) or, where no op shows it, in the kernel names of one stream (any vendor's
+//! GEMM and softmax spellings), with no fused attention op or kernel anywhere in the trace. A
+//! block is bounded by what one attention block holds, not by a count of kernels: at most
+//! [`MAX_BEFORE`] ops or kernels between the score GEMM and the softmax and [`MAX_AFTER`] after
+//! it, none of which can be outside attention (a convolution, a norm, an activation, a
+//! projection, another softmax). A softmax over a 2-D input (a classifier's or a router's) is
+//! not attention. On a CPU-only trace the blocks claim the host time of their ops. The finding
+//! says attention's share of each block's time (block: from one attention's score GEMM to the
+//! next), named by module where the trace records modules. And attention as the step's hot
+//! spot (a note).
+
+use rustc_hash::FxHashMap;
 
 use super::{
     finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck, Verdict,
 };
-use crate::attribution::Ledger;
-use crate::model::kernels::KernelNames;
-use crate::model::{EventKind, Launch, Trace, NONE};
+use crate::attribution::{Intervals, Ledger};
+use crate::model::kernels::{KernelNames, KernelTraits};
+use crate::model::{EventKind, Launch, StrId, Trace, NONE};
 
 pub struct UnfusedAttention;
 pub struct AttentionHotSpot;
 
 /// Attention's share of the step's GPU time from which it is noted as the hot spot.
 const HOT_SHARE: f64 = 0.2;
-/// How far (in sibling ops, or kernels on one stream) a matmul may be from the softmax.
-const REACH: usize = 3;
+/// Most ops (or kernels of one stream) between the score GEMM and the softmax in one attention
+/// block: a Swin block's relative-position bias (index, view, permute, contiguous, unsqueeze,
+/// add) and window mask (view, unsqueeze, add, view) with a scale and casts come to about 15;
+/// ALiBi, causal and padding masks to fewer.
+const MAX_BEFORE: usize = 24;
+/// Most between the softmax and the GEMM that consumes it: dropout (its mask, its scaling),
+/// casts, views and copies.
+const MAX_AFTER: usize = 8;
+/// Blocks listed in the evidence, each with attention's share of it.
+const MAX_LISTED: usize = 64;
 
 const GATE: Gate = Gate {
-    quantity:
-        "matmul → softmax → matmul attention blocks per step, with no fused attention in the trace",
+    quantity: "attention blocks per step computed as GEMM → (scale, bias, mask, dropout, casts) → softmax → GEMM, with no fused attention in the trace",
     threshold: 1.0,
 };
 
-const MATMULS: [&str; 5] = [
-    "aten::bmm",
-    "aten::matmul",
-    "aten::baddbmm",
-    "aten::einsum",
-    "aten::mm",
+/// Score and output GEMM ops (after `aten::`).
+const GEMM_OPS: [&str; 5] = ["bmm", "matmul", "baddbmm", "einsum", "mm"];
+/// Softmax ops (after `aten::`); any other op named softmax (log-softmax, a backward) is not one.
+const SOFTMAX_OPS: [&str; 4] = ["softmax", "_softmax", "_safe_softmax", "_masked_softmax"];
+/// Ops that cannot be inside one attention block, by a part of their name: convolutions,
+/// norms, projections, activations, embeddings, pooling, recurrent layers, routing.
+const OUTSIDE_OPS: [&str; 17] = [
+    "conv",
+    "layer_norm",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "rms_norm",
+    "linear",
+    "addmm",
+    "gelu",
+    "relu",
+    "silu",
+    "embedding",
+    "pool",
+    "lstm",
+    "gru",
+    "topk",
+    "attention",
 ];
-const SOFTMAX: [&str; 2] = ["aten::softmax", "aten::_softmax"];
 /// Ops that mean attention already runs fused.
-const FUSED: [&str; 4] = [
+const FUSED: [&str; 7] = [
     "scaled_dot_product",
     "flash_attention",
+    "flash_attn",
     "efficient_attention",
+    "memory_efficient_attention",
+    "fmha",
     "_native_multi_head_attention",
 ];
+
+/// What an op or a piece of GPU work is to an attention block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Gemm,
+    /// A softmax over an input of 3 or more dimensions (or of unknown shape).
+    Softmax,
+    /// What cannot be inside one attention block.
+    Outside,
+    /// What may sit between its GEMMs and its softmax.
+    Between,
+}
+
+/// The role of an op by its name (with or without `aten::`).
+fn op_role(name: &str) -> Role {
+    let lower = name.to_ascii_lowercase();
+    let bare = lower.strip_prefix("aten::").unwrap_or(&lower);
+    if GEMM_OPS.contains(&bare) {
+        Role::Gemm
+    } else if SOFTMAX_OPS.contains(&bare) {
+        Role::Softmax
+    } else if bare.contains("softmax") || OUTSIDE_OPS.iter().any(|o| bare.contains(o)) {
+        Role::Outside
+    } else {
+        Role::Between
+    }
+}
+
+/// The role of a kernel by what its name says.
+fn kernel_role(k: KernelTraits, name: &str) -> Role {
+    let lower = name.to_ascii_lowercase();
+    let backward = lower.contains("backward") || lower.contains("bwd");
+    if k.matmul {
+        Role::Gemm
+    } else if k.softmax && !backward {
+        Role::Softmax
+    } else if k.softmax
+        || k.fused_attention
+        || (k.convolution && !k.layout)
+        || is_norm(&lower)
+        || ["gelu", "silu"].iter().any(|a| lower.contains(a))
+    {
+        Role::Outside
+    } else {
+        Role::Between
+    }
+}
+
+/// Normalization kernels (layer, batch, group, RMS), not random `normal` fills.
+fn is_norm(lower: &str) -> bool {
+    lower
+        .match_indices("norm")
+        .any(|(k, _)| !lower[k..].starts_with("normal"))
+}
+
+/// The attention block around the softmax at `k` of `roles`: positions of its score GEMM and
+/// of the GEMM that consumes the softmax, with only `Between` work in between, within bounds.
+fn block_around(roles: &[Role], k: usize) -> Option<(usize, usize)> {
+    let before = (k.saturating_sub(MAX_BEFORE + 1)..k)
+        .rev()
+        .find(|&j| roles[j] != Role::Between)?;
+    let after = (k + 1..roles.len().min(k + MAX_AFTER + 2)).find(|&j| roles[j] != Role::Between)?;
+    (roles[before] == Role::Gemm && roles[after] == Role::Gemm).then_some((before, after))
+}
+
+/// The number of dimensions of the first input in an op's `Input Dims` (`[[8, 12, 197, 197],
+/// []]` → 4), if recorded.
+fn first_rank(dims: &str) -> Option<usize> {
+    let inner = dims
+        .trim_start()
+        .strip_prefix('[')?
+        .trim_start()
+        .strip_prefix('[')?;
+    let list = &inner[..inner.find(']')?];
+    Some(if list.trim().is_empty() {
+        0
+    } else {
+        list.split(',').count()
+    })
+}
+
+/// Whether CPU op `i` (a softmax) may be attention's: its input has 3 or more dimensions
+/// (batch, heads or windows, queries × keys), or its shape was not recorded. A classifier's or
+/// a router's softmax is over 2 dimensions.
+fn attention_shaped(t: &Trace, i: usize) -> bool {
+    let detail = t.events.detail[i];
+    if detail == NONE {
+        return true;
+    }
+    t.details
+        .op(detail)
+        .input_dims
+        .and_then(|d| first_rank(t.strings.get(d)))
+        .is_none_or(|rank| rank >= 3)
+}
+
+/// Per event of the CPU tracks, the nearest enclosing CPU op (`NONE`: none); ops with the same
+/// one (across Python frames and `record_function` ranges) are one sequence of siblings.
+fn nearest_ops(t: &Trace) -> Vec<u32> {
+    let e = &t.events;
+    let mut nearest = vec![NONE; e.len()];
+    for i in 0..e.len() {
+        let p = e.parent[i];
+        if p != NONE && (p as usize) < i {
+            nearest[i] = if e.kind[p as usize] == EventKind::CpuOp {
+                p
+            } else {
+                nearest[p as usize]
+            };
+        }
+    }
+    nearest
+}
 
 /// Launch links ordered by the launching call (stably: each call's GPU work stays in GPU-event
 /// order), so that the GPU work under a CPU range is one contiguous run of it.
@@ -76,9 +228,155 @@ fn fused_anywhere(t: &Trace) -> bool {
     })
 }
 
+/// Whether the trace records host work only: no GPU track and no runtime call (a trace whose
+/// GPU activity was lost still has its launches).
+fn host_only(t: &Trace) -> bool {
+    !t.tracks.iter().any(|tr| tr.gpu) && !t.events.kind.contains(&EventKind::RuntimeCall)
+}
+
+/// A sequence in which attention blocks are looked for: the sibling ops under one op (or under
+/// none) of a thread, or the GPU work of one stream in one step.
+struct Lane {
+    events: Vec<usize>,
+    kernels: bool,
+}
+
+/// One unfused attention block: positions in its lane.
+struct Block {
+    step: usize,
+    lane: usize,
+    gemm: usize,
+    softmax: usize,
+    output: usize,
+}
+
+/// What the blocks cost: GPU time of kernels, GPU time launched under ops, or (on a host-only
+/// trace) the ops' own time.
+struct Costs<'t> {
+    t: &'t Trace,
+    by: Vec<Launch>,
+    host: bool,
+}
+
+impl Costs<'_> {
+    /// The time item `i` of a lane stands for.
+    fn intervals(&self, i: usize, kernels: bool) -> Intervals {
+        let e = &self.t.events;
+        if kernels || self.host {
+            vec![(e.start[i], e.end(i))]
+        } else {
+            gpu_under(self.t, &self.by, i)
+                .into_iter()
+                .map(|g| (e.start[g as usize], e.end(g as usize)))
+                .collect()
+        }
+    }
+
+    fn ns(&self, i: usize, kernels: bool) -> i64 {
+        self.intervals(i, kernels).iter().map(|(s, e)| e - s).sum()
+    }
+}
+
+/// Attention's time and its block's time (attention's score GEMM to the next attention's), per
+/// block in step order, summed over the steps where the gate holds.
+struct Shares {
+    attention: Vec<i64>,
+    block: Vec<i64>,
+    /// The events of each block's attention in the first step that has it (to name modules).
+    events: Vec<Vec<usize>>,
+}
+
+fn shares(a: &Analysis<'_>, lanes: &[Lane], blocks: &[&Block], costs: &Costs<'_>) -> Shares {
+    let e = &a.trace.events;
+    let mut out = Shares {
+        attention: Vec::new(),
+        block: Vec::new(),
+        events: Vec::new(),
+    };
+    let mut by_step: FxHashMap<usize, Vec<&Block>> = FxHashMap::default();
+    for b in blocks {
+        by_step.entry(b.step).or_default().push(b);
+    }
+    for (step, mut list) in by_step {
+        let end_ts = a.range(step).1;
+        list.sort_by_key(|b| e.start[lanes[b.lane].events[b.gemm]]);
+        // Each block runs to the next attention of its lane; the last, as far as the longest
+        // of the others (within the step).
+        let next: Vec<Option<usize>> = list
+            .iter()
+            .map(|b| {
+                list.iter()
+                    .filter(|o| o.lane == b.lane && o.gemm > b.gemm)
+                    .map(|o| o.gemm)
+                    .min()
+            })
+            .collect();
+        let longest = list
+            .iter()
+            .zip(&next)
+            .filter_map(|(b, n)| n.map(|n| n - b.gemm))
+            .max();
+        for (k, (b, n)) in list.iter().zip(&next).enumerate() {
+            let lane = &lanes[b.lane];
+            let from = b.gemm;
+            let to = n.unwrap_or_else(|| {
+                let in_step = from + lane.events[from..].partition_point(|&i| e.start[i] < end_ts);
+                longest.map_or(in_step, |l| in_step.min(from + l))
+            });
+            if out.attention.len() <= k {
+                out.attention.push(0);
+                out.block.push(0);
+                out.events.push(lane.events[b.gemm..=b.output].to_vec());
+            }
+            let cost = |r: std::ops::Range<usize>| -> i64 {
+                lane.events[r]
+                    .iter()
+                    .map(|&i| costs.ns(i, lane.kernels))
+                    .sum()
+            };
+            out.attention[k] += cost(b.gemm..b.output + 1);
+            out.block[k] += cost(from..to.max(b.output + 1));
+        }
+    }
+    out
+}
+
+/// Each block's name: `block N`, with the module frame where the blocks' modules differ and the
+/// attention's own (`BertLayer_7/…/BertSelfAttention_0` in
+/// `BertModel_0/…/BertLayer_7/BertAttention_0/BertSelfAttention_0`) where the trace has them.
+fn block_names(t: &Trace, events: &[Vec<usize>]) -> Vec<String> {
+    let holders: Vec<Option<String>> = match crate::modules::Frames::of(t) {
+        Some(frames) => events.iter().map(|ev| frames.holder(t, ev)).collect(),
+        None => vec![None; events.len()],
+    };
+    let paths: Vec<Vec<&str>> = holders
+        .iter()
+        .map(|h| h.as_deref().map_or(Vec::new(), |p| p.split('/').collect()))
+        .collect();
+    let named: Vec<&Vec<&str>> = paths.iter().filter(|p| !p.is_empty()).collect();
+    let common = named.first().map_or(0, |first| {
+        (0..first.len())
+            .take_while(|&c| named.iter().all(|p| p.get(c) == first.get(c)))
+            .count()
+    });
+    paths
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let from = common.min(p.len().saturating_sub(1));
+            match p.len() - from {
+                0 => format!("block {k}"),
+                1 => format!("block {k} ({})", p[from]),
+                2 => format!("block {k} ({}/{})", p[from], p[from + 1]),
+                _ => format!("block {k} ({}/…/{})", p[from], p[p.len() - 1]),
+            }
+        })
+        .collect()
+}
+
 const FIX_UNFUSED_ATTENTION: Fix = Fix {
-    summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled).",
-    snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p if self.training else 0.0)",
+    summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled); pass the bias and mask as attn_mask.",
+    snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias_plus_mask, dropout_p=p if self.training else 0.0)",
 };
 
 impl Detector for UnfusedAttention {
@@ -91,7 +389,7 @@ impl Detector for UnfusedAttention {
     }
 
     fn threshold(&self) -> &'static str {
-        "a softmax between two matmuls (sibling aten::bmm/matmul/baddbmm/einsum ops, or, from kernel names alone, a GEMM kernel, a softmax kernel and a GEMM kernel within 3 kernels on one stream) in at least half of the steady steps, and no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace"
+        "a softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -104,107 +402,149 @@ impl Detector for UnfusedAttention {
         if fused_anywhere(t) {
             return Verdict::Nothing;
         }
-        let by = launched_by(t);
-        // Per step: blocks seen from the ops, blocks seen from the kernels, softmax GPU work.
+        let mut lanes: Vec<Lane> = Vec::new();
+        // Sibling ops: under the same op of the same thread, Python frames crossed.
+        let nearest = nearest_ops(t);
+        for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+            let mut groups: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+            for i in track.events.clone().map(|i| i as usize) {
+                if e.kind[i] == EventKind::CpuOp {
+                    groups.entry(nearest[i]).or_default().push(i);
+                }
+            }
+            let mut groups: Vec<Vec<usize>> = groups.into_values().collect();
+            groups.sort_by_key(|g| g[0]);
+            lanes.extend(groups.into_iter().map(|events| Lane {
+                events,
+                kernels: false,
+            }));
+        }
+        let ops_lanes = lanes.len();
+        let mut kernel_names = KernelNames::default();
+        let mut kernel_steps = Vec::new();
+        for &step in &a.steady {
+            let work = a.gpu_work(step);
+            let mut by_track: Vec<Vec<usize>> = Vec::new();
+            for i in work {
+                match by_track.last_mut() {
+                    Some(l) if e.track[l[0]] == e.track[i] => l.push(i),
+                    _ => by_track.push(vec![i]),
+                }
+            }
+            for events in by_track {
+                kernel_steps.push(step);
+                lanes.push(Lane {
+                    events,
+                    kernels: true,
+                });
+            }
+        }
+        let mut op_roles: FxHashMap<StrId, Role> = FxHashMap::default();
+        let mut blocks: Vec<Block> = Vec::new();
+        for (l, lane) in lanes.iter().enumerate() {
+            let roles: Vec<Role> = lane
+                .events
+                .iter()
+                .map(|&i| {
+                    let role = if lane.kernels {
+                        match e.kind[i] {
+                            EventKind::GpuKernel => {
+                                kernel_role(kernel_names.of_event(t, i), t.name_of(i))
+                            }
+                            _ => Role::Outside,
+                        }
+                    } else {
+                        *op_roles
+                            .entry(e.name[i])
+                            .or_insert_with(|| op_role(t.name_of(i)))
+                    };
+                    let shaped_at = if lane.kernels {
+                        t.launch_of(i as u32)
+                            .map(|r| nearest[r as usize])
+                            .filter(|&op| op != NONE)
+                            .map(|op| op as usize)
+                    } else {
+                        Some(i)
+                    };
+                    // A softmax kernel under a softmax op is the ops' to judge.
+                    let mut judged_by_ops = |op: usize| {
+                        lane.kernels
+                            && *op_roles
+                                .entry(e.name[op])
+                                .or_insert_with(|| op_role(t.name_of(op)))
+                                == Role::Softmax
+                    };
+                    match (role, shaped_at) {
+                        (Role::Softmax, Some(op))
+                            if !attention_shaped(t, op) || judged_by_ops(op) =>
+                        {
+                            Role::Outside
+                        }
+                        _ => role,
+                    }
+                })
+                .collect();
+            for k in (0..roles.len()).filter(|&k| roles[k] == Role::Softmax) {
+                let step = if lane.kernels {
+                    Some(kernel_steps[l - ops_lanes])
+                } else {
+                    a.steady_step_at(e.start[lane.events[k]])
+                };
+                if let (Some(step), Some((gemm, output))) = (step, block_around(&roles, k)) {
+                    blocks.push(Block {
+                        step,
+                        lane: l,
+                        gemm,
+                        softmax: k,
+                        output,
+                    });
+                }
+            }
+        }
+        // Per step, the blocks of the ops or those of the kernels, whichever sees more.
         let n = a.steps.steps.len();
         let (mut from_ops, mut from_kernels) = (vec![0u64; n], vec![0u64; n]);
-        let mut softmax: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
-        let mut matmuls: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
-        let mut shown: Vec<usize> = Vec::new();
-        let mut sources: Vec<usize> = Vec::new();
-        for track in t.tracks.iter().filter(|tr| !tr.gpu) {
-            let children: Vec<usize> = track
-                .events
-                .clone()
-                .map(|i| i as usize)
-                .filter(|&i| e.kind[i] == EventKind::CpuOp && e.parent[i] != NONE)
-                .collect();
-            for (k, &i) in children.iter().enumerate() {
-                if !SOFTMAX.contains(&t.name_of(i)) {
-                    continue;
-                }
-                let Some(step) = a.steady_step_at(e.start[i]) else {
-                    continue;
-                };
-                let sibling = |j: &&usize| e.parent[**j] == e.parent[i];
-                let is_matmul = |j: &&usize| MATMULS.contains(&t.name_of(**j));
-                let before = children[..k]
-                    .iter()
-                    .rev()
-                    .filter(sibling)
-                    .take(REACH)
-                    .find(is_matmul);
-                let after = children[k + 1..]
-                    .iter()
-                    .filter(sibling)
-                    .take(REACH)
-                    .find(is_matmul);
-                if let (Some(&x), Some(&y)) = (before, after) {
-                    from_ops[step] += 1;
-                    let work = |op: usize| {
-                        gpu_under(t, &by, op)
-                            .into_iter()
-                            .map(|g| (e.start[g as usize], e.end(g as usize)))
-                    };
-                    softmax[step].extend(work(i));
-                    matmuls[step].extend(work(x).chain(work(y)));
-                    sources.push(i);
-                    if shown.len() < 3 {
-                        shown.push(i);
-                    }
-                }
+        for b in &blocks {
+            if lanes[b.lane].kernels {
+                from_kernels[b.step] += 1;
+            } else {
+                from_ops[b.step] += 1;
             }
         }
-        let mut names = KernelNames::default();
-        for &step in &a.steady {
-            let kernels: Vec<usize> = a
-                .gpu_work(step)
-                .into_iter()
-                .filter(|&i| e.kind[i] == EventKind::GpuKernel)
-                .collect();
-            for (k, &i) in kernels.iter().enumerate() {
-                if !names.of_event(t, i).softmax {
-                    continue;
-                }
-                let same_stream = |j: &&usize| e.track[**j] == e.track[i];
-                let mut matmul = |j: &&usize| names.of_event(t, **j).matmul;
-                let before = kernels[..k]
-                    .iter()
-                    .rev()
-                    .filter(same_stream)
-                    .take(REACH)
-                    .find(&mut matmul);
-                let after = kernels[k + 1..]
-                    .iter()
-                    .filter(same_stream)
-                    .take(REACH)
-                    .find(&mut matmul);
-                if let (Some(&x), Some(&y)) = (before, after) {
-                    from_kernels[step] += 1;
-                    softmax[step].push((e.start[i], e.end(i)));
-                    matmuls[step].extend([(e.start[x], e.end(x)), (e.start[y], e.end(y))]);
-                    sources.push(i);
-                    if shown.len() < 3 {
-                        shown.push(i);
-                    }
-                }
-            }
-        }
-        let total: u64 = a
-            .steady
+        let chosen: Vec<&Block> = blocks
             .iter()
-            .map(|&k| from_ops[k].max(from_kernels[k]))
-            .sum();
-        let seen_in_kernels = a.steady.iter().any(|&k| from_kernels[k] > 0);
+            .filter(|b| lanes[b.lane].kernels == (from_kernels[b.step] > from_ops[b.step]))
+            .collect();
+        let costs = Costs {
+            t,
+            by: launched_by(t),
+            host: host_only(t),
+        };
+        // A fused kernel never writes the scores: what lies between the GEMMs goes; the GEMMs
+        // stay, faster.
+        let mut whole: Vec<Intervals> = vec![Vec::new(); n];
+        let mut half: Vec<Intervals> = vec![Vec::new(); n];
+        for b in &chosen {
+            let lane = &lanes[b.lane];
+            for p in b.gemm..=b.output {
+                let iv = costs.intervals(lane.events[p], lane.kernels);
+                if p == b.gemm || p == b.output {
+                    half[b.step].extend(iv);
+                } else {
+                    whole[b.step].extend(iv);
+                }
+            }
+        }
+        let count = |k: usize| from_ops[k].max(from_kernels[k]);
         let checks = a
             .steady
             .iter()
             .map(|&k| StepCheck {
                 step: k,
-                value: from_ops[k].max(from_kernels[k]) as f64,
+                value: count(k) as f64,
                 claims: vec![
-                    (std::mem::take(&mut softmax[k]), 1.0),
-                    (std::mem::take(&mut matmuls[k]), 0.5),
+                    (std::mem::take(&mut whole[k]), 1.0),
+                    (std::mem::take(&mut half[k]), 0.5),
                 ],
             })
             .collect();
@@ -214,24 +554,77 @@ impl Detector for UnfusedAttention {
             ledger,
             GATE,
             checks,
-            "GPU time of the softmax kernels between the attention matmuls plus half that of the two matmuls, per steady-state step: a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast",
+            "time of the softmax and of what lies between the attention GEMMs (scale, bias, mask, dropout, casts), plus half that of the two GEMMs, per steady-state step (GPU time; host time on a CPU-only trace): a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast",
         ) {
             Ok(o) => o,
             Err(rejected) => return rejected.into(),
         };
+        let held: Vec<&Block> = chosen
+            .into_iter()
+            .filter(|b| o.held.contains(&a.steps.steps[b.step].number))
+            .collect();
+        let total: u64 = a.steady.iter().map(|&k| count(k)).sum();
+        let seen_in_kernels = held.iter().any(|b| lanes[b.lane].kernels);
+        let sh = shares(a, &lanes, &held, &costs);
+        let names = block_names(t, &sh.events);
+        let pcts: Vec<f64> = (0..sh.block.len())
+            .map(|k| super::pct(sh.attention[k] as f64, sh.block[k] as f64))
+            .collect();
+        let time = if costs.host { "host" } else { "GPU" };
+        let worst = (0..pcts.len()).max_by(|&x, &y| pcts[x].total_cmp(&pcts[y]));
+        let share = worst.map_or(String::new(), |w| {
+            let least = pcts.iter().copied().fold(f64::INFINITY, f64::min);
+            let across = if pcts.len() > 1 {
+                format!(
+                    ", {least:.0}–{:.0}% across the {} blocks",
+                    pcts[w],
+                    pcts.len()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "; attention is {:.0}% of the {time} time of {}{across}",
+                pcts[w], names[w]
+            )
+        });
         let summary = format!(
-            "{:.0} attention blocks per step run as separate matmul, softmax and matmul{}, writing the full attention matrix to memory; fusing them saves about {:.3} ms per step",
+            "{:.0} attention blocks per step run as a GEMM, a softmax and a GEMM with what lies between them{}, writing the full attention matrix to memory{share}; fusing them saves about {:.3} ms per step",
             total as f64 / a.steady.len().max(1) as f64,
             if seen_in_kernels { " (seen in the kernel sequence)" } else { "" },
             o.impact.ms_per_step
         );
-        let evidence = vec![Evidence {
-            what: "softmax ops or kernels between two matmuls".into(),
-            steps: o.held.clone(),
-            events: shown.iter().map(|&i| a.event_ref(i)).collect(),
-            count: Some(total),
-            sources,
-        }];
+        let softmaxes: Vec<usize> = held
+            .iter()
+            .map(|b| lanes[b.lane].events[b.softmax])
+            .collect();
+        let per_step = o.held.len().max(1) as f64;
+        let evidence = vec![
+            Evidence {
+                what: "softmax ops or kernels between two GEMMs".into(),
+                steps: o.held.clone(),
+                events: softmaxes.iter().take(3).map(|&i| a.event_ref(i)).collect(),
+                count: Some(total),
+                sources: softmaxes,
+            },
+            Evidence {
+                what: format!("attention's share of each block's {time} time (a block: from one attention's score GEMM to the next), per step"),
+                steps: o.held.clone(),
+                events: (0..pcts.len())
+                    .take(MAX_LISTED)
+                    .map(|k| {
+                        format!(
+                            "{}: attention {:.0}% of {:.3} ms",
+                            names[k],
+                            pcts[k],
+                            sh.block[k] as f64 / per_step / 1e6
+                        )
+                    })
+                    .collect(),
+                count: Some(pcts.len() as u64),
+                sources: Vec::new(),
+            },
+        ];
         finding(self, o, summary, evidence, FIX_UNFUSED_ATTENTION)
     }
 }
@@ -313,6 +706,44 @@ mod tests {
             .flat_map(|j| t.launches.iter().filter(move |l| l.launch as usize == j))
             .map(|l| l.gpu)
             .collect()
+    }
+
+    #[test]
+    fn what_kernels_and_ops_are_to_an_attention_block() {
+        let role = |name: &str| kernel_role(KernelTraits::of(name), name);
+        assert_eq!(
+            role("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1"),
+            Role::Gemm
+        );
+        assert_eq!(
+            role("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"),
+            Role::Gemm
+        );
+        assert_eq!(
+            role("void cunn_SoftMaxForward<8, float, float, float, Epilogue>(float*)"),
+            Role::Softmax
+        );
+        assert_eq!(
+            role("void (anonymous namespace)::softmax_warp_backward<float, float>(float*)"),
+            Role::Outside
+        );
+        assert_eq!(
+            role("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_kernel0_0"),
+            Role::Outside
+        );
+        assert_eq!(
+            role("void at::native::vectorized_layer_norm_kernel<float, float>(int)"),
+            Role::Outside
+        );
+        assert_eq!(role("void at::native::distribution_elementwise_grid_stride_kernel<float, 4, normal_kernel>(int)"), Role::Between);
+        assert_eq!(op_role("aten::_safe_softmax"), Role::Softmax);
+        assert_eq!(op_role("aten::log_softmax"), Role::Outside);
+        assert_eq!(op_role("aten::_softmax_backward_data"), Role::Outside);
+        assert_eq!(op_role("aten::masked_fill"), Role::Between);
+        assert_eq!(op_role("aten::linear"), Role::Outside);
+        assert_eq!(first_rank("[[8, 12, 197, 197], []]"), Some(4));
+        assert_eq!(first_rank("[[], [3]]"), Some(0));
+        assert_eq!(first_rank("[]"), None);
     }
 
     #[test]

@@ -150,7 +150,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     // the trees), half on each thread.
     (events.parent, events.depth) = nest(&events, &tracks, parallel);
     let span = span(&events);
-    let (steps, step_source) = find_steps(&b, &events, span);
+    let (steps, step_source) = find_steps(&b, &events, (&tracks, &launches), span);
     // Cut between two groups.
     let mut half = flows.len() / 2;
     while half > 0 && half < flows.len() && same_group(&flows[half - 1], &flows[half]) {
@@ -525,8 +525,14 @@ fn link_flows(
     fwdbwd
 }
 
-/// `span` is that of all events, the fallback step of a trace without GPU work.
-fn find_steps(b: &Builder, e: &Events, span: Option<(i64, i64)>) -> (Vec<Step>, StepSource) {
+/// `span` is that of all events, the fallback step of a trace without GPU work; the tracks and
+/// the launches found so far are where iterations are looked for.
+fn find_steps(
+    b: &Builder,
+    e: &Events,
+    (tracks, launches): (&[crate::model::Track], &[Launch]),
+    span: Option<(i64, i64)>,
+) -> (Vec<Step>, StepSource) {
     let mut steps: Vec<Step> = (0..e.len())
         .filter(|&i| e.kind[i] == EventKind::ProfilerStep)
         .map(|i| Step {
@@ -543,18 +549,20 @@ fn find_steps(b: &Builder, e: &Events, span: Option<(i64, i64)>) -> (Vec<Step>, 
         })
         .collect();
     if steps.is_empty() {
-        // No steps recorded: one step over the GPU's active span (first launch or GPU work to
-        // the last GPU work), so that set-up before the first kernel does not count; the whole
-        // span on CPU-only traces.
+        if let Some(found) = super::iterations::iterations(&b.strings, e, tracks, launches) {
+            return found;
+        }
+        // No steps recorded and no loop: one step over the GPU's active span, from where the
+        // host's work for the GPU begins (the profiler's start-up and set-up on the host alone
+        // before it are not the step's), to the last GPU work; the whole span on CPU-only traces.
         let gpu = (0..e.len()).filter(|&i| e.kind[i].is_gpu_work());
-        let first_launch = launches_start(b, e);
         let active = gpu.fold(None, |acc: Option<(i64, i64)>, i| {
             Some(acc.map_or((e.start[i], e.end(i)), |(s, end)| {
                 (s.min(e.start[i]), end.max(e.end(i)))
             }))
         });
         let span = match active {
-            Some((s, end)) => Some((first_launch.map_or(s, |l| l.min(s)), end)),
+            Some((s, end)) => Some((host_work_start(b, e).map_or(s, |h| h.min(s)), end)),
             None => span,
         };
         return (
@@ -574,16 +582,29 @@ fn find_steps(b: &Builder, e: &Events, span: Option<(i64, i64)>) -> (Vec<Step>, 
     (steps, StepSource::ProfilerSteps)
 }
 
-/// The start of the first kernel-launch runtime call.
-fn launches_start(b: &Builder, e: &Events) -> Option<i64> {
-    (0..e.len())
+/// Where the host's work for the GPU begins: the first kernel launch, or the first DataLoader
+/// range before it (the first batch, loaded while the GPU waits). Not the op around the launch:
+/// the first one holds CUDA's lazy initialisation.
+fn host_work_start(b: &Builder, e: &Events) -> Option<i64> {
+    let first_call = (0..e.len())
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.detail[i] != NONE
                 && b.details.runtime_class(e.detail[i]) == crate::model::RuntimeClass::Launch
         })
         .map(|i| e.start[i])
-        .min()
+        .min();
+    let first_batch = (0..e.len())
+        .filter(|&i| {
+            e.kind[i] == EventKind::UserAnnotation
+                && b.strings
+                    .get(e.name[i])
+                    .to_ascii_lowercase()
+                    .contains("dataloader")
+        })
+        .map(|i| e.start[i])
+        .min();
+    first_call.into_iter().chain(first_batch).min()
 }
 
 fn span(e: &Events) -> Option<(i64, i64)> {

@@ -17,6 +17,7 @@ mod builder;
 mod error;
 mod event;
 mod framer;
+mod iterations;
 #[cfg(unix)]
 mod mapped;
 #[cfg(not(target_arch = "wasm32"))]

@@ -58,10 +58,12 @@ static CONVOLUTION: LazyLock<Patterns> = LazyLock::new(|| {
 static ELEMENTWISE: LazyLock<Patterns> =
     LazyLock::new(|| Patterns::new(&["elementwise_kernel", "reduce_kernel"]));
 static ATTENTION: LazyLock<Patterns> =
-    LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "softmax"]));
-/// Fused attention kernels: flash, memory-efficient, fmha (CUDA, CK and aiter on ROCm), paged.
-static FUSED_ATTENTION: LazyLock<Patterns> =
-    LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "attn_fwd", "attn_bwd"]));
+    LazyLock::new(|| Patterns::new(&["flash", "fmha", "attention", "sdpa", "softmax"]));
+/// Fused attention kernels: flash, memory-efficient, fmha (CUDA, CK and aiter on ROCm), paged,
+/// cuDNN's SDPA (`cudnn_generated_fort_native_sdpa_…`).
+static FUSED_ATTENTION: LazyLock<Patterns> = LazyLock::new(|| {
+    Patterns::new(&["flash", "fmha", "attention", "sdpa", "attn_fwd", "attn_bwd"])
+});
 /// GEMM and batched-matmul kernels: cuBLAS/cuBLASLt (`gemm`, `xmma`), cutlass, Triton
 /// `mm`/`bmm` templates, rocBLAS/hipBLASLt (`Cijk_`).
 static MATMUL: LazyLock<Patterns> = LazyLock::new(|| {

@@ -10,9 +10,10 @@
 //!   kernel, copy, runtime call, op or memory), or `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
 //!
-//! Steps are the `ProfilerStep#N` ranges when recorded; without any (inference traces, single
-//! forward passes) one step spans the GPU's active time (`StepSource::WholeTrace`; the whole
-//! span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
+//! Steps are the `ProfilerStep#N` ranges when recorded; without any, the iterations of a loop
+//! (a repeating `record_function` range or sequence of ops: `ingest::iterations`), else (single
+//! forward passes) one step over the GPU's work, from the first batch loaded before it
+//! (`StepSource::WholeTrace`; the whole span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
 //! `correlation`, else by launch flow events (`ac2g`, `async`, …) bound to their endpoints.
 //! The columns and `Details` the ingest builds derive serde, for the web app's workers,
 //! which send a block's partial model to the worker that merges them (`ingest::blocks`);
@@ -227,11 +228,28 @@ pub struct Step {
 pub enum StepSource {
     /// `ProfilerStep#N` ranges recorded by `torch.profiler.profile(schedule=…)` and `prof.step()`.
     ProfilerSteps,
-    /// No `ProfilerStep#` range was recorded (inference traces, single forward passes): one step
-    /// over the GPU's active span (from the first kernel launch or GPU work to the end of the last
-    /// GPU work), so that set-up before the first kernel does not count; over the whole span of
-    /// the trace's events when there is no GPU work.
+    /// No `ProfilerStep#` range and no loop seen (a single call): one step from the first kernel
+    /// launch or GPU work, or the first DataLoader range before them (the host loading the
+    /// first batch while the GPU waits counts; the profiler's start-up does not), to the end of
+    /// the last GPU work; over the whole span of the trace's events when there is no GPU work.
     WholeTrace,
+    /// No `ProfilerStep#` range: one step per iteration of a loop, marked by a `record_function`
+    /// range that repeats (`train_step`, `enumerate(DataLoader)…__next__`)…
+    RepeatedAnnotations,
+    /// …or by a top-level op that starts the same sequence of ops again and again.
+    RepeatedOps,
+}
+
+impl StepSource {
+    /// The name reports and links carry (`whole_trace` as before this version's iterations).
+    pub fn label(self) -> &'static str {
+        match self {
+            StepSource::ProfilerSteps => "profiler_steps",
+            StepSource::WholeTrace => "whole_trace",
+            StepSource::RepeatedAnnotations => "repeated_annotations",
+            StepSource::RepeatedOps => "repeated_ops",
+        }
+    }
 }
 
 /// A GPU described in `deviceProperties`.

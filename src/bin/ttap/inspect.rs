@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use torchtraceap::ingest::{
     Ingest, IngestError, IngestOptions, Ingested, Progress, PARALLEL_BLOCK,
 };
+use torchtraceap::model::StepSource;
 use torchtraceap::summary::Summary;
 
 /// Inputs at least this large get a progress bar on stderr.
@@ -265,8 +266,16 @@ pub fn render(path: &Path, s: &Summary) -> String {
             .map_or(String::new(), |b| format!(" ({b})")),
     );
     let _ = writeln!(o, "  span        {:.3} ms", s.span_ms);
+    let ranges = match s.steps.source {
+        StepSource::ProfilerSteps => "ProfilerStep ranges",
+        StepSource::RepeatedAnnotations => {
+            "iterations (no ProfilerStep#: a repeating record_function range)"
+        }
+        StepSource::RepeatedOps => "iterations (no ProfilerStep#: a repeating sequence of ops)",
+        StepSource::WholeTrace => "",
+    };
     match s.steps.source {
-        torchtraceap::model::StepSource::ProfilerSteps => {
+        StepSource::ProfilerSteps | StepSource::RepeatedAnnotations | StepSource::RepeatedOps => {
             let mut list: Vec<String> = s
                 .steps
                 .durations_ms
@@ -279,13 +288,13 @@ pub fn render(path: &Path, s: &Summary) -> String {
             }
             let _ = writeln!(
                 o,
-                "  steps       {} ProfilerStep ranges, mean {:.3} ms: {}",
+                "  steps       {} {ranges}, mean {:.3} ms: {}",
                 s.steps.count,
                 s.steps.mean_ms.unwrap_or(0.0),
                 list.join(", ")
             );
         }
-        torchtraceap::model::StepSource::WholeTrace => {
+        StepSource::WholeTrace => {
             let _ = writeln!(
                 o,
                 "  steps       no ProfilerStep# ranges: the whole trace is taken as one step"

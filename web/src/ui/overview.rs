@@ -64,11 +64,17 @@ pub fn overview(props: &OverviewProps) -> Html {
     };
     let steps = match r.trace.step_source.as_str() {
         "whole_trace" => "no ProfilerStep ranges: the trace is one step".to_string(),
-        _ => format!(
-            "{} ({} steady, {} warm-up)",
+        source => format!(
+            "{} ({} steady, {} warm-up){}",
             r.steps.len(),
             r.trace.steady_steps,
-            r.trace.warmup_steps.len()
+            r.trace.warmup_steps.len(),
+            match source {
+                "repeated_annotations" =>
+                    ", no ProfilerStep: iterations of a repeating record_function range",
+                "repeated_ops" => ", no ProfilerStep: iterations of a repeating sequence of ops",
+                _ => "",
+            }
         ),
     };
     let trace_facts = s.map(|s| {

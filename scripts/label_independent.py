@@ -73,9 +73,9 @@ DL_CPU_PRESENT, DL_CPU_ABSENT = 0.15, 0.03
 # first work (a cold first cudaFree is CUDA's lazy initialisation, not churn), as a share of
 # the window, with calls repeating (at least 10 calls after the first GPU work).
 ALLOC_PRESENT, ALLOC_ABSENT, ALLOC_MIN_CALLS = 0.05, 0.005, 10
-# Syncs: GPU idle from the end of a synchronising call to the next GPU work (each capped at
-# 20 ms: beyond that the host is doing something else), not inside DataLoader ranges, as a
-# share of the GPU-active time.
+# Syncs: GPU idle while the host is blocked in a synchronising call and from its end to the
+# next GPU work (that part capped at 20 ms: beyond it the host is doing something else), not
+# inside DataLoader ranges, as a share of the GPU-active time.
 SYNC_PRESENT, SYNC_ABSENT, SYNC_CAP_US = 0.05, 0.005, 20_000.0
 # Pageable copies per iteration: a batch (>= 256 KB) copied from pageable memory every
 # iteration is the pin_memory=False pattern; under 16 KB (scalars, shapes) it is not.
@@ -90,7 +90,9 @@ OPT_PRESENT, OPT_ABSENT = 100, 30
 # zero_grad: zero/fill ops or kernels per zero_grad call (median).
 ZERO_PRESENT = 2
 # Launch-bound: GPU idle in short gaps (< 1 ms) between GPU work, not explained by a cause,
-# as a share of GPU-active time, with short kernels (median < 20 us).
+# as a share of GPU-active time, with short kernels (median < 20 us). Absent only when the
+# GPU is not starved at all (all unexplained idle < 10%) or its kernels are long: a starved
+# GPU with short kernels and long gaps sits between launch-bound and low utilisation.
 LAUNCH_PRESENT, LAUNCH_ABSENT = 0.30, 0.10
 LAUNCH_SHORT_KERNEL_US, LAUNCH_LONG_KERNEL_US = 20.0, 50.0
 GAP_LONG_US = 1000.0
@@ -127,6 +129,9 @@ COLL_RE = re.compile(
     re.I,
 )
 LAYOUT_RE = re.compile(r"nchw.?to.?nhwc|nhwc.?to.?nchw|nchw2nhwc|nhwc2nchw", re.I)
+# Generic transposes (MIOpen names its layout conversions `batched_transpose…`): in a trace
+# with convolutions they may be layout conversions, so they keep "absent" from being clear.
+TRANSPOSE_RE = re.compile(r"transpose|permute", re.I)
 GEMM_KERNEL_RE = re.compile(
     r"gemm|xmma|cutlass|Cijk_|bmm|matmul|gemv|_mm_|s\d{3,5}gemm|h\d{3,5}gemm|"
     r"(ampere|volta|turing|hopper|sm\d\d)_.*(nn|nt|tn|tt)\b",
@@ -300,9 +305,9 @@ def measure(doc, events):
     busy_all = union([(e["ts"], e["end"]) for e in gpu_all])
     busy = union([(e["ts"], e["end"]) for e in gpu])
     f["cpu_only"] = not gpu_all
-    # CUDA runtime calls without any GPU activity: the GPU ran but its activity was not
-    # recorded (activities=[CPU] on a GPU job); GPU-side ids cannot be judged then.
-    f["gpu_runtime_calls_without_gpu_activity"] = len(runtime) if not gpu_all else 0
+    # Signs that a GPU ran although no GPU activity was recorded (activities=[CPU] on a GPU
+    # job, see gpu_evidence): GPU-side ids cannot be judged then.
+    f["gpu_used_but_not_recorded"] = not gpu_all and gpu_evidence(doc, events, runtime)
     f["training"] = any(TRAINING_RE.search(e["name"]) for e in cpu)
     names = [e["name"] for e in events]
 
@@ -391,11 +396,12 @@ def measure(doc, events):
         k = bisect.bisect_left(starts, e["end"])
         if k >= len(starts):
             continue
-        nxt = starts[k]
-        if intersect([[e["end"], e["end"] + 1e-3]], busy):
+        # GPU idle while the host is blocked in the call, and after it until new work arrives
+        idle_segs = complement(busy, e["ts"], min(starts[k], e["end"] + SYNC_CAP_US))
+        if not idle_segs:
             continue
         mid_syncs += 1
-        sync_idle.append([e["end"], min(nxt, e["end"] + SYNC_CAP_US)])
+        sync_idle.extend(idle_segs)
     sync_idle = union(sync_idle)
     sync_idle_net = [seg for s in sync_idle for seg in complement(dl, s[0], s[1])]
     f["sync_calls"] = len(sync_calls)
@@ -456,6 +462,9 @@ def measure(doc, events):
     ktime = sum(k["end"] - k["ts"] for k in kernels)
     lay = sum(k["end"] - k["ts"] for k in kernels if LAYOUT_RE.search(k["name"]))
     f["layout_frac_of_kernel_time"] = round(lay / ktime, 4) if ktime else 0.0
+    has_conv = any(CONV_KERNEL_RE.search(k["name"]) for k in kernels)
+    tr = sum(k["end"] - k["ts"] for k in kernels if has_conv and TRANSPOSE_RE.search(k["name"]) and not LAYOUT_RE.search(k["name"]))
+    f["other_transpose_frac_of_kernel_time_with_conv"] = round(tr / ktime, 4) if ktime else 0.0
 
     # fp32 SIMT
     gemmconv = [k for k in kernels if (GEMM_KERNEL_RE.search(k["name"]) or CONV_KERNEL_RE.search(k["name"])) and not COLL_RE.search(k["name"])]
@@ -570,6 +579,26 @@ def measure(doc, events):
     return f
 
 
+def gpu_evidence(doc, events, runtime):
+    """Signs that the GPU (or another accelerator) was used: runtime calls, cuDNN/CUDA ops,
+    CUDA device arguments, [memory] events on a CUDA device, an accelerator's own categories
+    (MTIA), or device copies (`aten::to`, `aten::_to_copy`) on a host with a GPU
+    (deviceProperties or a GPU process label; alone those appear on CPU runs too)."""
+    if runtime or any("runtime" in e["cat"] or "mtia" in e["cat"] for e in events):
+        return True
+    ops = [e for e in events if e["cat"] in ("cpu_op", "operator")]
+    if any(re.search(r"cudnn|cuda|miopen", e["name"], re.I) or "'cuda" in str(e["args"]) for e in ops):
+        return True
+    gpu_host = bool(doc.get("deviceProperties"))
+    for e in doc["traceEvents"]:
+        args = e.get("args") if isinstance(e, dict) and isinstance(e.get("args"), dict) else {}
+        if e.get("name") == "[memory]" and args.get("Device Type") == 1:
+            return True
+        if e.get("ph") == "M" and "GPU" in str(args.get("labels", "")):
+            gpu_host = True
+    return gpu_host and any(e["name"] in ("aten::to", "aten::_to_copy") for e in ops)
+
+
 def count_attention(seq, gap):
     """G … S … G with no other G between and at most `gap` other entries on each side."""
     n, i, found = len(seq), 0, 0
@@ -602,7 +631,7 @@ def judge(f):
             put(i, "absent", f"{what} = {x:.2%} (< {absent:.1%})")
 
     cpu_only = f["cpu_only"]
-    if cpu_only and not f["gpu_runtime_calls_without_gpu_activity"]:
+    if cpu_only and not f["gpu_used_but_not_recorded"]:
         for i in (
             "host-device-sync", "pageable-memcpy", "launch-bound-small-kernels", "gpu-low-utilization",
             "communication-exposed", "layout-transforms", "fp32-without-tensor-cores", "heavy-memcpy",
@@ -642,7 +671,7 @@ def judge(f):
         mk = f["median_kernel_us"]
         if mk is not None and short >= LAUNCH_PRESENT and mk < LAUNCH_SHORT_KERNEL_US:
             put("launch-bound-small-kernels", "present", f"unexplained GPU idle in gaps < 1 ms = {short:.2%} of GPU-active time, median kernel {mk} us")
-        elif short < LAUNCH_ABSENT or (mk is not None and mk >= LAUNCH_LONG_KERNEL_US and short < LAUNCH_PRESENT):
+        elif short + long_ < LAUNCH_ABSENT or (mk is not None and mk >= LAUNCH_LONG_KERNEL_US and short < LAUNCH_PRESENT):
             put("launch-bound-small-kernels", "absent", f"unexplained GPU idle in gaps < 1 ms = {short:.2%} of GPU-active time, median kernel {mk} us")
         if busy is not None:
             if busy < LOWUTIL_BUSY_PRESENT and long_ >= LOWUTIL_LONGIDLE_PRESENT:
@@ -654,7 +683,11 @@ def judge(f):
             put("communication-exposed", "present", f"collectives not overlapped by compute = {cx:.2%} of GPU-active time")
         elif cx < COMM_ABSENT or cf < COMM_ABSENT:
             put("communication-exposed", "absent", f"collectives = {cf:.2%}, not overlapped = {cx:.2%} of GPU-active time")
-        band("layout-transforms", f["layout_frac_of_kernel_time"], LAYOUT_PRESENT, LAYOUT_ABSENT, "NCHW<->NHWC kernels, share of kernel time")
+        lt, tr = f["layout_frac_of_kernel_time"], f["other_transpose_frac_of_kernel_time_with_conv"]
+        if lt >= LAYOUT_PRESENT:
+            put("layout-transforms", "present", f"NCHW<->NHWC kernels = {lt:.2%} of kernel time (>= {LAYOUT_PRESENT:.0%})")
+        elif lt + tr < LAYOUT_ABSENT:
+            put("layout-transforms", "absent", f"NCHW<->NHWC kernels = {lt:.2%}, other transposes beside convolutions = {tr:.2%} of kernel time")
         g, sf, tc = f["gemm_conv_frac_of_kernel_time"], f["simt_fp32_frac_of_gemm_conv"], f["tensor_cores"]
         if g < FP32_GEMM_NEGLIGIBLE or sf < FP32_ABSENT:
             put("fp32-without-tensor-cores", "absent", f"GEMM/conv = {g:.2%} of kernel time, SIMT fp32 = {sf:.2%} of it")
@@ -708,7 +741,7 @@ FIGURES_OF = {
     "launch-bound-small-kernels": ["short_gap_idle_frac_of_active", "median_kernel_us", "kernels", "gpu_busy_frac_of_active", "gpu_active_ms"],
     "gpu-low-utilization": ["gpu_busy_frac_of_active", "long_gap_idle_frac_of_active", "short_gap_idle_frac_of_active", "gpu_active_ms"],
     "communication-exposed": ["collective_frac_of_active", "collective_exposed_frac_of_active"],
-    "layout-transforms": ["layout_frac_of_kernel_time"],
+    "layout-transforms": ["layout_frac_of_kernel_time", "other_transpose_frac_of_kernel_time_with_conv"],
     "fp32-without-tensor-cores": ["gemm_conv_frac_of_kernel_time", "simt_fp32_frac_of_gemm_conv", "tensor_cores", "gpu_names"],
     "unfused-attention": ["attention_cpu_blocks", "attention_kernel_blocks", "fused_attention", "iterations", "iterations_from"],
     "zero-grad-memset": ["training", "zero_grad_calls", "zero_grad_zero_ops_per_call", "zero_grad_calls_writing_zeros"],
@@ -775,7 +808,7 @@ def merge(labels_path, root):
             doc["traces"].append(entry)
         else:
             entry["method"] = "figures-rubric"
-        key = json.dumps(res.get("figures"), sort_keys=True)
+        key = json.dumps({k: v for k, v in res.get("figures", {}).items() if k != "gpu_used_but_not_recorded"}, sort_keys=True)
         if "figures" in res and key in seen:
             entry["independent_note"] = f"same events as {seen[key]}: not labelled again"
             entry["independent"] = {}

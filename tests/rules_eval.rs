@@ -1,5 +1,6 @@
-//! The rule detectors on the hand-labelled real traces: the committed table
-//! (`models/RULES.md`) is what `ttap eval-rules` makes today, and every target holds.
+//! The rule detectors on the labelled real traces: the committed tables (`models/RULES.md`)
+//! are what `ttap eval-rules` makes today, and every target of the figures-rubric table holds
+//! (the independent table's targets are reported in it, not asserted yet).
 
 mod common;
 
@@ -35,14 +36,20 @@ fn the_committed_rules_table_is_regenerated_and_meets_its_targets() {
             dir.display()
         );
     }
-    let scores = evaluate(&labels, &dir).expect("every labelled trace reads");
+    let evaluation = evaluate(&labels, &dir).expect("every labelled trace reads");
+    let scores = &evaluation.rubric;
     let missed = scores.missed_targets();
     assert!(missed.is_empty(), "targets missed:\n{}", missed.join("\n"));
     assert!(
         scores.healthy_controls >= 2,
         "the healthy controls are labelled"
     );
-    let table = markdown(&scores, "ttap eval-rules");
+    assert!(
+        evaluation.independent.traces >= 60,
+        "the independent labels judge at least 60 real traces, found {}",
+        evaluation.independent.traces
+    );
+    let table = markdown(&evaluation, "ttap eval-rules");
     let committed =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/RULES.md"))
             .expect("models/RULES.md is committed");

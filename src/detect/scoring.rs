@@ -216,9 +216,7 @@ impl Scores {
                 let r = d.recall().filter(|&r| r < TARGET_DETECTOR_RECALL);
                 p.map(|p| format!("{}: precision {p:.2} < {TARGET_PRECISION}", d.id))
                     .into_iter()
-                    .chain(
-                        r.map(|r| format!("{}: recall {r:.2} < {TARGET_DETECTOR_RECALL}", d.id)),
-                    )
+                    .chain(r.map(|r| format!("{}: recall {r:.2} < {TARGET_DETECTOR_RECALL}", d.id)))
             })
             .collect()
     }
@@ -333,7 +331,8 @@ pub fn score(labels: &RealLabels, results: &[TraceResult], ids: &[&str], set: La
                 (Some((Verdict::Present, _)), true) => d.true_positives += 1,
                 (Some((Verdict::Present, reason)), false) => {
                     d.false_negatives += 1;
-                    d.wrong.push(format!("missed on {}{}", r.trace, why(reason)));
+                    d.wrong
+                        .push(format!("missed on {}{}", r.trace, why(reason)));
                 }
                 (Some((Verdict::Absent, reason)), true) => {
                     d.false_positives += 1;

@@ -81,7 +81,11 @@ pub fn score_labelled(
     dir: &Path,
 ) -> Result<Vec<RealScored>, String> {
     let mut out = Vec::new();
-    for l in labels.traces.iter().filter(|l| l.judged_by(LabelSet::Rubric)) {
+    for l in labels
+        .traces
+        .iter()
+        .filter(|l| l.judged_by(LabelSet::Rubric))
+    {
         let ingested = read_labelled(dir, &l.trace).map_err(|e| e.to_string())?;
         let t = &ingested.trace;
         let a = Analysis::new(t);

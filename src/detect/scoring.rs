@@ -1,8 +1,9 @@
-//! The rule detectors scored against hand-labelled real traces (`models/real-labels.json`,
-//! decided as `docs/LABELS.md` says): per detector, precision and recall over the traces where a
-//! label judges it; the findings on healthy controls; the largest share of a step that a trace's
-//! findings claim. Used by `ttap eval-rules` and by the test that regenerates the committed
-//! table (`models/RULES.md`).
+//! The rule detectors scored against labelled real traces (`models/real-labels.json`, decided
+//! as `docs/LABELS.md` says), in two tables, one per way the labels were made
+//! ([`LabelSet`]): per detector, precision and recall over the traces where a label judges it;
+//! the findings on healthy controls; the largest share of a step that a trace's findings claim.
+//! Used by `ttap eval-rules` and by the test that regenerates the committed table
+//! (`models/RULES.md`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,8 +20,22 @@ pub const LABELS_VERSION: u32 = 1;
 
 /// Targets the issue sets: every detector that fires on the set at this precision or better…
 pub const TARGET_PRECISION: f64 = 0.9;
-/// …and this recall over all present labels together.
+/// …and this recall over all present labels together (figures-rubric table)…
 pub const TARGET_RECALL: f64 = 0.8;
+/// …and this recall per detector (the independent table, reported, not yet asserted).
+pub const TARGET_DETECTOR_RECALL: f64 = 0.85;
+
+/// The two ways the labels were made; each is scored in its own table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelSet {
+    /// `present`/`absent`: measured with the quantities the gates measure
+    /// (`scripts/label_figures.py` + `scripts/apply_rubric.py`, method "figures-rubric").
+    Rubric,
+    /// `independent`: from other statistics with other thresholds
+    /// (`scripts/label_independent.py`, method "independent-script"), or from the source
+    /// code of the trace's repository (method "source").
+    Independent,
+}
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct RealLabels {
@@ -40,6 +55,53 @@ pub struct LabelledTrace {
     pub present: BTreeMap<String, String>,
     #[serde(default)]
     pub absent: BTreeMap<String, String>,
+    /// The second label set: detector id → label, with the way it was made.
+    #[serde(default)]
+    pub independent: BTreeMap<String, IndependentLabel>,
+}
+
+/// One label of the second set.
+#[derive(Clone, Debug, Deserialize)]
+pub struct IndependentLabel {
+    pub label: Verdict,
+    /// "independent-script" or "source".
+    pub method: String,
+    /// The figures behind it, in words.
+    #[serde(default)]
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Present,
+    Absent,
+}
+
+impl LabelledTrace {
+    /// What `set` says of detector `id` here (`None`: unjudged), with the label's reason.
+    pub fn verdict(&self, set: LabelSet, id: &str) -> Option<(Verdict, &str)> {
+        match set {
+            LabelSet::Rubric => self
+                .present
+                .get(id)
+                .map(|r| (Verdict::Present, r.as_str()))
+                .or_else(|| self.absent.get(id).map(|r| (Verdict::Absent, r.as_str()))),
+            LabelSet::Independent => self
+                .independent
+                .get(id)
+                .map(|l| (l.label, l.reason.as_str())),
+        }
+    }
+
+    /// Whether `set` judges any detector on this trace (traces it does not are left out of
+    /// its table; a file that is not a trace carries no label of either set).
+    pub fn judged_by(&self, set: LabelSet) -> bool {
+        match set {
+            LabelSet::Rubric => !self.present.is_empty() || !self.absent.is_empty(),
+            LabelSet::Independent => !self.independent.is_empty(),
+        }
+    }
 }
 
 /// Why the labels could not be read, or a labelled trace could not be scored.
@@ -144,6 +206,21 @@ impl Scores {
         (present > 0).then(|| tp as f64 / present as f64)
     }
 
+    /// Each detector that fires below [`TARGET_PRECISION`] or has present labels and a recall
+    /// below [`TARGET_DETECTOR_RECALL`], in words (the independent table's targets).
+    pub fn missed_detector_targets(&self) -> Vec<String> {
+        self.detectors
+            .iter()
+            .flat_map(|d| {
+                let p = d.precision().filter(|&p| p < TARGET_PRECISION);
+                let r = d.recall().filter(|&r| r < TARGET_DETECTOR_RECALL);
+                p.map(|p| format!("{}: precision {p:.2} < {TARGET_PRECISION}", d.id))
+                    .into_iter()
+                    .chain(r.map(|r| format!("{}: recall {r:.2} < {TARGET_DETECTOR_RECALL}", d.id)))
+            })
+            .collect()
+    }
+
     /// Each target the table misses, in words; empty when all are met.
     pub fn missed_targets(&self) -> Vec<String> {
         let mut missed = Vec::new();
@@ -177,7 +254,6 @@ impl Scores {
     }
 }
 
-/// Ingests every labelled trace under `dir`, runs the detectors and scores them.
 /// Reads the labelled trace `trace` (a path relative to the shared traces folder `dir`).
 pub fn read_labelled(dir: &Path, trace: &str) -> Result<Ingested, ScoringError> {
     let path = dir.join(trace);
@@ -189,9 +265,22 @@ pub fn read_labelled(dir: &Path, trace: &str) -> Result<Ingested, ScoringError> 
         .map_err(|source| ScoringError::Unreadable { path, source })
 }
 
-pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Scores, ScoringError> {
+/// Both tables: the detectors scored against each label set.
+#[derive(Clone, Debug)]
+pub struct Evaluation {
+    pub rubric: Scores,
+    pub independent: Scores,
+}
+
+/// Ingests every labelled trace under `dir` that either set judges, runs the detectors once
+/// and scores them against both sets.
+pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Evaluation, ScoringError> {
     let mut results = Vec::new();
-    for l in &labels.traces {
+    for l in labels
+        .traces
+        .iter()
+        .filter(|l| l.judged_by(LabelSet::Rubric) || l.judged_by(LabelSet::Independent))
+    {
         let ingested = read_labelled(dir, &l.trace)?;
         let a = Analysis::new(&ingested.trace);
         let detected = run(&a);
@@ -203,11 +292,15 @@ pub fn evaluate(labels: &RealLabels, dir: &Path) -> Result<Scores, ScoringError>
         });
     }
     let ids: Vec<&str> = DETECTORS.iter().map(|d| d.id()).collect();
-    Ok(score(labels, &results, &ids))
+    Ok(Evaluation {
+        rubric: score(labels, &results, &ids, LabelSet::Rubric),
+        independent: score(labels, &results, &ids, LabelSet::Independent),
+    })
 }
 
-/// Scores `results` (one per labelled trace, any order) for the detector ids `ids`.
-pub fn score(labels: &RealLabels, results: &[TraceResult], ids: &[&str]) -> Scores {
+/// Scores `results` (one per labelled trace, any order) for the detector ids `ids` against the
+/// labels of `set`; traces `set` does not judge are left out.
+pub fn score(labels: &RealLabels, results: &[TraceResult], ids: &[&str], set: LabelSet) -> Scores {
     let mut scores = Scores {
         detectors: ids
             .iter()
@@ -216,32 +309,38 @@ pub fn score(labels: &RealLabels, results: &[TraceResult], ids: &[&str]) -> Scor
                 ..DetectorScore::default()
             })
             .collect(),
-        traces: results.len(),
         ..Scores::default()
     };
     for r in results {
-        let Some(l) = labels.traces.iter().find(|l| l.trace == r.trace) else {
+        let Some(l) = labels
+            .traces
+            .iter()
+            .find(|l| l.trace == r.trace && l.judged_by(set))
+        else {
             continue;
         };
+        scores.traces += 1;
         for d in &mut scores.detectors {
             let fired = r.fired.contains(&d.id);
-            match (
-                l.present.contains_key(&d.id),
-                l.absent.contains_key(&d.id),
-                fired,
-            ) {
-                (true, _, true) => d.true_positives += 1,
-                (true, _, false) => {
+            // The independent table names the label's figures beside each disagreement.
+            let why = |reason: &str| match set {
+                LabelSet::Rubric => String::new(),
+                LabelSet::Independent => format!(" (label: {reason})"),
+            };
+            match (l.verdict(set, &d.id), fired) {
+                (Some((Verdict::Present, _)), true) => d.true_positives += 1,
+                (Some((Verdict::Present, reason)), false) => {
                     d.false_negatives += 1;
-                    d.wrong.push(format!("missed on {}", r.trace));
+                    d.wrong
+                        .push(format!("missed on {}{}", r.trace, why(reason)));
                 }
-                (false, true, true) => {
+                (Some((Verdict::Absent, reason)), true) => {
                     d.false_positives += 1;
-                    d.wrong.push(format!("fired on {}", r.trace));
+                    d.wrong.push(format!("fired on {}{}", r.trace, why(reason)));
                 }
-                (false, true, false) => d.true_negatives += 1,
-                (false, false, true) => d.unjudged_fired += 1,
-                (false, false, false) => {}
+                (Some((Verdict::Absent, _)), false) => d.true_negatives += 1,
+                (None, true) => d.unjudged_fired += 1,
+                (None, false) => {}
             }
         }
         if l.healthy_control {
@@ -266,22 +365,8 @@ fn ratio(x: Option<f64>) -> String {
     x.map_or("–".into(), |x| format!("{x:.2}"))
 }
 
-/// The committed table, in Markdown; `command` is what regenerates it.
-pub fn markdown(s: &Scores, command: &str) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# The rule detectors on hand-labelled real traces\n\n\
-         Generated by `{command}`; do not edit by hand (a test regenerates it and fails when a \
-         figure misses its target). Data: **real** traces of `../shared/traces`, labelled in \
-         `models/real-labels.json` as `docs/LABELS.md` explains (labels measured from the raw \
-         JSON by `scripts/label_figures.py`, not by this tool).\n\n\
-         {} labelled traces, {} healthy controls. A detector counts on a trace only where the \
-         labels judge it (present or absent); unjudged ids are left out of precision and recall.\n\n\
-         Targets: precision ≥ {TARGET_PRECISION} for every detector that fires, recall ≥ \
-         {TARGET_RECALL} overall, no finding on a healthy control, findings never past the step.\n",
-        s.traces, s.healthy_controls
-    );
+/// One table's rows: per detector, its confusion counts, precision and recall.
+fn detector_rows(o: &mut String, s: &Scores) {
     let _ = writeln!(
         o,
         "| detector | TP | FP | FN | TN | fired where unjudged | precision | recall |\n|---|---|---|---|---|---|---|---|"
@@ -300,19 +385,10 @@ pub fn markdown(s: &Scores, command: &str) -> String {
             ratio(d.recall())
         );
     }
-    let _ = writeln!(
-        o,
-        "\nOverall recall: **{}**. Findings on healthy controls: **{}**. Largest sum of a \
-         trace's findings: **{:.1}%** of the mean step (`{}`); most time claimed in one step: \
-         **{:.1}%** of that step (`{}`).\n",
-        ratio(s.overall_recall()),
-        s.healthy_findings.len(),
-        s.max_findings_pct.0,
-        s.max_findings_pct.1,
-        s.max_step_claimed_pct.0,
-        s.max_step_claimed_pct.1
-    );
-    let missed = s.missed_targets();
+}
+
+/// A table's missed targets and its disagreements with the labels.
+fn missed_and_wrong(o: &mut String, missed: Vec<String>, s: &Scores) {
     if missed.is_empty() {
         let _ = writeln!(o, "Every target is met.");
     } else {
@@ -333,5 +409,68 @@ pub fn markdown(s: &Scores, command: &str) -> String {
             wrong.join("\n")
         );
     }
+}
+
+/// The committed tables, in Markdown; `command` is what regenerates them.
+pub fn markdown(e: &Evaluation, command: &str) -> String {
+    let s = &e.rubric;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# The rule detectors on labelled real traces\n\n\
+         Generated by `{command}`; do not edit by hand (a test regenerates it and fails when it \
+         is out of date, or when a figure of the first table misses its target). Data: \
+         **real** traces of `../shared/traces`, labelled in `models/real-labels.json` two ways, \
+         as `docs/LABELS.md` explains; neither was derived from this tool's output. A detector \
+         counts on a trace only where the labels judge it (present or absent); unjudged ids are \
+         left out of precision and recall.\n\n\
+         ## Figures-rubric labels\n\n\
+         Labels measured from the raw JSON by `scripts/label_figures.py` with the quantities \
+         the detectors' gates measure, then gated by `scripts/apply_rubric.py` (method \
+         \"figures-rubric\"). Real traces, made by `{command}`.\n\n\
+         {} labelled traces, {} healthy controls.\n\n\
+         Targets: precision ≥ {TARGET_PRECISION} for every detector that fires, recall ≥ \
+         {TARGET_RECALL} overall, no finding on a healthy control, findings never past the step.\n",
+        s.traces, s.healthy_controls
+    );
+    detector_rows(&mut o, s);
+    let _ = writeln!(
+        o,
+        "\nOverall recall: **{}**. Findings on healthy controls: **{}**. Largest sum of a \
+         trace's findings: **{:.1}%** of the mean step (`{}`); most time claimed in one step: \
+         **{:.1}%** of that step (`{}`).\n",
+        ratio(s.overall_recall()),
+        s.healthy_findings.len(),
+        s.max_findings_pct.0,
+        s.max_findings_pct.1,
+        s.max_step_claimed_pct.0,
+        s.max_step_claimed_pct.1
+    );
+    missed_and_wrong(&mut o, s.missed_targets(), s);
+    let s = &e.independent;
+    let _ = writeln!(
+        o,
+        "\n## Independent labels\n\n\
+         Labels from `scripts/label_independent.py` (method \"independent-script\": other \
+         statistics, its own thresholds, a gray zone left unjudged; no code or threshold shared \
+         with the detectors or the first labeller) and from the traces' source code (method \
+         \"source\"). Real traces, made by `{command}`.\n\n\
+         {} labelled traces; {} present and {} absent labels.\n\n\
+         Targets (reported here, not yet asserted): precision ≥ {TARGET_PRECISION} and recall ≥ \
+         {TARGET_DETECTOR_RECALL} for every detector. Overall recall: **{}**.\n",
+        s.traces,
+        s.detectors
+            .iter()
+            .map(|d| d.true_positives + d.false_negatives)
+            .sum::<usize>(),
+        s.detectors
+            .iter()
+            .map(|d| d.false_positives + d.true_negatives)
+            .sum::<usize>(),
+        ratio(s.overall_recall()),
+    );
+    detector_rows(&mut o, s);
+    let _ = writeln!(o);
+    missed_and_wrong(&mut o, s.missed_detector_targets(), s);
     o
 }

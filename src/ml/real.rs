@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
 use super::{shows_evidence, Model};
-use crate::detect::scoring::{read_labelled, RealLabels};
+use crate::detect::scoring::{read_labelled, LabelSet, RealLabels};
 use crate::detect::{self, Analysis};
 use crate::features::{of_trace, WindowFeatures, NAMES};
 use crate::model::AntiPattern;
@@ -72,7 +72,7 @@ fn median_step_max(scores: impl Iterator<Item = (usize, f32)>) -> f32 {
     maxima.get(maxima.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Scores every labelled trace under `dir` (k-means too where a baseline is given; its scores
+/// Scores every trace under `dir` the figures-rubric labels judge (k-means too where a baseline is given; its scores
 /// are 0 otherwise).
 pub fn score_labelled(
     model: &Model,
@@ -81,7 +81,11 @@ pub fn score_labelled(
     dir: &Path,
 ) -> Result<Vec<RealScored>, String> {
     let mut out = Vec::new();
-    for l in &labels.traces {
+    for l in labels
+        .traces
+        .iter()
+        .filter(|l| l.judged_by(LabelSet::Rubric))
+    {
         let ingested = read_labelled(dir, &l.trace).map_err(|e| e.to_string())?;
         let t = &ingested.trace;
         let a = Analysis::new(t);

@@ -1,4 +1,5 @@
-//! `ttap eval-rules`: the rule detectors against the hand-labelled real traces.
+//! `ttap eval-rules`: the rule detectors against the labelled real traces, one table per label
+//! set (figures-rubric, independent); the exit status follows the first table's targets.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,20 +33,20 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let scores = match evaluate(&labels, &args.traces) {
+    let evaluation = match evaluate(&labels, &args.traces) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let text = markdown(&scores, COMMAND);
+    let text = markdown(&evaluation, COMMAND);
     if let Err(e) = std::fs::write(&args.out, &text) {
         eprintln!("error: cannot write {}: {e}", args.out.display());
         return ExitCode::from(2);
     }
     crate::out(&text);
-    if scores.missed_targets().is_empty() {
+    if evaluation.rubric.missed_targets().is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -60,8 +60,9 @@ enum Command {
     /// Evaluate the window detector on held-out scenarios (unseen architectures and GPUs)
     /// against the rules and k-means, and against the rules on real traces; writes a report.
     Eval(eval::Args),
-    /// Score the rule detectors on the hand-labelled real traces (models/real-labels.json):
-    /// precision and recall per detector, findings on healthy controls; writes models/RULES.md.
+    /// Score the rule detectors on the labelled real traces (models/real-labels.json, two label
+    /// sets): precision and recall per detector and set, findings on healthy controls; writes
+    /// models/RULES.md.
     /// Exit code 1 when a target is missed.
     EvalRules(eval_rules::Args),
     /// Print a link that carries the analysis of a trace (never the trace itself) in its

@@ -59,7 +59,8 @@ fn non_streaming_answer() {
     let text = send(&endpoint(&url, Some(&key), false), &small(), |_| {
         pieces += 1
     })
-    .expect("an answer");
+    .expect("an answer")
+    .text;
     assert_eq!(pieces, 1);
     assert!(!text.is_empty());
 }
@@ -73,7 +74,8 @@ fn streaming_answer() {
     let text = send(&endpoint(&url, Some(&key), true), &small(), |p| {
         pieces.push(p.to_string())
     })
-    .expect("a streamed answer");
+    .expect("a streamed answer")
+    .text;
     assert!(pieces.len() > 1, "one piece per token expected: {pieces:?}");
     assert_eq!(pieces.concat(), text);
 }

@@ -5,8 +5,10 @@
 //! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
 //! - [`protocol`]: request bodies, stream parsers, answer parsing and error mapping, without a
 //!   transport (the web app sends with `fetch` and feeds the same parsers).
+//! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern).
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
 
+pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 pub mod protocol;

@@ -382,7 +382,10 @@ fn looks_like_event(token: &str) -> bool {
         || starts_upper_after("cu")
         || starts_upper_after("hip")
         || lower.starts_with("nccl")
-        || (identifier && ["kernel", "gemm", "functor"].iter().any(|k| lower.contains(k)))
+        || (identifier
+            && ["kernel", "gemm", "functor"]
+                .iter()
+                .any(|k| lower.contains(k)))
         || dotted
 }
 
@@ -410,12 +413,17 @@ fn names(text: &str, spans: &[Range<usize>]) -> Vec<Range<usize>> {
             let inner = &text[r.clone()];
             !inner.is_empty()
                 && !inner.contains(|c: char| c.is_whitespace() || c == '=' || c == '(')
-                && numbers(inner).first().is_none_or(|(n, _)| n.len() != inner.len())
+                && numbers(inner)
+                    .first()
+                    .is_none_or(|(n, _)| n.len() != inner.len())
         })
         .collect();
     let separator = |c: char| c.is_whitespace() || ",;()[]{}\"'`".contains(c);
     let mut start = None;
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         match (start, separator(c)) {
             (None, false) => start = Some(i),
             (Some(s), true) => {
@@ -501,8 +509,15 @@ Kernel #1: void at::native::vectorized_elementwise_kernel<4, at::native::FillFun
             [("48.7 ms", false), ("11.8 ms", false), ("0.0052 ms", true)]
                 .map(|(t, f)| (t.to_string(), f))
         );
-        let c = check(SENT, &answer("It waits 12.9 ms."), Some("dataloader-bottleneck"));
-        assert_eq!(c.not_found().map(|c| c.text.as_str()).collect::<Vec<_>>(), ["12.9 ms"]);
+        let c = check(
+            SENT,
+            &answer("It waits 12.9 ms."),
+            Some("dataloader-bottleneck"),
+        );
+        assert_eq!(
+            c.not_found().map(|c| c.text.as_str()).collect::<Vec<_>>(),
+            ["12.9 ms"]
+        );
         assert!(c.valid && !c.differs);
     }
 
@@ -540,7 +555,10 @@ Kernel #1: void at::native::vectorized_elementwise_kernel<4, at::native::FillFun
         let c = check(SENT, &a, Some("dataloader-bottleneck"));
         assert!(c.differs);
         assert_eq!(c.anti_pattern.as_deref(), Some("cosmic rays"));
-        assert!(!check(SENT, &a, None).differs, "an unexplained region has no finding");
+        assert!(
+            !check(SENT, &a, None).differs,
+            "an unexplained region has no finding"
+        );
         a.anti_pattern = None;
         assert!(!check(SENT, &a, Some("dataloader-bottleneck")).differs);
     }

@@ -53,7 +53,11 @@ pub fn send_body(
     }
 }
 
-fn post(endpoint: &Endpoint, body: &str, on_text: &mut impl FnMut(&str)) -> Result<Reply, LlmError> {
+fn post(
+    endpoint: &Endpoint,
+    body: &str,
+    on_text: &mut impl FnMut(&str),
+) -> Result<Reply, LlmError> {
     let url = endpoint.chat_url();
     let timeout = LlmError::Timeout {
         seconds: endpoint.timeout_s,

@@ -303,7 +303,8 @@ pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-patter
 pub fn row(model: &str, t: &Tally) -> String {
     let (found, cited) = t.citations();
     let answered = t.graded.len();
-    let secs = |d: Option<Duration>| d.map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let secs =
+        |d: Option<Duration>| d.map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64()));
     let tokens = t.tokens().map_or("–".into(), |(i, o, n)| {
         if n == answered {
             format!("{i:.0} / {o:.0}")
@@ -356,9 +357,18 @@ mod tests {
             prompt_tokens: 100,
             answer_tokens: 50,
         });
-        t.add(&case(Some(12.35)), Some(grade(&case(Some(12.35)), good, ms(100), usage, false)));
-        t.add(&case(Some(12.35)), Some(grade(&case(Some(12.35)), wrong, ms(300), None, true)));
-        t.add(&case(Some(12.35)), Some(grade(&case(None), "free text", ms(200), None, false)));
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(Some(12.35)), good, ms(100), usage, false)),
+        );
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(Some(12.35)), wrong, ms(300), None, true)),
+        );
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(None), "free text", ms(200), None, false)),
+        );
         t.add(&case(None), None);
         assert_eq!((t.cases, t.failed, t.graded.len()), (4, 1, 3));
         assert_eq!(t.right(), 1);

@@ -802,9 +802,8 @@ data: [DONE]\n\n";
         assert_eq!(parse_answer("").text, "");
     }
 
-    #[test]
-    fn the_answer_schema_is_asked_for_and_can_be_taken_out() {
-        let p = Prompt {
+    fn prompt() -> Prompt {
+        Prompt {
             key: "k".into(),
             title: "t".into(),
             system: "S".into(),
@@ -812,7 +811,12 @@ data: [DONE]\n\n";
             window_tokens: 1,
             tokens: 2,
             dropped_lines: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn the_answer_schema_is_asked_for_and_can_be_taken_out() {
+        let p = prompt();
         let mut e = Endpoint::new("http://h:1", Protocol::OpenAi, "m");
         let body = e.body(&p);
         let v: Value = serde_json::from_str(&body).unwrap();
@@ -897,15 +901,7 @@ data: [DONE]\n\n";
         assert_eq!(e.headers().len(), 1);
         e.api_key = Some("k".into());
         assert_eq!(e.headers()[1], ("Authorization".into(), "Bearer k".into()));
-        let p = Prompt {
-            key: "k".into(),
-            title: "t".into(),
-            system: "S".into(),
-            user: "U".into(),
-            window_tokens: 1,
-            tokens: 2,
-            dropped_lines: 0,
-        };
+        let p = prompt();
         let v: Value = serde_json::from_str(&e.body(&p)).unwrap();
         assert_eq!(v["messages"][1]["content"], "U");
         assert_eq!(v["stream"], true);

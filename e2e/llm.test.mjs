@@ -3,7 +3,8 @@
 // (TTAP_LLM_URL and TTAP_LLM_KEY, started by scripts/test.sh; the tests that need it skip, saying
 // so, without it), and to a scripted endpoint below for what a tiny random model cannot show
 // (a slow stream to cancel, a missing CORS header, a context overflow, a broken stream, silence,
-// and Ollama's stream with a structured answer).
+// Ollama's stream with a structured answer, an answer citing what was not sent, and a server
+// that refuses the answer schema).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -188,6 +189,63 @@ test('Ollama\'s stream with a structured answer: its fields are shown, and marku
   await context.close();
 });
 
+test('llama-server answers in the schema asked for: its fields are shown, with the check against the request', async (t) => {
+  if (needsServer(t)) return;
+  // Room for the schema's longest answer: the tiny model's random strings reach its caps.
+  const { page, context, errors } = await ready({ url: LLM_URL, key: LLM_KEY, maxTokens: 2048 });
+  const body = JSON.parse(await preview(page));
+  assert.equal(body.response_format.type, 'json_schema');
+  const schema = body.response_format.json_schema.schema;
+  assert.deepEqual(schema.required, ['anti_pattern', 'explanation', 'fix', 'confidence']);
+  await send(page);
+  const done = page.locator(`${FINDING} .llm-answer.done`);
+  assert.equal(await done.locator('.llm-structured').count(), 1, 'shown as fields');
+  const answer = JSON.parse(await done.locator('.llm-raw .llm-text').textContent());
+  assert.deepEqual(Object.keys(answer).sort(), ['anti_pattern', 'confidence', 'explanation', 'fix']);
+  assert.ok(schema.properties.anti_pattern.enum.includes(answer.anti_pattern), answer.anti_pattern);
+  assert.ok(answer.confidence >= 0 && answer.confidence <= 1);
+  assert.match(await done.locator('.llm-evidence').innerText(), /the explanation cites|in the request/);
+  assert.equal(await page.locator('.llm-fallback').count(), 0, 'the server took the schema');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('an answer citing a figure and a kernel that were not sent marks them "not in the evidence", and says it names another anti-pattern; a refused schema is asked again without it', async () => {
+  const { page, context, errors } = await ready({ url: `${scripted.url}/cites` });
+  const body = JSON.parse(await preview(page));
+  assert.ok(body.response_format.json_schema.schema.properties.anti_pattern.enum.includes('dataloader-bottleneck'));
+  const figure = body.messages[1].content.match(/about ([\d.]+) ms per step/)[1];
+  await send(page);
+  const done = page.locator(`${FINDING} .llm-answer.done`);
+  const missing = await done.locator('.llm-cited.not-found').allInnerTexts();
+  assert.deepEqual(missing.map((m) => m.replace(/\s*\(not in the evidence\)$/, '')), ['phantom_gemm_kernel', '987.6 ms']);
+  assert.deepEqual(await done.locator('.llm-cited.found').allInnerTexts(), [`${figure} ms`], 'the figure sent is found');
+  assert.match(await done.locator('.llm-evidence').innerText(),
+    /^1 of 3 figures and names the explanation cites are in the request; not in the evidence: phantom_gemm_kernel, 987\.6 ms\.$/);
+  assert.match(await done.locator('.llm-differs').innerText(),
+    /names “host-device-sync”, not this finding’s anti-pattern “dataloader-bottleneck”/);
+  // The model's text stays text: its markup is not markup.
+  assert.match(await done.locator('.llm-fix').innerText(), /<img src=x/);
+  assert.equal(await page.locator('.llm img, .llm script').count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  await page.locator(FINDING).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(SHOTS, 'llm-not-in-evidence.png') });
+
+  await configure(page, { url: `${scripted.url}/schema400` });
+  await page.click(`${FINDING} .llm-again`);
+  await send(page);
+  assert.match(await done.locator('.llm-fallback').innerText(),
+    /refused the answer schema \(HTTP 400: response_format is not supported\); the request was sent again without it/);
+  assert.equal(await done.locator('.llm-text').innerText(), 'The loader is slow: 987.6 ms per step.');
+  const [first, second] = scripted.bodies.schema400.map((b) => JSON.parse(b));
+  assert.equal(scripted.bodies.schema400.length, 2);
+  assert.equal(first.response_format.type, 'json_schema');
+  assert.equal(second.response_format, undefined);
+  assert.deepEqual(second.messages, first.messages, 'the same request without the schema');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('the only request with a body is the LLM POST: the previewed text, within the budget, no trace events; the key stays in this browser', async (t) => {
   if (needsServer(t)) return;
   const budget = 600;
@@ -290,6 +348,7 @@ async function waitFor(condition, what, timeout = 5000) {
 /** An endpoint whose answers are scripted by the first path segment. */
 async function scriptedEndpoint() {
   const closed = { slow: 0 };
+  const bodies = { schema400: [] };
   const cors = { 'access-control-allow-origin': '*' };
   const sse = (text) => `data: ${JSON.stringify({ choices: [{ delta: { content: text } }] })}\n\n`;
   const server = createServer((req, res) => {
@@ -300,8 +359,14 @@ async function scriptedEndpoint() {
       }).end();
       return;
     }
-    req.resume();
     const stream = { ...cors, 'content-type': 'text/event-stream' };
+    if (kind === 'cites' || kind === 'schema400') {
+      let text = '';
+      req.on('data', (d) => { text += d; });
+      req.on('end', () => answerFrom(kind, text, res, stream));
+      return;
+    }
+    req.resume();
     switch (kind) {
       case 'slow': {
         res.writeHead(200, stream);
@@ -349,10 +414,36 @@ async function scriptedEndpoint() {
         res.writeHead(404, cors).end();
     }
   });
+  /** The answers that depend on the request: one citing what was and was not sent, and a
+   * server without structured output. */
+  function answerFrom(kind, text, res, stream) {
+    const body = JSON.parse(text);
+    if (kind === 'schema400') {
+      bodies.schema400.push(text);
+      if (body.response_format) {
+        res.writeHead(400, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error: {
+          code: 400, type: 'invalid_request_error', message: 'response_format is not supported',
+        } }));
+        return;
+      }
+      res.writeHead(200, stream).end(`${sse('The loader is slow: 987.6 ms per step.')}data: [DONE]\n\n`);
+      return;
+    }
+    const figure = body.messages[1].content.match(/about ([\d.]+) ms per step/)[1];
+    const answer = JSON.stringify({
+      anti_pattern: 'host-device-sync',
+      explanation: `The DataLoader stalls about ${figure} ms per step while the phantom_gemm_kernel kernel takes 987.6 ms.`,
+      fix: 'DataLoader(num_workers=8) <img src=x onerror="window.pwned=2">',
+      confidence: 0.7,
+    });
+    res.writeHead(200, stream).end(`${answer.match(/.{1,24}/gs).map(sse).join('')}data: [DONE]\n\n`);
+  }
+
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     closed,
+    bodies,
     close: () => { server.closeAllConnections(); return new Promise((ok) => server.close(ok)); },
   };
 }

@@ -6,8 +6,8 @@
 use std::net::TcpListener;
 use std::process::Command;
 
-use torchtraceap::llm::client::send;
-use torchtraceap::llm::protocol::{Endpoint, LlmError, Protocol};
+use torchtraceap::llm::client::{send, send_body};
+use torchtraceap::llm::protocol::{follows_schema, parse_answer, Endpoint, LlmError, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt, SYSTEM};
 
 /// The running server's URL and key, or `None` (after printing why the test is skipped).
@@ -59,7 +59,8 @@ fn non_streaming_answer() {
     let text = send(&endpoint(&url, Some(&key), false), &small(), |_| {
         pieces += 1
     })
-    .expect("an answer");
+    .expect("an answer")
+    .text;
     assert_eq!(pieces, 1);
     assert!(!text.is_empty());
 }
@@ -73,9 +74,77 @@ fn streaming_answer() {
     let text = send(&endpoint(&url, Some(&key), true), &small(), |p| {
         pieces.push(p.to_string())
     })
-    .expect("a streamed answer");
+    .expect("a streamed answer")
+    .text;
     assert!(pieces.len() > 1, "one piece per token expected: {pieces:?}");
     assert_eq!(pieces.concat(), text);
+}
+
+/// Room for the schema's longest answer (its strings are capped in characters; the tiny
+/// model's random text reaches the caps).
+const SCHEMA_TOKENS: u32 = 2048;
+
+#[test]
+fn structured_answers_follow_the_schema() {
+    let Some((url, key)) = server("structured_answers_follow_the_schema") else {
+        return;
+    };
+    for stream in [false, true] {
+        let mut e = endpoint(&url, Some(&key), stream);
+        e.max_tokens = SCHEMA_TOKENS;
+        assert!(e.body(&small()).contains("\"response_format\""));
+        let reply = send(&e, &small(), |_| {}).expect("an answer");
+        assert_eq!(reply.schema_refused, None);
+        assert!(
+            follows_schema(&reply.text),
+            "stream {stream}: not the schema's object: {}",
+            reply.text
+        );
+        assert!(parse_answer(&reply.text).structured());
+        if !stream {
+            let usage = reply.usage.expect("a whole answer counts its tokens");
+            assert!(
+                usage.prompt_tokens > 0 && usage.answer_tokens > 0,
+                "{usage:?}"
+            );
+        }
+    }
+    // Without the schema, the same random model writes no such object.
+    let mut e = endpoint(&url, Some(&key), false);
+    e.structured = false;
+    let text = send(&e, &small(), |_| {}).expect("an answer").text;
+    assert!(!follows_schema(&text), "{text}");
+}
+
+#[test]
+fn a_refused_schema_is_asked_again_without_it() {
+    let Some((url, key)) = server("a_refused_schema_is_asked_again_without_it") else {
+        return;
+    };
+    // llama-server refuses a response_format type it does not know with HTTP 400, as servers
+    // without structured output refuse the field.
+    let e = endpoint(&url, Some(&key), false);
+    let mut body: serde_json::Value = serde_json::from_str(&e.body(&small())).unwrap();
+    body["response_format"] = serde_json::json!({"type": "xml_schema"});
+    let reply = send_body(&e, &body.to_string(), |_| {}).expect("the answer to the plain request");
+    match reply.schema_refused {
+        Some(LlmError::Http {
+            status: 400,
+            message,
+        }) => {
+            assert!(message.contains("response_format"), "{message}")
+        }
+        other => panic!("expected the server's 400 on response_format, got {other:?}"),
+    }
+    assert!(!reply.text.is_empty());
+    // A 400 about anything else (no schema to take out) stays an error.
+    body.as_object_mut().unwrap().remove("response_format");
+    body["messages"] = serde_json::json!("not a list");
+    let refused = send_body(&e, &body.to_string(), |_| {}).unwrap_err();
+    assert!(
+        matches!(refused, LlmError::Http { status: 400, .. }),
+        "{refused:?}"
+    );
 }
 
 #[test]
@@ -203,4 +272,55 @@ fn ttap_explain_end_to_end() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ttap_llm_eval_end_to_end() {
+    let Some((url, key)) = server("ttap_llm_eval_end_to_end") else {
+        return;
+    };
+    let ttap = env!("CARGO_BIN_EXE_ttap");
+    let out = Command::new(ttap)
+        .args(["llm-eval", "generated", "--limit", "2", "--endpoint", &url])
+        .args(["--model", "codellama-test", "--model", "codellama-test"])
+        .args(["--max-tokens", &SCHEMA_TOKENS.to_string()])
+        .env("TTAP_LLM_API_KEY", &key)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    println!("{stdout}");
+    assert!(
+        stdout.starts_with("2 labelled windows (2 generated, 0 real), 0 skipped"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| model | windows | answered | right anti-pattern |"));
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| codellama-test |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "one row per --model: {stdout}");
+    for r in rows {
+        // Every request answered, every answer the schema's object; the rest is the tiny
+        // model's noise, not a target.
+        assert!(r.starts_with("| codellama-test | 2 | 2/2 (100%) |"), "{r}");
+        let cells: Vec<&str> = r.split('|').map(str::trim).collect();
+        assert_eq!(cells[7], "2/2 (100%)", "valid structured answers: {r}");
+        assert!(cells[8].ends_with(" s") && cells[9].contains(" / "), "{r}");
+    }
+    assert!(
+        stderr.contains("generated:dataloader-bottleneck"),
+        "{stderr}"
+    );
+    let refused = Command::new(ttap)
+        .args(["llm-eval", "generated", "--limit", "1", "--endpoint", &url])
+        .args(["--model", "codellama-test", "--api-key", "wrong"])
+        .env_remove("TTAP_LLM_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
 }

@@ -1,21 +1,63 @@
-//! The native transport for `ttap explain`: a blocking POST with `ureq`, the body streamed into
-//! [`StreamParser`] as it arrives.
+//! The native transport for `ttap explain` and `ttap llm-eval`: a blocking POST with `ureq`, the
+//! body streamed into [`StreamParser`] as it arrives; a request whose answer schema the server
+//! refuses is sent again without it.
 
 use std::io::Read;
 use std::time::Duration;
 
 use super::protocol::{
-    error_from_status, parse_response, Endpoint, LlmError, StreamParser, MAX_RESPONSE_BYTES,
+    error_from_status, parse_response, parse_usage, schema_refused, without_schema, Endpoint,
+    LlmError, StreamParser, Usage, MAX_RESPONSE_BYTES,
 };
 use super::summary::Prompt;
 
-/// Sends `prompt` to `endpoint`; `on_text` gets each piece of the answer as it arrives (the
-/// whole answer at once when not streaming). Returns the whole answer text.
+/// An answer, and how it came.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    /// The whole answer text.
+    pub text: String,
+    /// The tokens, when the server counted them (whole responses only).
+    pub usage: Option<Usage>,
+    /// The server refused the answer schema with this error: the answer is to the same request
+    /// without it, free text read leniently.
+    pub schema_refused: Option<LlmError>,
+}
+
+/// Sends `prompt` to `endpoint` (its [`Endpoint::body`]); see [`send_body`].
 pub fn send(
     endpoint: &Endpoint,
     prompt: &Prompt,
+    on_text: impl FnMut(&str),
+) -> Result<Reply, LlmError> {
+    send_body(endpoint, &endpoint.body(prompt), on_text)
+}
+
+/// POSTs `body` to `endpoint`; `on_text` gets each piece of the answer as it arrives (the whole
+/// answer at once when not streaming). When the server refuses the body's answer schema
+/// ([`schema_refused`]), the body is sent once more without it ([`without_schema`]), and the
+/// reply says so.
+pub fn send_body(
+    endpoint: &Endpoint,
+    body: &str,
     mut on_text: impl FnMut(&str),
-) -> Result<String, LlmError> {
+) -> Result<Reply, LlmError> {
+    match post(endpoint, body, &mut on_text) {
+        Err(e) if schema_refused(&e) => match without_schema(body) {
+            Some(plain) => post(endpoint, &plain, &mut on_text).map(|r| Reply {
+                schema_refused: Some(e),
+                ..r
+            }),
+            None => Err(e),
+        },
+        other => other,
+    }
+}
+
+fn post(
+    endpoint: &Endpoint,
+    body: &str,
+    on_text: &mut impl FnMut(&str),
+) -> Result<Reply, LlmError> {
     let url = endpoint.chat_url();
     let timeout = LlmError::Timeout {
         seconds: endpoint.timeout_s,
@@ -30,7 +72,7 @@ pub fn send(
         request = request.header(name, value);
     }
     let response = request
-        .send(endpoint.body(prompt))
+        .send(body)
         .map_err(|e| transport_error(e, &url, &timeout))?;
     let status = response.status().as_u16();
     let mut body = response.into_body();
@@ -53,9 +95,14 @@ pub fn send(
     }
     let mut answer = String::new();
     if !endpoint.stream {
-        answer = parse_response(endpoint.protocol, &read_whole()?)?;
+        let whole = read_whole()?;
+        answer = parse_response(endpoint.protocol, &whole)?;
         on_text(&answer);
-        return Ok(answer);
+        return Ok(Reply {
+            text: answer,
+            usage: parse_usage(endpoint.protocol, &whole),
+            schema_refused: None,
+        });
     }
     let mut parser = StreamParser::new(endpoint.protocol);
     let mut buf = [0u8; 8192];
@@ -73,7 +120,11 @@ pub fn send(
             answer.push_str(&p);
         }
         if n == 0 {
-            return Ok(answer);
+            return Ok(Reply {
+                text: answer,
+                usage: None,
+                schema_refused: None,
+            });
         }
     }
 }

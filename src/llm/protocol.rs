@@ -46,10 +46,19 @@ pub struct Endpoint {
     pub stream: bool,
     /// Seconds for the whole request.
     pub timeout_s: u64,
+    /// Ask for the answer in [`answer_schema`] (OpenAI `response_format`, Ollama `format`);
+    /// settings stored before it existed ask for it.
+    #[serde(default = "yes")]
+    pub structured: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Endpoint {
-    /// An endpoint with the defaults: temperature 0.2, 1024 answer tokens, streaming, 120 s.
+    /// An endpoint with the defaults: temperature 0.2, 1024 answer tokens, streaming, 120 s,
+    /// a structured answer.
     pub fn new(url: &str, protocol: Protocol, model: &str) -> Endpoint {
         Endpoint {
             url: url.to_string(),
@@ -60,6 +69,7 @@ impl Endpoint {
             max_tokens: 1024,
             stream: true,
             timeout_s: 120,
+            structured: true,
         }
     }
 
@@ -88,13 +98,16 @@ impl Endpoint {
         h
     }
 
-    /// The JSON request body for `prompt`: exactly what is sent.
+    /// The JSON request body for `prompt`: exactly what is sent. With
+    /// [`Endpoint::structured`], it asks for [`answer_schema`]: OpenAI's `response_format` of
+    /// type `json_schema` (llama.cpp's llama-server, vLLM and Ollama's `/v1` read it too), or
+    /// Ollama's `format`.
     pub fn body(&self, prompt: &Prompt) -> String {
         let messages = json!([
             {"role": "system", "content": prompt.system},
             {"role": "user", "content": prompt.user},
         ]);
-        let v = match self.protocol {
+        let mut v = match self.protocol {
             Protocol::OpenAi => json!({
                 "model": self.model,
                 "messages": messages,
@@ -109,8 +122,171 @@ impl Endpoint {
                 "options": {"temperature": self.temperature, "num_predict": self.max_tokens},
             }),
         };
+        if self.structured {
+            let (key, format) = match self.protocol {
+                Protocol::OpenAi => (
+                    "response_format",
+                    json!({
+                        "type": "json_schema",
+                        "json_schema": {"name": "ttap_answer", "strict": true, "schema": answer_schema()},
+                    }),
+                ),
+                Protocol::Ollama => ("format", answer_schema()),
+            };
+            v[key] = format;
+        }
         v.to_string()
     }
+}
+
+/// The keys of a request body that ask for a structured answer (OpenAI's, Ollama's).
+const FORMAT_KEYS: [&str; 2] = ["response_format", "format"];
+
+/// The ids an answer's `anti_pattern` may take: every detector's, and `none`.
+pub fn anti_pattern_ids() -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = crate::detect::DETECTORS.iter().map(|d| d.id()).collect();
+    ids.push(NO_ANTI_PATTERN);
+    ids
+}
+
+/// The `anti_pattern` of an answer that finds none.
+pub const NO_ANTI_PATTERN: &str = crate::ml::labels::NOT_AN_ANTI_PATTERN;
+
+/// The most characters of the explanation and the fix the schema allows: a paragraph or two
+/// (a grammar-constrained server stops the string there).
+const EXPLANATION_CHARS: usize = 1200;
+const FIX_CHARS: usize = 600;
+
+/// The characters the schema's strings may hold, as ranges: printable ASCII but `"` and `\`
+/// (text that JSON carries without escapes), Latin (`µ`, `×`), Greek, punctuation (`–`, `’`,
+/// `…`), arrows and mathematical signs (`≈`, `≤`). A grammar-constrained server then writes no
+/// escape, control character or exotic code point, which some servers' own JSON readers refuse
+/// (llama.cpp's server answered HTTP 500 to 9 of 16 replies of the random test model with free
+/// strings, and to none of 28 with these characters).
+const TEXT_CHARS: [(char, char); 8] = [
+    (' ', '!'),
+    ('#', '['),
+    (']', '~'),
+    ('\u{a0}', '\u{24f}'),
+    ('\u{370}', '\u{3ff}'),
+    ('\u{2010}', '\u{2027}'),
+    ('\u{2030}', '\u{205e}'),
+    ('\u{2190}', '\u{22ff}'),
+];
+
+/// The schema's `pattern` for a string of at most `chars` [`TEXT_CHARS`].
+fn text_pattern(chars: usize) -> String {
+    let class: String = TEXT_CHARS
+        .iter()
+        .map(|&(a, b)| {
+            let escape = |c: char| match c {
+                '[' | ']' | '\\' | '^' | '-' => format!("\\{c}"),
+                c if c.is_ascii() => c.to_string(),
+                c => format!("\\u{:04x}", c as u32),
+            };
+            format!("{}-{}", escape(a), escape(b))
+        })
+        .collect();
+    format!("^[{class}]{{0,{chars}}}$")
+}
+
+/// Whether `text` is what [`text_pattern`] allows.
+fn is_text(text: &str, chars: usize) -> bool {
+    text.chars().count() <= chars
+        && text
+            .chars()
+            .all(|c| TEXT_CHARS.iter().any(|&(a, b)| (a..=b).contains(&c)))
+}
+
+/// The confidences an answer may give: tenths. A grammar-constrained server writes any number
+/// for a bare `number` (llama.cpp ignores `minimum` and `maximum` there; the test model wrote
+/// `4.2e6365789816802869`, which no JSON reader takes).
+const CONFIDENCES: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+
+/// The JSON schema of the answer the app reads ([`parse_answer`], [`follows_schema`]): the
+/// anti-pattern's id, the explanation and the fix (plain text, [`text_pattern`]) and a
+/// confidence from 0 to 1 in tenths, all required.
+pub fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "anti_pattern": {"type": "string", "enum": anti_pattern_ids()},
+            "explanation": {"type": "string", "pattern": text_pattern(EXPLANATION_CHARS)},
+            "fix": {"type": "string", "pattern": text_pattern(FIX_CHARS)},
+            "confidence": {"type": "number", "enum": CONFIDENCES},
+        },
+        "required": ["anti_pattern", "explanation", "fix", "confidence"],
+        "additionalProperties": false,
+    })
+}
+
+/// `body` without its request for a structured answer, for a server that refused it; `None`
+/// when it asks for none (or is not a JSON object).
+pub fn without_schema(body: &str) -> Option<String> {
+    let mut v: Value = serde_json::from_str(body).ok()?;
+    let o = v.as_object_mut()?;
+    let mut removed = false;
+    for k in FORMAT_KEYS {
+        removed |= o.remove(k).is_some();
+    }
+    removed.then(|| v.to_string())
+}
+
+/// Whether `e` may be a server refusing the answer schema (HTTP 400 or 422 other than a
+/// context overflow): the request is then sent again without it ([`without_schema`]).
+pub fn schema_refused(e: &LlmError) -> bool {
+    matches!(
+        e,
+        LlmError::Http {
+            status: 400 | 422,
+            ..
+        }
+    )
+}
+
+/// Whether `text` is exactly an answer in [`answer_schema`] (in a Markdown code fence or
+/// not): an object with the four fields of their types, a known anti-pattern id, plain text
+/// within its length, a confidence from 0 to 1, and no other field.
+pub fn follows_schema(text: &str) -> bool {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .and_then(|t| t.strip_suffix("```"))
+        .unwrap_or(t)
+        .trim();
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) else {
+        return false;
+    };
+    let string = |k: &str| o.get(k).and_then(Value::as_str);
+    o.len() == 4
+        && string("anti_pattern").is_some_and(|p| anti_pattern_ids().contains(&p))
+        && string("explanation").is_some_and(|e| is_text(e, EXPLANATION_CHARS))
+        && string("fix").is_some_and(|f| is_text(f, FIX_CHARS))
+        && o.get("confidence")
+            .and_then(Value::as_f64)
+            .is_some_and(|c| (0.0..=1.0).contains(&c))
+}
+
+/// The tokens of an exchange, as the server counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub answer_tokens: u64,
+}
+
+/// The token counts of a whole (non-streamed) response, when the server gives them (OpenAI's
+/// `usage`, Ollama's `prompt_eval_count` and `eval_count`).
+pub fn parse_usage(protocol: Protocol, body: &str) -> Option<Usage> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let (prompt, answer) = match protocol {
+        Protocol::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),
+        Protocol::Ollama => ("/prompt_eval_count", "/eval_count"),
+    };
+    Some(Usage {
+        prompt_tokens: v.pointer(prompt)?.as_u64()?,
+        answer_tokens: v.pointer(answer)?.as_u64()?,
+    })
 }
 
 /// What went wrong, with what to do about it (`Display`).
@@ -626,6 +802,94 @@ data: [DONE]\n\n";
         assert_eq!(parse_answer("").text, "");
     }
 
+    fn prompt() -> Prompt {
+        Prompt {
+            key: "k".into(),
+            title: "t".into(),
+            system: "S".into(),
+            user: "U".into(),
+            window_tokens: 1,
+            tokens: 2,
+            dropped_lines: 0,
+        }
+    }
+
+    #[test]
+    fn the_answer_schema_is_asked_for_and_can_be_taken_out() {
+        let p = prompt();
+        let mut e = Endpoint::new("http://h:1", Protocol::OpenAi, "m");
+        let body = e.body(&p);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["response_format"]["type"], "json_schema");
+        assert_eq!(
+            v["response_format"]["json_schema"]["schema"],
+            answer_schema()
+        );
+        let plain: Value = serde_json::from_str(&without_schema(&body).unwrap()).unwrap();
+        assert!(plain.get("response_format").is_none());
+        assert_eq!(plain["messages"], v["messages"]);
+        e.protocol = Protocol::Ollama;
+        let v: Value = serde_json::from_str(&e.body(&p)).unwrap();
+        assert_eq!(v["format"], answer_schema());
+        e.structured = false;
+        let body = e.body(&p);
+        assert!(!body.contains("format"));
+        assert_eq!(without_schema(&body), None);
+        assert!(schema_refused(&error_from_status(
+            400,
+            "{\"error\":{\"message\":\"bad schema\"}}"
+        )));
+        assert!(!schema_refused(&error_from_status(
+            400,
+            r#"{"error":{"message":"x","type":"exceed_context_size_error"}}"#
+        )));
+        assert!(!schema_refused(&error_from_status(500, "boom")));
+        // Settings stored before the field existed ask for the schema.
+        let mut old =
+            serde_json::to_value(Endpoint::new("http://h:1", Protocol::OpenAi, "m")).unwrap();
+        old.as_object_mut().unwrap().remove("structured");
+        assert!(serde_json::from_value::<Endpoint>(old).unwrap().structured);
+    }
+
+    #[test]
+    fn answers_follow_the_schema_or_not() {
+        let ok =
+            r#"{"anti_pattern":"host-device-sync","explanation":"e","fix":"f","confidence":0.5}"#;
+        assert!(follows_schema(ok));
+        assert!(follows_schema(&format!("```json\n{ok}\n```")));
+        assert!(follows_schema(
+            r#"{"anti_pattern":"none","explanation":"5.2 µs × 3 ≈ 16 µs – ‘ok’","fix":"","confidence":1}"#
+        ));
+        assert_eq!(
+            text_pattern(10),
+            r"^[ -!#-\[\]-~\u00a0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e\u2190-\u22ff]{0,10}$"
+        );
+        for bad in [
+            r#"{"anti_pattern":"host sync","explanation":"e","fix":"f","confidence":0.5}"#,
+            r#"{"anti_pattern":"none","explanation":"e","fix":"f","confidence":5}"#,
+            r#"{"anti_pattern":"none","explanation":"e","fix":"f"}"#,
+            r#"{"anti_pattern":"none","explanation":"e","fix":"f","confidence":0.5,"x":1}"#,
+            r#"Sure: {"anti_pattern":"none","explanation":"e","fix":"f","confidence":0.5}"#,
+            r#"{"anti_pattern":"none","explanation":"a \"quote\"","fix":"f","confidence":0.5}"#,
+        ] {
+            assert!(!follows_schema(bad), "{bad}");
+        }
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34}}"#;
+        assert_eq!(
+            parse_usage(Protocol::OpenAi, usage),
+            Some(Usage {
+                prompt_tokens: 12,
+                answer_tokens: 34
+            })
+        );
+        let ollama = r#"{"message":{},"prompt_eval_count":5,"eval_count":6}"#;
+        assert_eq!(
+            parse_usage(Protocol::Ollama, ollama).unwrap().answer_tokens,
+            6
+        );
+        assert_eq!(parse_usage(Protocol::OpenAi, "{}"), None);
+    }
+
     #[test]
     fn bodies_and_urls() {
         let mut e = Endpoint::new("http://h:1/", Protocol::OpenAi, "m");
@@ -637,15 +901,7 @@ data: [DONE]\n\n";
         assert_eq!(e.headers().len(), 1);
         e.api_key = Some("k".into());
         assert_eq!(e.headers()[1], ("Authorization".into(), "Bearer k".into()));
-        let p = Prompt {
-            key: "k".into(),
-            title: "t".into(),
-            system: "S".into(),
-            user: "U".into(),
-            window_tokens: 1,
-            tokens: 2,
-            dropped_lines: 0,
-        };
+        let p = prompt();
         let v: Value = serde_json::from_str(&e.body(&p)).unwrap();
         assert_eq!(v["messages"][1]["content"], "U");
         assert_eq!(v["stream"], true);

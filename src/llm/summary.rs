@@ -125,8 +125,8 @@ pub struct Prompt {
 pub const SYSTEM: &str =
     "You are a PyTorch performance engineer. You get a summary of one window of a \
 PyTorch profiler trace that an analyzer flagged, with the metrics and evidence that flagged it. \
-Answer with one JSON object and nothing else: {\"anti_pattern\": short name of the performance \
-anti-pattern, \"explanation\": why this window is slow, citing the numbers, \"fix\": the concrete \
+Answer with one JSON object and nothing else: {\"anti_pattern\": the id of the anti-pattern \
+(a rule's id such as dataloader-bottleneck, or none), \"explanation\": why this window is slow, citing the numbers, \"fix\": the concrete \
 code or configuration change, \"confidence\": a number from 0 to 1}.";
 
 fn join<'a>(lines: impl Iterator<Item = &'a Line>) -> String {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use torchtraceap::detect::{self, Analysis};
+use torchtraceap::llm::check::{check, expected_of, Check};
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::{self, SummaryOptions};
@@ -61,6 +62,10 @@ pub struct Args {
     max_tokens: u32,
     #[arg(long, default_value_t = 0.2)]
     temperature: f32,
+    /// Do not ask for the answer's JSON schema (response_format, Ollama's format): for a
+    /// server that ignores or mishandles it.
+    #[arg(long)]
+    no_schema: bool,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -101,6 +106,7 @@ pub fn run(args: &Args) -> ExitCode {
     endpoint.timeout_s = args.timeout;
     endpoint.max_tokens = args.max_tokens;
     endpoint.temperature = args.temperature;
+    endpoint.structured = !args.no_schema;
     let mut failed = false;
     for (k, p) in prompts.iter().enumerate() {
         let body = endpoint.body(p);
@@ -123,9 +129,15 @@ pub fn run(args: &Args) -> ExitCode {
         }
         crate::out(&format!("## {} [{}]\n", p.title, p.key));
         match send(&endpoint, p, crate::out) {
-            Ok(text) => {
-                let a = parse_answer(&text);
+            Ok(reply) => {
+                let a = parse_answer(&reply.text);
                 let mut tail = String::from("\n");
+                if let Some(e) = &reply.schema_refused {
+                    let e = without_key(&e.to_string(), &endpoint);
+                    tail.push_str(&format!(
+                        "(the server refused the answer schema, {e}; asked again without it)\n"
+                    ));
+                }
                 if a.structured() {
                     let field = |n: &str, v: &Option<String>| {
                         v.as_deref()
@@ -138,6 +150,7 @@ pub fn run(args: &Args) -> ExitCode {
                     if let Some(c) = a.confidence {
                         tail.push_str(&format!("- confidence: {c:.2}\n"));
                     }
+                    tail.push_str(&checked(&check(&p.user, &a, expected_of(&p.key))));
                 } else {
                     tail.push_str("(free text: the answer is not the JSON object asked for)\n");
                 }
@@ -155,4 +168,25 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// What the check of an answer says, as list items: the citations not in the evidence, and an
+/// anti-pattern other than the finding's.
+fn checked(c: &Check) -> String {
+    let mut out = format!(
+        "- evidence: {} of {} cited figures and names are in the request",
+        c.found(),
+        c.citations.len()
+    );
+    let missing: Vec<&str> = c.not_found().map(|c| c.text.as_str()).collect();
+    if !missing.is_empty() {
+        out.push_str(&format!("; not in the evidence: {}", missing.join(", ")));
+    }
+    out.push('\n');
+    if let (true, Some(said), Some(expected)) = (c.differs, &c.anti_pattern, &c.expected) {
+        out.push_str(&format!(
+            "- the answer names `{said}`, not the finding's `{expected}`\n"
+        ));
+    }
+    out
 }

@@ -8,6 +8,7 @@ mod eval_rules;
 mod explain;
 mod features;
 mod inspect;
+mod llm_eval;
 mod modules;
 mod realism;
 mod share;
@@ -74,6 +75,11 @@ enum Command {
     /// Send compact summaries of the flagged windows (never the trace) to an LLM endpoint
     /// (OpenAI-compatible or Ollama) and print its diagnoses; --dry-run prints the requests.
     Explain(explain::Args),
+    /// Grade an LLM endpoint: the requests about a labelled set of windows (generated, and the
+    /// shared real traces' labels) sent to each --model, and a table: right anti-pattern, cited
+    /// figures and names found in the evidence, key figure cited, valid structured answers,
+    /// latency and tokens.
+    LlmEval(llm_eval::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -108,6 +114,7 @@ fn main() -> ExitCode {
         Command::Share(args) => share::run(&args),
         Command::Realism(args) => realism::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::LlmEval(args) => llm_eval::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     }
 }

@@ -2,7 +2,10 @@
 //! only), the preview of the exact request body, and the answer streaming in beside its finding.
 //!
 //! Nothing is sent without the user's click on Send, and what is sent is the body the preview
-//! shows (the Send button carries the very string rendered). The prompts come from the worker
+//! shows (the Send button carries the very string rendered); only a server that refuses the
+//! body's answer schema gets it once more without the schema, which the answer then says. Each
+//! answer is checked against the request's text (`llm::check`): the figures and names it cites
+//! that were not sent are marked "not in the evidence". The prompts come from the worker
 //! (`ToWorker::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
 //! `Endpoint::body`. The model's text is rendered as text nodes, never as HTML.
 //!

@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use torchtraceap::llm::protocol::{parse_answer, without_key, Answer};
+use torchtraceap::llm::check::{check, expected_of, sent_text, Check};
+use torchtraceap::llm::protocol::{
+    parse_answer, schema_refused, without_key, without_schema, Answer, LlmError,
+};
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::{self, WindowLabel};
 use yew::prelude::*;
@@ -41,8 +44,18 @@ pub(super) enum Exchange {
         id: u64,
         request: Request,
         text: String,
+        /// The body sent: the previewed one, or it without the answer schema the server refused.
+        body: String,
+        /// Why the body is not the previewed one.
+        note: Option<String>,
     },
-    Answered(Answer),
+    Answered {
+        answer: Answer,
+        /// The answer against the request's text.
+        check: Check,
+        /// Why the answer is to the request without the answer schema.
+        note: Option<String>,
+    },
     Failed {
         message: String,
         text: String,
@@ -234,7 +247,7 @@ impl State {
             Msg::Close(file, key) => {
                 self.exchanges.remove(&(file, key));
             }
-            Msg::Send(file, key, body) => self.send(file, key, body, send),
+            Msg::Send(file, key, body) => self.send(file, key, body, None, send),
             Msg::Cancel(file, key) => {
                 if let Some(Exchange::Sending { request, .. }) =
                     self.exchanges.get(&(file, key.clone()))
@@ -265,7 +278,11 @@ impl State {
             } => {
                 let slot = (file, key);
                 let Some(Exchange::Sending {
-                    id: current, text, ..
+                    id: current,
+                    text,
+                    body,
+                    note,
+                    ..
                 }) = self.exchanges.get(&slot)
                 else {
                     return Vec::new();
@@ -273,11 +290,44 @@ impl State {
                 if *current != id {
                     return Vec::new();
                 }
+                let (text, body, note) = (text.clone(), body.clone(), note.clone());
                 let ended = match result {
-                    Ok(answer) => Exchange::Answered(parse_answer(&answer)),
+                    Ok(text) => {
+                        let answer = parse_answer(&text);
+                        Exchange::Answered {
+                            check: check(&sent_text(&body), &answer, expected_of(&slot.1)),
+                            answer,
+                            note,
+                        }
+                    }
+                    // A server without structured output: the same request without the schema,
+                    // once, saying so.
+                    Err(Failure::Llm(e)) if schema_refused(&e) && note.is_none() => {
+                        if let Some(plain) = without_schema(&body) {
+                            let why = match &e {
+                                LlmError::Http { status, message } => {
+                                    format!("HTTP {status}: {message}")
+                                }
+                                other => other.to_string(),
+                            };
+                            let note = without_key(
+                                &format!(
+                                    "The endpoint refused the answer schema ({why}); the request was sent again without it, and the answer is read as free text."
+                                ),
+                                &self.settings.endpoint,
+                            );
+                            let (file, key) = slot;
+                            self.send(file, key, plain, Some(note), send);
+                            return Vec::new();
+                        }
+                        Exchange::Failed {
+                            message: self.failure_message(&Failure::Llm(e)),
+                            text,
+                        }
+                    }
                     Err(failure) => Exchange::Failed {
                         message: self.failure_message(&failure),
-                        text: text.clone(),
+                        text,
                     },
                 };
                 self.exchanges.insert(slot, ended);
@@ -360,7 +410,15 @@ impl State {
         without_key(&message(failure, &page_origin()), &self.settings.endpoint)
     }
 
-    fn send(&mut self, file: usize, key: String, body: String, send: &Callback<Msg>) {
+    /// Sends `body` for `key` of `file`; `note` says why it is not the previewed body.
+    fn send(
+        &mut self,
+        file: usize,
+        key: String,
+        body: String,
+        note: Option<String>,
+        send: &Callback<Msg>,
+    ) {
         let request = match Request::new() {
             Ok(r) => r,
             Err(failure) => {
@@ -383,6 +441,8 @@ impl State {
                 id,
                 request: request.clone(),
                 text: String::new(),
+                body: body.clone(),
+                note,
             },
         );
         let endpoint = self.settings.endpoint.clone();

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use torchtraceap::llm::check::Check;
 use torchtraceap::llm::protocol::{Answer, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt};
 use torchtraceap::ml::labels::{self, WindowLabel};
@@ -25,7 +26,8 @@ fn keep_view(
     region: WindowLabel,
     on: &Callback<Msg>,
 ) -> Html {
-    let Some(Exchange::Answered(answer)) = state.exchanges.get(&(file, key.to_string())) else {
+    let Some(Exchange::Answered { answer, .. }) = state.exchanges.get(&(file, key.to_string()))
+    else {
         return Html::default();
     };
     let said = answer.anti_pattern.as_deref();
@@ -353,6 +355,8 @@ pub fn settings_panel(state: &State, on: &Callback<Msg>) -> Html {
                 { check("llm-remember-key", "Remember the API key on this device (otherwise it is kept for this tab only, until it closes)",
                     s.remember_key, |s, v| s.remember_key = v) }
                 { check("llm-stream", "Stream the answer", s.endpoint.stream, |s, v| s.endpoint.stream = v) }
+                { check("llm-structured", "Ask for the answer's JSON schema (a server that refuses it gets the request without it)",
+                    s.endpoint.structured, |s, v| s.endpoint.structured = v) }
                 { check("llm-redact", "Redact file paths, host names and the names to hide", s.summary.redact, |s, v| s.summary.redact = v) }
                 { text("llm-names", "Names to hide (comma-separated: models, modules, projects)", "text", s.summary.module_names.join(", "), |s, v| {
                     s.summary.module_names = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
@@ -407,9 +411,16 @@ pub fn ask(state: &State, file: usize, key: &str, on: &Callback<Msg>) -> Html {
                 </div>
             }
         }
-        Exchange::Answered(answer) => html! {
+        Exchange::Answered {
+            answer,
+            check,
+            note,
+        } => html! {
             <div class="llm-answer done">
-                { answer_view(answer) }
+                if let Some(note) = note {
+                    <p class="llm-fallback" role="note">{note}</p>
+                }
+                { answer_view(answer, check) }
                 <div class="llm-actions">
                     <button class="llm-again" onclick={preview}>{"Ask again"}</button>
                     <button class="llm-close" onclick={close}>{"Close"}</button>
@@ -508,7 +519,7 @@ fn preview_view(
     }
 }
 
-fn answer_view(a: &Answer) -> Html {
+fn answer_view(a: &Answer, check: &Check) -> Html {
     if !a.structured() {
         return html! { <pre class="llm-text">{&a.text}</pre> };
     }
@@ -518,20 +529,77 @@ fn answer_view(a: &Answer) -> Html {
     };
     html! {
         <>
+            if let (true, Some(said), Some(expected)) = (check.differs, &check.anti_pattern, &check.expected) {
+                <p class="llm-differs" role="note">{format!(
+                    "The answer names \u{201c}{said}\u{201d}, not this finding\u{2019}s anti-pattern \u{201c}{expected}\u{201d}."
+                )}</p>
+            }
             <dl class="llm-structured">
                 { field("Anti-pattern", "llm-anti-pattern", &a.anti_pattern) }
-                { field("Explanation", "llm-explanation", &a.explanation) }
+                if let Some(e) = &a.explanation {
+                    <dt>{"Explanation"}</dt><dd class="llm-explanation">{ marked(e, check) }</dd>
+                }
                 { field("Fix", "llm-fix", &a.fix) }
                 if let Some(c) = a.confidence {
                     <dt>{"Confidence"}</dt><dd class="llm-confidence">{format!("{:.0}%", c * 100.0)}</dd>
                 }
             </dl>
+            { evidence_view(check) }
             <details class="llm-raw">
                 <summary>{"The model's text"}</summary>
                 <pre class="llm-text">{&a.text}</pre>
             </details>
         </>
     }
+}
+
+/// The explanation as text nodes, each figure and name it cites wrapped: those the request
+/// holds, and those it does not, marked "not in the evidence".
+fn marked(text: &str, check: &Check) -> Html {
+    let mut nodes = Vec::new();
+    let mut at = 0;
+    for c in &check.citations {
+        let Some(cited) = text.get(c.at.clone()).filter(|_| c.at.start >= at) else {
+            continue;
+        };
+        nodes.push(html! { {&text[at..c.at.start]} });
+        nodes.push(if c.found {
+            html! { <span class="llm-cited found" title="in the evidence">{cited}</span> }
+        } else {
+            html! {
+                <mark class="llm-cited not-found" title="not in the evidence">
+                    {cited}<span class="llm-not-found-label">{" (not in the evidence)"}</span>
+                </mark>
+            }
+        });
+        at = c.at.end;
+    }
+    nodes.push(html! { {&text[at..]} });
+    nodes.into_iter().collect()
+}
+
+/// What the check found: how many of the cited figures and names the request holds, and those
+/// it does not.
+fn evidence_view(check: &Check) -> Html {
+    let cited = check.citations.len();
+    let missing: Vec<&str> = check.not_found().map(|c| c.text.as_str()).collect();
+    let text = if cited == 0 {
+        "The explanation cites no figure or event name to check against the request.".to_string()
+    } else if missing.is_empty() {
+        format!("All {cited} figures and names the explanation cites are in the request.")
+    } else {
+        format!(
+            "{} of {cited} figures and names the explanation cites are in the request; not in the evidence: {}.",
+            check.found(),
+            missing.join(", ")
+        )
+    };
+    let class = if missing.is_empty() {
+        "llm-evidence"
+    } else {
+        "llm-evidence unsupported"
+    };
+    html! { <p class={class}>{text}</p> }
 }
 
 #[derive(Properties, PartialEq)]

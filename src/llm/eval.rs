@@ -1,0 +1,390 @@
+//! A graded evaluation of an endpoint (`ttap llm-eval`): a labelled set of windows, each with
+//! the anti-pattern it holds and its key figure, the requests the app would send about them,
+//! and the tally of the answers (right anti-pattern, citations found in the evidence, the key
+//! figure cited, valid structured answers, latency, tokens). The transport is the caller's.
+//!
+//! The set: **generated** windows (the generator's six anti-patterns, each injected in every
+//! step after the warm-up of a ResNet-50 on an A100) and **real** ones (the shared traces'
+//! `present` labels in `models/real-labels.json`, judged by hand against `docs/LABELS.md`).
+//! A case's request is the one about the rule finding of its anti-pattern; a generated case
+//! whose finding the rules miss asks about the labelled window as an unexplained region when
+//! the window model flags it; a case with neither is skipped, and said so. The key figure is
+//! the time per step the finding claims, as its request states it (two decimals, ms).
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::check::{check, Check};
+use super::protocol::{parse_answer, Usage};
+use super::summary::{prompts, summarize, Flag, Prompt, SummaryOptions};
+use crate::detect::scoring::{read_labelled, RealLabels};
+use crate::detect::{self, Analysis};
+use crate::ingest::{ingest_bytes, IngestOptions, Ingested};
+use crate::report::Report;
+use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+
+/// Where a case comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Generated,
+    Real,
+}
+
+/// One labelled window and the request about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// `generated:<id>` or `<trace path>:<id>`.
+    pub name: String,
+    pub source: Source,
+    /// The anti-pattern it holds (a detector id).
+    pub expected: String,
+    /// The time per step its finding claims (ms), when the request is about a finding.
+    pub key_figure_ms: Option<f64>,
+    pub prompt: Prompt,
+}
+
+/// A labelled window without a request, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    pub name: String,
+    pub why: String,
+}
+
+/// The summaries' options for the set: every flagged window, so that each finding has its
+/// request.
+fn options(budget: usize) -> SummaryOptions {
+    SummaryOptions {
+        budget,
+        max_windows: usize::MAX,
+        ..SummaryOptions::default()
+    }
+}
+
+/// The generated cases: one trace per anti-pattern, injected at severity 0.8 in every step
+/// after the first (the warm-up), without noise.
+pub fn generated(budget: usize) -> (Vec<Case>, Vec<Skipped>) {
+    let (mut cases, mut skipped) = (Vec::new(), Vec::new());
+    for (k, pattern) in AntiPattern::ALL.into_iter().enumerate() {
+        let steps = 6;
+        let config = Config {
+            model: Model::ResNet50,
+            gpu: Gpu::A100,
+            training: true,
+            steps,
+            batch: 32,
+            seed: 29 + k as u64,
+            injections: (1..steps)
+                .map(|step| Injection {
+                    pattern,
+                    step,
+                    severity: 0.8,
+                })
+                .collect(),
+            noise: false,
+        };
+        let g = generate(&config);
+        let name = format!("generated:{}", pattern.id());
+        let ingested = match ingest_bytes(g.trace.as_bytes(), IngestOptions::default()) {
+            Ok(i) => i,
+            Err(e) => {
+                skipped.push(Skipped {
+                    name,
+                    why: format!("the generated trace does not read back: {e}"),
+                });
+                continue;
+            }
+        };
+        let labelled: Vec<(i64, &str)> = g.labels.iter().map(|l| (l.step, l.phase)).collect();
+        match case_of(&ingested, pattern.id(), &labelled, budget) {
+            Some((prompt, key)) => cases.push(Case {
+                name,
+                source: Source::Generated,
+                expected: pattern.id().to_string(),
+                key_figure_ms: key,
+                prompt,
+            }),
+            None => skipped.push(Skipped {
+                name,
+                why: "no request is about it: the rules miss it and the window model flags none of its windows".into(),
+            }),
+        }
+    }
+    (cases, skipped)
+}
+
+/// The real cases: each `present` label of `labels` whose trace is under `dir`.
+pub fn real(labels: &RealLabels, dir: &Path, budget: usize) -> (Vec<Case>, Vec<Skipped>) {
+    let (mut cases, mut skipped) = (Vec::new(), Vec::new());
+    for t in labels.traces.iter().filter(|t| !t.present.is_empty()) {
+        let ingested = match read_labelled(dir, &t.trace) {
+            Ok(i) => i,
+            Err(e) => {
+                skipped.push(Skipped {
+                    name: t.trace.clone(),
+                    why: e.to_string(),
+                });
+                continue;
+            }
+        };
+        for id in t.present.keys() {
+            let name = format!("{}:{id}", t.trace);
+            match case_of(&ingested, id, &[], budget) {
+                Some((prompt, key)) => cases.push(Case {
+                    name,
+                    source: Source::Real,
+                    expected: id.clone(),
+                    key_figure_ms: key,
+                    prompt,
+                }),
+                None => skipped.push(Skipped {
+                    name,
+                    why: format!("the rules find no {id} in it, so no request is about it"),
+                }),
+            }
+        }
+    }
+    (cases, skipped)
+}
+
+/// The request about `id` in `ingested`: its finding's (with the finding's time per step), else
+/// an unexplained region on a labelled window (step, phase).
+fn case_of(
+    ingested: &Ingested,
+    id: &str,
+    labelled: &[(i64, &str)],
+    budget: usize,
+) -> Option<(Prompt, Option<f64>)> {
+    let a = Analysis::new(&ingested.trace);
+    let detected = detect::run(&a);
+    let report = Report::new(&a, &detected);
+    let opts = options(budget);
+    let summaries = summarize(&a, &detected.findings, &report, &opts);
+    let phase = |step: i64, window: usize| {
+        let s = a.steps.steps.iter().find(|s| s.number == step)?;
+        Some(s.windows.get(window)?.phase.label())
+    };
+    let finding = summaries
+        .iter()
+        .position(|s| s.flag == Flag::Finding(id.to_string()));
+    let chosen = finding.or_else(|| {
+        summaries.iter().position(|s| {
+            matches!(s.flag, Flag::Unexplained(_))
+                && labelled
+                    .iter()
+                    .any(|&(step, p)| s.step == step && phase(s.step, s.window) == Some(p))
+        })
+    })?;
+    let key = finding.and_then(|_| {
+        detected
+            .findings
+            .iter()
+            .find(|f| f.id == id)
+            .map(|f| f.impact.ms_per_step)
+    });
+    let prompt = prompts(&summaries[chosen..=chosen], &opts).pop()?;
+    Some((prompt, key))
+}
+
+/// One answer to one case, graded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graded {
+    pub check: Check,
+    /// The answer names the case's anti-pattern.
+    pub right: bool,
+    /// The explanation cites the key figure.
+    pub key_figure: bool,
+    pub latency: Duration,
+    pub usage: Option<Usage>,
+    /// The server refused the answer schema; the answer is to the request without it.
+    pub schema_refused: bool,
+}
+
+/// Grades the answer `text` to `case`.
+pub fn grade(
+    case: &Case,
+    text: &str,
+    latency: Duration,
+    usage: Option<Usage>,
+    schema_refused: bool,
+) -> Graded {
+    let answer = parse_answer(text);
+    let check = check(&case.prompt.user, &answer, Some(&case.expected));
+    Graded {
+        right: check.anti_pattern.as_deref() == Some(case.expected.as_str()),
+        key_figure: case
+            .key_figure_ms
+            .is_some_and(|ms| check.cites(ms, "ms", 2)),
+        check,
+        latency,
+        usage,
+        schema_refused,
+    }
+}
+
+/// A model's results over the set.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    pub cases: usize,
+    /// Cases whose request failed (no answer).
+    pub failed: usize,
+    pub graded: Vec<Graded>,
+    /// Cases with a key figure.
+    pub with_key_figure: usize,
+}
+
+impl Tally {
+    pub fn add(&mut self, case: &Case, result: Option<Graded>) {
+        self.cases += 1;
+        self.with_key_figure += usize::from(case.key_figure_ms.is_some());
+        match result {
+            Some(g) => self.graded.push(g),
+            None => self.failed += 1,
+        }
+    }
+
+    pub fn right(&self) -> usize {
+        self.graded.iter().filter(|g| g.right).count()
+    }
+
+    pub fn valid(&self) -> usize {
+        self.graded.iter().filter(|g| g.check.valid).count()
+    }
+
+    pub fn key_figures(&self) -> usize {
+        self.graded.iter().filter(|g| g.key_figure).count()
+    }
+
+    pub fn schema_refused(&self) -> usize {
+        self.graded.iter().filter(|g| g.schema_refused).count()
+    }
+
+    /// Citations found in the evidence, and all citations.
+    pub fn citations(&self) -> (usize, usize) {
+        self.graded.iter().fold((0, 0), |(f, n), g| {
+            (f + g.check.found(), n + g.check.citations.len())
+        })
+    }
+
+    /// The latency at quantile `q` (nearest rank) of the answered cases.
+    pub fn latency(&self, q: f64) -> Option<Duration> {
+        let mut l: Vec<Duration> = self.graded.iter().map(|g| g.latency).collect();
+        l.sort();
+        let rank = ((q * l.len() as f64).ceil() as usize).clamp(1, l.len().max(1));
+        l.get(rank - 1).copied()
+    }
+
+    /// Mean prompt and answer tokens of the answers the server counted, and how many.
+    pub fn tokens(&self) -> Option<(f64, f64, usize)> {
+        let counted: Vec<Usage> = self.graded.iter().filter_map(|g| g.usage).collect();
+        let n = counted.len();
+        (n > 0).then(|| {
+            let sum = |f: fn(&Usage) -> u64| counted.iter().map(f).sum::<u64>() as f64 / n as f64;
+            (sum(|u| u.prompt_tokens), sum(|u| u.answer_tokens), n)
+        })
+    }
+}
+
+/// `part of whole (percent)`, or `–` for none.
+pub fn share(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "–".to_string()
+    } else {
+        format!(
+            "{part}/{whole} ({:.0}%)",
+            100.0 * part as f64 / whole as f64
+        )
+    }
+}
+
+/// The table's header, Markdown.
+pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | key figure cited | valid structured answers | latency median / p90 | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+
+/// One model's row of the table.
+pub fn row(model: &str, t: &Tally) -> String {
+    let (found, cited) = t.citations();
+    let answered = t.graded.len();
+    let secs =
+        |d: Option<Duration>| d.map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let tokens = t.tokens().map_or("–".into(), |(i, o, n)| {
+        if n == answered {
+            format!("{i:.0} / {o:.0}")
+        } else {
+            format!("{i:.0} / {o:.0} ({n} counted)")
+        }
+    });
+    format!(
+        "| {model} | {} | {} | {} | {} | {} | {} | {} / {} | {tokens} |\n",
+        t.cases,
+        share(answered, t.cases),
+        share(t.right(), t.cases),
+        share(found, cited),
+        share(t.key_figures(), t.with_key_figure),
+        share(t.valid(), t.cases),
+        secs(t.latency(0.5)),
+        secs(t.latency(0.9)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(key: Option<f64>) -> Case {
+        Case {
+            name: "c".into(),
+            source: Source::Generated,
+            expected: "dataloader-bottleneck".into(),
+            key_figure_ms: key,
+            prompt: Prompt {
+                key: "finding:dataloader-bottleneck".into(),
+                title: "t".into(),
+                system: String::new(),
+                user: "about 12.35 ms per step (41.2% of the step); aten::copy_".into(),
+                window_tokens: 1,
+                tokens: 1,
+                dropped_lines: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn answers_are_graded_and_tallied() {
+        let good = r#"{"anti_pattern":"dataloader-bottleneck","explanation":"12.35 ms per step, 41% of it, in aten::copy_","fix":"f","confidence":0.9}"#;
+        let wrong = r#"{"anti_pattern":"host-device-sync","explanation":"aten::item takes 3.0 ms","fix":"f","confidence":0.2}"#;
+        let mut t = Tally::default();
+        let ms = |m| Duration::from_millis(m);
+        let usage = Some(Usage {
+            prompt_tokens: 100,
+            answer_tokens: 50,
+        });
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(Some(12.35)), good, ms(100), usage, false)),
+        );
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(Some(12.35)), wrong, ms(300), None, true)),
+        );
+        t.add(
+            &case(Some(12.35)),
+            Some(grade(&case(None), "free text", ms(200), None, false)),
+        );
+        t.add(&case(None), None);
+        assert_eq!((t.cases, t.failed, t.graded.len()), (4, 1, 3));
+        assert_eq!(t.right(), 1);
+        assert_eq!(t.valid(), 2);
+        assert_eq!(t.key_figures(), 1);
+        assert_eq!(t.with_key_figure, 3);
+        assert_eq!(t.schema_refused(), 1);
+        assert_eq!(t.citations(), (3, 5));
+        assert_eq!(t.latency(0.5), Some(ms(200)));
+        assert_eq!(t.latency(0.9), Some(ms(300)));
+        assert_eq!(t.tokens(), Some((100.0, 50.0, 1)));
+        let r = row("m", &t);
+        assert!(
+            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 1/3 (33%) | 2/4 (50%) | 0.20 s / 0.30 s | 100 / 50 (1 counted) |"),
+            "{r}"
+        );
+        assert_eq!(share(0, 0), "–");
+    }
+}

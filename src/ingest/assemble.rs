@@ -37,6 +37,9 @@ pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<
         });
     }
     if b.kineto_events() == 0 && b.elements > b.metadata_events && !accept_other {
+        if b.strings.find(LEGACY_CPU_PID).is_some() {
+            return Err(IngestError::LegacyAutograd { events: b.elements });
+        }
         return Err(IngestError::NotPyTorch {
             events: b.elements,
             categories: top_categories(b, 6),
@@ -51,6 +54,10 @@ pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<
     }
     Ok(())
 }
+
+/// The process the pre-Kineto `torch.autograd.profiler` export (PyTorch 1.7 and older) puts its
+/// CPU ops in.
+const LEGACY_CPU_PID: &str = "CPU functions";
 
 fn top_categories(b: &Builder, n: usize) -> Vec<(String, u64)> {
     let mut cats: Vec<(String, u64)> = b

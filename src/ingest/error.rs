@@ -36,6 +36,8 @@ pub enum IngestError {
     MemoryTimeline { arrays: u64 },
     /// A trace written by PaddlePaddle's profiler.
     PaddleTrace,
+    /// The export of the pre-Kineto `torch.autograd.profiler` (PyTorch 1.7 and older).
+    LegacyAutograd { events: u64 },
     /// A Chrome trace from some other tool.
     NotPyTorch {
         events: u64,
@@ -108,6 +110,12 @@ impl fmt::Display for IngestError {
             IngestError::PaddleTrace => write!(
                 f,
                 "this is a PaddlePaddle profiler trace (top-level \"span_indx\"/\"ExtraInfo\", categories such as Operator/OperatorInner/CudaRuntime), not a PyTorch one. {EXPECTED}."
+            ),
+            IngestError::LegacyAutograd { events } => write!(
+                f,
+                "a trace of the legacy torch.autograd.profiler (PyTorch 1.7 and older: a top-level array with \"CPU functions\"/\"CUDA functions\" processes, {events} events): \
+                 it records per-op CPU and CUDA-event times but no kernels, runtime calls or categories, so no finding can be made from it; \
+                 record again with torch.profiler (PyTorch 1.8 or newer). {EXPECTED}."
             ),
             IngestError::NotPyTorch { events, categories } => {
                 let cats = if categories.is_empty() {

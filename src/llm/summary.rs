@@ -343,7 +343,7 @@ fn evidence_lines(
     let mut out = vec![Line {
         importance: 1,
         text: format!(
-            "Gate: {} at least {} held in {} of {} steady steps (median {:.2}); the rule claims {:.3} ms of this window.",
+            "Gate: {} at least {} held in {} of {} steady steps (median {:.2}); the time the rule claims covers {:.3} ms of this window.",
             g.gate.quantity,
             g.gate.threshold,
             g.held_steps,

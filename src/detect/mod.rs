@@ -384,7 +384,7 @@ pub struct Finding {
     pub module: Option<String>,
     /// Per step where the gate holds (an index into `Analysis::steps.steps`), the intervals the
     /// finding claimed: with its evidence events, what places it on the timeline
-    /// (`crate::report::evidence_windows`).
+    /// (`report::evidence_windows`).
     pub claimed: Vec<(usize, Intervals)>,
 }
 
@@ -607,10 +607,18 @@ pub fn run(a: &Analysis<'_>) -> Detected {
 /// Names each finding's module: the frame holding most of its evidence's events' time (none
 /// where the trace has no module frame, or the evidence is not events).
 fn name_modules(a: &Analysis<'_>, findings: &mut [Finding]) {
+    // DataLoader and optimizer ranges run outside the model's modules, whatever encloses them.
+    let outside = |i: usize| {
+        matches!(
+            crate::window::phase_of(a.trace.name_of(i)),
+            Some(crate::window::Phase::DataLoading | crate::window::Phase::Optimizer)
+        )
+    };
     let sources = |f: &Finding| -> Vec<usize> {
         f.evidence
             .iter()
             .flat_map(|e| e.sources.iter().copied())
+            .filter(|&i| !outside(i))
             .collect()
     };
     if findings.iter().all(|f| sources(f).is_empty()) {

@@ -2,9 +2,12 @@
 //! host-only parts of the step (preprocessing before the first GPU work, work after the last)
 //! that leave the GPU with nothing to do.
 
-use super::{finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict};
-use crate::attribution::{Ledger, Part};
+use super::{
+    finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
+use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::SHORT_KERNEL_NS;
+use crate::metrics::{merge, total};
 use crate::model::StepSource;
 
 pub struct LowUtilization;
@@ -13,6 +16,30 @@ pub struct HostOnlyTime;
 /// Mid-step idle not explained by data, allocator or sync waits.
 pub(crate) const MID_STEP_IDLE: [Part; 3] =
     [Part::IdleLaunch, Part::IdleKernelWait, Part::IdleOther];
+
+/// A mid-step GPU gap this long or longer is the host busy with something else, not launch
+/// overhead: a launch costs microseconds, and no CUDA graph or fusion recovers a millisecond
+/// with no work queued. Such gaps are low utilization whatever the kernels' lengths.
+pub(crate) const LONG_GAP_NS: i64 = 1_000_000;
+
+/// Step `k`'s mid-step idle ([`MID_STEP_IDLE`]) in gaps shorter than [`LONG_GAP_NS`], and in
+/// longer ones; a gap is a stretch the GPU idles, for any reason, between two pieces of work.
+pub(crate) fn mid_step_gaps(a: &Analysis<'_>, k: usize) -> (Intervals, Intervals) {
+    let s = &a.splits[k];
+    let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
+    let (long, short): (Intervals, Intervals) = s
+        .intervals_of(&idle)
+        .into_iter()
+        .partition(|&(x, y)| y - x >= LONG_GAP_NS);
+    let mid = s.intervals_of(&MID_STEP_IDLE);
+    (intersect(&mid, &short), intersect(&mid, &long))
+}
+
+/// Whether at least [`SHORT_SHARE`] of step `k`'s kernels are short.
+pub(crate) fn mostly_short(a: &Analysis<'_>, k: usize) -> bool {
+    let m = &a.step_metrics[k];
+    m.kernels > 0 && m.short_kernels as f64 >= SHORT_SHARE * m.kernels as f64
+}
 
 const LOW_UTILIZATION: Gate = Gate {
     quantity: "GPU idle between its first and last work of the step, not waiting for data, the allocator or a sync, % of the step",
@@ -50,7 +77,7 @@ impl Detector for LowUtilization {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step and under half of the kernels shorter than 10 µs (else it is launch-bound), in at least half of the steady steps"
+        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs, only gaps of 1 ms or more count (shorter ones are launch-bound)"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -62,14 +89,32 @@ impl Detector for LowUtilization {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        let checks = part_checks(a, &MID_STEP_IDLE, |k| {
-            let (s, m) = (&a.splits[k], &a.step_metrics[k]);
-            let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
-            s.has_gpu()
-                && m.kernels > 0
-                && (m.short_kernels as f64) < SHORT_SHARE * m.kernels as f64
-                && busy < BUSY_SHARE
-        });
+        // Long gaps always; short ones where the kernels are not mostly short (else they are
+        // launch overhead: `launch_bound`).
+        let checks = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.splits[k];
+                let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
+                let (short, long) = mid_step_gaps(a, k);
+                let claim = if mostly_short(a, k) {
+                    long
+                } else {
+                    merge(short.into_iter().chain(long).collect())
+                };
+                let applies = s.has_gpu() && a.step_metrics[k].kernels > 0 && busy < BUSY_SHARE;
+                StepCheck {
+                    step: k,
+                    value: if applies {
+                        pct(total(&claim) as f64, s.dur() as f64)
+                    } else {
+                        0.0
+                    },
+                    claims: vec![(claim, 1.0)],
+                }
+            })
+            .collect();
         let o = match judge(
             self,
             a,

@@ -80,7 +80,7 @@ pub fn findings(props: &FindingsProps) -> Html {
             }
             { for findings.iter().enumerate().map(|(i, f)| {
                 let selected = props.selected.as_deref() == Some(f.id.as_str());
-                card(i, f, &a.report, selected, &copied, &props.on_select, props.on_timeline.as_ref(), ask(format!("finding:{}", f.id)))
+                card(i, f, &a.report, selected, &copied, props, ask(format!("finding:{}", f.id)))
             }) }
             if !unexplained.is_empty() {
                 <article class="unexplained">
@@ -155,18 +155,17 @@ fn card(
     report: &Report,
     selected: bool,
     copied: &UseStateHandle<Option<usize>>,
-    on_select: &Callback<String>,
-    on_timeline: Option<&Callback<String>>,
+    props: &FindingsProps,
     ask: Html,
 ) -> Html {
-    let show = on_timeline.map(|on_timeline| {
+    let show = props.on_timeline.as_ref().map(|on_timeline| {
         let id = f.id.clone();
         let onclick = on_timeline.reform(move |_: MouseEvent| id.clone());
         html! { <button class="button show-on-timeline" {onclick}>{"Show on timeline"}</button> }
     });
     let select = {
         let id = f.id.clone();
-        on_select.reform(move |_: MouseEvent| id.clone())
+        props.on_select.reform(move |_: MouseEvent| id.clone())
     };
     let on_copy = {
         let copied = copied.clone();

@@ -31,6 +31,9 @@ after(async () => {
 });
 
 /** The rows of the changed-windows table: window, label, before and after (0..1), verdict. */
+// Rows of the table of moved windows, at most (`MAX_CHANGES` in web/src/ui/llm/view.rs).
+const SHOWN_ROWS = 50;
+
 async function changes(page) {
   return page.locator('.llm-changes tbody tr').evaluateAll((rows) => rows.map((r) => {
     const [window, label, score, verdict] = [...r.cells].map((c) => c.textContent);
@@ -91,11 +94,15 @@ test('kept labels retrain the window model in the page, which rescores the trace
   assert.ok(lifted, `${byWindow(up)}, kept as ${up.pattern}, moved`);
   assert.equal(lifted.label, up.pattern);
   assert.ok(lifted.after > lifted.before, `${lifted.window}: ${lifted.before} -> ${lifted.after}`);
+  // The table lists the SHOWN_ROWS windows that moved most: when it is full, the labelled
+  // windows must fill it (all but the lifted one), else at least half of them must be there.
+  const most = rows.length >= SHOWN_ROWS ? SHOWN_ROWS - 1 : Infinity;
+  const half = Math.min((labels.length - 1) / 2, most);
   const labelled = rows.filter((r) => r.label === 'not an anti-pattern');
-  assert.ok(labelled.length >= (labels.length - 1) / 2, `${labelled.length} labelled windows moved`);
+  assert.ok(labelled.length >= half, `${labelled.length} labelled windows moved`);
   for (const r of labelled) assert.ok(r.after < r.before, `${r.window}: ${r.before} -> ${r.after}`);
   const cleared = rows.filter((r) => r.verdict === 'cleared');
-  assert.ok(cleared.length >= (labels.length - 1) / 2, `${cleared.length} of ${labels.length - 1} windows kept normal cleared`);
+  assert.ok(cleared.length >= half, `${cleared.length} of ${labels.length - 1} windows kept normal cleared`);
   const named = new Set(labels.map(byWindow));
   assert.ok(cleared.every((r) => named.has(r.window) || r.label === ''), 'rows name their windows');
   // The report follows the new model: fewer unexplained regions.

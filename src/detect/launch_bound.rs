@@ -1,9 +1,10 @@
 //! Launch-bound: many tiny kernels whose launches the GPU waits on.
 
 use super::utilization::{mid_step_gaps, mostly_short, SHORT_US};
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, interval_checks, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict,
+};
 use crate::attribution::Ledger;
-use crate::metrics::total;
 
 pub struct LaunchBound;
 
@@ -43,23 +44,12 @@ impl Detector for LaunchBound {
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         // Only gaps shorter than a millisecond: longer ones are the host busy elsewhere
         // (`gpu-low-utilization`), which no CUDA graph removes.
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let (short, _) = mid_step_gaps(a, k);
-                let applies = a.splits[k].has_gpu() && mostly_short(a, k);
-                StepCheck {
-                    step: k,
-                    value: if applies {
-                        pct(total(&short) as f64, a.splits[k].dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(short, 1.0)],
-                }
-            })
-            .collect();
+        let checks = interval_checks(a, |k| {
+            (
+                mid_step_gaps(a, k).0,
+                a.splits[k].has_gpu() && mostly_short(a, k),
+            )
+        });
         let o = match judge(
             self,
             a,

@@ -433,18 +433,30 @@ pub(crate) fn part_checks(
     parts: &[crate::attribution::Part],
     applies: impl Fn(usize) -> bool,
 ) -> Vec<StepCheck> {
+    interval_checks(a, |k| (a.splits[k].intervals_of(parts), applies(k)))
+}
+
+/// Per steady step, the share of the step (in percent) that the intervals `of` gives take,
+/// claimed whole where the gate holds; 0 in the steps where `of` says it does not apply.
+pub(crate) fn interval_checks(
+    a: &Analysis<'_>,
+    of: impl Fn(usize) -> (Intervals, bool),
+) -> Vec<StepCheck> {
     a.steady
         .iter()
         .map(|&k| {
-            let s = &a.splits[k];
+            let (claim, applies) = of(k);
             StepCheck {
                 step: k,
-                value: if applies(k) {
-                    pct(s.ns_of(parts) as f64, s.dur() as f64)
+                value: if applies {
+                    pct(
+                        crate::metrics::total(&claim) as f64,
+                        a.splits[k].dur() as f64,
+                    )
                 } else {
                     0.0
                 },
-                claims: vec![(s.intervals_of(parts), 1.0)],
+                claims: vec![(claim, 1.0)],
             }
         })
         .collect()

@@ -3,11 +3,11 @@
 //! that leave the GPU with nothing to do.
 
 use super::{
-    finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+    finding, interval_checks, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate,
+    Verdict,
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
-use crate::metrics::SHORT_KERNEL_NS;
-use crate::metrics::{merge, total};
+use crate::metrics::{merge, SHORT_KERNEL_NS};
 use crate::model::StepSource;
 
 pub struct LowUtilization;
@@ -91,30 +91,18 @@ impl Detector for LowUtilization {
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         // Long gaps always; short ones where the kernels are not mostly short (else they are
         // launch overhead: `launch_bound`).
-        let checks = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.splits[k];
-                let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
-                let (short, long) = mid_step_gaps(a, k);
-                let claim = if mostly_short(a, k) {
-                    long
-                } else {
-                    merge(short.into_iter().chain(long).collect())
-                };
-                let applies = s.has_gpu() && a.step_metrics[k].kernels > 0 && busy < BUSY_SHARE;
-                StepCheck {
-                    step: k,
-                    value: if applies {
-                        pct(total(&claim) as f64, s.dur() as f64)
-                    } else {
-                        0.0
-                    },
-                    claims: vec![(claim, 1.0)],
-                }
-            })
-            .collect();
+        let checks = interval_checks(a, |k| {
+            let s = &a.splits[k];
+            let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
+            let (short, long) = mid_step_gaps(a, k);
+            let claim = if mostly_short(a, k) {
+                long
+            } else {
+                merge(short.into_iter().chain(long).collect())
+            };
+            let applies = s.has_gpu() && a.step_metrics[k].kernels > 0 && busy < BUSY_SHARE;
+            (claim, applies)
+        });
         let o = match judge(
             self,
             a,

@@ -3,11 +3,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { serve, launch, openPage, load, shownFindings, traceFiles, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, traceFiles, lacksTrace, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
 
@@ -254,10 +253,7 @@ test('broken, newer and hostile links get a clear error, and no prose in a link 
 });
 
 test('every shared trace reads as the CLI reads it: the same findings, or an error panel', async (t) => {
-  if (!existsSync(SHARED_TRACES)) {
-    t.skip(`SKIPPED: ${SHARED_TRACES} is absent (set TTAP_SHARED_TRACES)`);
-    return;
-  }
+  if (lacksTrace(t, SHARED_TRACES)) return;
   const files = await traceFiles(SHARED_TRACES);
   const cli = spawnSync(TTAP, ['analyze', '--format', 'json', ...files], { maxBuffer: 1 << 30 });
   const native = new Map(JSON.parse(String(cli.stdout)).map((r) => [r.file, r.report.findings.map((f) => f.id)]));

@@ -5,12 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { serve, launch, openPage, load, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
 const HTA = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis');
@@ -33,13 +32,9 @@ after(async () => {
   await site?.close();
 });
 
-/** The CLI's comparison of the same pair, or null (saying so) without target/debug/ttap. */
+/** The CLI's comparison of the same pair. */
 function cliVerdict(beforePath, afterPath) {
-  if (!existsSync(TTAP)) {
-    console.log('SKIPPED: target/debug/ttap is not built: the page is not checked against the CLI');
-    return null;
-  }
-  const out = spawnSync(TTAP, ['compare', '--format', 'json', beforePath, afterPath], { encoding: 'utf8' });
+  const out = spawnSync(cli(), ['compare', '--format', 'json', beforePath, afterPath], { encoding: 'utf8' });
   assert.equal(out.status, 0, out.stderr);
   return JSON.parse(out.stdout).verdict;
 }
@@ -54,17 +49,14 @@ async function synthRun(name) {
 }
 
 test("HTA's trace_diff pair compared in the page: the CLI's verdict, the tables, swapping", async (t) => {
-  if (!existsSync(CONTROL) || !existsSync(TREATED)) {
-    t.skip(`SKIPPED: ${HTA} is absent: the comparison of a real pair did not run`);
-    return;
-  }
+  if (lacksTrace(t, CONTROL, TREATED)) return;
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', [CONTROL, TREATED]), 300_000);
   await page.click('.tab:has-text("Compare")');
   const verdict = (await page.locator('.verdict').innerText()).replace(/^Verdict: /, '');
   assert.match(verdict, /^step time \+\d+\.\d % \(/);
   const expected = cliVerdict(CONTROL, TREATED);
-  if (expected) assert.equal(verdict, expected);
+  assert.equal(verdict, expected);
   // The V100's SGEMMs are added, the A100's CUTLASS kernels removed.
   const added = await page.locator('section.table:has(h2:has-text("GPU work added")) td.name').allTextContents();
   const removed = await page.locator('section.table:has(h2:has-text("GPU work removed")) td.name').allTextContents();
@@ -81,16 +73,14 @@ test("HTA's trace_diff pair compared in the page: the CLI's verdict, the tables,
   assert.equal(saved.suggestedFilename(), 'comparison.md');
   const markdown = await readFile(await saved.path(), 'utf8');
   assert.match(markdown, /^# Before\/after comparison\n/);
-  if (existsSync(TTAP)) {
-    const cli = spawnSync(TTAP, ['compare', '--format', 'md', '--top', '20', CONTROL, TREATED], { encoding: 'utf8' });
-    assert.equal(markdown, cli.stdout);
-  }
+  const cliMarkdown = spawnSync(cli(), ['compare', '--format', 'md', '--top', '20', CONTROL, TREATED], { encoding: 'utf8' });
+  assert.equal(markdown, cliMarkdown.stdout);
 
   await page.click('.compare .swap');
   const swapped = (await page.locator('.verdict').innerText()).replace(/^Verdict: /, '');
   assert.match(swapped, /^step time \u2212\d+\.\d % \(/);
   const reverse = cliVerdict(TREATED, CONTROL);
-  if (reverse) assert.equal(swapped, reverse);
+  assert.equal(swapped, reverse);
   // Rank 3 of 8 and rank 1 of 2: not the ranks of one run, so no Run view.
   assert.equal(await page.locator('.tab:has-text("Run")').count(), 0);
   assert.deepEqual(errors, []);
@@ -237,10 +227,7 @@ function checkAligned(steps, pairs) {
 }
 
 test("HTA's trace_diff comparison: aligned by step, shared as a link, opened with no trace", async (t) => {
-  if (!existsSync(CONTROL) || !existsSync(TREATED)) {
-    t.skip(`SKIPPED: ${HTA} is absent: the comparison link of a real pair was not checked`);
-    return;
-  }
+  if (lacksTrace(t, CONTROL, TREATED)) return;
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', [CONTROL, TREATED]), 300_000);
   await page.click('.tab:has-text("Compare")');

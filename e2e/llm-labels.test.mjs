@@ -8,18 +8,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
+import { serve, launch, openPage, load, lacksServer, lacksTrace, cli, SHOTS, SHARED_TRACES, LLM_URL, LLM_KEY } from './support.mjs';
 
-const LLM_URL = process.env.TTAP_LLM_URL;
-const LLM_KEY = process.env.TTAP_LLM_KEY;
 // A real DDP training trace where the window model flags three windows that no finding explains.
 const TRACE_NAME = 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz';
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens', TRACE_NAME);
-const TTAP = join(ROOT, 'target', 'debug', 'ttap');
 
 let site;
 let browser;
@@ -77,14 +73,7 @@ async function keep(region, pattern) {
 }
 
 test('an unexplained region is kept as a label with the user\'s choice, exported, and read by the CLI', async (t) => {
-  if (!(LLM_URL && LLM_KEY)) {
-    t.skip('SKIPPED: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY: eval "$(scripts/llm-server.sh start)")');
-    return;
-  }
-  if (!existsSync(TRACE)) {
-    t.skip(`SKIPPED: ${TRACE} is absent (set TTAP_SHARED_TRACES)`);
-    return;
-  }
+  if (lacksServer(t) || lacksTrace(t, TRACE)) return;
   const { page, context, requests, errors, region } = await ready(LLM_URL, LLM_KEY);
   assert.equal(await region.locator('.llm-label').count(), 0, 'nothing to keep before an answer');
   assert.equal(await page.locator('.llm-labels-count').innerText(), 'No label kept yet.');
@@ -142,11 +131,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
   assert.deepEqual(errors, []);
   await context.close();
 
-  if (!existsSync(TTAP)) {
-    t.diagnostic(`SKIPPED the CLI part: ${TTAP} is not built (cargo build)`);
-    return;
-  }
-  const report = execFileSync(TTAP, ['eval', '--labels', file, '--trace', TRACE], { encoding: 'utf8' });
+  const report = execFileSync(cli(), ['eval', '--labels', file, '--trace', TRACE], { encoding: 'utf8' });
   assert.match(report, /^# Window detector on labelled windows\n\n2 labels from /);
   assert.match(report, new RegExp(`\\| ${step} \\| [\\w ]+ \\| ${window + 1} \\| \`host-device-sync\` \\| [01]\\.\\d\\d \\| yes \\|`));
   assert.match(report, /The model agrees with \d of 2 labelled windows/);
@@ -154,10 +139,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
 });
 
 test('a structured answer\'s anti-pattern is preselected and kept as that detector id', async (t) => {
-  if (!existsSync(TRACE)) {
-    t.skip(`SKIPPED: ${TRACE} is absent (set TTAP_SHARED_TRACES)`);
-    return;
-  }
+  if (lacksTrace(t, TRACE)) return;
   const said = 'Host-device synchronization (.item() in the loop)';
   const server = createServer((req, res) => {
     const cors = { 'access-control-allow-origin': '*' };

@@ -3,19 +3,18 @@
 // (TTAP_LLM_URL and TTAP_LLM_KEY, started by scripts/test.sh; the tests that need it skip, saying
 // so, without it), and to a scripted endpoint below for what a tiny random model cannot show
 // (a slow stream to cancel, a missing CORS header, a context overflow, a broken stream, silence,
-// Ollama's stream with a structured answer, an answer citing what was not sent, and a server
-// that refuses the answer schema).
+// Ollama's stream with a structured answer, and a server that refuses the answer schema). An
+// answer citing what was not sent comes from llama-server itself: the scripted endpoint passes
+// the page's request on with the answer schema's fields pinned (`const`), and llama-server's
+// grammar makes the model write them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { inflateSync } from 'node:zlib';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, SHOTS, SHARED_TRACES } from './support.mjs';
+import { serve, launch, openPage, load, lacksServer, lacksTrace, SHOTS, SHARED_TRACES, LLM_URL, LLM_KEY } from './support.mjs';
 
-const LLM_URL = process.env.TTAP_LLM_URL;
-const LLM_KEY = process.env.TTAP_LLM_KEY;
 const MODEL = 'codellama-test';
 const FINDING = '#finding-dataloader-bottleneck';
 
@@ -34,12 +33,6 @@ after(async () => {
   await site?.close();
   await scripted?.close();
 });
-
-function needsServer(t) {
-  if (LLM_URL && LLM_KEY) return false;
-  t.skip('SKIPPED: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY: eval "$(scripts/llm-server.sh start)")');
-  return true;
-}
 
 /** The sample loaded, its findings shown, the LLM settings open and filled in. */
 async function ready(settings, pageUrl = site.url) {
@@ -81,7 +74,7 @@ async function errorText(page) {
 }
 
 test('a finding is previewed, sent to llama-server on another origin, and its answer streams in; cancel stops a stream', async (t) => {
-  if (needsServer(t)) return;
+  if (lacksServer(t)) return;
   const { page, context, requests, errors } = await ready({ url: LLM_URL, key: LLM_KEY });
   assert.notEqual(new URL(LLM_URL).origin, new URL(site.url).origin, 'the endpoint is on another origin');
   await page.screenshot({ path: join(SHOTS, 'llm-settings.png') });
@@ -137,7 +130,7 @@ test('a finding is previewed, sent to llama-server on another origin, and its an
 });
 
 test('a wrong key, a server that is down, a refused origin and other failures get their message; the analysis stays usable', async (t) => {
-  if (needsServer(t)) return;
+  if (lacksServer(t)) return;
   const { page, context, errors } = await ready({ url: LLM_URL, key: 'not-the-key' });
   await preview(page);
   await send(page);
@@ -190,7 +183,7 @@ test('Ollama\'s stream with a structured answer: its fields are shown, and marku
 });
 
 test('llama-server answers in the schema asked for: its fields are shown, with the check against the request', async (t) => {
-  if (needsServer(t)) return;
+  if (lacksServer(t)) return;
   // Room for the schema's longest answer: the tiny model's random strings reach its caps.
   const { page, context, errors } = await ready({ url: LLM_URL, key: LLM_KEY, maxTokens: 2048 });
   const body = JSON.parse(await preview(page));
@@ -210,13 +203,20 @@ test('llama-server answers in the schema asked for: its fields are shown, with t
   await context.close();
 });
 
-test('an answer citing a figure and a kernel that were not sent marks them "not in the evidence", and says it names another anti-pattern; a refused schema is asked again without it', async () => {
-  const { page, context, errors } = await ready({ url: `${scripted.url}/cites` });
+test('llama-server\'s answer citing a figure and a kernel that were not sent marks them "not in the evidence", and says it names another anti-pattern', async (t) => {
+  if (lacksServer(t)) return;
+  const { page, context, errors } = await ready({ url: `${scripted.url}/cites`, key: LLM_KEY, maxTokens: 2048 });
   const body = JSON.parse(await preview(page));
   assert.ok(body.response_format.json_schema.schema.properties.anti_pattern.enum.includes('dataloader-bottleneck'));
   const figure = body.messages[1].content.match(/about ([\d.]+) ms per step/)[1];
   await send(page);
+  assert.equal(scripted.bodies.cites.length, 1);
+  assert.equal(scripted.bodies.cites[0].status, 200, 'llama-server took the pinned schema');
   const done = page.locator(`${FINDING} .llm-answer.done`);
+  assert.equal(await done.locator('.llm-structured').count(), 1, 'shown as fields');
+  const answer = JSON.parse(await done.locator('.llm-raw .llm-text').textContent());
+  assert.deepEqual(answer.explanation, citing(figure).explanation, 'the model wrote the pinned text');
+  assert.ok(answer.confidence >= 0 && answer.confidence <= 1, 'the unpinned field follows the page\'s schema');
   const missing = await done.locator('.llm-cited.not-found').allInnerTexts();
   assert.deepEqual(missing.map((m) => m.replace(/\s*\(not in the evidence\)$/, '')), ['phantom_gemm_kernel', '987.6 ms']);
   assert.deepEqual(await done.locator('.llm-cited.found').allInnerTexts(), [`${figure} ms`], 'the figure sent is found');
@@ -230,10 +230,15 @@ test('an answer citing a figure and a kernel that were not sent marks them "not 
   assert.equal(await page.evaluate(() => window.pwned), undefined);
   await page.locator(FINDING).scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, 'llm-not-in-evidence.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
 
-  await configure(page, { url: `${scripted.url}/schema400` });
-  await page.click(`${FINDING} .llm-again`);
+test('a server that refuses the answer schema is asked again without it', async () => {
+  const { page, context, errors } = await ready({ url: `${scripted.url}/schema400` });
+  await preview(page);
   await send(page);
+  const done = page.locator(`${FINDING} .llm-answer.done`);
   assert.match(await done.locator('.llm-fallback').innerText(),
     /refused the answer schema \(HTTP 400: response_format is not supported\); the request was sent again without it/);
   assert.equal(await done.locator('.llm-text').innerText(), 'The loader is slow: 987.6 ms per step.');
@@ -247,7 +252,7 @@ test('an answer citing a figure and a kernel that were not sent marks them "not 
 });
 
 test('the only request with a body is the LLM POST: the previewed text, within the budget, no trace events; the key stays in this browser', async (t) => {
-  if (needsServer(t)) return;
+  if (lacksServer(t)) return;
   const budget = 600;
   const { page, context, requests } = await ready({ url: LLM_URL, key: LLM_KEY, budget });
   const body = await preview(page);
@@ -296,13 +301,10 @@ test('the only request with a body is the LLM POST: the previewed text, within t
 });
 
 test('an unexplained region of a shared trace is chosen, previewed and answered whole (not streamed)', async (t) => {
-  if (needsServer(t)) return;
+  if (lacksServer(t)) return;
   // A real DDP training trace where the window model flags three windows no finding explains.
   const trace = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
-  if (!existsSync(trace)) {
-    t.skip(`SKIPPED: ${trace} is absent (set TTAP_SHARED_TRACES)`);
-    return;
-  }
+  if (lacksTrace(t, trace)) return;
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', trace));
   await configure(page, { url: LLM_URL, key: LLM_KEY, stream: false });
@@ -345,10 +347,20 @@ async function waitFor(condition, what, timeout = 5000) {
   }
 }
 
+/** The text fields of an answer that cites the request's figure, and a figure and a kernel
+ * that were not sent, names another anti-pattern, and holds markup. */
+function citing(figure) {
+  return {
+    anti_pattern: 'host-device-sync',
+    explanation: `The DataLoader stalls about ${figure} ms per step while the phantom_gemm_kernel kernel takes 987.6 ms.`,
+    fix: 'DataLoader(num_workers=8) <img src=x onerror="window.pwned=2">',
+  };
+}
+
 /** An endpoint whose answers are scripted by the first path segment. */
 async function scriptedEndpoint() {
   const closed = { slow: 0 };
-  const bodies = { schema400: [] };
+  const bodies = { schema400: [], cites: [] };
   const cors = { 'access-control-allow-origin': '*' };
   const sse = (text) => `data: ${JSON.stringify({ choices: [{ delta: { content: text } }] })}\n\n`;
   const server = createServer((req, res) => {
@@ -363,7 +375,7 @@ async function scriptedEndpoint() {
     if (kind === 'cites' || kind === 'schema400') {
       let text = '';
       req.on('data', (d) => { text += d; });
-      req.on('end', () => answerFrom(kind, text, res, stream));
+      req.on('end', () => (kind === 'cites' ? pinned(text, req, res) : refused(text, res, stream)));
       return;
     }
     req.resume();
@@ -414,29 +426,33 @@ async function scriptedEndpoint() {
         res.writeHead(404, cors).end();
     }
   });
-  /** The answers that depend on the request: one citing what was and was not sent, and a
-   * server without structured output. */
-  function answerFrom(kind, text, res, stream) {
-    const body = JSON.parse(text);
-    if (kind === 'schema400') {
-      bodies.schema400.push(text);
-      if (body.response_format) {
-        res.writeHead(400, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error: {
-          code: 400, type: 'invalid_request_error', message: 'response_format is not supported',
-        } }));
-        return;
-      }
-      res.writeHead(200, stream).end(`${sse('The loader is slow: 987.6 ms per step.')}data: [DONE]\n\n`);
+  /** A server without structured output: refuses the schema, answers a request without it. */
+  function refused(text, res, stream) {
+    bodies.schema400.push(text);
+    if (JSON.parse(text).response_format) {
+      res.writeHead(400, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error: {
+        code: 400, type: 'invalid_request_error', message: 'response_format is not supported',
+      } }));
       return;
     }
+    res.writeHead(200, stream).end(`${sse('The loader is slow: 987.6 ms per step.')}data: [DONE]\n\n`);
+  }
+  /** The page's request passed on to llama-server with the schema's text fields pinned to
+   * `citing`'s answer; its reply (a stream) passed back as it comes. */
+  async function pinned(text, req, res) {
+    const body = JSON.parse(text);
     const figure = body.messages[1].content.match(/about ([\d.]+) ms per step/)[1];
-    const answer = JSON.stringify({
-      anti_pattern: 'host-device-sync',
-      explanation: `The DataLoader stalls about ${figure} ms per step while the phantom_gemm_kernel kernel takes 987.6 ms.`,
-      fix: 'DataLoader(num_workers=8) <img src=x onerror="window.pwned=2">',
-      confidence: 0.7,
+    const properties = body.response_format.json_schema.schema.properties;
+    for (const [field, value] of Object.entries(citing(figure))) properties[field] = { type: 'string', const: value };
+    const reply = await fetch(`${LLM_URL}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: req.headers.authorization },
+      body: JSON.stringify(body),
     });
-    res.writeHead(200, stream).end(`${answer.match(/.{1,24}/gs).map(sse).join('')}data: [DONE]\n\n`);
+    bodies.cites.push({ status: reply.status });
+    res.writeHead(reply.status, { ...cors, 'content-type': reply.headers.get('content-type') });
+    for await (const chunk of reply.body) res.write(chunk);
+    res.end();
   }
 
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));

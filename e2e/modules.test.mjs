@@ -4,12 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES } from './support.mjs';
 
-const TTAP = join(ROOT, 'target/debug/ttap');
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
 
 let site;
@@ -27,20 +25,15 @@ after(async () => {
 });
 
 test('the module tree of a real ResNet-18 training trace, sorted and cut to a depth', async (t) => {
-  if (!existsSync(TRACE)) {
-    t.skip(`SKIPPED: ${TRACE} is absent: the Modules tab was not checked`);
-    return;
-  }
+  if (lacksTrace(t, TRACE)) return;
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', TRACE), 300_000);
   // Each finding names the module frame holding most of its evidence's time, as the CLI does.
   const shownModules = await page.locator('article.finding').evaluateAll((els) => els.map((e) =>
     [e.id.replace(/^finding-/, ''), e.querySelector('.finding-module code')?.textContent ?? null]));
   assert.ok(shownModules.length >= 1 && shownModules.every(([, m]) => m === 'ResNet_0'), JSON.stringify(shownModules));
-  if (existsSync(TTAP)) {
-    const cli = JSON.parse(spawnSync(TTAP, ['analyze', '--format', 'json', TRACE], { encoding: 'utf8' }).stdout);
-    assert.deepEqual(shownModules, cli[0].report.findings.map((f) => [f.id, f.module ?? null]));
-  }
+  const analyzed = JSON.parse(spawnSync(cli(), ['analyze', '--format', 'json', TRACE], { encoding: 'utf8' }).stdout);
+  assert.deepEqual(shownModules, analyzed[0].report.findings.map((f) => [f.id, f.module ?? null]));
   await page.locator('article.finding').first().screenshot({ path: join(SHOTS, 'finding-module-resnet18.png') });
   await page.click('.tab:has-text("Modules")');
   // A row's name, without the " (label)" that marks a record_function label.
@@ -48,12 +41,10 @@ test('the module tree of a real ResNet-18 training trace, sorted and cut to a de
     .map((s) => s.replace(/ \(label\)$/, ''));
   const shown = await names();
   assert.equal(shown[0].trim(), 'ResNet_0');
-  if (existsSync(TTAP)) {
-    const cli = JSON.parse(spawnSync(TTAP, ['modules', '--json', TRACE], { encoding: 'utf8' }).stdout);
-    // Depth 3 by default: every node of the CLI's tree down to depth 3, in its order.
-    const expected = cli.nodes.filter((n) => n.depth <= 3).map((n) => n.name);
-    assert.deepEqual(shown.map((s) => s.trim()), expected);
-  }
+  const tree = JSON.parse(spawnSync(cli(), ['modules', '--json', TRACE], { encoding: 'utf8' }).stdout);
+  // Depth 3 by default: every node of the CLI's tree down to depth 3, in its order.
+  const expected = tree.nodes.filter((n) => n.depth <= 3).map((n) => n.name);
+  assert.deepEqual(shown.map((s) => s.trim()), expected);
   await page.screenshot({ path: join(SHOTS, 'modules-resnet18.png') });
 
   await page.selectOption('.module-depth', '1');

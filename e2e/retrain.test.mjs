@@ -8,11 +8,10 @@
 // score. Nothing but the site's own files is requested.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, analyze, labelsFor, SHOTS, SHARED_TRACES, TTAP } from './support.mjs';
+import { serve, launch, openPage, load, analyze, labelsFor, lacksTrace, cli, SHOTS, SHARED_TRACES, TTAP } from './support.mjs';
 
 const TRACE_NAME = 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz';
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens', TRACE_NAME);
@@ -45,14 +44,8 @@ async function changes(page) {
 const unexplained = (page) => page.locator('.unexplained li').allTextContents();
 
 test('kept labels retrain the window model in the page, which rescores the trace; the model downloads; the bundled one comes back', async (t) => {
-  if (!existsSync(TRACE)) {
-    t.skip(`SKIPPED: ${TRACE} is absent (set TTAP_SHARED_TRACES)`);
-    return;
-  }
-  if (!existsSync(TTAP)) {
-    t.skip(`SKIPPED: ${TTAP} is not built (cargo build): it writes the labels`);
-    return;
-  }
+  if (lacksTrace(t, TRACE)) return;
+  cli();
   const analyzed = analyze(TRACE);
   const flagged = (w) => w.anomaly_probability > 0.5;
   // The least suspicious window the model still scores is kept as the anti-pattern it names.

@@ -1,6 +1,8 @@
 // Shared set-up for the end-to-end tests: a static server over the built site (dist/) and
 // Debian's Chromium driven by playwright-core.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -12,6 +14,29 @@ export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
 export const DIST = process.env.TTAP_DIST ?? join(ROOT, 'dist');
 export const SHARED_TRACES = process.env.TTAP_SHARED_TRACES ?? join(ROOT, '../shared/traces');
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export const LLM_URL = process.env.TTAP_LLM_URL;
+export const LLM_KEY = process.env.TTAP_LLM_KEY;
+
+/** Skips `t` saying why, or fails it where CI requires what is missing (`required` is set). */
+function without(t, required, why) {
+  if (process.env[required]) assert.fail(`${required} is set and ${why}`);
+  t.skip(`SKIPPED: ${why}`);
+  return true;
+}
+
+/** Whether `t` must stop because a shared trace (or folder) it reads is absent: it skips, saying
+ * so, or fails where `TTAP_REQUIRE_SHARED_TRACES` is set (CI). */
+export function lacksTrace(t, ...paths) {
+  const absent = paths.find((p) => !existsSync(p));
+  return absent !== undefined && without(t, 'TTAP_REQUIRE_SHARED_TRACES', `${absent} is absent (set TTAP_SHARED_TRACES)`);
+}
+
+/** Whether `t` must stop for want of an LLM server: it skips, saying so, or fails where
+ * `TTAP_REQUIRE_LLM_SERVER` is set (CI). */
+export function lacksServer(t) {
+  return !(LLM_URL && LLM_KEY) && without(t, 'TTAP_REQUIRE_LLM_SERVER',
+    'no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY: eval "$(scripts/llm-server.sh start)")');
+}
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -118,6 +143,12 @@ export async function shownFindings(page) {
 
 /** The CLI the tests compare with (`cargo build`). */
 export const TTAP = join(ROOT, 'target', 'debug', 'ttap');
+
+/** The CLI the page is checked against; built by `cargo test` before the end-to-end tests run. */
+export function cli() {
+  assert.ok(existsSync(TTAP), `${TTAP} is missing: build it (cargo build; scripts/test.sh does): the page is checked against it`);
+  return TTAP;
+}
 
 /** The report `ttap analyze` writes for `trace`, with its fingerprint. */
 export function analyze(trace) {

@@ -3,10 +3,9 @@
 // between a finding and its flagged window.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, SHOTS, SHARED_TRACES } from './support.mjs';
+import { serve, launch, openPage, load, lacksTrace, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const CNN_TRAINING = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis',
   'tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz');
@@ -44,10 +43,7 @@ async function drawnAfter(page, after) {
 
 /** A page with the shared trace at `path` on its timeline; null (the test skipped) without it. */
 async function openShared(t, path) {
-  if (!existsSync(path)) {
-    t.skip(`SKIPPED: ${path} is absent`);
-    return null;
-  }
+  if (lacksTrace(t, path)) return null;
   const opened = await openPage(browser, site.url);
   await load(opened.page, () => opened.page.setInputFiles('#file-input', path));
   await openTimeline(opened.page);

@@ -25,7 +25,7 @@ cargo clippy -p torchtraceap-web --target wasm32-unknown-unknown --all-targets -
 if [ -d ../shared/traces ] || [ -n "${TTAP_SHARED_TRACES:-}" ]; then
   echo "real traces: ${TTAP_SHARED_TRACES:-../shared/traces}"
 else
-  echo "SKIPPED: ../shared/traces is absent, so the real-trace tests will skip (set TTAP_SHARED_TRACES to run them)"
+  echo "SKIPPED: ../shared/traces is absent, so the real-trace tests will skip (set TTAP_SHARED_TRACES to run them; with TTAP_REQUIRE_SHARED_TRACES set, as in CI, they fail)"
 fi
 
 log="$(mktemp)"
@@ -45,7 +45,7 @@ trap cleanup EXIT
 if [ -z "${TTAP_LLM_URL:-}" ]; then
   step "llama-server for the LLM tests (built once, cached in ${TTAP_CACHE:-~/.cache/torchtraceap}/llama)"
   # A machine where it cannot be built (no compiler, no package index) still runs every other
-  # layer: the LLM server tests then skip, saying so, instead of failing the whole run.
+  # layer: the LLM server tests then skip, saying so (CI sets TTAP_REQUIRE_LLM_SERVER: they fail).
   if bash scripts/llm-server.sh build && llm_env="$(bash scripts/llm-server.sh start "$llm_port")"; then
     llm_started=1
     eval "$llm_env"

@@ -1,6 +1,7 @@
 //! The LLM client against a real OpenAI-compatible server: llama.cpp's llama-server with a tiny
 //! random-weight model, started by `scripts/llm-server.sh start` (which prints the variables).
-//! Without `TTAP_LLM_URL` and `TTAP_LLM_KEY` every test prints `SKIPPED:` and passes.
+//! Without `TTAP_LLM_URL` and `TTAP_LLM_KEY` every test prints `SKIPPED:` and passes, or fails
+//! where `TTAP_REQUIRE_LLM_SERVER` is set (CI).
 //! The model answers with random fragments: the tests assert protocol behaviour, never content.
 
 use std::net::TcpListener;
@@ -15,9 +16,14 @@ fn server(test: &str) -> Option<(String, String)> {
     match (std::env::var("TTAP_LLM_URL"), std::env::var("TTAP_LLM_KEY")) {
         (Ok(u), Ok(k)) if !u.is_empty() => Some((u, k)),
         _ => {
-            println!(
-                "SKIPPED: {test}: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY, e.g. `eval \"$(scripts/llm-server.sh start)\"`)"
+            let why = format!(
+                "{test}: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY, e.g. `eval \"$(scripts/llm-server.sh start)\"`)"
             );
+            assert!(
+                std::env::var_os("TTAP_REQUIRE_LLM_SERVER").is_none(),
+                "TTAP_REQUIRE_LLM_SERVER is set and {why}"
+            );
+            println!("SKIPPED: {why}");
             None
         }
     }

@@ -166,15 +166,41 @@ fn mutated_gzip_streams_never_panic() {
 
 #[test]
 fn deep_nesting_and_huge_values_stay_bounded() {
+    // An event whose args nest 200 000 deep, between two ordinary events: the reader neither
+    // recurses nor gives up on the trace; the deep event is read or skipped and counted.
     let mut rng = Rng(7);
+    let ok = |name: &str, ts: u32| {
+        format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "ts": {ts}, "dur": 1}}"#)
+    };
     let deep = format!(
-        r#"{{"traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "args": {{"x": {}{}}}}}]}}"#,
+        r#"{{"traceEvents": [{}, {{"ph": "X", "cat": "cpu_op", "name": "deep", "ts": 2, "dur": 1, "args": {{"x": {}{}}}}}, {}]}}"#,
+        ok("before", 1),
         "[".repeat(200_000),
-        "]".repeat(200_000)
+        "]".repeat(200_000),
+        ok("after", 3)
     );
-    let _ = ingest_in_chunks(deep.as_bytes(), &mut rng, false);
+    let got = ingest_in_chunks(deep.as_bytes(), &mut rng, false)
+        .expect("a trace with two ordinary events");
+    let names: Vec<&str> = (0..got.trace.events.len())
+        .map(|i| got.trace.strings.get(got.trace.events.name[i]))
+        .collect();
+    assert!(
+        names.contains(&"before") && names.contains(&"after"),
+        "{names:?}"
+    );
+    let skipped: u64 = got.report.skipped.values().sum();
+    assert_eq!(
+        names.len() as u64 + skipped,
+        3,
+        "the deep event read or counted: {:?}",
+        got.report.skipped
+    );
+    // A string that never closes holds no event: refused with a message, not read forever.
     let unclosed = format!(r#"{{"traceEvents": [{{"name": "{}"#, "[{".repeat(100_000));
-    let _ = ingest_in_chunks(unclosed.as_bytes(), &mut rng, false);
+    let refused = ingest_in_chunks(unclosed.as_bytes(), &mut rng, false)
+        .expect_err("no complete event")
+        .to_string();
+    assert!(refused.contains("holds no timed event"), "{refused}");
 }
 
 #[test]

@@ -157,7 +157,11 @@ FUSED_ATTN_RE = re.compile(
 ATTN_GEMM_OPS = {"aten::matmul", "aten::bmm", "aten::baddbmm", "aten::einsum"}
 SOFTMAX_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax"}
 LINEAR_OPS = {"aten::linear", "aten::addmm", "aten::mm"}
-ELEMENTWISE_RE = re.compile(r"elementwise|triton_poi", re.I)
+# Eager PyTorch's element-wise kernels. Not Triton's `triton_poi_…`: those are what torch.compile
+# already fused (each is a chain of ops in one kernel), and what the compiler left as separate
+# kernels it does not join, so runs of them are not a chain waiting to be fused (first version
+# counted them: a rule change, see docs/LABELS.md).
+ELEMENTWISE_RE = re.compile(r"elementwise", re.I)
 TRAINING_RE = re.compile(r"backward|autograd::engine|Optimizer\.", re.I)
 ZERO_OP_RE = re.compile(r"^aten::(zero_|fill_)$")
 ZERO_GPU_RE = re.compile(r"fill|zero|memset", re.I)
@@ -554,10 +558,18 @@ def measure(doc, events):
         launched = [k for e in rts for k in corr_kernels.get(e["args"].get("correlation"), [])]
         return ops, launched
 
+    # Ops whose recorded inputs are all 0-dim (`state["step"] += 1`, `.item()`) are bookkeeping
+    # every optimizer does per parameter, fused ones included (apex's and TorchRec's FusedAdam):
+    # the single-tensor loop is ops over the parameters themselves (first version counted them:
+    # a rule change, see docs/LABELS.md).
+    def scalars_only(e):
+        dims = e.get("args", {}).get("Input Dims")
+        return isinstance(dims, list) and len(dims) > 0 and all(d == [] for d in dims)
+
     per_call = []
     for i in opt_calls:
         ops, launched = inside(i)
-        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j))]
+        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j)) and not scalars_only(cpu[j])]
         fused = any(foreach(cpu[j]["name"]) for j in ops) or any(foreach(k["name"]) for k in launched)
         per_call.append((len(tops), len(launched), fused))
     f["optimizer_calls"] = len(per_call)

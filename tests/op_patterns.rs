@@ -533,24 +533,59 @@ fn attention_from_kernel_names_alone() {
     );
 }
 
+/// Hand-written attention on the CPU, each op's range lasting as given, called through `outer`
+/// (empty: none), its softmax the op `softmax`.
+fn host_attention(outer: &[&str], softmax: &str) -> String {
+    let host_op = |b: &mut Kineto, name: &str, us: i64| b.ops(&[name], |b| b.pause(us - 2));
+    Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..2 {
+            b.ops(outer, |b| {
+                host_op(b, "aten::matmul", 400);
+                host_op(b, "aten::div", 50);
+                host_op(b, "aten::masked_fill", 60);
+                host_op(b, softmax, 200);
+                host_op(b, "aten::dropout", 30);
+                host_op(b, "aten::matmul", 400);
+            });
+        }
+    })
+}
+
 #[test]
 fn attention_on_a_cpu_only_trace_claims_host_time() {
-    // No GPU activity: hand-written attention on the CPU, each op's range lasting as given.
-    // A block claims the scale, mask, softmax and dropout (50 + 60 + 200 + 30 µs) and half of
-    // its two matmuls (400 + 400 µs): 740 µs; 2 blocks: 1.48 ms.
-    let host_op = |b: &mut Kineto, name: &str, us: i64| b.ops(&[name], |b| b.pause(us - 2));
-    let text = Kineto::trace(&STEADY, |b, _| {
-        for _ in 0..2 {
-            host_op(b, "aten::matmul", 400);
-            host_op(b, "aten::div", 50);
-            host_op(b, "aten::masked_fill", 60);
-            host_op(b, "aten::softmax", 200);
-            host_op(b, "aten::dropout", 30);
-            host_op(b, "aten::matmul", 400);
-        }
-    });
+    // No GPU activity. A block claims the scale, mask, softmax and dropout (50 + 60 + 200 +
+    // 30 µs) and half of its two matmuls (400 + 400 µs): 740 µs; 2 blocks: 1.48 ms.
+    let text = host_attention(&[], "aten::softmax");
     let f = expect(&text, "unfused-attention", 1.48, Severity::Medium);
     assert!(f.summary.contains("of the host time"), "{}", f.summary);
+}
+
+#[test]
+fn scaled_dot_product_attention_dispatched_to_its_math_fallback_is_unfused() {
+    // On a CPU (or with inputs the fused backends refuse) SDPA runs PyTorch's math: the blocks
+    // of the test above, 1.48 ms.
+    let sdpa = [
+        "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_attention_math",
+    ];
+    expect(
+        &host_attention(&sdpa, "aten::_safe_softmax"),
+        "unfused-attention",
+        1.48,
+        Severity::Medium,
+    );
+}
+
+#[test]
+fn scaled_dot_product_attention_dispatched_to_a_fused_backend_is_fused() {
+    let sdpa = [
+        "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+    ];
+    expect_none(
+        &host_attention(&sdpa, "aten::_safe_softmax"),
+        "unfused-attention",
+    );
 }
 
 // attention-hot-spot (a note)
@@ -764,6 +799,43 @@ fn fused_adam_is_not_flagged() {
 }
 
 #[test]
+fn a_capture_without_steps_starting_inside_the_optimizer_step() {
+    // One `Optimizer.step` recorded alone, no ProfilerStep: the step runs from the first launch
+    // (inside the range) to the last kernel. The single-tensor Adam of the test above: its first
+    // launch at 7 002 µs, its last kernel ends at 8 002 µs, a step of 1 000 µs of which the GPU
+    // is busy 56 × 5 = 280 µs. Impact: the 720 µs of idle, plus half the kernels' 280 µs:
+    // 0.86 ms, 86% of the step.
+    let text = Kineto::trace(&[STEP_US], |b, _| {
+        b.at(7_000);
+        b.annotation("Optimizer.step#Adam.step", |b| {
+            for _ in 0..PARAMS * 7 {
+                b.op_kernel("aten::mul_", MUL, 2, 5);
+                b.pause(10);
+            }
+        });
+    })
+    .replace("ProfilerStep#1", "training loop");
+    let ingested =
+        ingest_bytes(text.as_bytes(), IngestOptions::default()).expect("the trace reads");
+    let found = detect::run(&Analysis::new(&ingested.trace)).findings;
+    let f = found
+        .iter()
+        .find(|f| f.id == "optimizer-not-fused")
+        .unwrap_or_else(|| panic!("no optimizer-not-fused in {found:?}"));
+    assert!(
+        (f.impact.ms_per_step - 0.86).abs() < 1e-6,
+        "{}",
+        f.impact.ms_per_step
+    );
+    assert!(
+        (f.impact.pct_of_step - 86.0).abs() < 1e-6,
+        "{}",
+        f.impact.pct_of_step
+    );
+    assert_eq!(count(f), Some(56));
+}
+
+#[test]
 fn zero_grad_writing_zeros() {
     // zero_grad(set_to_none=False): aten::zero_ → aten::fill_ launches a 25 µs fill kernel per
     // parameter: 8 × 25 = 200 µs. The range spans 1…91 µs of the step (8 op chains of 11 µs);
@@ -861,6 +933,22 @@ fn three_kernels_in_a_row_are_no_chain() {
 fn elementwise_kernels_11_us_apart_are_no_chain() {
     // The chains of the positive case, with the kernels 11 µs apart (launch-bound).
     let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 300, &CHAIN, 11, false));
+    expect_none(&text, "fusion-candidates");
+}
+
+#[test]
+fn chains_of_compiler_generated_kernels_are_no_candidates() {
+    // The chains of the positive case run as Triton kernels: torch.compile made them, and what
+    // it left apart it does not join.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..10 {
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 3, 300));
+            for (j, &dur) in CHAIN.iter().enumerate() {
+                let name = format!("triton_poi_fused_add_mul_{j}");
+                b.gpu_work("cuLaunchKernel", "kernel", &name, 3, dur, "");
+            }
+        }
+    });
     expect_none(&text, "fusion-candidates");
 }
 
@@ -1204,10 +1292,13 @@ fn pytorch_1_8_names_give_the_same_findings() {
 #[test]
 fn apex_and_torchrec_fused_optimizers_are_fused() {
     // `Optimizer.step#FusedAdam.step` runs its own ops, none named _fused_: the name says it.
+    // Real ones (HTA's TorchRec ranks) run one `state["step"] += 1` per parameter, on 0-dim
+    // tensors, around kernels launched without an ATen op.
     let text = Kineto::trace(&STEADY, |b, _| {
         b.annotation("Optimizer.step#FusedAdam.step", |b| {
             for _ in 0..60 {
-                b.ops(&["aten::add_"], |b| b.pause(3));
+                let step_counter = r#""Input Dims": [[], [], []]"#;
+                b.range(("cpu_op", step_counter), "aten::add_", |b| b.pause(3));
             }
         });
     });

@@ -213,16 +213,31 @@ fn gpu_under(t: &Trace, by: &[Launch], i: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Whether attention already runs fused somewhere in the trace (an op or a kernel).
+/// Whether attention already runs fused somewhere in the trace (an op or a kernel). PyTorch's
+/// math fallback (`_scaled_dot_product_attention_math`) is itself unfused, and so is the
+/// `scaled_dot_product_attention` call that dispatched to it (on a CPU, or with inputs the fused
+/// backends refuse): the backend nested in the call says which ran.
 fn fused_anywhere(t: &Trace) -> bool {
     let e = &t.events;
     let mut names = KernelNames::default();
-    // PyTorch's math fallback (`_scaled_dot_product_attention_math`) is itself unfused.
-    let fused = of_names(t, |name| {
-        FUSED.iter().any(|f| name.contains(f)) && !name.contains("_math")
+    let math = of_names(t, |name| {
+        name.contains("scaled_dot_product") && name.contains("_math")
     });
+    let dispatcher = of_names(t, |name| {
+        name.strip_prefix("aten::").unwrap_or(name) == "scaled_dot_product_attention"
+    });
+    let fused = of_names(t, |name| FUSED.iter().any(|f| name.contains(f)));
+    let runs_math = |i: usize| {
+        let last = t.tracks[e.track[i] as usize].events.end as usize;
+        (i + 1..last)
+            .take_while(|&j| e.start[j] < e.end(i))
+            .any(|j| math[e.name[j] as usize])
+    };
     (0..e.len()).any(|i| match e.kind[i] {
-        EventKind::CpuOp => fused[e.name[i] as usize],
+        EventKind::CpuOp => {
+            let name = e.name[i] as usize;
+            fused[name] && !math[name] && !(dispatcher[name] && runs_math(i))
+        }
         EventKind::GpuKernel => names.of_event(t, i).fused_attention,
         _ => false,
     })

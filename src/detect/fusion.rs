@@ -1,4 +1,6 @@
-//! Fusion candidates: runs of short element-wise kernels back to back on one stream.
+//! Fusion candidates: runs of short element-wise kernels back to back on one stream, as eager
+//! PyTorch launches them. A compiler's kernels (Triton's `triton_poi_…`) are already fused: what
+//! the compiler left apart, the fix (torch.compile) does not join.
 
 use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::Ledger;
@@ -34,7 +36,7 @@ impl Detector for FusionCandidates {
     }
 
     fn threshold(&self) -> &'static str {
-        "runs of 4 or more element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps"
+        "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -73,7 +75,8 @@ impl Detector for FusionCandidates {
                 for i in a.gpu_work(k) {
                     let candidate = e.kind[i] == EventKind::GpuKernel
                         && e.dur[i] < SHORT_NS
-                        && is_elementwise(t.name_of(i));
+                        && is_elementwise(t.name_of(i))
+                        && !t.name_of(i).starts_with("triton_");
                     let breaks = run.last().is_some_and(|&p| {
                         e.track[p] != e.track[i] || e.start[i] - e.end(p) > GAP_NS
                     });

@@ -80,7 +80,7 @@ impl Ranges {
                 if !is_range(t, i, prefix) {
                     continue;
                 }
-                let Some(k) = a.steady_step_at(e.start[i]) else {
+                let Some(k) = step_of(a, i) else {
                     continue;
                 };
                 r.events[k].push(i);
@@ -99,7 +99,7 @@ impl Ranges {
             let mut p = l.launch;
             while p != NONE {
                 if is_range(t, p as usize, prefix) {
-                    if let Some(k) = a.steady_step_at(e.start[p as usize]) {
+                    if let Some(k) = step_of(a, p as usize) {
                         r.launched[k].push(l.gpu as usize);
                     }
                     break;
@@ -125,6 +125,18 @@ impl Ranges {
     fn all(&self) -> Vec<usize> {
         self.events.iter().flatten().copied().collect()
     }
+}
+
+/// The steady step of range `i`: the one it starts in, else the first one it overlaps (a
+/// capture without steps is one step from the first launch, which may sit inside the range).
+fn step_of(a: &Analysis<'_>, i: usize) -> Option<usize> {
+    let e = &a.trace.events;
+    a.steady_step_at(e.start[i]).or_else(|| {
+        a.steady.iter().copied().find(|&k| {
+            let (start, end) = a.range(k);
+            start < e.end(i) && e.start[i] < end
+        })
+    })
 }
 
 /// Whether event `i` is a `prefix` range.

@@ -71,7 +71,9 @@ impl Detector for PageableCopy {
                         {
                             ns += e.dur[i];
                             bytes += c.bytes.unwrap_or(0);
-                            iv.push((e.start[i], e.end(i)));
+                            // Pinning saves half of each copy: that half is this finding's;
+                            // the other half is still a copy, heavy-memcpy's to weigh.
+                            iv.push((e.start[i], e.start[i] + e.dur[i] / 2));
                             if let Some(l) = t.launch_of(i as u32) {
                                 calls.push((e.start[l as usize], e.end(l as usize)));
                             }
@@ -83,7 +85,7 @@ impl Detector for PageableCopy {
                 StepCheck {
                     step: k,
                     value: if iv.is_empty() { 0.0 } else { value },
-                    claims: vec![(iv, 0.5), (a.idle_in(k, &merge(calls)), 1.0)],
+                    claims: vec![(iv, 1.0), (a.idle_in(k, &merge(calls)), 1.0)],
                 }
             })
             .collect::<Vec<_>>();

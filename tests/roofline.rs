@@ -4,10 +4,11 @@
 
 mod common;
 mod kineto;
+#[path = "common/oracle.rs"]
+mod oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
@@ -21,19 +22,8 @@ type Counts = BTreeMap<String, (u64, f64)>;
 
 /// The oracle's counts for each file.
 fn oracle(files: &[PathBuf]) -> BTreeMap<PathBuf, Counts> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/flops.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(files)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "the oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("UTF-8")
+    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    oracle::run("flops.py", &files)
         .lines()
         .map(|line| {
             let v: serde_json::Value = serde_json::from_str(line).expect("oracle JSON");

@@ -195,7 +195,7 @@ impl Report {
         }
         let _ = writeln!(
             o,
-            "\n| kernel | op | dtype | calls | ms | TFLOP/s | GB/s | FLOP/B | bound | roofline | lost ms |\n|---|---|---|---|---|---|---|---|---|---|---|"
+            "\n| kernel | op | dtype | calls | ms | TFLOP/s | GB/s | FLOP/B | bound | roofline share | lost ms |\n|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for k in &r.kernels {
             let name: String = k.name.chars().take(80).collect();

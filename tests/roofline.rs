@@ -109,8 +109,9 @@ fn matrix_and_attention_flops_agree_with_the_oracle_on_every_shared_trace() {
     );
 }
 
-/// A written trace: one `aten::mm` of 4096² fp16 matrices launching one 1 ms kernel on an A100.
-fn one_gemm(device: &str) -> Roofline {
+/// A written trace: one `aten::mm` of 4096² fp16 matrices launching one 1 ms kernel on
+/// `device`, and `more` kernels after it.
+fn one_gemm(device: &str, more: &[String]) -> Roofline {
     let c = |cat: &str, name: &str, tid: i64, span: (i64, i64), args: &str| {
         kineto::complete(cat, name, (1, tid), span, args)
     };
@@ -137,7 +138,10 @@ fn one_gemm(device: &str) -> Roofline {
             (100, 1000),
             r#""device": 0, "stream": 7, "correlation": 7"#,
         ),
-    ];
+    ]
+    .into_iter()
+    .chain(more.iter().cloned())
+    .collect::<Vec<_>>();
     let text = kineto::document(
         &[kineto::device(0, device, 8, 85_899_345_920)],
         "",
@@ -151,7 +155,7 @@ fn one_gemm(device: &str) -> Roofline {
 
 #[test]
 fn a_gemm_kernel_is_charged_its_op_and_meets_the_devices_roofline() {
-    let r = one_gemm("NVIDIA A100-SXM4-80GB");
+    let r = one_gemm("NVIDIA A100-SXM4-80GB", &[]);
     let flop = 2.0 * 4096f64.powi(3);
     let bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
     let k = &r.kernels[0];
@@ -183,11 +187,43 @@ fn a_gemm_kernel_is_charged_its_op_and_meets_the_devices_roofline() {
     );
 
     // An unknown device: achieved rates, no roofline.
-    let r = one_gemm("NVIDIA H800");
+    let r = one_gemm("NVIDIA H800", &[]);
     assert_eq!(r.peaks, None);
     assert_eq!(r.mfu, None);
     assert!((r.kernels[0].tflops - flop / 1e-3 / 1e12).abs() < 1e-6);
     assert_eq!(r.kernels[0].lost_ms, None);
+}
+
+#[test]
+fn a_layout_kernel_of_a_matrix_op_moves_bytes_and_does_no_flops() {
+    let transpose = [
+        kineto::complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (1, 1),
+            (32, 5),
+            r#""correlation": 8"#,
+        ),
+        kineto::complete(
+            "kernel",
+            "batched_transpose_32x32_half",
+            (0, 7),
+            (1100, 1000),
+            r#""device": 0, "stream": 7, "correlation": 8"#,
+        ),
+    ];
+    let r = one_gemm("NVIDIA A100-SXM4-80GB", &transpose);
+    let flop = 2.0 * 4096f64.powi(3);
+    let bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
+    let of = |name: &str| r.kernels.iter().find(|k| k.name.starts_with(name)).unwrap();
+    let (gemm, layout) = (of("ampere"), of("batched_transpose"));
+    // The GEMM does every FLOP; the two kernels, 1 ms each, share the bytes.
+    assert!((gemm.gflop - flop / 1e9).abs() < 1e-6);
+    assert_eq!(layout.gflop, 0.0);
+    assert!((gemm.gbytes - bytes / 2e9).abs() < 1e-9);
+    assert!((layout.gbytes - bytes / 2e9).abs() < 1e-9);
+    assert_eq!(layout.bound.as_deref(), Some("memory"));
+    assert_eq!(r.coverage.counted_ms, 2.0);
 }
 
 fn report_of(trace: &str) -> Option<Report> {

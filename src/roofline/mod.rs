@@ -2,7 +2,8 @@
 //! arithmetic intensity and the roofline's time; per step MFU.
 //!
 //! A kernel is charged to the innermost CPU op above its launch that has a formula
-//! ([`flops::cost`]); an op's FLOPs and bytes are shared among its kernels by duration. The
+//! ([`flops::cost`]); an op's bytes are shared among its kernels by duration, its FLOPs among
+//! those whose names say matrix work (not a convolution's layout transposes) when any do. The
 //! roofline time of a kernel is `max(FLOPs / compute peak, bytes / bandwidth)` ([`peaks`]):
 //! matrix, convolution and attention ops meet the tensor-core peak of their dtype (fp32 the
 //! TF32 one, unless the kernel's name says SIMT); other ops the fp32 SIMT peak. A step's MFU
@@ -103,20 +104,30 @@ struct Charged {
     name: StrId,
     op: StrId,
     cost: Cost,
-    /// The op's kernel time, over which its cost is shared.
+    /// The op's kernel time, over which its bytes are shared, and that of its kernels whose
+    /// names say matrix work (GEMM, convolution, fused attention), over which its FLOPs are
+    /// (all its kernels' when none does).
     op_ns: i64,
+    op_matrix_ns: i64,
+    matrix: bool,
     simt: bool,
 }
 
 impl Charged {
-    fn share(&self) -> f64 {
-        self.dur as f64 / self.op_ns.max(1) as f64
-    }
-
     /// `(flops, bytes)` of this kernel.
     fn work(&self) -> (f64, f64) {
-        let s = self.share();
-        (self.cost.flops * s, self.cost.bytes * s)
+        let dur = self.dur as f64;
+        let flops = if self.op_matrix_ns == 0 {
+            dur / self.op_ns.max(1) as f64
+        } else if self.matrix {
+            dur / self.op_matrix_ns as f64
+        } else {
+            0.0
+        };
+        (
+            self.cost.flops * flops,
+            self.cost.bytes * dur / self.op_ns.max(1) as f64,
+        )
     }
 
     /// The compute peak it meets, FLOP/s.
@@ -181,7 +192,7 @@ pub fn analyze(
         ..Coverage::default()
     };
     let mut charged: Vec<(Charged, u32)> = Vec::new();
-    let mut op_ns: FxHashMap<u32, i64> = FxHashMap::default();
+    let mut op_ns: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
     let mut kernel_starts: Vec<(i64, i64)> = Vec::new();
     for track in t.tracks.iter().filter(|tr| tr.gpu && tr.device == device) {
         for g in track.events.clone() {
@@ -200,7 +211,12 @@ pub fn analyze(
             }
             let Some((op, cost)) = op else { continue };
             coverage.counted_ms += dur as f64 / 1e6;
-            *op_ns.entry(op).or_default() += dur;
+            let kernel = traits.of_event(t, gi);
+            let matrix =
+                cost.family.tensor_cores() && (kernel.matmul_conv() || kernel.fused_attention);
+            let ns = op_ns.entry(op).or_default();
+            ns.0 += dur;
+            ns.1 += if matrix { dur } else { 0 };
             charged.push((
                 Charged {
                     start: e.start[gi],
@@ -209,7 +225,9 @@ pub fn analyze(
                     op: e.name[op as usize],
                     cost,
                     op_ns: 0,
-                    simt: traits.of_event(t, gi).simt_fp32,
+                    op_matrix_ns: 0,
+                    matrix,
+                    simt: kernel.simt_fp32,
                 },
                 op,
             ));
@@ -218,7 +236,8 @@ pub fn analyze(
     let mut charged: Vec<Charged> = charged
         .into_iter()
         .map(|(c, op)| Charged {
-            op_ns: op_ns[&op],
+            op_ns: op_ns[&op].0,
+            op_matrix_ns: op_ns[&op].1,
             ..c
         })
         .collect();

@@ -22,8 +22,7 @@ type Counts = BTreeMap<String, (u64, f64)>;
 
 /// The oracle's counts for each file.
 fn oracle(files: &[PathBuf]) -> BTreeMap<PathBuf, Counts> {
-    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    oracle::run("flops.py", &files)
+    oracle::run("flops.py", files)
         .lines()
         .map(|line| {
             let v: serde_json::Value = serde_json::from_str(line).expect("oracle JSON");

@@ -4,13 +4,13 @@ use std::path::Path;
 use std::process::Command;
 
 /// What `tests/oracle/{script}` prints for `files`; a failing oracle fails the test.
-pub fn run(script: &str, files: &[&Path]) -> String {
+pub fn run<P: AsRef<Path>>(script: &str, files: &[P]) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/oracle")
         .join(script);
     let out = Command::new("python3")
         .arg(path)
-        .args(files)
+        .args(files.iter().map(|f| f.as_ref()))
         .output()
         .expect("python3 runs");
     assert!(

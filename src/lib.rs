@@ -18,6 +18,7 @@ pub mod modules;
 pub mod profile;
 pub mod realism;
 pub mod report;
+pub mod roofline;
 pub mod run;
 pub mod share;
 pub mod summary;

@@ -25,6 +25,7 @@ use crate::detect::{Analysis, Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
+use crate::roofline::{self, Roofline};
 
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
@@ -76,6 +77,10 @@ pub struct Report {
     /// the parts sum to the mean step. Empty without GPU work, and before version 3.
     #[serde(default)]
     pub split: Vec<SplitEntry>,
+    /// The main GPU's roofline and MFU (`roofline::analyze`); `None` without a GPU, and in
+    /// reports written before it.
+    #[serde(default)]
+    pub roofline: Option<Roofline>,
 }
 
 /// One part of a step's time ([`Part::id`]) and its length.
@@ -470,6 +475,17 @@ impl Report {
                 })
                 .collect(),
             split,
+            roofline: roofline::analyze(
+                t,
+                a.main_device,
+                &a.steady
+                    .iter()
+                    .map(|&k| {
+                        let s = &a.steps.steps[k];
+                        (s.number, s.start, s.end)
+                    })
+                    .collect::<Vec<_>>(),
+            ),
         };
         report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));
         report

@@ -5,12 +5,13 @@
 //! and findings are fixed or new; the CLI's formats and its regression gate.
 
 mod common;
+#[path = "common/oracle.rs"]
+mod oracle;
 mod profiles;
 mod ttap;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use profiles::profile_of_bytes;
 use torchtraceap::compare::{render, Comparison, NameChange};
@@ -45,19 +46,8 @@ fn pair(before: &str, after: &str) -> Option<(PathBuf, PathBuf)> {
 type Expected = BTreeMap<String, (u64, f64, u64, f64)>;
 
 fn oracle(before: &Path, after: &Path) -> Expected {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/compare_kernels.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(before)
-        .arg(after)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "the oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("oracle JSON");
+    let out = oracle::run("compare_kernels.py", &[before, after]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("oracle JSON");
     v["names"]
         .as_object()
         .expect("names")

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     // Steps and their windows.
     &["window"],
     // Numbers about a time range.
-    &["metrics"],
+    &["metrics", "roofline"],
     // One split of each step's time; window features; what a trace holds.
     &["attribution", "features", "summary", "modules"],
     // The rules; the generator's realism statistics.

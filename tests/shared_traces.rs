@@ -3,10 +3,11 @@
 //! negative file gets its expected message. Skips, saying so, where the folder is absent.
 
 mod common;
+#[path = "common/oracle.rs"]
+mod oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{shared_traces, trace_files};
 use serde_json::Value;
@@ -65,18 +66,7 @@ fn expected_refusal(name: &str) -> Option<(&'static str, Check)> {
 }
 
 fn oracle(files: &[PathBuf]) -> BTreeMap<String, Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/count_events.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(files)
-        .output()
-        .expect("python3 runs the oracle");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
+    serde_json::from_str(&oracle::run("count_events.py", files)).expect("oracle prints JSON")
 }
 
 fn kinds(t: &Trace, ks: &[EventKind]) -> u64 {

@@ -269,6 +269,8 @@ struct Classified {
     runtime: RuntimeClass,
     direction: CopyDirection,
     host_memory: HostMemory,
+    /// Whether the op's `Concrete Inputs` are kept ([`crate::model::keeps_concrete_inputs`]).
+    scalars: bool,
 }
 
 /// A category as written, with its count and what it tells about the trace.
@@ -466,6 +468,7 @@ impl Builder {
                         details.push_op(&OpDetail {
                             input_dims: o.input_dims.map(id),
                             input_types: o.input_types.map(id),
+                            concrete_inputs: o.concrete_inputs.map(id),
                             collective: more(o.collective),
                             ..o
                         })
@@ -862,9 +865,10 @@ impl Builder {
             runtime: runtime_class,
             direction,
             host_memory,
+            scalars,
         } = self.classify(cat, name_id, instant);
         let args = &ev.args;
-        if args.concrete_inputs {
+        if args.concrete_inputs.is_some() {
             self.concrete_inputs = true;
         }
         let detail = match kind {
@@ -917,6 +921,10 @@ impl Builder {
                     sequence_number: args.sequence_number.and_then(event::uint),
                     input_dims: args.input_dims.map(|r| self.intern_raw(r)),
                     input_types: args.input_types.map(|r| self.intern_raw(r)),
+                    concrete_inputs: args
+                        .concrete_inputs
+                        .filter(|_| scalars)
+                        .map(|r| self.intern_raw(r)),
                     collective,
                 };
                 self.details.push_op(&op)
@@ -966,6 +974,7 @@ impl Builder {
             runtime,
             direction,
             host_memory,
+            scalars: crate::model::keeps_concrete_inputs(name),
         };
         if self.classified.len() <= i {
             self.classified.resize(i + 1, None);

@@ -53,7 +53,7 @@ pub struct RawArgs<'a> {
     pub sequence_number: Option<Raw<'a>>,
     pub input_dims: Option<Raw<'a>>,
     pub input_types: Option<Raw<'a>>,
-    pub concrete_inputs: bool,
+    pub concrete_inputs: Option<Raw<'a>>,
     pub collective_name: Option<Raw<'a>>,
     pub in_nelems: Option<Raw<'a>>,
     pub out_nelems: Option<Raw<'a>>,
@@ -119,10 +119,7 @@ impl<'a> RawArgs<'a> {
                 b"Sequence number" => &mut self.sequence_number,
                 b"Collective name" => &mut self.collective_name,
                 b"Total Allocated" => &mut self.total_allocated,
-                b"Concrete Inputs" => {
-                    self.concrete_inputs = true;
-                    return;
-                }
+                b"Concrete Inputs" => &mut self.concrete_inputs,
                 _ => return,
             },
             18 => match fixed::<18>(key) {
@@ -690,7 +687,7 @@ mod tests {
         assert_eq!(micros_to_ns(ev.ts.unwrap()), Some(12_500));
         assert_eq!(dim3(ev.args.grid.unwrap()), Some([1, 2, 3]));
         assert_eq!(uint(ev.args.correlation.unwrap()), Some(9));
-        assert!(ev.args.concrete_inputs);
+        assert!(ev.args.concrete_inputs.is_some());
         let mut ev = RawEvent::default();
         parse_event(br#"{"name": "B/E", "attr": {"Bytes": "12"}}"#, &mut ev).unwrap();
         assert_eq!(int(ev.args.alloc_bytes.unwrap()), Some(12));
@@ -725,6 +722,7 @@ mod tests {
             a.total_reserved,
             a.device_type,
             a.device_id,
+            a.concrete_inputs,
         ]
         .iter()
         .enumerate()
@@ -764,12 +762,12 @@ mod tests {
             ("Total Reserved", 23),
             ("Device Type", 24),
             ("Device Id", 25),
+            ("Concrete Inputs", 26),
         ];
         for (key, slot) in spellings {
             let mut args = RawArgs::default();
             args.set(key.as_bytes(), raw("7"));
             assert_eq!(filled(&args), [slot], "{key}");
-            assert!(!args.concrete_inputs);
             // The same key with one byte changed, or one byte more or less, is not kept.
             for other in [key.to_uppercase(), format!("{key} "), key[1..].to_string()] {
                 let mut args = RawArgs::default();
@@ -778,10 +776,6 @@ mod tests {
                 assert_eq!(filled(&args).len(), usize::from(known), "{other}");
             }
         }
-        let mut args = RawArgs::default();
-        args.set(b"Concrete Inputs", raw("[]"));
-        assert!(args.concrete_inputs);
-        assert_eq!(filled(&args), [0usize; 0]);
     }
 
     #[test]

@@ -282,6 +282,7 @@ impl Details {
             .uint(o.sequence_number)
             .uint(o.input_dims.map(u64::from))
             .uint(o.input_types.map(u64::from))
+            .uint(o.concrete_inputs.map(u64::from))
             .uint(o.collective.map(u64::from))
             .finish()
     }
@@ -293,6 +294,7 @@ impl Details {
             sequence_number: r.uint(),
             input_dims: r.u32().map(|s| s as StrId),
             input_types: r.u32().map(|s| s as StrId),
+            concrete_inputs: r.u32().map(|s| s as StrId),
             collective: r.u32(),
         }
     }
@@ -369,6 +371,7 @@ mod tests {
             sequence_number: Some(0),
             input_dims: Some(3),
             input_types: None,
+            concrete_inputs: Some(9),
             collective: None,
         };
         let m = MemoryDetail {

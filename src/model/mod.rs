@@ -170,8 +170,17 @@ pub struct OpDetail {
     pub input_dims: Option<StrId>,
     /// `Input type` as written (interned JSON text, e.g. `["float", "c10::Half"]`).
     pub input_types: Option<StrId>,
+    /// `Concrete Inputs` as written (interned JSON text, e.g. `["", "", "", "[2, 2]", …]`),
+    /// kept only where [`keeps_concrete_inputs`]: the scalars FLOP counts need.
+    pub concrete_inputs: Option<StrId>,
     /// Index into [`Trace::collectives`] for `record_param_comms` and c10d ops.
     pub collective: Option<u32>,
+}
+
+/// Whether an op's `Concrete Inputs` are kept: convolutions (stride, padding, dilation,
+/// transposed, groups) and attention (causal). Other ops' scalars would only cost memory.
+pub fn keeps_concrete_inputs(name: &str) -> bool {
+    name.contains("conv") || name.contains("attention")
 }
 
 /// A collective's name and sizes, from a `record_param_comms` op or an NCCL kernel.

@@ -134,8 +134,88 @@ impl Report {
                 );
             }
         }
+        self.roofline_markdown(&mut o);
         self.window_detector_markdown(&mut o);
         o
+    }
+
+    /// The main GPU's roofline: coverage, MFU, the kernels furthest from their roofline.
+    fn roofline_markdown(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let Some(r) = &self.roofline else { return };
+        let c = &r.coverage;
+        let pct = |ms: f64| 100.0 * ms / c.kernel_ms.max(1e-9);
+        let _ = writeln!(
+            o,
+            "\n## Roofline (main GPU)\n\nShapes recorded for {:.0}% of GPU kernel time; FLOPs and bytes counted for {:.0}%. {}",
+            pct(c.shapes_ms),
+            pct(c.counted_ms),
+            if c.memory_events == 0 {
+                "No memory events (record with `profile_memory=True`).".to_string()
+            } else {
+                format!("{} memory events.", c.memory_events)
+            }
+        );
+        match &r.peaks {
+            Some(p) => {
+                let _ = writeln!(
+                    o,
+                    "\nPeaks of the {} ({}): fp32 {} TFLOP/s, TF32 {}, fp16/bf16 {}, fp8 {}, {} GB/s.",
+                    md_text(&p.device),
+                    md_text(&p.source),
+                    p.fp32_tflops,
+                    p.tf32_tflops.map_or("-".to_string(), |v| v.to_string()),
+                    p.fp16_tflops,
+                    p.fp8_tflops.map_or("-".to_string(), |v| v.to_string()),
+                    p.gbps
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "\nDevice {} is not in the peaks table: achieved rates only, no MFU.",
+                    md_code(&r.device)
+                );
+            }
+        }
+        if let Some(mfu) = r.mfu {
+            let step_ms = r.steps.iter().map(|s| s.ms).sum::<f64>() / r.steps.len().max(1) as f64;
+            let roof_ms = r.steps.iter().filter_map(|s| s.roofline_ms).sum::<f64>()
+                / r.steps.len().max(1) as f64;
+            let _ = writeln!(
+                o,
+                "\nStep MFU {:.1}% (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).",
+                100.0 * mfu,
+                roof_ms,
+                step_ms
+            );
+        }
+        if r.kernels.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\n| kernel | op | dtype | calls | ms | TFLOP/s | GB/s | FLOP/B | bound | roofline share | lost ms |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for k in &r.kernels {
+            let name: String = k.name.chars().take(80).collect();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {:.3} | {:.2} | {:.1} | {:.1} | {} | {} | {} |",
+                md_code_cell(&name),
+                md_code_cell(&k.op),
+                md_text(&k.dtype),
+                k.calls,
+                k.ms,
+                k.tflops,
+                k.gbps,
+                k.intensity,
+                k.bound.as_deref().map_or("-".to_string(), md_text),
+                k.share
+                    .map_or("-".to_string(), |s| format!("{:.0}%", 100.0 * s)),
+                k.lost_ms.map_or("-".to_string(), |l| format!("{l:.3}"))
+            );
+        }
     }
 
     /// The top-scoring windows and the unexplained ones.

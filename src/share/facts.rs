@@ -296,6 +296,7 @@ impl Facts {
                 unexplained,
                 notes,
                 split,
+                roofline: None,
             },
             omitted: self
                 .omitted

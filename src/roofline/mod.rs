@@ -1,0 +1,423 @@
+//! How far the GPU work is from what the device can do: per kernel achieved TFLOP/s and GB/s,
+//! arithmetic intensity and the roofline's time; per step MFU.
+//!
+//! A kernel is charged to the innermost CPU op above its launch that has a formula
+//! ([`flops::cost`]); an op's bytes are shared among its kernels by duration, its FLOPs among
+//! those whose names say matrix work (not a convolution's layout transposes) when any do. The
+//! roofline time of a kernel is `max(FLOPs / compute peak, bytes / bandwidth)` ([`peaks`]):
+//! matrix, convolution and attention ops meet the tensor-core peak of their dtype (fp32 the
+//! TF32 one, unless the kernel's name says SIMT); other ops the fp32 SIMT peak. A step's MFU
+//! is the time its matrix work would take at peak over the step's time; its roofline time
+//! counts the kernels without a formula at their measured time.
+
+pub mod flops;
+pub mod peaks;
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{kernels, EventKind, StrId, Trace, NONE};
+use flops::{Cost, Dtype};
+use peaks::Peaks;
+
+/// Kernels kept in [`Roofline::kernels`].
+pub const TOP_KERNELS: usize = 10;
+
+/// The roofline of a trace's main GPU.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Roofline {
+    /// The device's name as the trace gives it (`""` when it gives none).
+    pub device: String,
+    /// Its row of the peaks table; `None` when the table lacks it (achieved rates only).
+    pub peaks: Option<PeaksEntry>,
+    pub coverage: Coverage,
+    /// The steps asked for (the steady ones), in order.
+    pub steps: Vec<StepRoofline>,
+    /// The steps' mean MFU, with known peaks.
+    pub mfu: Option<f64>,
+    /// Kernels by name and op, most time lost against the roofline first (most time first
+    /// without peaks); the first [`TOP_KERNELS`].
+    pub kernels: Vec<KernelRoofline>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeaksEntry {
+    pub device: String,
+    pub fp32_tflops: f64,
+    pub tf32_tflops: Option<f64>,
+    pub fp16_tflops: f64,
+    pub fp8_tflops: Option<f64>,
+    pub gbps: f64,
+    pub source: String,
+}
+
+/// What the trace allowed: kernel time on the device, and how much of it has shapes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    pub kernel_ms: f64,
+    /// Kernel time launched under an op that recorded `Input Dims`.
+    pub shapes_ms: f64,
+    /// Kernel time charged to an op with a formula.
+    pub counted_ms: f64,
+    /// `[memory]` events (`profile_memory=True`).
+    pub memory_events: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRoofline {
+    pub step: i64,
+    pub ms: f64,
+    pub kernel_ms: f64,
+    /// Matrix, convolution and attention TFLOPs.
+    pub tflop: f64,
+    pub mfu: Option<f64>,
+    /// The step's kernels at the roofline (those without a formula as measured).
+    pub roofline_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelRoofline {
+    pub name: String,
+    /// The op charged (`aten::addmm`).
+    pub op: String,
+    pub dtype: String,
+    pub calls: u64,
+    pub ms: f64,
+    pub gflop: f64,
+    pub gbytes: f64,
+    pub tflops: f64,
+    pub gbps: f64,
+    /// FLOPs per byte.
+    pub intensity: f64,
+    /// `compute` or `memory`: which roof is lower at its intensity.
+    pub bound: Option<String>,
+    pub roofline_ms: Option<f64>,
+    /// Roofline time over measured time.
+    pub share: Option<f64>,
+    pub lost_ms: Option<f64>,
+}
+
+/// One kernel charged to an op.
+struct Charged {
+    start: i64,
+    dur: i64,
+    name: StrId,
+    op: StrId,
+    cost: Cost,
+    /// The op's kernel time, over which its bytes are shared, and that of its kernels whose
+    /// names say matrix work (GEMM, convolution, fused attention), over which its FLOPs are
+    /// (all its kernels' when none does).
+    op_ns: i64,
+    op_matrix_ns: i64,
+    matrix: bool,
+    simt: bool,
+}
+
+impl Charged {
+    /// `(flops, bytes)` of this kernel.
+    fn work(&self) -> (f64, f64) {
+        let dur = self.dur as f64;
+        let flops = if self.op_matrix_ns == 0 {
+            dur / self.op_ns.max(1) as f64
+        } else if self.matrix {
+            dur / self.op_matrix_ns as f64
+        } else {
+            0.0
+        };
+        (
+            self.cost.flops * flops,
+            self.cost.bytes * dur / self.op_ns.max(1) as f64,
+        )
+    }
+
+    /// The compute peak it meets, FLOP/s.
+    fn peak(&self, p: &Peaks) -> f64 {
+        let tflops = if !self.cost.family.tensor_cores() {
+            p.fp32
+        } else {
+            match self.cost.dtype {
+                Dtype::F16 | Dtype::Bf16 => p.fp16,
+                Dtype::F8 => p.fp8.unwrap_or(p.fp16),
+                Dtype::F32 if !self.simt => p.tf32.unwrap_or(p.fp32),
+                Dtype::F32 | Dtype::F64 | Dtype::Int => p.fp32,
+            }
+        };
+        tflops * 1e12
+    }
+
+    /// Nanoseconds its FLOPs take at the compute peak, and its bytes at the bandwidth.
+    fn roofs_ns(&self, p: &Peaks) -> (f64, f64) {
+        let (flops, bytes) = self.work();
+        (flops / self.peak(p) * 1e9, bytes / p.gbps)
+    }
+
+    /// Nanoseconds at the roofline.
+    fn roofline_ns(&self, p: &Peaks) -> f64 {
+        let (compute, memory) = self.roofs_ns(p);
+        compute.max(memory)
+    }
+
+    /// Nanoseconds its matrix FLOPs take at peak (0 for other ops).
+    fn peak_ns(&self, p: &Peaks) -> f64 {
+        if self.cost.family.tensor_cores() {
+            self.work().0 / self.peak(p) * 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The roofline of `device`'s kernels (`attribution::main_device`'s answer), with the MFU of
+/// `steps` (`(number, start, end)`); `None` without a GPU.
+pub fn analyze(
+    t: &Trace,
+    device: Option<Option<i64>>,
+    steps: &[(i64, i64, i64)],
+) -> Option<Roofline> {
+    let device = device?;
+    let e = &t.events;
+    let name = t
+        .meta
+        .devices
+        .iter()
+        .find(|d| d.id == device)
+        .or_else(|| t.meta.devices.first().filter(|_| t.meta.devices.len() == 1))
+        .and_then(|d| d.name.clone())
+        .unwrap_or_default();
+    let peaks = peaks::of(&name);
+    let mut costs: FxHashMap<[StrId; 4], Option<Cost>> = FxHashMap::default();
+    let mut traits = kernels::KernelNames::default();
+    let mut coverage = Coverage {
+        memory_events: e.kind.iter().filter(|&&k| k == EventKind::Memory).count() as u64,
+        ..Coverage::default()
+    };
+    let mut charged: Vec<(Charged, u32)> = Vec::new();
+    let mut op_ns: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
+    let mut kernel_starts: Vec<(i64, i64)> = Vec::new();
+    for track in t.tracks.iter().filter(|tr| tr.gpu && tr.device == device) {
+        for g in track.events.clone() {
+            let gi = g as usize;
+            if e.kind[gi] != EventKind::GpuKernel {
+                continue;
+            }
+            let dur = e.dur[gi];
+            coverage.kernel_ms += dur as f64 / 1e6;
+            kernel_starts.push((e.start[gi], dur));
+            let (shapes, op) = t
+                .launch_of(g)
+                .map_or((false, None), |l| charged_op(t, l, &mut costs));
+            if shapes {
+                coverage.shapes_ms += dur as f64 / 1e6;
+            }
+            let Some((op, cost)) = op else { continue };
+            coverage.counted_ms += dur as f64 / 1e6;
+            let kernel = traits.of_event(t, gi);
+            let matrix =
+                cost.family.tensor_cores() && (kernel.matmul_conv() || kernel.fused_attention);
+            let ns = op_ns.entry(op).or_default();
+            ns.0 += dur;
+            ns.1 += if matrix { dur } else { 0 };
+            charged.push((
+                Charged {
+                    start: e.start[gi],
+                    dur,
+                    name: e.name[gi],
+                    op: e.name[op as usize],
+                    cost,
+                    op_ns: 0,
+                    op_matrix_ns: 0,
+                    matrix,
+                    simt: kernel.simt_fp32,
+                },
+                op,
+            ));
+        }
+    }
+    let mut charged: Vec<Charged> = charged
+        .into_iter()
+        .map(|(c, op)| Charged {
+            op_ns: op_ns[&op].0,
+            op_matrix_ns: op_ns[&op].1,
+            ..c
+        })
+        .collect();
+    charged.sort_by_key(|c| c.start);
+    kernel_starts.sort_unstable();
+    let steps: Vec<StepRoofline> = steps
+        .iter()
+        .map(|&(number, start, end)| step(&charged, &kernel_starts, peaks, number, start, end))
+        .collect();
+    let mfus: Vec<f64> = steps.iter().filter_map(|s| s.mfu).collect();
+    Some(Roofline {
+        device: name,
+        peaks: peaks.map(|p| PeaksEntry {
+            device: p.device.to_string(),
+            fp32_tflops: p.fp32,
+            tf32_tflops: p.tf32,
+            fp16_tflops: p.fp16,
+            fp8_tflops: p.fp8,
+            gbps: p.gbps,
+            source: p.source.to_string(),
+        }),
+        coverage,
+        mfu: (!mfus.is_empty()).then(|| mfus.iter().sum::<f64>() / mfus.len() as f64),
+        steps,
+        kernels: ranked(t, &charged, peaks),
+    })
+}
+
+/// Whether an op above launch `l` recorded shapes, and the innermost one with a formula.
+fn charged_op(
+    t: &Trace,
+    l: u32,
+    costs: &mut FxHashMap<[StrId; 4], Option<Cost>>,
+) -> (bool, Option<(u32, Cost)>) {
+    let e = &t.events;
+    let mut shapes = false;
+    let mut p = e.parent[l as usize];
+    while p != NONE {
+        let pi = p as usize;
+        if e.kind[pi] == EventKind::CpuOp && e.detail[pi] != NONE {
+            let d = t.details.op(e.detail[pi]);
+            if let Some(dims) = d.input_dims {
+                shapes = true;
+                let key = [
+                    e.name[pi],
+                    dims,
+                    d.input_types.unwrap_or(NONE),
+                    d.concrete_inputs.unwrap_or(NONE),
+                ];
+                let text = |s: Option<StrId>| s.map(|s| t.strings.get(s));
+                let cost = *costs.entry(key).or_insert_with(|| {
+                    flops::cost(
+                        t.name_of(pi),
+                        t.strings.get(dims),
+                        text(d.input_types),
+                        text(d.concrete_inputs),
+                    )
+                });
+                if let Some(cost) = cost {
+                    return (true, Some((p, cost)));
+                }
+            }
+        }
+        p = e.parent[pi];
+    }
+    (shapes, None)
+}
+
+fn step(
+    charged: &[Charged],
+    kernels: &[(i64, i64)],
+    peaks: Option<&Peaks>,
+    number: i64,
+    start: i64,
+    end: i64,
+) -> StepRoofline {
+    let within = |starts: &[i64]| {
+        starts.partition_point(|&s| s < start)..starts.partition_point(|&s| s < end)
+    };
+    let kernel_ns: i64 = {
+        let starts: Vec<i64> = kernels.iter().map(|k| k.0).collect();
+        kernels[within(&starts)].iter().map(|k| k.1).sum()
+    };
+    let starts: Vec<i64> = charged.iter().map(|c| c.start).collect();
+    let mine = &charged[within(&starts)];
+    let tflop = mine
+        .iter()
+        .filter(|c| c.cost.family.tensor_cores())
+        .map(|c| c.work().0)
+        .sum::<f64>()
+        / 1e12;
+    let ns = (end - start).max(1) as f64;
+    let (mfu, roofline_ms) = match peaks {
+        Some(p) => {
+            let at_peak: f64 = mine.iter().map(|c| c.peak_ns(p)).sum();
+            let charged_ns: i64 = mine.iter().map(|c| c.dur).sum();
+            let roof: f64 = mine.iter().map(|c| c.roofline_ns(p)).sum();
+            (
+                Some(at_peak / ns),
+                Some((roof + (kernel_ns - charged_ns) as f64) / 1e6),
+            )
+        }
+        None => (None, None),
+    };
+    StepRoofline {
+        step: number,
+        ms: ns / 1e6,
+        kernel_ms: kernel_ns as f64 / 1e6,
+        tflop,
+        mfu,
+        roofline_ms,
+    }
+}
+
+/// Kernels grouped by name and op, most time lost first.
+fn ranked(t: &Trace, charged: &[Charged], peaks: Option<&Peaks>) -> Vec<KernelRoofline> {
+    #[derive(Default)]
+    struct Sum {
+        calls: u64,
+        ns: i64,
+        flops: f64,
+        bytes: f64,
+        roofline_ns: f64,
+        compute_ns: f64,
+        memory_ns: f64,
+        dtype: Option<Dtype>,
+    }
+    let mut groups: FxHashMap<(StrId, StrId), Sum> = FxHashMap::default();
+    for c in charged {
+        let s = groups.entry((c.name, c.op)).or_default();
+        let (flops, bytes) = c.work();
+        s.calls += 1;
+        s.ns += c.dur;
+        s.flops += flops;
+        s.bytes += bytes;
+        if let Some(p) = peaks {
+            let (compute, memory) = c.roofs_ns(p);
+            s.roofline_ns += compute.max(memory);
+            s.compute_ns += compute;
+            s.memory_ns += memory;
+        }
+        s.dtype.get_or_insert(c.cost.dtype);
+    }
+    let mut rows: Vec<KernelRoofline> = groups
+        .into_iter()
+        .map(|((name, op), s)| {
+            let secs = (s.ns.max(1)) as f64 / 1e9;
+            let intensity = s.flops / s.bytes.max(1.0);
+            let ms = s.ns as f64 / 1e6;
+            let roofline_ms = peaks.map(|_| s.roofline_ns / 1e6);
+            KernelRoofline {
+                name: t.strings.get(name).to_string(),
+                op: t.strings.get(op).to_string(),
+                dtype: s.dtype.map_or("", Dtype::label).to_string(),
+                calls: s.calls,
+                ms,
+                gflop: s.flops / 1e9,
+                gbytes: s.bytes / 1e9,
+                tflops: s.flops / secs / 1e12,
+                gbps: s.bytes / secs / 1e9,
+                intensity,
+                // Compute-bound where its FLOPs take longer at peak than its bytes.
+                bound: roofline_ms.map(|_| {
+                    if s.compute_ns > s.memory_ns {
+                        "compute"
+                    } else {
+                        "memory"
+                    }
+                    .to_string()
+                }),
+                roofline_ms,
+                share: roofline_ms.map(|r| r / ms.max(1e-9)),
+                lost_ms: roofline_ms.map(|r| (ms - r).max(0.0)),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        let key = |r: &KernelRoofline| r.lost_ms.unwrap_or(r.ms);
+        key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name))
+    });
+    rows.truncate(TOP_KERNELS);
+    rows
+}

@@ -1,0 +1,301 @@
+//! The roofline: FLOP counts of matrix, convolution and attention ops on every shared trace
+//! against an independent oracle (`tests/oracle/flops.py`), a written trace's kernel charged by
+//! hand, and the report's roofline on real traces (a known device, an unknown one).
+
+mod common;
+mod kineto;
+#[path = "common/oracle.rs"]
+mod oracle;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::model::{EventKind, Trace};
+use torchtraceap::report::Report;
+use torchtraceap::roofline::flops::{self, Family};
+use torchtraceap::roofline::Roofline;
+
+/// `(events, FLOPs)` by op name.
+type Counts = BTreeMap<String, (u64, f64)>;
+
+/// The oracle's counts for each file.
+fn oracle(files: &[PathBuf]) -> BTreeMap<PathBuf, Counts> {
+    oracle::run("flops.py", files)
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("oracle JSON");
+            let ops = v["ops"]
+                .as_object()
+                .expect("ops")
+                .iter()
+                .map(|(k, x)| {
+                    let n = x[0].as_u64().expect("a count");
+                    (k.clone(), (n, x[1].as_f64().expect("FLOPs")))
+                })
+                .collect();
+            (PathBuf::from(v["file"].as_str().expect("file")), ops)
+        })
+        .collect()
+}
+
+/// Every op with shapes and a matrix, convolution or attention formula, summed by name.
+fn ours(t: &Trace) -> Counts {
+    let e = &t.events;
+    let mut counts = Counts::new();
+    for i in 0..e.len() {
+        if e.kind[i] != EventKind::CpuOp || e.detail[i] == torchtraceap::model::NONE {
+            continue;
+        }
+        let d = t.details.op(e.detail[i]);
+        let Some(dims) = d.input_dims else { continue };
+        let text = |s: Option<u32>| s.map(|s| t.strings.get(s));
+        let Some(c) = flops::cost(
+            t.name_of(i),
+            t.strings.get(dims),
+            text(d.input_types),
+            text(d.concrete_inputs),
+        ) else {
+            continue;
+        };
+        if c.family.tensor_cores() && c.flops > 0.0 {
+            let n = counts.entry(t.name_of(i).to_string()).or_default();
+            n.0 += 1;
+            n.1 += c.flops;
+        }
+    }
+    counts
+}
+
+fn ingest(path: &Path) -> Option<Trace> {
+    let bytes = std::fs::read(path).expect("readable");
+    ingest_bytes(&bytes, IngestOptions::default())
+        .ok()
+        .map(|i| i.trace)
+}
+
+#[test]
+fn matrix_and_attention_flops_agree_with_the_oracle_on_every_shared_trace() {
+    let Some(dir) = common::shared_traces("the FLOP-count oracle checks") else {
+        return;
+    };
+    let files = common::trace_files(&dir);
+    let expected = oracle(&files);
+    let mut compared = 0;
+    for path in &files {
+        let Some(t) = ingest(path) else { continue };
+        let want = expected.get(path).cloned().unwrap_or_default();
+        let got = ours(&t);
+        let names: Vec<&String> = want.keys().chain(got.keys()).collect();
+        for name in names {
+            let (w, g) = (want.get(name), got.get(name));
+            let (Some(&(wn, wf)), Some(&(gn, gf))) = (w, g) else {
+                panic!("{}: {name}: oracle {w:?}, ours {g:?}", path.display());
+            };
+            assert_eq!(wn, gn, "{}: {name}: events counted", path.display());
+            assert!(
+                (wf - gf).abs() <= 0.01 * wf.abs().max(gf.abs()),
+                "{}: {name}: oracle {wf:e} FLOPs, ours {gf:e}",
+                path.display()
+            );
+        }
+        compared += usize::from(!want.is_empty());
+    }
+    assert!(
+        compared >= 40,
+        "only {compared} traces with shapes compared"
+    );
+}
+
+/// A written trace: one `aten::mm` of 4096² fp16 matrices launching one 1 ms kernel on
+/// `device`, and `more` kernels after it.
+fn one_gemm(device: &str, more: &[String]) -> Roofline {
+    let c = |cat: &str, name: &str, tid: i64, span: (i64, i64), args: &str| {
+        kineto::complete(cat, name, (1, tid), span, args)
+    };
+    let events = vec![
+        c("user_annotation", "ProfilerStep#1", 1, (0, 2000), ""),
+        c(
+            "cpu_op",
+            "aten::mm",
+            1,
+            (10, 40),
+            r#""Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::Half", "c10::Half"]"#,
+        ),
+        c(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            1,
+            (20, 10),
+            r#""correlation": 7"#,
+        ),
+        kineto::complete(
+            "kernel",
+            "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn",
+            (0, 7),
+            (100, 1000),
+            r#""device": 0, "stream": 7, "correlation": 7"#,
+        ),
+    ]
+    .into_iter()
+    .chain(more.iter().cloned())
+    .collect::<Vec<_>>();
+    let text = kineto::document(
+        &[kineto::device(0, device, 8, 85_899_345_920)],
+        "",
+        &events,
+        "roofline.pt.trace.json",
+    );
+    let ingested = ingest_bytes(text.as_bytes(), IngestOptions::default()).expect("a trace");
+    torchtraceap::roofline::analyze(&ingested.trace, Some(Some(0)), &[(1, 0, 2_000_000)])
+        .expect("a GPU")
+}
+
+#[test]
+fn a_gemm_kernel_is_charged_its_op_and_meets_the_devices_roofline() {
+    let r = one_gemm("NVIDIA A100-SXM4-80GB", &[]);
+    let flop = 2.0 * 4096f64.powi(3);
+    let bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
+    let k = &r.kernels[0];
+    assert_eq!(
+        (k.op.as_str(), k.calls, k.dtype.as_str()),
+        ("aten::mm", 1, "fp16")
+    );
+    assert!((k.gflop - flop / 1e9).abs() < 1e-6);
+    assert!((k.gbytes - bytes / 1e9).abs() < 1e-9);
+    // 1 ms: 137.4 TFLOP/s, 100.7 GB/s; intensity 1365 FLOP/B, past the A100's ridge (153).
+    assert!((k.tflops - flop / 1e-3 / 1e12).abs() < 1e-6, "{}", k.tflops);
+    assert!((k.intensity - flop / bytes).abs() < 1e-6);
+    assert_eq!(k.bound.as_deref(), Some("compute"));
+    let at_peak_ms = flop / 312e12 * 1e3;
+    assert!((k.roofline_ms.unwrap() - at_peak_ms).abs() < 1e-9);
+    assert!((k.share.unwrap() - at_peak_ms).abs() < 1e-9);
+    assert!((k.lost_ms.unwrap() - (1.0 - at_peak_ms)).abs() < 1e-9);
+    // The step: 2 ms, of which the GEMM's FLOPs take 0.44 ms at peak.
+    let s = &r.steps[0];
+    assert!((s.mfu.unwrap() - at_peak_ms / 2.0).abs() < 1e-9, "{s:?}");
+    assert!((s.roofline_ms.unwrap() - at_peak_ms).abs() < 1e-9);
+    assert_eq!(r.coverage.kernel_ms, 1.0);
+    assert_eq!(r.coverage.shapes_ms, 1.0);
+    assert_eq!(r.coverage.counted_ms, 1.0);
+    assert_eq!(r.coverage.memory_events, 0);
+    assert_eq!(
+        r.peaks.as_ref().map(|p| p.device.as_str()),
+        Some("A100 80GB SXM")
+    );
+
+    // An unknown device: achieved rates, no roofline.
+    let r = one_gemm("NVIDIA H800", &[]);
+    assert_eq!(r.peaks, None);
+    assert_eq!(r.mfu, None);
+    assert!((r.kernels[0].tflops - flop / 1e-3 / 1e12).abs() < 1e-6);
+    assert_eq!(r.kernels[0].lost_ms, None);
+}
+
+#[test]
+fn a_layout_kernel_of_a_matrix_op_moves_bytes_and_does_no_flops() {
+    let transpose = [
+        kineto::complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (1, 1),
+            (32, 5),
+            r#""correlation": 8"#,
+        ),
+        kineto::complete(
+            "kernel",
+            "batched_transpose_32x32_half",
+            (0, 7),
+            (1100, 1000),
+            r#""device": 0, "stream": 7, "correlation": 8"#,
+        ),
+    ];
+    let r = one_gemm("NVIDIA A100-SXM4-80GB", &transpose);
+    let flop = 2.0 * 4096f64.powi(3);
+    let bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
+    let of = |name: &str| r.kernels.iter().find(|k| k.name.starts_with(name)).unwrap();
+    let (gemm, layout) = (of("ampere"), of("batched_transpose"));
+    // The GEMM does every FLOP; the two kernels, 1 ms each, share the bytes.
+    assert!((gemm.gflop - flop / 1e9).abs() < 1e-6);
+    assert_eq!(layout.gflop, 0.0);
+    assert!((gemm.gbytes - bytes / 2e9).abs() < 1e-9);
+    assert!((layout.gbytes - bytes / 2e9).abs() < 1e-9);
+    assert_eq!(layout.bound.as_deref(), Some("memory"));
+    assert_eq!(r.coverage.counted_ms, 2.0);
+}
+
+fn report_of(trace: &str) -> Option<Report> {
+    let dir = common::shared_traces("the report's roofline checks")?;
+    let t = ingest(&dir.join(trace)).expect("a trace");
+    let a = Analysis::new(&t);
+    Some(Report::new(&a, &detect::run(&a)))
+}
+
+#[test]
+fn the_report_holds_the_roofline_of_real_traces() {
+    let Some(r) = report_of(
+        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    ) else {
+        return;
+    };
+    let roof = r.roofline.as_ref().expect("a GPU trace has a roofline");
+    assert_eq!(
+        roof.peaks.as_ref().map(|p| p.device.as_str()),
+        Some("MI300X")
+    );
+    let c = &roof.coverage;
+    assert!(
+        c.counted_ms <= c.shapes_ms && c.shapes_ms <= c.kernel_ms,
+        "{c:?}"
+    );
+    assert!(c.counted_ms > 0.5 * c.kernel_ms, "{c:?}");
+    assert!(c.memory_events > 0);
+    let mfu = roof.mfu.expect("an MFU");
+    assert!(mfu > 0.0 && mfu < 1.0, "{mfu}");
+    for s in &roof.steps {
+        let roofline = s.roofline_ms.expect("peaks known");
+        assert!(roofline > 0.0 && roofline <= s.kernel_ms + 1e-9, "{s:?}");
+    }
+    let lost: Vec<f64> = roof.kernels.iter().map(|k| k.lost_ms.unwrap()).collect();
+    assert!(lost.windows(2).all(|w| w[0] >= w[1]), "{lost:?}");
+    assert!(roof.kernels.iter().any(|k| k.op == "aten::addmm"));
+    let md = r.to_markdown("timesformer");
+    assert!(md.contains("## Roofline (main GPU)"), "{md}");
+    assert!(md.contains("Step MFU"), "{md}");
+    // Reports written before the roofline read back without it.
+    let mut v = serde_json::to_value(&r).expect("JSON");
+    v.as_object_mut().expect("an object").remove("roofline");
+    let old = Report::from_json(&v.to_string()).expect("an older report reads");
+    assert_eq!(old.roofline, None);
+}
+
+#[test]
+fn an_unknown_device_says_so_and_keeps_its_achieved_rates() {
+    let Some(r) = report_of(
+        "facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    ) else {
+        return;
+    };
+    let roof = r.roofline.as_ref().expect("a GPU trace has a roofline");
+    assert_eq!(roof.device, "AMD Radeon Graphics");
+    assert_eq!(roof.peaks, None);
+    assert!(roof.kernels.iter().all(|k| k.tflops > 0.0 || k.gbps > 0.0));
+    assert!(r
+        .to_markdown("minitoy")
+        .contains("is not in the peaks table"));
+}
+
+#[test]
+fn elementwise_ops_are_charged_bytes_not_matrix_flops() {
+    let c = flops::cost(
+        "aten::gelu",
+        "[[64, 1024]]",
+        Some(r#"["c10::BFloat16"]"#),
+        None,
+    )
+    .expect("a cost");
+    assert_eq!(c.family, Family::ElementWise);
+    assert!(!c.family.tensor_cores());
+    assert_eq!(c.bytes, 2.0 * 64.0 * 1024.0 * 2.0);
+}

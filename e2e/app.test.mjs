@@ -245,7 +245,7 @@ test('broken, newer and hostile links get a clear error, and no prose in a link 
   };
   const hostile = `${site.url}#ttap1.${deflateSync(JSON.stringify(legacy)).toString('base64url')}`;
   const { page, context } = await openPage(browser, hostile);
-  assert.equal(await page.locator('.finding h3').innerText(), 'The GPU waits for the DataLoader');
+  assert.equal(await page.locator('.finding h3').innerText(), 'The step waits for the DataLoader');
   assert.doesNotMatch(await page.locator('.analysis').innerText(), /evil\.example|<img|<script/);
   assert.equal(await page.locator('.finding img, .finding script').count(), 0);
   assert.equal(await page.evaluate(() => window.pwned), undefined);
@@ -256,7 +256,9 @@ test('every shared trace reads as the CLI reads it: the same findings, or an err
   if (lacksTrace(t, SHARED_TRACES)) return;
   const files = await traceFiles(SHARED_TRACES);
   const cli = spawnSync(TTAP, ['analyze', '--format', 'json', ...files], { maxBuffer: 1 << 30 });
-  const native = new Map(JSON.parse(String(cli.stdout)).map((r) => [r.file, r.report.findings.map((f) => f.id)]));
+  const reports = JSON.parse(String(cli.stdout));
+  const native = new Map(reports.map((r) => [r.file, r.report.findings.map((f) => f.id)]));
+  const cpuOnly = new Set(reports.filter((r) => r.report.trace.cpu_only).map((r) => r.file));
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', files), 600_000);
   const options = page.locator('.file-select option');
@@ -268,11 +270,18 @@ test('every shared trace reads as the CLI reads it: the same findings, or an err
     const expected = native.get(files[i]) ?? null;
     assert.deepEqual(shown, expected, basename(files[i]));
     if (shown === null) refused += 1;
+    if (cpuOnly.has(files[i])) {
+      await page.click('.tab:has-text("Overview")');
+      const devices = page.locator('.facts .fact', { hasText: 'Devices' }).locator('dd');
+      assert.equal(await devices.innerText(), 'no GPU work: a CPU-only trace (findings weigh host time)', basename(files[i]));
+      await page.screenshot({ path: join(SHOTS, 'overview-cpu-only.png') });
+    }
     if (basename(files[i]).includes('alexnet')) {
       await page.screenshot({ path: join(SHOTS, 'findings-alexnet.png'), fullPage: true });
     }
   }
   assert.ok(refused < files.length / 4, `${refused} of ${files.length} refused`);
+  assert.ok(cpuOnly.size >= 3, `the shared traces hold CPU-only captures (${cpuOnly.size})`);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -312,7 +312,7 @@ test('a hostile saved report is refused or shown in the page\'s own words, and t
       assert.match(await page.locator('.error-panel .error-message').innerText(), /newer|does not have/, name);
       assert.deepEqual(await shownFindings(page), ['dataloader-bottleneck'], `${name}: the analysis before stays`);
     } else {
-      assert.equal(await page.locator('.finding h3').first().innerText(), 'The GPU waits for the DataLoader', name);
+      assert.equal(await page.locator('.finding h3').first().innerText(), 'The step waits for the DataLoader', name);
     }
   }
   assert.deepEqual(errors, []);

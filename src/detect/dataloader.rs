@@ -34,7 +34,7 @@ impl Detector for DataLoaderBottleneck {
     }
 
     fn title(&self) -> &'static str {
-        "The GPU waits for the DataLoader"
+        "The step waits for the DataLoader"
     }
 
     fn threshold(&self) -> &'static str {

@@ -45,6 +45,9 @@ pub fn overview(props: &OverviewProps) -> Html {
     // A saved or shared report has no summary: its facts come from the report alone.
     let s = a.summary.as_ref();
     let devices = match s {
+        _ if r.trace.cpu_only => {
+            "no GPU work: a CPU-only trace (findings weigh host time)".to_string()
+        }
         Some(s) if !s.devices.is_empty() => s
             .devices
             .iter()

@@ -236,8 +236,11 @@ pub struct HostRanges {
     pub data: Intervals,
     /// Device malloc and free calls.
     pub allocator: Intervals,
-    /// Synchronizing calls, each with the [`SYNC_REFILL_NS`] after it.
-    pub sync: Intervals,
+    /// Synchronizing calls in start order, as `(waits_from, start, end)`: the host is blocked
+    /// in `[start, end)`, and waits on the GPU from `waits_from`, the start of the op that
+    /// issued the call (`aten::_local_scalar_dense` copies the value, then synchronizes); each
+    /// step's split decides which of them cost the GPU anything ([`sync_costs`]).
+    pub sync: Vec<(i64, i64, i64)>,
 }
 
 impl HostRanges {
@@ -253,12 +256,10 @@ impl HostRanges {
                             RuntimeClass::Malloc | RuntimeClass::Free => {
                                 allocator.push((e.start[i], e.end(i)))
                             }
-                            RuntimeClass::Synchronize => {
-                                sync.push((e.start[i], e.end(i) + SYNC_REFILL_NS))
-                            }
+                            RuntimeClass::Synchronize => sync.push(sync_call(t, i)),
                             // A plain cudaMemcpy (not Async) blocks the host like a synchronize.
                             RuntimeClass::Memcpy if !t.name_of(i).contains("Async") => {
-                                sync.push((e.start[i], e.end(i) + SYNC_REFILL_NS))
+                                sync.push(sync_call(t, i))
                             }
                             _ => {}
                         }
@@ -275,9 +276,27 @@ impl HostRanges {
         HostRanges {
             data: merge(data),
             allocator: merge(allocator),
-            sync: merge(sync),
+            sync: {
+                sync.sort_unstable();
+                sync
+            },
         }
     }
+}
+
+/// Synchronizing call `i` as `(waits_from, start, end)` (see [`HostRanges::sync`]).
+fn sync_call(t: &Trace, i: usize) -> (i64, i64, i64) {
+    let e = &t.events;
+    let mut op = e.parent[i];
+    while op != NONE && e.kind[op as usize] != EventKind::CpuOp {
+        op = e.parent[op as usize];
+    }
+    let from = if op == NONE {
+        e.start[i]
+    } else {
+        e.start[op as usize]
+    };
+    (from, e.start[i], e.end(i))
 }
 
 /// Splits each of `ranges` (`[start, end)` of the steps) on the trace's main device.
@@ -374,7 +393,8 @@ fn split_one(
         launched.is_none_or(|l| l >= gap_start)
     };
     let (mut left, queued): (Intervals, Intervals) = idle.into_iter().partition(starved);
-    for ranges in [&host.data, &host.allocator, &host.sync] {
+    let sync = sync_costs(&host.sync, &covered);
+    for ranges in [&host.data, &host.allocator, &sync] {
         let own = intersect(&left, ranges);
         left = subtract(&left, &own);
         parts.push(own);
@@ -402,6 +422,32 @@ fn split_one(
     parts.push(kernel_wait);
     parts.push(other);
     StepSplit { start, end, parts }
+}
+
+/// The synchronizing calls of `calls` (see [`HostRanges::sync`]) that cost the GPU something,
+/// each with the [`SYNC_REFILL_NS`] after it: those that end between the step's first and last
+/// GPU work (`covered`, the step's busy intervals) and during whose wait the GPU had work to
+/// drain (busy at some time from `waits_from` to the call's end). A sync before the first GPU
+/// work, after the last, or with nothing queued returns at once and leaves the GPU no idler.
+fn sync_costs(calls: &[(i64, i64, i64)], covered: &[(i64, i64)]) -> Intervals {
+    let (Some(first), Some(last)) = (covered.first().map(|c| c.0), covered.last().map(|c| c.1))
+    else {
+        return Vec::new();
+    };
+    // Busy at some time in `[s, e]`: the first busy interval ending after `s` starts by `e`.
+    let busy_in = |s: i64, e: i64| {
+        let k = covered.partition_point(|c| c.1 <= s);
+        covered.get(k).is_some_and(|c| c.0 <= e)
+    };
+    let from = calls.partition_point(|c| c.0 < first - SYNC_REFILL_NS);
+    merge(
+        calls[from..]
+            .iter()
+            .take_while(|c| c.0 < last)
+            .filter(|&&(waits, s, e)| first < e && e < last && busy_in(waits.min(s), e))
+            .map(|&(_, s, e)| (s, e + SYNC_REFILL_NS))
+            .collect(),
+    )
 }
 
 /// Time already claimed by findings, per step: what makes findings exclusive. It also keeps
@@ -493,6 +539,22 @@ mod tests {
         assert_eq!(intersect(&a, &b), vec![(5, 10), (20, 22), (25, 26)]);
         assert_eq!(subtract(&a, &[]), a);
         assert_eq!(intersect(&a, &[]), vec![]);
+    }
+
+    #[test]
+    fn only_syncs_with_work_to_drain_and_work_after_cost_anything() {
+        let ms = SYNC_REFILL_NS;
+        // The GPU busy 100..200 and 300..400.
+        let busy = vec![(100, 200), (300, 400)];
+        let calls = vec![
+            (50, 50, 90),    // before the first work, nothing queued
+            (150, 150, 200), // waits for the first work, more follows: costs
+            (180, 210, 230), // its op (a copy, then the sync) waited on the first work: costs
+            (220, 220, 250), // the GPU already idle: returns at once
+            (350, 350, 400), // waits for the last work, nothing follows
+        ];
+        assert_eq!(sync_costs(&calls, &busy), vec![(150, 230 + ms)]);
+        assert_eq!(sync_costs(&calls, &[]), vec![]);
     }
 
     #[test]

@@ -73,6 +73,12 @@ struct Shape {
     kernel_us: i64,
     gap_us: i64,
     launch_us: i64,
+    /// When set, each launch sits at the end of an `aten::linear` op this long (the host's
+    /// time to issue the kernel).
+    op_us: Option<i64>,
+    /// The range around each step: `ProfilerStep#N` when `None`, else this `record_function`
+    /// name in every step (a loop profiled without a schedule).
+    mark: Option<&'static str>,
     /// Kernel names, used in turn.
     names: &'static [&'static str],
     /// Kernel `j` runs on device `j % devices`.
@@ -104,6 +110,8 @@ impl Shape {
             kernel_us: 200,
             gap_us: 16,
             launch_us: 10,
+            op_us: None,
+            mark: None,
             names: &[TENSOR_CORE_GEMM, ELEMENTWISE],
             devices: 1,
             sync: None,
@@ -123,13 +131,10 @@ impl Shape {
             let step_us = first.map_or(self.step_us, |f| f.step_us);
             let end = self.step(&mut g, k, start, first);
             assert!(end <= start + step_us, "step {k} overflows: {end}");
-            g.cpu(
-                "user_annotation",
-                &format!("ProfilerStep#{}", k + 1),
-                start,
-                step_us,
-                "",
-            );
+            let mark = self
+                .mark
+                .map_or_else(|| format!("ProfilerStep#{}", k + 1), str::to_string);
+            g.cpu("user_annotation", &mark, start, step_us, "");
             start += step_us;
         }
         let devices: Vec<String> = (0..self.devices)
@@ -193,6 +198,9 @@ impl Shape {
             }
             let name = self.names[(k * self.kernels as usize + j as usize) % self.names.len()];
             let launch = (at - 1 - self.launch_us, self.launch_us);
+            if let Some(op) = self.op_us {
+                g.cpu("cpu_op", "aten::linear", at - 1 - op, op, "");
+            }
             let device = j as i64 % self.devices;
             g.gpu_work(
                 "cudaLaunchKernel",
@@ -551,6 +559,25 @@ fn host_only_time() {
 }
 
 #[test]
+fn host_only_time_in_the_iterations_of_a_loop_without_profiler_steps() {
+    // The host-only-time shape, each step a `train_step` range instead of `ProfilerStep#N`:
+    // the iterations are those ranges, and each spends over 80% of itself on the host alone.
+    let shape = Shape {
+        mark: Some("train_step"),
+        ..utilization(100, 20)
+    };
+    let trace = ingest(&shape.json());
+    assert_eq!(trace.step_source, StepSource::RepeatedAnnotations);
+    let found = detect::run(&Analysis::new(&trace)).findings;
+    let f = found
+        .iter()
+        .find(|f| f.id == "host-only-time")
+        .unwrap_or_else(|| panic!("no host-only-time in {:?}", summaries(&found)));
+    assert_eq!(f.gate.held_steps, f.gate.steady_steps, "{}", f.summary);
+    assert!(f.impact.pct_of_step > 80.0, "{}", f.summary);
+}
+
+#[test]
 fn a_step_filled_with_gpu_work_has_no_host_only_time() {
     // The healthy shape: 216 µs before the first kernel, 80 µs after the last, less 200 µs of
     // DataLoader: 0.1 ms.
@@ -590,6 +617,27 @@ fn launch_bound_small_kernels() {
 }
 
 #[test]
+fn kernels_shorter_than_the_ops_that_launch_them_are_launch_bound() {
+    // 100 kernels of 20 µs (none under 10 µs), each launched at the end of a 39 µs op after
+    // the GPU went idle (gap 40 µs): the host takes longer to issue a kernel than the GPU to
+    // run it. The 99 gaps between kernels: 99 × 40 µs = 3.96 ms, launch-bound, not low
+    // utilization.
+    let eager = Shape {
+        gap_us: 40,
+        op_us: Some(39),
+        ..launches(20, 100)
+    };
+    expect(&eager, "launch-bound-small-kernels", 3.96, Severity::High);
+    expect_none(&eager, "gpu-low-utilization");
+    // The same kernels issued by ops shorter than they run are not.
+    let quick = Shape {
+        op_us: Some(15),
+        ..eager
+    };
+    expect_none(&quick, "launch-bound-small-kernels");
+}
+
+#[test]
 fn kernels_of_200_us_are_not_launch_bound() {
     expect_none(&launches(200, 40), "launch-bound-small-kernels");
 }
@@ -612,6 +660,13 @@ fn host_device_sync() {
         1.0,
         Severity::Medium,
     );
+}
+
+#[test]
+fn a_sync_after_the_steps_last_kernel_costs_nothing() {
+    // aten::item waits on the last of the 35 kernels: no work follows it in the step, so the
+    // GPU's idle after it is the step's tail (host-only time), not the sync's drain.
+    expect_none(&sync(Some((34, 1_500))), "host-device-sync");
 }
 
 #[test]
@@ -1132,7 +1187,7 @@ fn captures_without_steps_are_cut_into_their_iterations() {
             "facebookresearch__param/et_replay__tests__inputs__linear_kineto.json.gz",
             StepSource::RepeatedOps,
             40,
-            Some("gpu-low-utilization"),
+            Some("launch-bound-small-kernels"),
         ),
         // DDP ResNet-18 training: a `record_function` range per iteration.
         (

@@ -1,5 +1,7 @@
 //! Host–device synchronization inside the step: the CPU stops queueing work until the GPU is
-//! done, so the GPU drains and waits for the next launch.
+//! done, so the GPU drains and waits for the next launch. Only syncs that wait on queued work
+//! and have work after them in the step count (`attribution::sync_costs`): one before the
+//! step's first GPU work, after its last, or with the GPU already idle costs nothing.
 
 use super::{finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part, SYNC_REFILL_NS};
@@ -28,7 +30,7 @@ impl Detector for HostSync {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, at least 2% of the step, in at least half of the steady steps"
+        "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least 2% of the step, in at least half of the steady steps"
     }
 
     fn fixes(&self) -> &'static [Fix] {

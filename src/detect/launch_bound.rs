@@ -1,6 +1,6 @@
 //! Launch-bound: many tiny kernels whose launches the GPU waits on.
 
-use super::utilization::{mid_step_gaps, mostly_short, SHORT_US};
+use super::utilization::{launch_limited, mid_step_gaps, SHORT_US};
 use super::{
     finding, interval_checks, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict,
 };
@@ -11,7 +11,7 @@ pub struct LaunchBound;
 /// Mid-step idle from 10% of the step, in steps where most kernels are short (Holistic Trace
 /// Analysis reports the same < 10 µs share in its kernel-launch statistics).
 const GATE: Gate = Gate {
-    quantity: "GPU idle in gaps under 1 ms between its first and last work of the step (not waiting for data, the allocator or a sync) when at least half of the kernels run under 10 µs, % of the step",
+    quantity: "GPU idle in gaps under 1 ms between its first and last work of the step (not waiting for data, the allocator or a sync) when at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and short gaps are most of the mid-step idle, % of the step",
     threshold: 10.0,
 };
 
@@ -30,7 +30,7 @@ impl Detector for LaunchBound {
     }
 
     fn threshold(&self) -> &'static str {
-        "at least 50% of the step's kernels shorter than 10 µs, and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps"
+        "at least 50% of the step's kernels shorter than 10 µs (or the median kernel shorter than the host time per kernel of the ops that launch them, with gaps under 1 ms most of the mid-step idle), and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -47,7 +47,7 @@ impl Detector for LaunchBound {
         let checks = interval_checks(a, |k| {
             (
                 mid_step_gaps(a, k).0,
-                a.splits[k].has_gpu() && mostly_short(a, k),
+                a.splits[k].has_gpu() && launch_limited(a, k),
             )
         });
         let o = match judge(

@@ -7,8 +7,8 @@ use super::{
     Verdict,
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
-use crate::metrics::{merge, SHORT_KERNEL_NS};
-use crate::model::StepSource;
+use crate::metrics::{merge, total, SHORT_KERNEL_NS};
+use crate::model::{EventKind, StepSource, NONE};
 
 pub struct LowUtilization;
 pub struct HostOnlyTime;
@@ -35,10 +35,67 @@ pub(crate) fn mid_step_gaps(a: &Analysis<'_>, k: usize) -> (Intervals, Intervals
     (intersect(&mid, &short), intersect(&mid, &long))
 }
 
-/// Whether at least [`SHORT_SHARE`] of step `k`'s kernels are short.
-pub(crate) fn mostly_short(a: &Analysis<'_>, k: usize) -> bool {
+/// Whether step `k`'s kernels are launch overhead's to wait on: at least [`SHORT_SHARE`] of them
+/// are short; or the median kernel runs shorter than the host takes to issue one
+/// ([`kernels_outrun_their_ops`]: whatever "short" is on this GPU, the host cannot keep it fed)
+/// and the gaps under [`LONG_GAP_NS`] are most of the mid-step idle (else the host is mostly
+/// busy with something else than issuing kernels: low utilization).
+pub(crate) fn launch_limited(a: &Analysis<'_>, k: usize) -> bool {
     let m = &a.step_metrics[k];
-    m.kernels > 0 && m.short_kernels as f64 >= SHORT_SHARE * m.kernels as f64
+    m.kernels > 0
+        && (m.short_kernels as f64 >= SHORT_SHARE * m.kernels as f64 || {
+            let (short, long) = mid_step_gaps(a, k);
+            total(&short) >= total(&long) && kernels_outrun_their_ops(a, k)
+        })
+}
+
+/// Whether step `k`'s median kernel is shorter than the median host time per kernel of the ops
+/// that launch them: each kernel's launch call belongs to an outermost CPU op (`aten::conv2d`,
+/// `aten::add`), whose duration, shared among the kernels it launches, is what the host spends
+/// to issue each. False where the launches have no enclosing op.
+fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
+    let t = a.trace;
+    let e = &t.events;
+    let outermost_op = |launch: usize| {
+        let mut op = None;
+        let mut i = e.parent[launch];
+        while i != NONE {
+            if e.kind[i as usize] == EventKind::CpuOp {
+                op = Some(i);
+            }
+            i = e.parent[i as usize];
+        }
+        op
+    };
+    let mut durations = Vec::new();
+    let mut ops: Vec<u32> = Vec::new();
+    for i in a.gpu_work(k) {
+        if e.kind[i] != EventKind::GpuKernel {
+            continue;
+        }
+        durations.push(e.dur[i]);
+        if let Some(op) = t.launch_of(i as u32).and_then(|l| outermost_op(l as usize)) {
+            ops.push(op);
+        }
+    }
+    ops.sort_unstable();
+    // Per kernel, its op's duration over the kernels that op launched.
+    let per_kernel: Vec<i64> = ops
+        .chunk_by(|x, y| x == y)
+        .flat_map(|same| {
+            let n = same.len() as i64;
+            std::iter::repeat_n(e.dur[same[0] as usize] / n, same.len())
+        })
+        .collect();
+    match (median(durations), median(per_kernel)) {
+        (Some(kernel), Some(host)) => kernel < host,
+        _ => false,
+    }
+}
+
+fn median(mut v: Vec<i64>) -> Option<i64> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
 }
 
 const LOW_UTILIZATION: Gate = Gate {
@@ -53,6 +110,7 @@ const HOST_ONLY: Gate = Gate {
     quantity: "GPU idle before the step's first GPU work and after its last, not waiting for data, % of the step",
     threshold: 25.0,
 };
+
 /// Host-only time is judged on steps with at least this many kernels (a step with a handful
 /// of kernels is a micro-benchmark or a hand-reduced fixture, not a training step).
 const HOST_ONLY_KERNELS: u64 = 10;
@@ -77,7 +135,7 @@ impl Detector for LowUtilization {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs, only gaps of 1 ms or more count (shorter ones are launch-bound)"
+        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -95,7 +153,7 @@ impl Detector for LowUtilization {
             let s = &a.splits[k];
             let busy = s.busy_ns() as f64 / s.dur().max(1) as f64;
             let (short, long) = mid_step_gaps(a, k);
-            let claim = if mostly_short(a, k) {
+            let claim = if launch_limited(a, k) {
                 long
             } else {
                 merge(short.into_iter().chain(long).collect())
@@ -163,7 +221,7 @@ impl Detector for HostOnlyTime {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady ProfilerStep steps with at least 10 kernels"
+        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work) with at least 10 kernels"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -175,7 +233,9 @@ impl Detector for HostOnlyTime {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
-        if a.steps.source != StepSource::ProfilerSteps {
+        // A step cut around the GPU's work (the whole trace, no loop seen) has no host-only
+        // edges of its own: they are the capture's, not the step's.
+        if a.steps.source == StepSource::WholeTrace {
             return Verdict::Nothing;
         }
         let checks = part_checks(a, &[Part::IdleHostOnly], |k| {

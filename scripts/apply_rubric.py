@@ -210,7 +210,8 @@ def judge(f, workload):
     if not f['has_profiler_steps']:
         put(i, 'absent', 'no ProfilerStep ranges: the rule needs real step boundaries (window is the GPU active span)')
     elif (m['n_kernels'] or 0) < 10:
-        put(i, 'absent', 'only %s kernels per step (<10): gate not applicable' % m['n_kernels'])
+        # Few kernels is not an absence: the rubric's figures do not judge such steps.
+        put(i, 'unjudged', 'only %s kernels per step (<10): the rubric does not judge it' % m['n_kernels'])
     else:
         g = gate(m['edge_idle_minus_dataloader_frac'], 0.25)
         k, most = ms['edge_idle_minus_dl_ge_25pct']

@@ -559,6 +559,18 @@ fn host_only_time() {
 }
 
 #[test]
+fn host_only_time_with_a_few_kernels_per_step() {
+    // Steps of 3 kernels (an inference call, a small model): 3 × 120 µs after the DataLoader's
+    // 200 µs; before the first kernel 220 µs, after the last 10 000 - 200 - 360 = 9 440 µs,
+    // less the DataLoader: 9.46 ms. Few kernels do not make the host's time less real.
+    let shape = Shape {
+        kernels: 3,
+        ..utilization(100, 20)
+    };
+    expect(&shape, "host-only-time", 9.46, Severity::High);
+}
+
+#[test]
 fn host_only_time_in_the_iterations_of_a_loop_without_profiler_steps() {
     // The host-only-time shape, each step a `train_step` range instead of `ProfilerStep#N`:
     // the iterations are those ranges, and each spends over 80% of itself on the host alone.

@@ -111,10 +111,6 @@ const HOST_ONLY: Gate = Gate {
     threshold: 25.0,
 };
 
-/// Host-only time is judged on steps with at least this many kernels (a step with a handful
-/// of kernels is a micro-benchmark or a hand-reduced fixture, not a training step).
-const HOST_ONLY_KERNELS: u64 = 10;
-
 const FIX_LOW_UTILIZATION: Fix = Fix {
     summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
     snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
@@ -221,7 +217,7 @@ impl Detector for HostOnlyTime {
     }
 
     fn threshold(&self) -> &'static str {
-        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work) with at least 10 kernels"
+        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)"
     }
 
     fn fixes(&self) -> &'static [Fix] {
@@ -238,9 +234,7 @@ impl Detector for HostOnlyTime {
         if a.steps.source == StepSource::WholeTrace {
             return Verdict::Nothing;
         }
-        let checks = part_checks(a, &[Part::IdleHostOnly], |k| {
-            a.step_metrics[k].kernels >= HOST_ONLY_KERNELS
-        });
+        let checks = part_checks(a, &[Part::IdleHostOnly], |_| true);
         let o = match judge(
             self,
             a,

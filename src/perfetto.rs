@@ -125,9 +125,10 @@ pub fn write(
         ));
     }
     w.out.write_all(b"\n],\n")?;
+    // The object's other members follow the event array: its `{` is already written.
     let head = top_level(t, &w.done);
     let head = serde_json::to_string(&head).expect("JSON values serialize");
-    w.out.write_all(head[1..].as_bytes())?;
+    w.out.write_all(&head.as_bytes()[1..])?;
     w.out.write_all(b"\n")?;
     Ok(w.done)
 }

@@ -625,3 +625,58 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn export_writes_a_perfetto_trace_that_reads_back_and_says_what_a_range_cuts() {
+    let trace = temp_file("export.json", two_steps().as_bytes());
+    let out = trace.with_extension("perfetto.json");
+    let o = ttap(&[
+        "export",
+        "--perfetto",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("14 events"), "{}", stderr(&o));
+    let analyzed = |p: &Path| stdout(&ttap(&["analyze", "--format", "json", p.to_str().unwrap()]));
+    let (before, after): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&analyzed(&trace)).unwrap(),
+        serde_json::from_str(&analyzed(&out)).unwrap(),
+    );
+    assert_eq!(before[0]["fingerprint"], after[0]["fingerprint"]);
+    assert_eq!(before[0]["report"]["steps"], after[0]["report"]["steps"]);
+
+    let o = ttap(&[
+        "export",
+        "--perfetto",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--steps",
+        "1..1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cut: steps 1..1 of 0..1: 7 of 14 events"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = ttap(&[
+        "export",
+        "--perfetto",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--steps",
+        "4..5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no step numbered 4 in this trace (its steps are 0..1)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "no half-written file is left");
+}

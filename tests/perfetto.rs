@@ -5,12 +5,10 @@
 
 mod common;
 
-use std::fs::File;
-
 use common::{shared_traces, trace_files};
 use serde_json::Value;
 use torchtraceap::detect::{self, Analysis};
-use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions, Ingested};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::model::{Era, Trace};
 use torchtraceap::perfetto::{self, ExportError, Exported};
 use torchtraceap::report::Report;
@@ -106,12 +104,8 @@ fn real_traces_read_back_with_the_same_events_and_report() {
     };
     let (mut checked, mut findings) = (0, 0);
     for path in trace_files(&dir) {
-        let Ok(ingested) = ingest_reader(
-            File::open(&path).unwrap(),
-            IngestOptions::default(),
-            4 << 20,
-            |_| {},
-        ) else {
+        let bytes = std::fs::read(&path).unwrap();
+        let Ok(ingested) = ingest_bytes(&bytes, IngestOptions::default()) else {
             continue;
         };
         let name = path.strip_prefix(&dir).unwrap().display().to_string();

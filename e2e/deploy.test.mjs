@@ -78,6 +78,7 @@ test('under a sub-path with the host headers: the sample, a share link and the P
 
   const b = await visit(link);
   assert.deepEqual(await shownFindings(b.page), ['dataloader-bottleneck']);
+  assert.equal(await b.page.locator('.download-perfetto').count(), 0, 'a link holds no events to export');
   await b.page.screenshot({ path: join(SHOTS, 'deploy-sub-path-link.png'), fullPage: true });
   assert.deepEqual(b.requests.filter((u) => !u.startsWith(site.url)), []);
   assert.deepEqual(cspLines(b.logs), [], 'no CSP message');

@@ -91,7 +91,8 @@ pub fn export(props: &ExportProps) -> Html {
             <span>{"Save the report:"}</span>
             <button class="download-json" onclick={save(false)}>{"JSON"}</button>
             <button class="download-md" onclick={save(true)}>{"Markdown"}</button>
-            if props.file.analyzed().is_some() {
+            // Only a trace read in this page (not a saved report or a link) has events to export.
+            if props.file.analyzed().is_some_and(|a| a.summary.is_some()) {
                 <button class="download-perfetto" onclick={props.on_perfetto.clone()}
                     title="The trace with its findings, flagged windows and step split, for ui.perfetto.dev or chrome://tracing">
                     {"Perfetto trace"}

@@ -202,7 +202,7 @@ fn top_level(t: &Trace, done: &Exported) -> Value {
         json!({
             "exporter": format!("torchtraceap@{}", env!("CARGO_PKG_VERSION")),
             "events": done.events,
-            "analysis_slices": done.annotations,
+            "analysis_events": done.annotations,
             "flows": done.flows,
             "cut": done.cut,
         }),

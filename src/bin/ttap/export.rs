@@ -65,7 +65,7 @@ pub fn run(args: &Args) -> ExitCode {
                  https://ui.perfetto.dev or chrome://tracing",
                 args.output.display(),
                 done.events,
-                done.annotations,
+                done.annotations / 2,
                 report.findings.len(),
                 done.flows
             );

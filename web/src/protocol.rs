@@ -742,6 +742,22 @@ mod tests {
         });
     }
 
+    /// The Perfetto export's request and its answer (the JSON, or why there is none).
+    #[wasm_bindgen_test]
+    fn the_perfetto_export_survives_the_trip() {
+        let request = ToWorker::Request(Request::Perfetto { file: 1 });
+        assert_eq!(request.file(), Some(1));
+        round_trip(request);
+        round_trip(FromWorker::Perfetto {
+            file: 1,
+            result: Ok(r#"{"traceEvents": [{"name": "\"</script>"}]}"#.into()),
+        });
+        round_trip(FromWorker::Perfetto {
+            file: 1,
+            result: Err("file 2 has no trace in this worker".into()),
+        });
+    }
+
     /// Retraining's requests and replies cross the boundary whole: the labels, the model's file
     /// and why labels were left out, or why there is no model.
     #[wasm_bindgen_test]

@@ -47,8 +47,9 @@ const TYPES = {
   '.json': 'application/json',
 };
 
-/** Serves `root` on 127.0.0.1 under the sub-path `base` (the site must work under any sub-path). */
-export async function serve(root = DIST, base = '/ttap/') {
+/** Serves `root` on 127.0.0.1 under the sub-path `base` (the site must work under any sub-path),
+ * with `headers` on every file (e.g. those of dist/_headers, as a host applies them). */
+export async function serve(root = DIST, base = '/ttap/', headers = {}) {
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     if (!path.startsWith(base)) {
@@ -63,7 +64,7 @@ export async function serve(root = DIST, base = '/ttap/') {
     try {
       if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
       const body = await readFile(file);
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+      res.writeHead(200, { ...headers, 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
       res.end(body);
     } catch {
       res.writeHead(404).end();

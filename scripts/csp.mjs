@@ -8,7 +8,10 @@
 // connect-src: the site, loopback addresses on any port over http and https (a local
 // llama-server, vLLM or Ollama), and the origins listed in TTAP_CSP_CONNECT_SRC when the site is
 // built (space-separated, e.g. "https://llm.example.com https://10.0.0.5:8000"): an LLM endpoint
-// elsewhere must be listed there, or the browser refuses the request. See docs/SECURITY.md.
+// elsewhere must be listed there, or the browser refuses the request. See docs/DEPLOY.md.
+// Every source is one the browser accepts: CSP source expressions cannot hold an IPv6 literal
+// (Chromium ignores `http://[::1]:*` with a console warning), so none is named or accepted;
+// an IPv6 endpoint is reached by a host name.
 //
 // Usage (Trunk.toml runs it): node scripts/csp.mjs [STAGING_DIR]; TRUNK_STAGING_DIR otherwise.
 import { createHash } from 'node:crypto';
@@ -22,13 +25,18 @@ if (!dir) {
 }
 
 const LOOPBACK = ['http://127.0.0.1:*', 'https://127.0.0.1:*', 'http://localhost:*',
-  'https://localhost:*', 'http://[::1]:*', 'https://[::1]:*'];
+  'https://localhost:*'];
 
 /** The extra connect-src origins, each checked to be a plain http(s) origin. */
 function extraOrigins() {
   const listed = (process.env.TTAP_CSP_CONNECT_SRC || '').split(/\s+/).filter(Boolean);
   for (const origin of listed) {
-    if (!/^https?:\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.*-]+)(:(\d+|\*))?$/.test(origin)) {
+    if (/^https?:\/\/\[/.test(origin)) {
+      console.error(`csp.mjs: TTAP_CSP_CONNECT_SRC: ${JSON.stringify(origin)}: a CSP cannot name an ` +
+        'IPv6 address (browsers ignore it); give the endpoint a host name and list that');
+      process.exit(2);
+    }
+    if (!/^https?:\/\/[A-Za-z0-9.*-]+(:(\d+|\*))?$/.test(origin)) {
       console.error(`csp.mjs: TTAP_CSP_CONNECT_SRC: ${JSON.stringify(origin)} is not an origin ` +
         'such as https://llm.example.com or http://10.0.0.5:8000 (scheme, host, optional port; no path)');
       process.exit(2);

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod ml;
 pub mod model;
 pub mod modules;
+pub mod perfetto;
 pub mod profile;
 pub mod realism;
 pub mod report;

@@ -625,3 +625,38 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn export_writes_a_perfetto_trace_that_reads_back_and_says_what_a_range_cuts() {
+    let trace = temp_file("export.json", two_steps().as_bytes());
+    let out = trace.with_extension("perfetto.json");
+    let (t, o) = (trace.to_str().unwrap(), out.to_str().unwrap());
+    let export = |steps: &[&str]| ttap(&[&["export", "--perfetto", t, "-o", o], steps].concat());
+    let done = export(&[]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert!(stderr(&done).contains("14 events"), "{}", stderr(&done));
+    let analyzed = |p: &str| stdout(&ttap(&["analyze", "--format", "json", p]));
+    let (before, after): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&analyzed(t)).unwrap(),
+        serde_json::from_str(&analyzed(o)).unwrap(),
+    );
+    assert_eq!(before[0]["fingerprint"], after[0]["fingerprint"]);
+    assert_eq!(before[0]["report"]["steps"], after[0]["report"]["steps"]);
+
+    let cut = export(&["--steps", "1..1"]);
+    assert!(cut.status.success(), "{}", stderr(&cut));
+    let said = stderr(&cut);
+    assert!(
+        said.contains("cut: steps 1..1 of 0..1: 7 of 14 events"),
+        "{said}"
+    );
+
+    let wrong = export(&["--steps", "4..5"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    let said = stderr(&wrong);
+    assert!(
+        said.contains("no step numbered 4 in this trace (its steps are 0..1)"),
+        "{said}"
+    );
+    assert!(!out.exists(), "no half-written file is left");
+}

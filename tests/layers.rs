@@ -23,8 +23,8 @@ const LAYERS: &[&[&str]] = &[
     &["ml"],
     // The versioned report of rules and model.
     &["report"],
-    // What is made from a report: links, LLM requests, the timeline's bands.
-    &["share", "llm", "timeline", "profile"],
+    // What is made from a report: links, LLM requests, the timeline's bands, Perfetto exports.
+    &["share", "llm", "timeline", "profile", "perfetto"],
     // What is made from profiles: a before/after comparison, a multi-rank run view; and what
     // is read from many reports' summaries: a fleet report.
     &["compare", "run", "fleet"],

@@ -28,6 +28,9 @@ pub enum Failure {
     Cancelled,
     /// It could not be made at all (not a URL, a key a header cannot carry).
     Invalid(String),
+    /// The site's Content Security Policy does not allow requests to this origin: nothing was
+    /// sent (the browser would refuse it whatever the server does).
+    Blocked { origin: String },
     /// The endpoint failed, refused or could not be reached.
     Llm(LlmError),
 }
@@ -108,6 +111,9 @@ impl Request {
     ) -> Result<String, Failure> {
         let url = endpoint.chat_url();
         check_url(&url)?;
+        if let Some(origin) = blocked_by_policy(&url) {
+            return Err(Failure::Blocked { origin });
+        }
         let headers = Headers::new().map_err(|e| Failure::Invalid(js_text(&e)))?;
         for (name, value) in endpoint.headers() {
             headers.set(&name, &value).map_err(|e| {
@@ -225,8 +231,78 @@ fn check_url(url: &str) -> Result<(), Failure> {
 
 /// Whether `url` is on a loopback address, which the page's Content Security Policy allows.
 fn on_this_machine(url: &str) -> bool {
-    web_sys::Url::new(url)
-        .is_ok_and(|u| matches!(u.hostname().as_str(), "127.0.0.1" | "localhost" | "[::1]"))
+    web_sys::Url::new(url).is_ok_and(|u| matches!(u.hostname().as_str(), "127.0.0.1" | "localhost"))
+}
+
+/// The origin of `url` when the page's policy (its CSP meta tag, `scripts/csp.mjs`) does not
+/// allow `fetch` to reach it; `None` when it does, or when the page has no policy.
+fn blocked_by_policy(url: &str) -> Option<String> {
+    let document = web_sys::window()?.document()?;
+    let policy = document
+        .query_selector(r#"meta[http-equiv="Content-Security-Policy"]"#)
+        .ok()??
+        .get_attribute("content")?;
+    let target = web_sys::Url::new(url).ok()?;
+    let page = web_sys::Url::new(&document.url().ok()?).ok()?;
+    (!csp_allows(&policy, &target, &page)).then(|| target.origin())
+}
+
+/// Whether a CSP `policy` lets a page at `page` `fetch` `target`: its `connect-src` (else
+/// `default-src`) sources, matched as CSP Level 3 matches them (`'self'`, schemes, hosts with
+/// `*.` wildcards, ports with `*`; an http source also admits https).
+fn csp_allows(policy: &str, target: &web_sys::Url, page: &web_sys::Url) -> bool {
+    let directive = |name: &str| {
+        policy.split(';').map(str::trim).find_map(|d| {
+            let mut words = d.split_whitespace();
+            (words.next() == Some(name)).then(|| words.map(str::to_owned).collect::<Vec<_>>())
+        })
+    };
+    let Some(sources) = directive("connect-src").or_else(|| directive("default-src")) else {
+        return true;
+    };
+    let scheme = target.protocol();
+    let scheme = scheme.trim_end_matches(':');
+    let schemes_match = |source: &str| source == scheme || (source == "http" && scheme == "https");
+    let default_port = |scheme: &str| if scheme == "https" { "443" } else { "80" };
+    let port = match target.port() {
+        p if p.is_empty() => default_port(scheme).to_string(),
+        p => p,
+    };
+    let host = target.hostname().to_ascii_lowercase();
+    sources.iter().any(|source| {
+        if source == "'self'" {
+            return target.origin() == page.origin();
+        }
+        if source == "*" {
+            return matches!(scheme, "http" | "https");
+        }
+        if let Some(s) = source.strip_suffix(':').filter(|s| !s.contains('/')) {
+            return schemes_match(s);
+        }
+        let (source_scheme, rest) = match source.split_once("://") {
+            Some((s, rest)) => (s.to_string(), rest),
+            None => (
+                page.protocol().trim_end_matches(':').to_string(),
+                source.as_str(),
+            ),
+        };
+        let authority = rest.split('/').next().unwrap_or("");
+        let (source_host, source_port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        let source_host = source_host.to_ascii_lowercase();
+        let host_matches = match source_host.strip_prefix("*.") {
+            Some(domain) => host.ends_with(&format!(".{domain}")),
+            None => host == source_host,
+        };
+        let port_matches = match source_port {
+            Some("*") => true,
+            Some(p) => p == port,
+            None => port == default_port(&source_scheme) || port == default_port(scheme),
+        };
+        schemes_match(&source_scheme) && host_matches && port_matches
+    })
 }
 
 /// The message of a JavaScript error (`TypeError: Failed to fetch` → `Failed to fetch`).
@@ -242,6 +318,14 @@ fn js_text(e: &JsValue) -> String {
 pub fn message(failure: &Failure, page_origin: &str) -> String {
     match failure {
         Failure::Cancelled => "Cancelled; nothing more is read from the endpoint.".to_string(),
+        Failure::Blocked { origin } => format!(
+            "This site's security policy (its Content-Security-Policy, connect-src) does not let \
+             the page reach {origin}, so the browser would refuse the request whatever the server \
+             does: nothing was sent. This is the site's setting, not the server's: its owner \
+             widens it by building the site with TTAP_CSP_CONNECT_SRC=\"{origin}\" (see \
+             docs/DEPLOY.md). Or use an endpoint on this machine (127.0.0.1 or localhost), which \
+             the policy allows."
+        ),
         Failure::Invalid(what) => format!(
             "The request could not be made: {what}. Check the endpoint URL and the API key in the LLM settings."
         ),
@@ -285,9 +369,9 @@ pub fn message(failure: &Failure, page_origin: &str) -> String {
                 if !on_this_machine(url) && !url.starts_with(page_origin) {
                     m.push_str(
                         " This page's security policy lets it reach only its own host and servers \
-                         on this machine (127.0.0.1, localhost, [::1]): an endpoint elsewhere must \
+                         on this machine (127.0.0.1, localhost): an endpoint elsewhere must \
                          be named when the site is built (TTAP_CSP_CONNECT_SRC; see \
-                         docs/SECURITY.md).",
+                         docs/DEPLOY.md).",
                     );
                 }
                 if page_origin.starts_with("https:") && url.starts_with("http:") {
@@ -363,17 +447,14 @@ mod tests {
         for elsewhere in [
             "https://llm.example.com/v1/chat/completions",
             "http://10.0.0.5:8000/api/chat",
+            "http://[::1]:8000/v1",
         ] {
             assert!(
                 message_for(elsewhere).contains("TTAP_CSP_CONNECT_SRC"),
                 "{elsewhere}"
             );
         }
-        for here in [
-            "http://127.0.0.1:9/v1",
-            "http://localhost:11434/api/chat",
-            "http://[::1]:8000/v1",
-        ] {
+        for here in ["http://127.0.0.1:9/v1", "http://localhost:11434/api/chat"] {
             assert!(
                 !message_for(here).contains("TTAP_CSP_CONNECT_SRC"),
                 "{here}"
@@ -398,5 +479,48 @@ mod tests {
         assert!(!m.contains("https"), "{m}");
         let m = message(&down, "https://perf.example.org");
         assert!(m.contains("served over https"), "{m}");
+    }
+
+    /// The shipped policy (`scripts/csp.mjs`) with one team endpoint: loopback and the listed
+    /// origins pass, anything else is blocked before sending, with a message for the owner.
+    #[wasm_bindgen_test]
+    fn the_policy_admits_loopback_and_listed_origins_only() {
+        let policy = "default-src 'none'; script-src 'self'; connect-src 'self' \
+                      http://127.0.0.1:* https://127.0.0.1:* http://localhost:* \
+                      https://localhost:* https://llm.example.com http://10.0.0.5:8000 \
+                      https://*.corp.example";
+        let page = web_sys::Url::new("https://tools.example.org/some/sub/path/").unwrap();
+        let allows = |url: &str| csp_allows(policy, &web_sys::Url::new(url).unwrap(), &page);
+        for ok in [
+            "http://127.0.0.1:9/v1/chat/completions",
+            "http://localhost:11434/api/chat",
+            "https://llm.example.com/v1/chat/completions",
+            "https://llm.example.com:443/v1",
+            "http://10.0.0.5:8000/api/chat",
+            "https://a.corp.example/v1",
+            "https://tools.example.org/llm/v1",
+        ] {
+            assert!(allows(ok), "{ok}");
+        }
+        for blocked in [
+            "https://llm.example.com:8443/v1",
+            "http://10.0.0.5:8001/api/chat",
+            "https://evil.example/v1",
+            "https://corp.example/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(!allows(blocked), "{blocked}");
+        }
+        let m = message(
+            &Failure::Blocked {
+                origin: "https://evil.example".into(),
+            },
+            ORIGIN,
+        );
+        assert!(m.contains("site's security policy"), "{m}");
+        assert!(
+            m.contains("TTAP_CSP_CONNECT_SRC=\"https://evil.example\""),
+            "{m}"
+        );
     }
 }

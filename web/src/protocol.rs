@@ -119,6 +119,12 @@ pub enum FromWorker {
         options: SummaryOptions,
         result: Result<Vec<Prompt>, String>,
     },
+    /// The answer to `Request::Perfetto`: the export's JSON (`perfetto::write`), or why there
+    /// is none.
+    Perfetto {
+        file: usize,
+        result: Result<String, String>,
+    },
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
     Retrained(Box<Result<Retrained, String>>),
@@ -142,6 +148,7 @@ impl FromWorker {
                 TimelineReply::Failed { .. } => "timeline-failed",
             },
             FromWorker::Prompts { .. } => "prompts",
+            FromWorker::Perfetto { .. } => "perfetto",
             FromWorker::Retrained(_) => "retrained",
             FromWorker::Parsed(_) => "parsed",
         }
@@ -236,6 +243,9 @@ pub enum Request {
         file: usize,
         options: SummaryOptions,
     },
+    /// The file's trace and analysis for Perfetto UI (`perfetto::write`, whole); answered by
+    /// `FromWorker::Perfetto`.
+    Perfetto { file: usize },
 }
 
 impl ToWorker {
@@ -258,7 +268,9 @@ impl ToWorker {
             | ToWorker::Retrain { .. }
             | ToWorker::BundledModel { .. }
             | ToWorker::Parse(_) => None,
-            ToWorker::Request(Request::Prompts { file, .. }) => Some(*file),
+            ToWorker::Request(Request::Prompts { file, .. } | Request::Perfetto { file }) => {
+                Some(*file)
+            }
             ToWorker::Request(Request::Timeline(request)) => Some(match request {
                 TimelineRequest::Open { file }
                 | TimelineRequest::Motion { file, .. }
@@ -283,6 +295,7 @@ impl ToWorker {
                 TimelineRequest::Search { .. } => "timeline-search",
             },
             ToWorker::Request(Request::Prompts { .. }) => "prompts",
+            ToWorker::Request(Request::Perfetto { .. }) => "perfetto",
             ToWorker::Retrain { .. } => "retrain",
             ToWorker::BundledModel { .. } => "bundled-model",
             ToWorker::Parse(_) => "parse",
@@ -726,6 +739,22 @@ mod tests {
             file: 3,
             options,
             result: Err("file 4 has no trace in this worker".into()),
+        });
+    }
+
+    /// The Perfetto export's request and its answer (the JSON, or why there is none).
+    #[wasm_bindgen_test]
+    fn the_perfetto_export_survives_the_trip() {
+        let request = ToWorker::Request(Request::Perfetto { file: 1 });
+        assert_eq!(request.file(), Some(1));
+        round_trip(request);
+        round_trip(FromWorker::Perfetto {
+            file: 1,
+            result: Ok(r#"{"traceEvents": [{"name": "\"</script>"}]}"#.into()),
+        });
+        round_trip(FromWorker::Perfetto {
+            file: 1,
+            result: Err("file 2 has no trace in this worker".into()),
         });
     }
 

@@ -12,6 +12,7 @@ use torchtraceap::ml::base_set::{self, BaseSet};
 use torchtraceap::ml::labels::{WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::Model;
 use torchtraceap::model::AntiPattern;
+use torchtraceap::perfetto;
 use torchtraceap::report::{Report, WindowEntry};
 use torchtraceap::share;
 use torchtraceap::timeline::{bands, inspect, Layout};
@@ -216,6 +217,10 @@ impl Session {
                     result,
                 })
             }
+            Request::Perfetto { file } => Some(FromWorker::Perfetto {
+                file,
+                result: self.perfetto(file),
+            }),
             Request::Timeline(request) => self
                 .timeline(request)
                 .unwrap_or_else(|message| {
@@ -369,6 +374,15 @@ impl Session {
         let kept = self.file(index)?;
         let windows = summary::summarize(&kept.analysis, &kept.findings, &kept.report, options);
         Ok(summary::prompts(&windows, options))
+    }
+
+    /// File `index`'s trace and analysis as a Perfetto export.
+    fn perfetto(&self, index: usize) -> Result<String, String> {
+        let kept = self.file(index)?;
+        let mut out = Vec::new();
+        perfetto::write(&mut out, &kept.analysis, &kept.report, None)
+            .map_err(|e| format!("Could not export the trace for Perfetto: {e}"))?;
+        Ok(String::from_utf8(out).expect("the export writes text"))
     }
 
     /// The reply to a timeline request; none for a view or a motion.

@@ -6,6 +6,7 @@ mod compare;
 mod eval;
 mod eval_rules;
 mod explain;
+mod export;
 mod features;
 mod inspect;
 mod llm_eval;
@@ -66,6 +67,10 @@ enum Command {
     /// models/RULES.md.
     /// Exit code 1 when a target is missed.
     EvalRules(eval_rules::Args),
+    /// Export a trace with its analysis for Perfetto UI and chrome://tracing (--perfetto): its
+    /// events, a track per finding over its evidence windows, the window model's flagged
+    /// windows with their scores, the steps' time split; --steps A..B for part of a big trace.
+    Export(export::Args),
     /// Print a link that carries the analysis of a trace (never the trace itself) in its
     /// fragment, within a size budget; or, with --decode, the report a link carries.
     Share(share::Args),
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(&args),
         Command::EvalRules(args) => eval_rules::run(&args),
         Command::Share(args) => share::run(&args),
+        Command::Export(args) => export::run(&args),
         Command::Realism(args) => realism::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::LlmEval(args) => llm_eval::run(&args),

@@ -1,5 +1,7 @@
 //! Saving the report: as JSON (`torchtraceap.report`, which the CLI writes too) and as Markdown
-//! to paste into a ticket. The file is made in the page; nothing is sent anywhere.
+//! to paste into a ticket, made in the page; and the trace with its analysis for Perfetto UI,
+//! which the worker holding the trace makes (`perfetto::write`, as `ttap export --perfetto`).
+//! Nothing is sent anywhere.
 
 use std::rc::Rc;
 
@@ -42,6 +44,17 @@ pub fn download(file_name: &str, mime: &str, text: &str) -> Result<(), String> {
 pub struct ExportProps {
     pub file: Rc<Outcome>,
     pub on_error: Callback<String>,
+    /// Asks the worker for the Perfetto export (saved by [`save_perfetto`] when it comes).
+    pub on_perfetto: Callback<MouseEvent>,
+}
+
+/// Saves the Perfetto export of the trace `name`.
+pub fn save_perfetto(name: &str, json: &str) -> Result<(), String> {
+    download(
+        &format!("{}.perfetto.json", stem(name)),
+        "application/json",
+        json,
+    )
 }
 
 #[function_component(Export)]
@@ -78,6 +91,13 @@ pub fn export(props: &ExportProps) -> Html {
             <span>{"Save the report:"}</span>
             <button class="download-json" onclick={save(false)}>{"JSON"}</button>
             <button class="download-md" onclick={save(true)}>{"Markdown"}</button>
+            // Only a trace read in this page (not a saved report or a link) has events to export.
+            if props.file.analyzed().is_some_and(|a| a.summary.is_some()) {
+                <button class="download-perfetto" onclick={props.on_perfetto.clone()}
+                    title="The trace with its findings, flagged windows and step split, for ui.perfetto.dev or chrome://tracing">
+                    {"Perfetto trace"}
+                </button>
+            }
         </div>
     }
 }

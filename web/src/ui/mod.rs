@@ -41,7 +41,7 @@ use yew::prelude::*;
 use torchtraceap::share::Omitted;
 use torchtraceap::view_link::{self, SharedView, View};
 
-use crate::protocol::{Analyzed, Document, FromWorker, Outcome, ToWorker};
+use crate::protocol::{Analyzed, Document, FromWorker, Outcome, Request, ToWorker};
 use format::bytes;
 use pool::Pool;
 use viewer::Viewer;
@@ -87,6 +87,8 @@ pub enum Msg {
     Llm(llm::Msg),
     /// The files compared, before and after (indices into the loaded files).
     Pick((usize, usize)),
+    /// Save the shown trace for Perfetto (its worker makes the file).
+    Perfetto,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -314,6 +316,16 @@ impl Component for App {
                 options,
                 result,
             }) => Rc::make_mut(&mut self.llm).prompts_arrived(file, options, result),
+            Msg::Perfetto => {
+                let file = self.selected;
+                return self.ask(ctx, &ToWorker::Request(Request::Perfetto { file }));
+            }
+            Msg::FromWorker(FromWorker::Perfetto { file, result }) => {
+                let name = self.files.get(file).map_or("trace", |f| f.name.as_str());
+                if let Err(e) = result.and_then(|json| export::save_perfetto(name, &json)) {
+                    self.notice = Some(e);
+                }
+            }
         }
         true
     }
@@ -712,7 +724,8 @@ impl App {
                     <share::Share file={Rc::clone(file)} selected_finding={self.selected_finding.clone()} />
                     { llm::settings_button(&self.llm, &link.callback(Msg::Llm)) }
                     <export::Export file={Rc::clone(file)}
-                        on_error={link.callback(Msg::Failed)} />
+                        on_error={link.callback(Msg::Failed)}
+                        on_perfetto={link.callback(|_| Msg::Perfetto)} />
                     { llm::settings_panel(&self.llm, &link.callback(Msg::Llm)) }
                 </nav>
                 { content }

@@ -250,12 +250,15 @@ fn the_report_carries_window_scores_and_unexplained_regions() {
         step: 3,
         severity: 0.5,
     }];
-    let t = ingest_bytes(
-        generate(&mobilenet_on_b200(injections)).trace.as_bytes(),
-        IngestOptions::default(),
-    )
-    .unwrap()
-    .trace;
+    // Batch 256: the healthy steps' kernels outlast their launches (at batch 64 MobileNet's
+    // kernels on a B200 are shorter than the host's launches: launch-bound in every step).
+    let config = Config {
+        batch: 256,
+        ..mobilenet_on_b200(injections)
+    };
+    let t = ingest_bytes(generate(&config).trace.as_bytes(), IngestOptions::default())
+        .unwrap()
+        .trace;
     let a = Analysis::new(&t);
     let detected = detect::run(&a);
     let report = Report::new(&a, &detected);

@@ -304,7 +304,9 @@ impl<W: Write> Writer<'_, W> {
                 let kind = e.kind[i];
                 let mut args = self.args(t, i, k);
                 if concrete && matches!(kind, EventKind::CpuOp) {
-                    args.push(("Concrete Inputs".into(), "[]".into()));
+                    if !args.iter().any(|(key, _)| key == "Concrete Inputs") {
+                        args.push(("Concrete Inputs".into(), "[]".into()));
+                    }
                     concrete = false;
                 }
                 let instant =
@@ -404,6 +406,7 @@ impl<W: Write> Writer<'_, W> {
                 let raw = |v: Option<u32>| v.map(|v| raw_json(t.strings.get(v)));
                 put("Input Dims", raw(o.input_dims));
                 put("Input type", raw(o.input_types));
+                put("Concrete Inputs", raw(o.concrete_inputs));
                 collective(o.collective, &mut put);
             }
             EventKind::Memory if d != NONE => {

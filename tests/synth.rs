@@ -91,10 +91,17 @@ fn every_model_gpu_and_mode_ingests_cleanly_with_a_warm_up_step_and_no_finding()
                 );
                 // Clean training is GPU-bound: no injectable anti-pattern is found. (Inference may
                 // show the input copy as heavy-memcpy: background, not labelled.)
+                // Except MobileNetV2 inference on a B200: its kernels are shorter than the host
+                // time that launches them (median launch-to-start ≈ 50 µs), so the GPU idles
+                // between launches and launch-bound is what the trace shows.
                 let found = detect::run(&a).findings;
                 for f in &found {
+                    let launch_bound_small_model = model == Model::MobileNetV2
+                        && gpu == Gpu::B200
+                        && !training
+                        && f.id == "launch-bound-small-kernels";
                     assert!(
-                        AntiPattern::parse(f.id).is_none(),
+                        AntiPattern::parse(f.id).is_none() || launch_bound_small_model,
                         "{what}: {} on a clean trace: {}",
                         f.id,
                         f.summary

@@ -20,7 +20,7 @@ pub struct RooflineProps {
 const WIDTH: f64 = 800.0;
 const HEIGHT: f64 = 380.0;
 const LEFT: f64 = 60.0;
-const RIGHT: f64 = 90.0;
+const RIGHT: f64 = 110.0;
 const TOP: f64 = 10.0;
 const BOTTOM: f64 = 40.0;
 

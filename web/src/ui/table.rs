@@ -177,7 +177,7 @@ pub fn table(props: &TableProps) -> Html {
                     { for rows.iter().map(|r| html! {
                         <tr>
                             <td class="name" title={r.name.clone()}>{&r.name}</td>
-                            { for r.texts.iter().map(|t| html! { <td>{t}</td> }) }
+                            { for r.texts.iter().map(|t| html! { <td class="text" title={t.clone()}>{t}</td> }) }
                             { for r.values.iter().zip(props.columns.iter()).map(|(v, c)| html! { <td class="num">{(c.fmt)(*v)}</td> }) }
                         </tr>
                     }) }

@@ -1,6 +1,7 @@
 // End-to-end: the Roofline tab on a real MI300X ResNet-18 training trace that records shapes (the
 // chart's points, roofs and table as `ttap analyze --format json` has the roofline), its step MFU
-// carried by a share link, and the bundled sample (no shapes) saying why it has no roofline.
+// carried by a share link; a device missing from the peaks table (achieved rates only); and the
+// bundled sample (no shapes) saying why it has no roofline.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { serve, launch, openPage, load, lacksTrace, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
+const UNKNOWN = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz');
 const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
 
 let site;
@@ -96,6 +98,31 @@ test('the roofline of a real MI300X trace with shapes: points, roofs and table a
   assert.equal(await shared.page.locator('.tab:has-text("Roofline")').count(), 0, 'a link carries no kernels');
   assert.deepEqual(shared.errors, []);
   await shared.context.close();
+});
+
+test('a device missing from the peaks table: achieved rates only, no roofs, no MFU', async (t) => {
+  if (lacksTrace(t, UNKNOWN)) return;
+  const r = roofline(UNKNOWN);
+  assert.equal(r.peaks, null);
+  assert.equal(r.device, 'AMD Radeon Graphics');
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', UNKNOWN));
+  await page.click('.tab:has-text("Roofline")');
+  assert.match(await page.locator('.roofline-device').innerText(),
+    /^AMD Radeon Graphics is not in the peaks table: achieved rates only, without roofs, roofline shares or MFU\.$/);
+  const plotted = r.kernels.filter((k) => k.tflops > 0 && k.intensity > 0);
+  assert.ok(plotted.length > 0);
+  assert.equal(await page.locator('.roofline-chart circle.point.achieved').count(), plotted.length);
+  assert.equal(await page.locator('.roofline-chart .roof, .roofline-mfu').count(), 0);
+  // Ranked by time, as the report ranks them without peaks; no share, nothing lost.
+  assert.equal(await page.locator('.roofline .table-head h2').innerText(), 'Kernels with counted work, by time');
+  const rows = await page.locator('.roofline table tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((row) => row[0]), r.kernels.map((k) => k.name));
+  assert.ok(rows.every((row) => row[3] === '-' && row[9] === '-' && row[10] === '-'), JSON.stringify(rows[0]));
+  await page.locator('.roofline').screenshot({ path: join(SHOTS, 'roofline-unknown-device.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
 });
 
 test('the bundled sample records no shapes: the Roofline tab says so, and its link has no MFU', async () => {

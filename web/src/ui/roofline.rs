@@ -275,10 +275,12 @@ fn table(r: &Roofline) -> Html {
         })
         .collect();
     // The report ranks by time lost; by time where the device is unknown.
-    let sorted_by = if r.peaks.is_some() { 6 } else { 1 };
+    let (caption, sorted_by) = match r.peaks {
+        Some(_) => ("Kernels furthest from their roofline", 6),
+        None => ("Kernels with counted work, by time", 1),
+    };
     html! {
-        <Table caption="Kernels furthest from their roofline" texts={&TEXTS[..]} columns={&COLUMNS[..]}
-            rows={Rc::new(rows)} {sorted_by} />
+        <Table {caption} texts={&TEXTS[..]} columns={&COLUMNS[..]} rows={Rc::new(rows)} {sorted_by} />
     }
 }
 
@@ -302,28 +304,26 @@ fn coverage(r: &Roofline) -> String {
 
 /// The device's line: its peaks and their source, or that it is unknown.
 fn device(r: &Roofline) -> String {
-    let name = if r.device.is_empty() {
-        "The trace names no device"
-    } else {
-        &r.device
+    let Some(p) = &r.peaks else {
+        let which = if r.device.is_empty() {
+            "The trace names no device".to_string()
+        } else {
+            format!("{} is not in the peaks table", r.device)
+        };
+        return format!("{which}: achieved rates only, without roofs, roofline shares or MFU.");
     };
-    match &r.peaks {
-        Some(p) => format!(
-            "{name}: peaks of the {} from the {}: {}; memory {} GB/s.",
-            p.device,
-            p.source,
-            ceilings(p)
-                .iter()
-                .map(|(label, t)| format!("{label} {t} TFLOP/s"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            p.gbps
-        ),
-        None => format!(
-            "{name} is not in the peaks table: achieved rates only, without roofs, roofline \
-             shares or MFU."
-        ),
-    }
+    format!(
+        "{}: peaks of the {} from the {}: {}; memory {} GB/s.",
+        r.device,
+        p.device,
+        p.source,
+        ceilings(p)
+            .iter()
+            .map(|(label, t)| format!("{label} {t} TFLOP/s"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        p.gbps
+    )
 }
 
 /// Why there is no chart, where there is none.

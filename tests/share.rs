@@ -17,6 +17,7 @@ use links::{facts_json, zlib, PREFIX};
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::report::{self, EvidenceEntry, FindingEntry, Report};
+use torchtraceap::roofline::Roofline;
 use torchtraceap::share::{
     self, decode, encode, Part, ShareError, ShareOptions, SharedReport, TimeRange,
 };
@@ -902,4 +903,45 @@ fn a_link_that_does_not_match_its_checksum_is_refused() {
     );
     let read = opened(&unchecked);
     assert_eq!(read.report.findings[0].impact_ms_per_step, 12345.0);
+}
+
+#[test]
+fn a_link_carries_the_step_mfu_and_links_without_it_still_open() {
+    let Some(dir) = shared_traces("a_link_carries_the_step_mfu_and_links_without_it_still_open")
+    else {
+        return;
+    };
+    // A real MI300X trace that records shapes: its report has a step MFU.
+    let path = dir.join(
+        "AMD-AGI__TraceLens/tests__traces__mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
+    );
+    let shared = shared_report_of(&read(&std::fs::read(&path).unwrap()));
+    let mfu = shared.report.roofline.as_ref().and_then(|r| r.mfu);
+    let mfu = mfu.expect("the MI300X trace's report has a step MFU");
+    assert!(mfu > 0.0 && mfu < 1.0, "{mfu}");
+    let encoded = encode(&shared, &ShareOptions::default()).unwrap();
+    assert!(encoded.bytes <= share::DEFAULT_MAX_BYTES);
+    let got = opened(&encoded.fragment);
+    assert_eq!(got.report.roofline, Some(Roofline::carried(mfu)));
+    assert!(got
+        .report
+        .to_markdown("shared")
+        .contains(&format!("Step MFU {:.1}%", 100.0 * mfu)));
+    // Opened and shared again, the MFU travels on.
+    let again = encode(&got, &ShareOptions::default()).unwrap();
+    assert_same(&opened(&again.fragment), &got, "shared twice");
+
+    // A generated trace records no shapes: its link carries no MFU, as links written before
+    // the field did not, and opens without a roofline.
+    let without = small();
+    assert!(without
+        .report
+        .roofline
+        .as_ref()
+        .is_some_and(|r| r.coverage.counted_ms == 0.0));
+    let facts = facts_json(&without);
+    assert!(facts.get("mfu").is_none(), "{facts}");
+    let got = opened(&link_of(&serde_json::to_vec(&facts).unwrap()));
+    assert_eq!(got.report.roofline, None);
+    assert!(!got.report.to_markdown("shared").contains("Roofline"));
 }

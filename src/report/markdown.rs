@@ -143,6 +143,16 @@ impl Report {
     fn roofline_markdown(&self, o: &mut String) {
         use std::fmt::Write as _;
         let Some(r) = &self.roofline else { return };
+        if r.is_carried() {
+            if let Some(mfu) = r.mfu {
+                let _ = writeln!(
+                    o,
+                    "\n## Roofline (main GPU)\n\nStep MFU {:.1}% (steady-state mean, as shared; the trace has the rest).",
+                    100.0 * mfu
+                );
+            }
+            return;
+        }
         let c = &r.coverage;
         let pct = |ms: f64| 100.0 * ms / c.kernel_ms.max(1e-9);
         let _ = writeln!(
@@ -179,9 +189,7 @@ impl Report {
             }
         }
         if let Some(mfu) = r.mfu {
-            let step_ms = r.steps.iter().map(|s| s.ms).sum::<f64>() / r.steps.len().max(1) as f64;
-            let roof_ms = r.steps.iter().filter_map(|s| s.roofline_ms).sum::<f64>()
-                / r.steps.len().max(1) as f64;
+            let (step_ms, roof_ms) = r.mean_step_ms();
             let _ = writeln!(
                 o,
                 "\nStep MFU {:.1}% (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).",

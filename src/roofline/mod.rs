@@ -40,6 +40,36 @@ pub struct Roofline {
     pub kernels: Vec<KernelRoofline>,
 }
 
+impl Roofline {
+    /// What a link or a reopened report carries of a roofline: the step MFU alone.
+    pub fn carried(mfu: f64) -> Roofline {
+        Roofline {
+            mfu: Some(mfu),
+            ..Roofline::default()
+        }
+    }
+
+    /// Whether this is [`Roofline::carried`]'s: no steps, no coverage, at most the MFU.
+    pub fn is_carried(&self) -> bool {
+        self.steps.is_empty() && self.coverage == Coverage::default()
+    }
+
+    /// The MFU where it means something: FLOPs were counted (or a link carried it).
+    pub fn measured_mfu(&self) -> Option<f64> {
+        self.mfu
+            .filter(|_| self.is_carried() || self.coverage.counted_ms > 0.0)
+    }
+
+    /// The steps' mean time and their kernels' mean time at the roofline, in milliseconds.
+    pub fn mean_step_ms(&self) -> (f64, f64) {
+        let n = self.steps.len().max(1) as f64;
+        (
+            self.steps.iter().map(|s| s.ms).sum::<f64>() / n,
+            self.steps.iter().filter_map(|s| s.roofline_ms).sum::<f64>() / n,
+        )
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeaksEntry {
     pub device: String,

@@ -10,6 +10,7 @@ use crate::report::{
     self, EvidenceEntry, FindingEntry, FindingWindowEntry, GateEntry, GateFigures, NoteEntry,
     Report, SplitEntry, StepCostEntry, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
 };
+use crate::roofline::Roofline;
 
 /// A finding's evidence windows a link carries, at most (the best first).
 const WINDOWS_PER_FINDING: usize = 3;
@@ -44,6 +45,9 @@ pub(super) struct Facts {
     selected_finding: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     selected_range: Option<TimeRange>,
+    /// The step MFU (steady-state mean) where FLOPs were counted; links before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mfu: Option<f64>,
 }
 
 /// A finding as a link holds it.
@@ -146,6 +150,7 @@ impl Facts {
             omitted: shared.omitted.clone(),
             selected_finding: shared.selected_finding.clone(),
             selected_range: shared.selected_range,
+            mfu: r.roofline.as_ref().and_then(Roofline::measured_mfu),
         }
     }
 
@@ -296,7 +301,7 @@ impl Facts {
                 unexplained,
                 notes,
                 split,
-                roofline: None,
+                roofline: self.mfu.map(Roofline::carried),
             },
             omitted: self
                 .omitted

@@ -51,6 +51,7 @@ fn rows(list: &[NameChange]) -> Rc<Vec<Row>> {
         list.iter()
             .map(|n| Row {
                 name: n.name.clone(),
+                texts: Vec::new(),
                 values: vec![
                     n.delta_ms_per_step(),
                     n.delta_ms_per_step().abs(),

@@ -25,6 +25,7 @@ mod load;
 mod modules;
 mod overview;
 mod pool;
+mod roofline;
 mod run;
 mod share;
 mod table;
@@ -100,6 +101,8 @@ pub enum Tab {
     Timeline,
     /// GPU and CPU time per model module.
     Modules,
+    /// The main GPU's kernels against the device's roofs.
+    Roofline,
     /// Two loaded traces, before and after.
     Compare,
     /// The loaded traces as the ranks of one run.
@@ -666,6 +669,7 @@ impl App {
                     on_finding={link.callback(Msg::OpenFinding)} />
             },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),
+            (Tab::Roofline, Some(_)) => html! { <roofline::RooflineView file={analysis} /> },
             (Tab::Modules, _) if a.modules.is_some() => {
                 html! { <modules::Modules file={analysis} /> }
             }
@@ -711,6 +715,7 @@ impl App {
                         { tab(Tab::Kernels, format!("Kernels ({})", s.top_kernels.len())) }
                         { tab(Tab::Operators, format!("Operators ({})", s.top_operators.len())) }
                         { tab(Tab::Timeline, "Timeline".into()) }
+                        { tab(Tab::Roofline, "Roofline".into()) }
                     }
                     if a.modules.is_some() {
                         { tab(Tab::Modules, "Modules".into()) }

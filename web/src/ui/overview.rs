@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use torchtraceap::roofline::Roofline;
 use yew::prelude::*;
 
 use super::charts::{heat_strip, percent_area, stacked_bars, Bar, Cell, Series};
@@ -151,6 +152,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { fact("Rank", rank) }
                 { fact("Steps", steps) }
                 { fact("Mean step", ms(r.trace.mean_step_ms)) }
+                { for r.roofline.as_ref().and_then(Roofline::measured_mfu).map(|m| fact("Step MFU", pct(100.0 * m))) }
                 { for trace_facts }
             </dl>
             if let Some(s) = s.filter(|s| !s.warnings.is_empty()) {

@@ -1,4 +1,4 @@
-//! Sortable, searchable tables of kernels and operators.
+//! Sortable, searchable tables of kernels and operators: a name, text columns, numeric columns.
 
 use std::rc::Rc;
 
@@ -24,14 +24,22 @@ impl PartialEq for Column {
 #[derive(PartialEq)]
 pub struct Row {
     pub name: String,
+    /// One per [`TableProps::texts`] heading.
+    pub texts: Vec<String>,
     pub values: Vec<f64>,
 }
 
 #[derive(Properties, PartialEq)]
 pub struct TableProps {
     pub caption: &'static str,
+    /// Headings of the text columns shown after the name.
+    #[prop_or_default]
+    pub texts: &'static [&'static str],
     pub columns: &'static [Column],
     pub rows: Rc<Vec<Row>>,
+    /// The numeric column the rows arrive sorted by, largest first.
+    #[prop_or(1)]
+    pub sorted_by: usize,
 }
 
 pub fn count_f(v: f64) -> String {
@@ -63,6 +71,7 @@ const OPERATOR_COLUMNS: [Column; 4] = [
 fn row(name: &str, values: Vec<f64>) -> Row {
     Row {
         name: name.to_string(),
+        texts: Vec::new(),
         values,
     }
 }
@@ -97,9 +106,8 @@ struct Sort {
 
 #[function_component(Table)]
 pub fn table(props: &TableProps) -> Html {
-    // Rows arrive sorted by total time, the second column.
     let sort = use_state(|| Sort {
-        column: Some(1),
+        column: Some(props.sorted_by),
         descending: true,
     });
     let query = use_state(String::new);
@@ -161,6 +169,7 @@ pub fn table(props: &TableProps) -> Html {
                 <thead>
                     <tr>
                         { heading(None, "Name") }
+                        { for props.texts.iter().map(|t| html! { <th>{*t}</th> }) }
                         { for props.columns.iter().enumerate().map(|(i, c)| heading(Some(i), c.label)) }
                     </tr>
                 </thead>
@@ -168,6 +177,7 @@ pub fn table(props: &TableProps) -> Html {
                     { for rows.iter().map(|r| html! {
                         <tr>
                             <td class="name" title={r.name.clone()}>{&r.name}</td>
+                            { for r.texts.iter().map(|t| html! { <td class="text" title={t.clone()}>{t}</td> }) }
                             { for r.values.iter().zip(props.columns.iter()).map(|(v, c)| html! { <td class="num">{(c.fmt)(*v)}</td> }) }
                         </tr>
                     }) }

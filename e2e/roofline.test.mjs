@@ -1,0 +1,146 @@
+// End-to-end: the Roofline tab on a real MI300X ResNet-18 training trace that records shapes (the
+// chart's points, roofs and table as `ttap analyze --format json` has the roofline), its step MFU
+// carried by a share link; a device missing from the peaks table (achieved rates only); and the
+// bundled sample (no shapes) saying why it has no roofline.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { serve, launch, openPage, load, lacksTrace, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
+
+const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
+const UNKNOWN = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz');
+const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
+
+let site;
+let browser;
+
+before(async () => {
+  await mkdir(SHOTS, { recursive: true });
+  site = await serve();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+/** The roofline `ttap analyze` reports for `trace`. */
+function roofline(trace) {
+  const made = spawnSync(cli(), ['analyze', '--format', 'json', trace], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  assert.equal(made.status, 0, made.stderr);
+  return JSON.parse(made.stdout)[0].report.roofline;
+}
+
+/** A share link to `trace` served by this test's site. */
+function link(trace) {
+  const made = spawnSync(cli(), ['share', trace, '--base-url', site.url], { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  return made.stdout.trim();
+}
+
+const pct = (v) => `${(100 * v).toFixed(1)}%`;
+
+test('the roofline of a real MI300X trace with shapes: points, roofs and table as the CLI has them', async (t) => {
+  if (lacksTrace(t, TRACE)) return;
+  const r = roofline(TRACE);
+  assert.ok(r.peaks && r.kernels.length > 0 && r.mfu > 0, JSON.stringify(r).slice(0, 300));
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', TRACE), 300_000);
+  await page.click('.tab:has-text("Roofline")');
+  await page.waitForSelector('.roofline');
+
+  // One point per kernel that did FLOPs; those without are said to be in the table only.
+  const plotted = r.kernels.filter((k) => k.tflops > 0 && k.intensity > 0);
+  assert.ok(plotted.length > 0 && plotted.length < r.kernels.length, 'the trace has kernels on and off the chart');
+  const titles = await page.locator('.roofline-chart circle.point title').allTextContents();
+  assert.equal(titles.length, plotted.length);
+  assert.deepEqual(titles.map((s) => s.split('\n')[0]).sort(), plotted.map((k) => k.name).sort());
+  const first = plotted[0];
+  const tip = titles.find((s) => s.startsWith(`${first.name}\n${first.op} (`));
+  assert.match(tip, new RegExp(`${first.tflops.toFixed(2)} TFLOP/s, ${first.gbps.toFixed(1)} GB/s`));
+  assert.match(tip, new RegExp(`${pct(first.share).replace('.', '\\.')} of its roofline \\(${first.bound}-bound\\)`));
+  assert.match(await page.locator('.roofline-off').innerText(),
+    new RegExp(`^${r.kernels.length - plotted.length} of the ${r.kernels.length} kernels do no FLOPs`));
+  // The memory slope and one ceiling per precision the device has.
+  assert.equal(await page.locator('.roofline-chart line.roof.memory').count(), 1);
+  const ceilings = [r.peaks.fp32_tflops, r.peaks.tf32_tflops, r.peaks.fp16_tflops, r.peaks.fp8_tflops].filter((v) => v != null);
+  assert.equal(await page.locator('.roofline-chart line.roof.compute').count(), ceilings.length);
+
+  // The table: the report's kernels in its order (most time lost first).
+  const rows = await page.locator('.roofline table tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  assert.equal(rows.length, r.kernels.length);
+  for (const [k, row] of rows.slice(0, 3).entries()) {
+    const want = r.kernels[k];
+    assert.deepEqual(row.slice(0, 5), [want.name, want.op, want.dtype, want.bound, want.calls.toLocaleString('en-US')], `row ${k + 1}`);
+    assert.equal(row[6], want.tflops.toFixed(2), `row ${k + 1}: TFLOP/s`);
+    assert.equal(row[9], pct(want.share), `row ${k + 1}: share of roofline`);
+  }
+
+  // Coverage, the device's peaks, the step MFU.
+  const c = r.coverage;
+  assert.match(await page.locator('.roofline-coverage').innerText(),
+    new RegExp(`^Shapes recorded for ${pct(c.shapes_ms / c.kernel_ms).replace('.', '\\.')} of GPU kernel time`));
+  assert.match(await page.locator('.roofline-device').innerText(), new RegExp(`peaks of the ${r.peaks.device} from`));
+  assert.match(await page.locator('.roofline-mfu').innerText(), new RegExp(`^Step MFU ${pct(r.mfu).replace('.', '\\.')} `));
+  await page.locator('.roofline').screenshot({ path: join(SHOTS, 'roofline-mi300-resnet18.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+
+  // Its share link carries the step MFU, shown with the shared report's facts.
+  const shared = await openPage(browser, link(TRACE));
+  await shared.page.click('.tab:has-text("Overview")');
+  const fact = shared.page.locator('.fact', { hasText: 'Step MFU' });
+  assert.equal(await fact.locator('dd').innerText(), pct(r.mfu));
+  assert.equal(await shared.page.locator('.tab:has-text("Roofline")').count(), 0, 'a link carries no kernels');
+  assert.deepEqual(shared.errors, []);
+  await shared.context.close();
+});
+
+test('a device missing from the peaks table: achieved rates only, no roofs, no MFU', async (t) => {
+  if (lacksTrace(t, UNKNOWN)) return;
+  const r = roofline(UNKNOWN);
+  assert.equal(r.peaks, null);
+  assert.equal(r.device, 'AMD Radeon Graphics');
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.setInputFiles('#file-input', UNKNOWN));
+  await page.click('.tab:has-text("Roofline")');
+  assert.match(await page.locator('.roofline-device').innerText(),
+    /^AMD Radeon Graphics is not in the peaks table: achieved rates only, without roofs, roofline shares or MFU\.$/);
+  const plotted = r.kernels.filter((k) => k.tflops > 0 && k.intensity > 0);
+  assert.ok(plotted.length > 0);
+  assert.equal(await page.locator('.roofline-chart circle.point.achieved').count(), plotted.length);
+  assert.equal(await page.locator('.roofline-chart .roof, .roofline-mfu').count(), 0);
+  // Ranked by time, as the report ranks them without peaks; no share, nothing lost.
+  assert.equal(await page.locator('.roofline .table-head h2').innerText(), 'Kernels with counted work, by time');
+  const rows = await page.locator('.roofline table tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((row) => row[0]), r.kernels.map((k) => k.name));
+  assert.ok(rows.every((row) => row[3] === '-' && row[9] === '-' && row[10] === '-'), JSON.stringify(rows[0]));
+  await page.locator('.roofline').screenshot({ path: join(SHOTS, 'roofline-unknown-device.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the bundled sample records no shapes: the Roofline tab says so, and its link has no MFU', async () => {
+  const r = roofline(SAMPLE);
+  assert.equal(r.coverage.shapes_ms, 0);
+  const { page, context, errors } = await openPage(browser, site.url);
+  await load(page, () => page.click('#sample'));
+  await page.click('.tab:has-text("Roofline")');
+  assert.match(await page.locator('.roofline-none').innerText(), /records no operator shapes.*record_shapes=True/);
+  assert.equal(await page.locator('.roofline-chart, .roofline table').count(), 0);
+  assert.match(await page.locator('.roofline-coverage').innerText(), /^Shapes recorded for 0\.0% of GPU kernel time/);
+  await page.click('.tab:has-text("Overview")');
+  assert.equal(await page.locator('.fact', { hasText: 'Step MFU' }).count(), 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+
+  const shared = await openPage(browser, link(SAMPLE));
+  await shared.page.click('.tab:has-text("Overview")');
+  assert.equal(await shared.page.locator('.fact', { hasText: 'Step MFU' }).count(), 0);
+  await shared.context.close();
+});

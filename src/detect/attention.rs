@@ -227,12 +227,7 @@ fn fused_anywhere(t: &Trace) -> bool {
         name.strip_prefix("aten::").unwrap_or(name) == "scaled_dot_product_attention"
     });
     let fused = of_names(t, |name| FUSED.iter().any(|f| name.contains(f)));
-    let runs_math = |i: usize| {
-        let last = t.tracks[e.track[i] as usize].events.end as usize;
-        (i + 1..last)
-            .take_while(|&j| e.start[j] < e.end(i))
-            .any(|j| math[e.name[j] as usize])
-    };
+    let runs_math = |i: usize| t.nested_in(i).any(|j| math[e.name[j] as usize]);
     (0..e.len()).any(|i| match e.kind[i] {
         EventKind::CpuOp => {
             let name = e.name[i] as usize;

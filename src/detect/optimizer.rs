@@ -75,7 +75,6 @@ impl Ranges {
             fused: vec![false; n],
         };
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
-            let last = track.events.end as usize;
             for i in track.events.clone().map(|i| i as usize) {
                 if !is_range(t, i, prefix) {
                     continue;
@@ -86,7 +85,7 @@ impl Ranges {
                 r.events[k].push(i);
                 // `Optimizer.step#FusedAdam.step`: apex's and torchrec's fused optimizers.
                 r.fused[k] |= t.name_of(i).contains("#Fused");
-                for j in (i + 1..last).take_while(|&j| e.start[j] < e.end(i)) {
+                for j in t.nested_in(i) {
                     let name = t.name_of(j);
                     r.fused[k] |= name.contains("_foreach_") || name.contains("_fused_");
                     if e.kind[j] == EventKind::CpuOp && holder(t, j) == Some(i) {

@@ -352,6 +352,14 @@ impl Trace {
         self.strings.get(self.events.name[event])
     }
 
+    /// The events of `event`'s track that start inside it, after it: its descendants in the
+    /// call tree (tracks sort by start, longest first).
+    pub fn nested_in(&self, event: usize) -> impl Iterator<Item = usize> + '_ {
+        let e = &self.events;
+        let last = self.tracks[e.track[event] as usize].events.end as usize;
+        (event + 1..last).take_while(move |&j| e.start[j] < e.end(event))
+    }
+
     /// The runtime class of `event`, a runtime call with details.
     pub fn runtime_class(&self, event: usize) -> RuntimeClass {
         self.details.runtime_class(self.events.detail[event])

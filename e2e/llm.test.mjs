@@ -197,7 +197,9 @@ test('llama-server answers in the schema asked for: its fields are shown, with t
   assert.deepEqual(Object.keys(answer).sort(), ['anti_pattern', 'confidence', 'explanation', 'fix']);
   assert.ok(schema.properties.anti_pattern.enum.includes(answer.anti_pattern), answer.anti_pattern);
   assert.ok(answer.confidence >= 0 && answer.confidence <= 1);
-  assert.match(await done.locator('.llm-evidence').innerText(), /the explanation cites|in the request/);
+  // The tiny model's random text may cite nothing, some figures, or all of them: each has its line.
+  assert.match(await done.locator('.llm-evidence').innerText(),
+    /^(The explanation cites no figure or event name to check against the request\.|All \d+ figures and names the explanation cites are in the request\.|\d+ of \d+ figures and names the explanation cites are in the request; not in the evidence: .+\.)$/s);
   assert.equal(await page.locator('.llm-fallback').count(), 0, 'the server took the schema');
   assert.deepEqual(errors, []);
   await context.close();

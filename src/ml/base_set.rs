@@ -13,7 +13,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use super::fit::{fit, Params};
-use super::{Model, Provenance};
+use super::{MlError, Model, Provenance};
 use crate::features::NAMES;
 use crate::model::AntiPattern;
 use crate::synth::GENERATOR_VERSION;
@@ -165,16 +165,12 @@ pub const RETRAIN_PARAMS: Params = Params {
 
 /// A model fitted on the base set plus the user's kept labels (each window's features and its
 /// label, `None` for "no anti-pattern"), each counting [`KEPT_LABEL_WEIGHT`] times.
-pub fn retrain(base: &BaseSet, kept: &[(Vec<f32>, Option<AntiPattern>)]) -> Result<Model, String> {
+pub fn retrain(base: &BaseSet, kept: &[(Vec<f32>, Option<AntiPattern>)]) -> Result<Model, MlError> {
     let mut windows: Vec<&[f32]> = base.windows.iter().map(Vec::as_slice).collect();
     let mut labels = base.labels.clone();
     for (w, l) in kept {
         if w.len() != NAMES.len() {
-            return Err(format!(
-                "a kept window has {} features, the model {}",
-                w.len(),
-                NAMES.len()
-            ));
+            return Err(MlError::KeptWindow(w.len()));
         }
         windows.extend(std::iter::repeat_n(w.as_slice(), KEPT_LABEL_WEIGHT));
         labels.extend(std::iter::repeat_n(*l, KEPT_LABEL_WEIGHT));

@@ -14,7 +14,7 @@ use smartcore::linalg::basic::arrays::Array;
 use smartcore::linalg::basic::matrix::DenseMatrix;
 use smartcore::tree::decision_tree_classifier::DecisionTreeClassifier;
 
-use super::{Forest, Tree, LEAF};
+use super::{Forest, MlError, Tree, LEAF};
 use crate::features::NAMES;
 
 type SmartcoreTree = DecisionTreeClassifier<f64, u32, DenseMatrix<f64>, Vec<u32>>;
@@ -27,23 +27,30 @@ pub struct SmartcoreForest {
 
 impl SmartcoreForest {
     /// The forest's trees as smartcore's.
-    pub fn of(forest: &Forest) -> Result<SmartcoreForest, String> {
+    pub fn of(forest: &Forest) -> Result<SmartcoreForest, MlError> {
         let classes = forest.classes.len();
         let trees = forest
             .trees
             .iter()
             .enumerate()
-            .map(|(k, t)| tree(t, classes).map_err(|e| format!("tree {k}: {e}")))
+            .map(|(k, t)| {
+                tree(t, classes).map_err(|e| MlError::smartcore(format!("reading tree {k}"), e))
+            })
             .collect::<Result<_, _>>()?;
         Ok(SmartcoreForest { classes, trees })
     }
 
     /// For each row of `x` (a window's features in [`NAMES`] order), the share of the trees
     /// voting for each class.
-    pub fn shares(&self, x: &DenseMatrix<f64>) -> Result<Vec<Vec<f32>>, String> {
+    pub fn shares(&self, x: &DenseMatrix<f64>) -> Result<Vec<Vec<f32>>, MlError> {
         let mut votes = vec![vec![0u32; self.classes]; x.shape().0];
         for t in &self.trees {
-            for (row, class) in t.predict(x).map_err(|e| e.to_string())?.iter().enumerate() {
+            for (row, class) in t
+                .predict(x)
+                .map_err(|e| MlError::smartcore("predicting", e))?
+                .iter()
+                .enumerate()
+            {
                 votes[row][*class as usize] += 1;
             }
         }
@@ -56,16 +63,17 @@ impl SmartcoreForest {
 }
 
 /// Windows' features as smartcore's matrix.
-pub fn matrix(windows: &[&[f32]]) -> Result<DenseMatrix<f64>, String> {
+pub fn matrix(windows: &[&[f32]]) -> Result<DenseMatrix<f64>, MlError> {
     let rows: Vec<Vec<f64>> = windows
         .iter()
         .map(|w| w.iter().map(|&v| f64::from(v)).collect())
         .collect();
-    DenseMatrix::from_2d_vec(&rows).map_err(|e| e.to_string())
+    DenseMatrix::from_2d_vec(&rows)
+        .map_err(|e| MlError::smartcore("building the windows' matrix", e))
 }
 
 /// One compact tree in smartcore's serde form, read back as smartcore's tree.
-fn tree(t: &Tree, classes: usize) -> Result<SmartcoreTree, String> {
+fn tree(t: &Tree, classes: usize) -> Result<SmartcoreTree, serde_json::Error> {
     let nodes: Vec<Value> = (0..t.feature.len())
         .map(|i| {
             let leaf = t.feature[i] == LEAF;
@@ -92,5 +100,4 @@ fn tree(t: &Tree, classes: usize) -> Result<SmartcoreTree, String> {
         "_phantom_x": null,
         "_phantom_y": null,
     }))
-    .map_err(|e| format!("smartcore did not read the tree: {e}"))
 }

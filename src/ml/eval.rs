@@ -6,7 +6,7 @@ use smartcore::cluster::kmeans::{KMeans, KMeansParameters};
 use smartcore::linalg::basic::matrix::DenseMatrix;
 
 use super::train::{ingested, label_of, LabelledWindow};
-use super::Model;
+use super::{MlError, Model};
 use crate::detect::{self, Analysis, Finding};
 use crate::features::{of_trace, NAMES};
 use crate::model::AntiPattern;
@@ -62,7 +62,7 @@ pub struct KMeansBaseline {
 
 impl KMeansBaseline {
     /// Fits `k` clusters on the training windows (their labels only name the clusters' types).
-    pub fn fit(rows: &[LabelledWindow], k: usize) -> Result<KMeansBaseline, String> {
+    pub fn fit(rows: &[LabelledWindow], k: usize) -> Result<KMeansBaseline, MlError> {
         let n = rows.len().max(1) as f64;
         let column = |j: usize| rows.iter().map(move |r| f64::from(r.features.values[j]));
         let mean: Vec<f64> = (0..NAMES.len())
@@ -88,18 +88,18 @@ impl KMeansBaseline {
             .iter()
             .map(|r| baseline.standardized(&r.features.values))
             .collect();
-        let matrix = DenseMatrix::from_2d_vec(&x)
-            .map_err(|e| format!("k-means on {} windows: {e}", rows.len()))?;
+        let doing = format!("k-means on {} windows", rows.len());
+        let matrix = DenseMatrix::from_2d_vec(&x).map_err(|e| MlError::smartcore(&doing, e))?;
         let params = KMeansParameters {
             seed: Some(1),
             ..KMeansParameters::default().with_k(k).with_max_iter(100)
         };
         let fitted: KMeans<f64, u32, DenseMatrix<f64>, Vec<u32>> =
-            KMeans::fit(&matrix, params).map_err(|e| format!("k-means: {e}"))?;
+            KMeans::fit(&matrix, params).map_err(|e| MlError::smartcore(&doing, e))?;
         // smartcore keeps the centroids private; its serde form holds them.
-        let form = serde_json::to_value(&fitted).map_err(|e| e.to_string())?;
+        let form = serde_json::to_value(&fitted).map_err(|e| MlError::smartcore(&doing, e))?;
         baseline.centroids = serde_json::from_value(form["centroids"].clone())
-            .map_err(|e| format!("k-means serialized without centroids ({e})"))?;
+            .map_err(|e| MlError::smartcore(&doing, format!("no centroids in its form ({e})")))?;
         let mut counts = vec![[0usize; AntiPattern::ALL.len()]; baseline.centroids.len()];
         for (r, x) in rows.iter().zip(&x) {
             if let Some(k) = r.label {
@@ -172,7 +172,7 @@ pub fn score_scenario(
     model: &Model,
     kmeans: &KMeansBaseline,
     c: &Config,
-) -> Result<Vec<Scored>, String> {
+) -> Result<Vec<Scored>, MlError> {
     let (trace, labels) = ingested(c)?;
     let a = Analysis::new(&trace);
     let findings = detect::run(&a).findings;

@@ -13,7 +13,7 @@ use smartcore::ensemble::random_forest_classifier::{
 };
 use smartcore::linalg::basic::matrix::DenseMatrix;
 
-use super::{Forest, Model, Provenance, Tree, FORMAT, LEAF, VERSION};
+use super::{Forest, MlError, Model, Provenance, Tree, FORMAT, LEAF, VERSION};
 use crate::features::NAMES;
 use crate::model::AntiPattern;
 
@@ -43,14 +43,13 @@ pub fn fit(
     labels: &[Option<AntiPattern>],
     p: Params,
     provenance: Provenance,
-) -> Result<Model, String> {
+) -> Result<Model, MlError> {
     let x: Vec<Vec<f64>> = windows
         .iter()
         .map(|w| w.iter().map(|&v| f64::from(v)).collect())
         .collect();
     let anomalous: Vec<u32> = labels.iter().map(|l| u32::from(l.is_some())).collect();
-    let anomaly = forest(&x, &anomalous, vec!["normal".into(), "anomalous".into()], p)
-        .map_err(|e| format!("fitting the anomaly forest: {e}"))?;
+    let anomaly = forest(&x, &anomalous, vec!["normal".into(), "anomalous".into()], p)?;
     let kinds: Vec<AntiPattern> = AntiPattern::ALL
         .into_iter()
         .filter(|k| labels.contains(&Some(*k)))
@@ -68,8 +67,7 @@ pub fn fit(
         &ky,
         kinds.iter().map(|k| k.id().to_string()).collect(),
         p,
-    )
-    .map_err(|e| format!("fitting the type forest: {e}"))?;
+    )?;
     Ok(Model {
         format: FORMAT.into(),
         version: VERSION,
@@ -82,16 +80,19 @@ pub fn fit(
 }
 
 /// A smartcore random forest on `x` (rows) and classes `y` (indices into `classes`), exported.
-fn forest(x: &[Vec<f64>], y: &[u32], classes: Vec<String>, p: Params) -> Result<Forest, String> {
+fn forest(x: &[Vec<f64>], y: &[u32], classes: Vec<String>, p: Params) -> Result<Forest, MlError> {
     let distinct = (0..classes.len() as u32).filter(|c| y.contains(c)).count();
     if distinct < 2 {
-        return Err(format!(
-            "{} windows hold {distinct} of the classes {classes:?}: generate more scenarios",
-            y.len()
-        ));
+        return Err(MlError::TooFewClasses {
+            windows: y.len(),
+            distinct,
+            classes,
+        });
     }
-    let matrix = DenseMatrix::from_2d_vec(&x.to_vec()).map_err(|e| e.to_string())?;
-    let rf = smartcore_forest(&matrix, y, p)?;
+    let doing = format!("fitting the forest of {classes:?}");
+    let matrix =
+        DenseMatrix::from_2d_vec(&x.to_vec()).map_err(|e| MlError::smartcore(&doing, e))?;
+    let rf = smartcore_forest(&matrix, y, p).map_err(|e| MlError::smartcore(&doing, e))?;
     Ok(Forest {
         classes,
         trees: export(&rf)?,
@@ -100,36 +101,48 @@ fn forest(x: &[Vec<f64>], y: &[u32], classes: Vec<String>, p: Params) -> Result<
 
 type SmartcoreForest = RandomForestClassifier<f64, u32, DenseMatrix<f64>, Vec<u32>>;
 
-fn smartcore_forest(x: &DenseMatrix<f64>, y: &[u32], p: Params) -> Result<SmartcoreForest, String> {
+fn smartcore_forest(
+    x: &DenseMatrix<f64>,
+    y: &[u32],
+    p: Params,
+) -> Result<SmartcoreForest, smartcore::error::Failed> {
     let params = RandomForestClassifierParameters::default()
         .with_n_trees(p.trees)
         .with_max_depth(p.max_depth)
         .with_min_samples_leaf(p.min_samples_leaf)
         .with_seed(p.seed);
-    RandomForestClassifier::fit(x, &y.to_vec(), params).map_err(|e| e.to_string())
+    RandomForestClassifier::fit(x, &y.to_vec(), params)
+}
+
+/// A fitted forest's serde form that this version cannot read.
+fn unknown_form(message: impl ToString) -> MlError {
+    MlError::smartcore("exporting a fitted forest from its serde form", message)
 }
 
 /// The forest's trees, read from its serde form.
-fn export(rf: &SmartcoreForest) -> Result<Vec<Tree>, String> {
-    let form = serde_json::to_value(rf).map_err(|e| e.to_string())?;
+fn export(rf: &SmartcoreForest) -> Result<Vec<Tree>, MlError> {
+    let form = serde_json::to_value(rf).map_err(unknown_form)?;
     form["trees"]
         .as_array()
-        .ok_or("smartcore's forest serialized without trees")?
+        .ok_or_else(|| unknown_form("no trees"))?
         .iter()
         .map(export_tree)
         .collect()
 }
 
 /// One smartcore tree (its serde form) in preorder columns.
-fn export_tree(tree: &Value) -> Result<Tree, String> {
+fn export_tree(tree: &Value) -> Result<Tree, MlError> {
     let nodes = tree["nodes"]
         .as_array()
-        .ok_or("a smartcore tree serialized without nodes")?;
+        .ok_or_else(|| unknown_form("a tree without nodes"))?;
     let classes: Vec<u64> = tree["classes"]
         .as_array()
-        .ok_or("a smartcore tree serialized without classes")?
+        .ok_or_else(|| unknown_form("a tree without classes"))?
         .iter()
-        .map(|c| c.as_u64().ok_or("a class that is not an index"))
+        .map(|c| {
+            c.as_u64()
+                .ok_or_else(|| unknown_form("a class that is not an index"))
+        })
         .collect::<Result<_, _>>()?;
     let mut out = Tree {
         feature: Vec::new(),
@@ -140,10 +153,10 @@ fn export_tree(tree: &Value) -> Result<Tree, String> {
     Ok(out)
 }
 
-fn visit(nodes: &[Value], classes: &[u64], i: usize, out: &mut Tree) -> Result<(), String> {
+fn visit(nodes: &[Value], classes: &[u64], i: usize, out: &mut Tree) -> Result<(), MlError> {
     let node = nodes
         .get(i)
-        .ok_or_else(|| format!("a smartcore tree's child {i} is missing"))?;
+        .ok_or_else(|| unknown_form(format!("a tree's child {i} is missing")))?;
     let child = |k: &str| node[k].as_u64().map(|c| c as usize);
     let here = out.feature.len();
     match (child("true_child"), child("false_child")) {
@@ -151,10 +164,10 @@ fn visit(nodes: &[Value], classes: &[u64], i: usize, out: &mut Tree) -> Result<(
             let feature = node["split_feature"]
                 .as_u64()
                 .filter(|&f| (f as usize) < NAMES.len())
-                .ok_or("a split on no known feature")?;
+                .ok_or_else(|| unknown_form("a split on no known feature"))?;
             let threshold = node["split_value"]
                 .as_f64()
-                .ok_or("a split without value")?;
+                .ok_or_else(|| unknown_form("a split without value"))?;
             out.feature.push(feature as u8);
             out.value.push(at_most(threshold));
             out.right.push(0);
@@ -163,10 +176,13 @@ fn visit(nodes: &[Value], classes: &[u64], i: usize, out: &mut Tree) -> Result<(
             visit(nodes, classes, right, out)
         }
         _ => {
-            let output = node["output"].as_u64().ok_or("a leaf without output")? as usize;
+            let output = node["output"]
+                .as_u64()
+                .ok_or_else(|| unknown_form("a leaf without output"))?
+                as usize;
             let class = classes
                 .get(output)
-                .ok_or("a leaf naming no class of its tree")?;
+                .ok_or_else(|| unknown_form("a leaf naming no class of its tree"))?;
             out.feature.push(LEAF);
             out.value.push(*class as f32);
             out.right.push(0);

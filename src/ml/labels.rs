@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::MlError;
 use crate::model::AntiPattern;
 
 /// `pattern` of a window a person judged normal: the word `ttap features` writes for an
@@ -55,25 +56,24 @@ pub fn patterns() -> impl Iterator<Item = &'static str> {
 }
 
 /// Reads a labels file's text (`source` names it in errors), checking every entry's pattern.
-pub fn parse(text: &str, source: &str) -> Result<Vec<WindowLabel>, String> {
-    let labels: Vec<WindowLabel> = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{source}: not a labels file ({e}); expected a JSON array of {{\"step\", \"phase\", \
-             \"pattern\"}} as `ttap synth --labels` or the web app's Export labels write"
-        )
+pub fn parse(text: &str, source: &str) -> Result<Vec<WindowLabel>, MlError> {
+    let labels: Vec<WindowLabel> = serde_json::from_str(text).map_err(|e| MlError::NotLabels {
+        file: source.to_string(),
+        message: e.to_string(),
     })?;
     if let Some((i, l)) = labels
         .iter()
         .enumerate()
         .find(|(_, l)| !patterns().any(|p| p == l.pattern))
     {
-        return Err(format!(
-            "{source}: label {i} (step {} {}) has the pattern '{}'; expected one of {}",
-            l.step,
-            l.phase,
-            l.pattern,
-            patterns().collect::<Vec<_>>().join(", ")
-        ));
+        return Err(MlError::UnknownPattern {
+            file: source.to_string(),
+            index: i,
+            step: l.step,
+            phase: l.phase.clone(),
+            pattern: l.pattern.clone(),
+            expected: patterns().collect::<Vec<_>>().join(", "),
+        });
     }
     Ok(labels)
 }
@@ -86,17 +86,19 @@ pub fn for_trace(
     fingerprint: &str,
     source: &str,
     trace: &str,
-) -> Result<Vec<WindowLabel>, String> {
+) -> Result<Vec<WindowLabel>, MlError> {
     let total = labels.len();
     let mine: Vec<WindowLabel> = labels
         .into_iter()
         .filter(|l| l.fingerprint.as_deref().is_none_or(|f| f == fingerprint))
         .collect();
     if total > 0 && mine.is_empty() {
-        return Err(format!(
-            "none of the {total} labels in {source} is for {trace} (fingerprint {fingerprint}): \
-             each label names its trace and fingerprint; pass the trace they were made on"
-        ));
+        return Err(MlError::NoLabelsForTrace {
+            total,
+            file: source.to_string(),
+            trace: trace.to_string(),
+            fingerprint: fingerprint.to_string(),
+        });
     }
     Ok(mine)
 }
@@ -242,7 +244,9 @@ mod tests {
         );
         let mine = for_trace(labels.clone(), "fp1-0123456789abcdef", "l.json", "t").unwrap();
         assert_eq!(mine, labels);
-        let e = for_trace(labels, "fp1-other", "l.json", "b.json").unwrap_err();
+        let e = for_trace(labels, "fp1-other", "l.json", "b.json")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("none of the 1 labels in l.json is for b.json (fingerprint fp1-other)"),
             "{e}"
@@ -251,13 +255,14 @@ mod tests {
 
     #[test]
     fn bad_files_say_what_is_expected() {
-        let e = parse("{}", "l.json").unwrap_err();
+        let e = parse("{}", "l.json").unwrap_err().to_string();
         assert!(e.starts_with("l.json: not a labels file"), "{e}");
         let e = parse(
             r#"[{"step": 3, "phase": "forward", "pattern": "slow"}]"#,
             "l.json",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("label 0 (step 3 forward) has the pattern 'slow'; expected one of dataloader-bottleneck"),
             "{e}"

@@ -14,6 +14,7 @@
 
 pub mod base_set;
 pub mod by_smartcore;
+mod error;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod eval;
 pub mod fit;
@@ -22,6 +23,8 @@ pub mod labels;
 pub mod real;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod train;
+
+pub use error::MlError;
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -220,32 +223,30 @@ impl Model {
     }
 
     /// Reads and checks a model file's text.
-    pub fn from_json(text: &str) -> Result<Model, String> {
-        let m: Model =
-            serde_json::from_str(text).map_err(|e| format!("not a window-forest model ({e})"))?;
+    pub fn from_json(text: &str) -> Result<Model, MlError> {
+        let m: Model = serde_json::from_str(text).map_err(|e| MlError::NotAModel(e.to_string()))?;
         if m.format != FORMAT || m.version != VERSION {
-            return Err(format!(
-                "format {} version {}, expected {FORMAT} version {VERSION}",
-                m.format, m.version
-            ));
+            return Err(MlError::ModelVersion {
+                format: m.format,
+                version: m.version,
+            });
         }
         if m.features != NAMES {
-            return Err(format!(
-                "trained on other features ({} names, expected the {} of features::NAMES)",
-                m.features.len(),
-                NAMES.len()
-            ));
+            return Err(MlError::ModelFeatures(m.features.len()));
         }
         for (what, f, classes) in [("anomaly", &m.anomaly, 2), ("kind", &m.kind, 1)] {
             if f.trees.is_empty() || f.classes.len() < classes {
-                return Err(format!("the {what} forest has no trees or no classes"));
+                return Err(MlError::EmptyForest(what));
             }
             if let Some(k) = f
                 .trees
                 .iter()
                 .position(|t| !t.is_well_formed(f.classes.len()))
             {
-                return Err(format!("the {what} forest's tree {k} is malformed"));
+                return Err(MlError::MalformedTree {
+                    forest: what,
+                    tree: k,
+                });
             }
         }
         Ok(m)

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
-use super::{shows_evidence, Model};
+use super::{shows_evidence, MlError, Model};
 use crate::detect::scoring::{read_labelled, LabelSet, RealLabels};
 use crate::detect::{self, Analysis};
 use crate::features::{of_trace, WindowFeatures, NAMES};
@@ -79,14 +79,14 @@ pub fn score_labelled(
     kmeans: Option<&KMeansBaseline>,
     labels: &RealLabels,
     dir: &Path,
-) -> Result<Vec<RealScored>, String> {
+) -> Result<Vec<RealScored>, MlError> {
     let mut out = Vec::new();
     for l in labels
         .traces
         .iter()
         .filter(|l| l.judged_by(LabelSet::Rubric))
     {
-        let ingested = read_labelled(dir, &l.trace).map_err(|e| e.to_string())?;
+        let ingested = read_labelled(dir, &l.trace)?;
         let t = &ingested.trace;
         let a = Analysis::new(t);
         let steady_steps = a.steps.steady();

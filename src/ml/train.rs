@@ -2,7 +2,7 @@
 //! the committed recipe, and the model it makes ([`super::fit`] fits the forests).
 
 use super::fit::{fit, Params};
-use super::{Model, Provenance};
+use super::{MlError, Model, Provenance};
 use crate::features::{of_trace, WindowFeatures};
 use crate::ingest::{ingest_bytes, IngestOptions};
 use crate::model::AntiPattern;
@@ -43,10 +43,15 @@ pub struct LabelledWindow {
 }
 
 /// A scenario's trace, ingested, and its labels.
-pub fn ingested(c: &Config) -> Result<(Trace, Vec<Label>), String> {
+pub fn ingested(c: &Config) -> Result<(Trace, Vec<Label>), MlError> {
     let generated = synth::generate(c);
-    let ingested = ingest_bytes(generated.trace.as_bytes(), IngestOptions::default())
-        .map_err(|e| format!("the scenario {}: {e}", describe(c)))?;
+    let ingested =
+        ingest_bytes(generated.trace.as_bytes(), IngestOptions::default()).map_err(|error| {
+            MlError::Scenario {
+                scenario: describe(c),
+                error,
+            }
+        })?;
     Ok((ingested.trace, generated.labels))
 }
 
@@ -59,7 +64,7 @@ pub fn label_of(labels: &[Label], w: &WindowFeatures) -> Option<AntiPattern> {
 }
 
 /// The windows of one generated scenario, labelled from the generator's labels.
-pub fn labelled_windows(trace: usize, c: &Config) -> Result<Vec<LabelledWindow>, String> {
+pub fn labelled_windows(trace: usize, c: &Config) -> Result<Vec<LabelledWindow>, MlError> {
     let (t, labels) = ingested(c)?;
     Ok(of_trace(&t, &split(&t))
         .into_iter()
@@ -89,7 +94,7 @@ pub fn data_set(
     gpus: &[Gpu],
     count: usize,
     seed: u64,
-) -> Result<Vec<LabelledWindow>, String> {
+) -> Result<Vec<LabelledWindow>, MlError> {
     let mut rows = Vec::new();
     for k in 0..count {
         let c = synth::scenario(models, gpus, seed + k as u64);
@@ -140,7 +145,7 @@ impl Recipe {
 
 /// Generates the recipe's scenarios and fits the model on their windows; the same recipe gives
 /// the same model. Returns the windows too (for the training report).
-pub fn train(recipe: &Recipe) -> Result<(Model, Vec<LabelledWindow>), String> {
+pub fn train(recipe: &Recipe) -> Result<(Model, Vec<LabelledWindow>), MlError> {
     let rows = data_set(&TRAIN_MODELS, &TRAIN_GPUS, recipe.traces, recipe.seed)?;
     let windows: Vec<&[f32]> = rows.iter().map(|r| r.features.values.as_slice()).collect();
     let labels: Vec<Option<AntiPattern>> = rows.iter().map(|r| r.label).collect();

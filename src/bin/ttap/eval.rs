@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::{bail, Context};
+
 use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::of_trace;
@@ -69,24 +71,24 @@ pub fn run(args: &Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: ttap eval: {e}");
+            eprintln!("error: ttap eval: {e:#}");
             ExitCode::from(2)
         }
     }
 }
 
-fn load(args: &Args) -> Result<Model, String> {
+fn load(args: &Args) -> anyhow::Result<Model> {
     match &args.model {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("reading the model {}: {e}", path.display()))?;
-            Model::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+                .with_context(|| format!("reading the model {}", path.display()))?;
+            Model::from_json(&text).with_context(|| path.display().to_string())
         }
         None => Ok(Model::embedded().clone()),
     }
 }
 
-fn evaluate(args: &Args) -> Result<(), String> {
+fn evaluate(args: &Args) -> anyhow::Result<()> {
     let model = load(args)?;
     let train_rows = data_set(&TRAIN_MODELS, &TRAIN_GPUS, args.kmeans_traces, 1)?;
     let kmeans = KMeansBaseline::fit(&train_rows, args.clusters)?;
@@ -128,12 +130,8 @@ fn evaluate(args: &Args) -> Result<(), String> {
     held_out_section(&mut o, &model, &held_out);
     speed_section(&mut o, &model, &train_rows);
     real_section(&mut o, &model, &args.real);
-    std::fs::write(&args.out, &o).map_err(|e| {
-        format!(
-            "writing {}: {e} (does its folder exist?)",
-            args.out.display()
-        )
-    })?;
+    std::fs::write(&args.out, &o)
+        .with_context(|| format!("writing {} (does its folder exist?)", args.out.display()))?;
     crate::out(&o);
     Ok(())
 }
@@ -141,7 +139,7 @@ fn evaluate(args: &Args) -> Result<(), String> {
 /// `ttap eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
 /// the model agrees with the label: a window labelled with an anti-pattern when the model flags
 /// it with that type, one labelled "none" when it does not flag it.
-fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
+fn score_labels(args: &Args, path: &PathBuf) -> anyhow::Result<()> {
     let model = load(args)?;
     let labels = read_labels(path)?;
     let source = path.display().to_string();
@@ -161,15 +159,14 @@ fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
     let mut used = vec![false; labels.len()];
     for trace in &args.trace {
         let name = trace.display().to_string();
-        let ingested =
-            read_file(trace, IngestOptions::default()).map_err(|e| format!("{name}: {e}"))?;
+        let ingested = read_file(trace, IngestOptions::default()).with_context(|| name.clone())?;
         let t = &ingested.trace;
         let fp = fingerprint(t);
         let mine = for_trace(labels.clone(), &fp, &source, &name)?;
         if !ml::applies_to(t) {
-            return Err(format!(
+            bail!(
                 "{name} has no GPU work: the window detector does not score it (labels for it cannot be checked)"
-            ));
+            );
         }
         let a = Analysis::new(t);
         let (mut step, mut index) = (None, 0);
@@ -214,7 +211,7 @@ fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
     }
     if let Some(k) = used.iter().position(|u| !u) {
         let l = &labels[k];
-        return Err(format!(
+        bail!(
             "label {k} of {source} (step {} {}{}) names no window of the traces given; pass the \
              trace it was made on with --trace",
             l.step,
@@ -222,7 +219,7 @@ fn score_labels(args: &Args, path: &PathBuf) -> Result<(), String> {
             l.trace
                 .as_ref()
                 .map_or(String::new(), |t| format!(" of {t}")),
-        ));
+        );
     }
     let _ = writeln!(
         o,
@@ -245,7 +242,7 @@ fn labelled_real_section(
     generated_healthy: &[&[f32]],
     dir: &Path,
     labels: &Path,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     if !dir.is_dir() {
         let _ = writeln!(
             o,
@@ -255,8 +252,8 @@ fn labelled_real_section(
         return Ok(());
     }
     let text = std::fs::read_to_string(labels)
-        .map_err(|e| format!("reading the real labels {}: {e}", labels.display()))?;
-    let labels = RealLabels::from_json(&text).map_err(|e| format!("{}: {e}", labels.display()))?;
+        .with_context(|| format!("reading the real labels {}", labels.display()))?;
+    let labels = RealLabels::from_json(&text).with_context(|| labels.display().to_string())?;
     let rows = score_labelled(model, Some(kmeans), &labels, dir)?;
     let f = figures(&rows, model.threshold);
     let ratio = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use serde_json::{json, Value};
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
@@ -24,16 +26,16 @@ pub struct Args {
 }
 
 /// A labels file (`ttap synth --labels`, the web app's Export labels), read and checked.
-pub fn read_labels(path: &PathBuf) -> Result<Vec<WindowLabel>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    labels::parse(&text, &path.display().to_string())
+pub fn read_labels(path: &PathBuf) -> anyhow::Result<Vec<WindowLabel>> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    Ok(labels::parse(&text, &path.display().to_string())?)
 }
 
 pub fn run(args: &Args) -> ExitCode {
     let labels = match args.labels.as_ref().map(read_labels).transpose() {
         Ok(l) => l.unwrap_or_default(),
         Err(e) => {
-            eprintln!("error: ttap features: {e}");
+            eprintln!("error: ttap features: {e:#}");
             return ExitCode::from(2);
         }
     };
@@ -52,7 +54,7 @@ pub fn run(args: &Args) -> ExitCode {
     ) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error: ttap features: {e}");
+            eprintln!("error: ttap features: {e:#}");
             return ExitCode::from(2);
         }
     };

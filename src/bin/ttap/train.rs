@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
+
 use torchtraceap::features::NAMES;
 use torchtraceap::ml::base_set::BaseSet;
 use torchtraceap::ml::fit::Params;
@@ -40,13 +42,13 @@ pub fn run(args: &Args) -> ExitCode {
     match train(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: ttap train: {e}");
+            eprintln!("error: ttap train: {e:#}");
             ExitCode::from(2)
         }
     }
 }
 
-fn train(args: &Args) -> Result<(), String> {
+fn train(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let params = Params {
         trees: args.trees,
@@ -61,20 +63,15 @@ fn train(args: &Args) -> Result<(), String> {
     let (model, rows) = train_model(&recipe)?;
     let elapsed = started.elapsed();
     let json = model.to_json();
-    let write = |path: &PathBuf, text: &str| {
-        std::fs::write(path, text)
-            .map_err(|e| format!("writing {}: {e} (does its folder exist?)", path.display()))
+    let write = |path: &PathBuf, bytes: &[u8]| {
+        std::fs::write(path, bytes)
+            .with_context(|| format!("writing {} (does its folder exist?)", path.display()))
     };
-    write(&args.out, &json)?;
+    write(&args.out, json.as_bytes())?;
     let windows: Vec<&[f32]> = rows.iter().map(|r| r.features.values.as_slice()).collect();
     let labels: Vec<_> = rows.iter().map(|r| r.label).collect();
     let base = BaseSet::sample(&windows, &labels, 3);
-    std::fs::write(&args.base_set, base.encode()).map_err(|e| {
-        format!(
-            "writing {}: {e} (does its folder exist?)",
-            args.base_set.display()
-        )
-    })?;
+    write(&args.base_set, &base.encode())?;
     let per_kind: Vec<String> = AntiPattern::ALL
         .iter()
         .map(|k| {
@@ -117,7 +114,7 @@ fn train(args: &Args) -> Result<(), String> {
         tried = (NAMES.len() as f64).sqrt().floor(),
         per_kind = per_kind.join("\n"),
     );
-    write(&args.report, &report)?;
+    write(&args.report, report.as_bytes())?;
     eprintln!(
         "ttap train: {} windows from {} scenarios; model {} bytes in {}; report in {}",
         rows.len(),

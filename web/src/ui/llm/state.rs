@@ -487,7 +487,7 @@ async fn read_labels(file: &web_sys::File) -> Result<Vec<WindowLabel>, String> {
         .map_err(|e| format!("Could not read {name}: {e:?}. Choose the file again."))?
         .as_string()
         .unwrap_or_default();
-    let read = labels::parse(&text, &name)?;
+    let read = labels::parse(&text, &name).map_err(|e| e.to_string())?;
     if let Some((i, _)) = read
         .iter()
         .enumerate()

@@ -42,17 +42,14 @@ impl Detector for AllocatorChurn {
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &[Part::IdleAllocator], |_| true);
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let t = a.trace;
         let e = &t.events;
         let calls: Vec<usize> = (0..e.len())

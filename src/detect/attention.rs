@@ -15,7 +15,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, StepCheck, Verdict,
+    finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Rejected, StepCheck,
+    Verdict,
 };
 use crate::attribution::{Intervals, Ledger};
 use crate::model::kernels::{KernelNames, KernelTraits};
@@ -410,7 +411,7 @@ impl Detector for UnfusedAttention {
         let t = a.trace;
         let e = &t.events;
         if fused_anywhere(t) {
-            return Verdict::Nothing;
+            return Err(Rejected::NOTHING);
         }
         let mut lanes: Vec<Lane> = Vec::new();
         // Sibling ops: under the same op of the same thread, Python frames crossed.
@@ -558,17 +559,14 @@ impl Detector for UnfusedAttention {
                 ],
             })
             .collect();
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "time of the softmax and of what lies between the attention GEMMs (scale, bias, mask, dropout, casts), plus half that of the two GEMMs, per steady-state step (GPU time; host time on a CPU-only trace): a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let held: Vec<&Block> = chosen
             .into_iter()
             .filter(|b| o.held.contains(&a.steps.steps[b.step].number))

@@ -44,17 +44,14 @@ impl Detector for ExposedCommunication {
             )
         };
         let checks = part_checks(a, &[Part::BusyCommunication], |k| comm_share(k) >= SHARE);
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "collective time with no compute kernel alongside, mean over steady-state steps: the most overlap can recover",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let comm =
             a.steady.iter().map(|&k| comm_share(k)).sum::<f64>() / a.steady.len().max(1) as f64;
         let summary = format!(

@@ -66,17 +66,14 @@ impl Detector for HeavyCopies {
                 }
             })
             .collect();
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "device-to-device copy time plus half the host copy time per steady-state step, not already claimed by another finding: layout copies can usually be avoided, host copies overlapped",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let count = shown.len();
         let summary = format!(
             "copies take a median {:.1}% of the step ({:.0} per step); avoiding or overlapping them saves about {:.2} ms per step",

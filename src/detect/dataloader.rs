@@ -61,10 +61,7 @@ impl Detector for DataLoaderBottleneck {
                 "the GPU is idle",
             )
         };
-        let o = match judge(self, a, ledger, gate, checks, method) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        let o = judge(self, a, ledger, gate, checks, method)?;
         let t = a.trace;
         let e = &t.events;
         // The longest DataLoader ranges of the steps where the gate holds.

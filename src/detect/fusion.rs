@@ -96,17 +96,14 @@ impl Detector for FusionCandidates {
                 }
             })
             .collect();
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let summary = format!(
             "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",
             runs_total as f64 / a.steady.len().max(1) as f64,

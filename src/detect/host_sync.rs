@@ -39,17 +39,14 @@ impl Detector for HostSync {
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &[Part::IdleSync], |_| true);
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "GPU idle during synchronizing calls and in the 1 ms after each, mean over steady-state steps: the pipeline drain and refill the sync causes",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let t = a.trace;
         let e = &t.events;
         let syncs: Vec<usize> = (0..e.len())

@@ -50,17 +50,14 @@ impl Detector for LaunchBound {
                 a.splits[k].has_gpu() && launch_limited(a, k),
             )
         });
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let kernels = a.steady_mean(|m| m.kernels as f64);
         let short = a.steady_mean(|m| m.short_kernels as f64);
         let launches = a.steady_mean(|m| m.launch_calls as f64);

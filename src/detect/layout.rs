@@ -73,17 +73,14 @@ impl Detector for LayoutTransforms {
                 }
             })
             .collect();
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let count = shown.len();
         let summary = format!(
             "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",

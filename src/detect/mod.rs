@@ -486,12 +486,9 @@ impl Outcome {
     }
 }
 
-/// Why a detector has no finding.
-pub enum Verdict {
-    Finding(Box<Finding>),
-    Note(Note),
-    Nothing,
-}
+/// A detector's answer: its finding, or why it has none. Detectors pass a [`judge`]'s
+/// rejection on with `?`.
+pub type Verdict = Result<Box<Finding>, Rejected>;
 
 /// One anti-pattern's detector.
 pub trait Detector: Sync {
@@ -584,9 +581,9 @@ pub fn run(a: &Analysis<'_>) -> Detected {
             continue;
         }
         match d.detect(a, &mut ledger) {
-            Verdict::Finding(f) => out.findings.push(*f),
-            Verdict::Note(n) => out.notes.push(n),
-            Verdict::Nothing => {}
+            Ok(f) => out.findings.push(*f),
+            Err(Rejected(Some(n))) => out.notes.push(n),
+            Err(Rejected(None)) => {}
         }
     }
     out.notes
@@ -791,10 +788,9 @@ fn explained_text(explained_by: &[(&'static str, f64)]) -> Option<String> {
 /// A gate that did not make a finding: a note saying what was seen, or nothing.
 pub struct Rejected(pub Option<Note>);
 
-impl From<Rejected> for Verdict {
-    fn from(r: Rejected) -> Verdict {
-        r.0.map_or(Verdict::Nothing, Verdict::Note)
-    }
+impl Rejected {
+    /// Nothing seen that is worth a note (the trace does not have what the detector reads).
+    pub const NOTHING: Rejected = Rejected(None);
 }
 
 /// A finding from a kept [`Outcome`].
@@ -816,7 +812,7 @@ pub(crate) fn finding(
             sources: Vec::new(),
         });
     }
-    Verdict::Finding(Box::new(Finding {
+    Ok(Box::new(Finding {
         id: d.id(),
         title: d.title(),
         summary,

@@ -227,10 +227,7 @@ impl Detector for UnfusedOptimizer {
                 "kernels",
             )
         };
-        let o = match judge(self, a, ledger, gate, checks, method) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        let o = judge(self, a, ledger, gate, checks, method)?;
         let summary = format!(
             "the optimizer step runs a median {:.0} {unit} per step, one tensor at a time; fusing it saves about {:.2} ms per step ({:.1}% of the step)",
             o.gate.median, o.impact.ms_per_step, o.impact.pct_of_step
@@ -314,10 +311,7 @@ impl Detector for ZeroGradMemset {
                 "kernels",
             )
         };
-        let o = match judge(self, a, ledger, gate, checks, method) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        let o = judge(self, a, ledger, gate, checks, method)?;
         let ranges = r.all();
         let summary = format!(
             "zero_grad runs {:.0} {what} per step to write zeros; dropping the gradients saves {:.3} ms per step",

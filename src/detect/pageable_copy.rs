@@ -1,6 +1,8 @@
 //! Pageable host-to-device copies: staged through a bounce buffer, synchronous with the host.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
+};
 use crate::attribution::{main_device, Ledger};
 use crate::metrics::{in_range, merge};
 use crate::model::{CopyDirection, EventKind, HostMemory, NONE};
@@ -41,7 +43,7 @@ impl Detector for PageableCopy {
         let t = a.trace;
         let e = &t.events;
         let Some(device) = main_device(t) else {
-            return Verdict::Nothing;
+            return Err(Rejected::NOTHING);
         };
         let mut shown: Vec<usize> = Vec::new();
         let mut count = 0u64;
@@ -92,17 +94,14 @@ impl Detector for PageableCopy {
         for c in &checks {
             count += c.claims[0].0.len() as u64;
         }
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "half the pageable copy time, plus the GPU idle while the host is blocked in their copy calls, per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, neither block the host nor keep compute waiting",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let steps = a.steady.len().max(1) as f64;
         let summary = format!(
             "{:.1} copies per step go through pageable host memory; pinning them saves about {:.3} ms per step",

@@ -1,6 +1,8 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
+};
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace};
@@ -52,7 +54,7 @@ impl Detector for NoTensorCores {
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let Some(device) = has_tensor_cores(t) else {
-            return Verdict::Nothing;
+            return Err(Rejected::NOTHING);
         };
         let e = &t.events;
         let mut names = KernelNames::default();
@@ -86,17 +88,14 @@ impl Detector for NoTensorCores {
                 }
             })
             .collect();
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             GATE,
             checks,
             "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         by_name.sort_by_key(|n| std::cmp::Reverse(n.1));
         let summary = format!(
             "a median {:.0}% of kernel time is fp32 GEMM/convolution on SIMT cores of {device}; tensor cores would save about {:.2} ms per step",

@@ -4,7 +4,7 @@
 
 use super::{
     finding, interval_checks, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate,
-    Verdict,
+    Rejected, Verdict,
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
@@ -157,17 +157,14 @@ impl Detector for LowUtilization {
             let applies = s.has_gpu() && a.step_metrics[k].kernels > 0 && busy < BUSY_SHARE;
             (claim, applies)
         });
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             LOW_UTILIZATION,
             checks,
             "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let mean = |p: Part| {
             a.steady
                 .iter()
@@ -232,20 +229,17 @@ impl Detector for HostOnlyTime {
         // A step cut around the GPU's work (the whole trace, no loop seen) has no host-only
         // edges of its own: they are the capture's, not the step's.
         if a.steps.source == StepSource::WholeTrace {
-            return Verdict::Nothing;
+            return Err(Rejected::NOTHING);
         }
         let checks = part_checks(a, &[Part::IdleHostOnly], |_| true);
-        let o = match judge(
+        let o = judge(
             self,
             a,
             ledger,
             HOST_ONLY,
             checks,
             "GPU idle before the first and after the last GPU work of the step, not inside DataLoader ranges, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
-        ) {
-            Ok(o) => o,
-            Err(rejected) => return rejected.into(),
-        };
+        )?;
         let summary = format!(
             "each step spends {:.2} ms ({:.0}% of the step) on the host alone, before its first GPU work or after its last; the GPU idles meanwhile",
             o.impact.ms_per_step, o.impact.pct_of_step

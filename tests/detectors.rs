@@ -918,7 +918,7 @@ fn every_detector_and_observer_has_a_positive_and_a_negative_case() {
         .collect();
     let ids = DETECTORS.iter().map(|d| d.id());
     let missing: Vec<String> = ids
-        .chain(OBSERVERS.iter().map(|o| o.id()))
+        .chain(OBSERVERS.iter().map(|o| o.about().id))
         .filter_map(|id| match cases_of(&sources, id) {
             (true, true) => None,
             (positive, _) => Some(format!(

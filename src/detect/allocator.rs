@@ -1,7 +1,8 @@
 //! Device allocations that stall the GPU in steady state (allocator churn), and memory pressure.
 
 use super::{
-    finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Verdict,
+    finding, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer,
+    Verdict,
 };
 use crate::attribution::{Ledger, Part};
 use crate::model::{EventKind, RuntimeClass, NONE};
@@ -15,6 +16,9 @@ const GATE: Gate = Gate {
     quantity: "GPU idle during device malloc/free calls, % of the step",
     threshold: 2.0,
 };
+/// How a finding's time is counted.
+const COST: &str =
+    "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps";
 /// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
 const PRESSURE: f64 = 0.9;
 
@@ -23,33 +27,21 @@ const FIX_ALLOCATOR_CHURN: Fix = Fix {
     snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
 };
 
+const ALLOCATOR_CHURN_ABOUT: About = About {
+    id: "allocator-churn",
+    title: "Device memory allocated and freed every step, stalling the GPU",
+    threshold: "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)",
+    fixes: std::slice::from_ref(&FIX_ALLOCATOR_CHURN),
+};
+
 impl Detector for AllocatorChurn {
-    fn id(&self) -> &'static str {
-        "allocator-churn"
-    }
-
-    fn title(&self) -> &'static str {
-        "Device memory allocated and freed every step, stalling the GPU"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_ALLOCATOR_CHURN)
+    fn about(&self) -> &'static About {
+        &ALLOCATOR_CHURN_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &[Part::IdleAllocator], |_| true);
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let t = a.trace;
         let e = &t.events;
         let calls: Vec<usize> = (0..e.len())
@@ -83,17 +75,16 @@ impl Detector for AllocatorChurn {
     }
 }
 
+const MEMORY_PRESSURE_ABOUT: About = About {
+    id: "memory-pressure",
+    title: "Peak memory close to the device's capacity",
+    threshold: "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    fixes: &[],
+};
+
 impl Observer for MemoryPressure {
-    fn id(&self) -> &'static str {
-        "memory-pressure"
-    }
-
-    fn title(&self) -> &'static str {
-        "Peak memory close to the device's capacity"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True"
+    fn about(&self) -> &'static About {
+        &MEMORY_PRESSURE_ABOUT
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
@@ -110,15 +101,11 @@ impl Observer for MemoryPressure {
             .filter_map(|d| d.total_global_mem)
             .max()?;
         let share = peak as f64 / capacity as f64;
-        (share > PRESSURE).then(|| Note {
-            id: self.id(),
-            text: format!(
-                "{}: peak allocated memory is {:.1} GiB, {:.0}% of the device's {:.1} GiB; an out-of-memory error or allocator retries are near (activation checkpointing or a smaller micro-batch lower it)",
-                self.title(),
+        (share > PRESSURE).then(|| self.about().note(format!(
+                "peak allocated memory is {:.1} GiB, {:.0}% of the device's {:.1} GiB; an out-of-memory error or allocator retries are near (activation checkpointing or a smaller micro-batch lower it)",
                 peak as f64 / (1u64 << 30) as f64,
                 100.0 * share,
                 capacity as f64 / (1u64 << 30) as f64
-            ),
-        })
+            )))
     }
 }

@@ -15,8 +15,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    finding, judge, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Rejected, StepCheck,
-    Verdict,
+    finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Rejected,
+    StepCheck, Verdict,
 };
 use crate::attribution::{Intervals, Ledger};
 use crate::model::kernels::{KernelNames, KernelTraits};
@@ -42,6 +42,8 @@ const GATE: Gate = Gate {
     quantity: "attention blocks per step computed as GEMM → (scale, bias, mask, dropout, casts) → softmax → GEMM, with no fused attention in the trace",
     threshold: 1.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "time of the softmax and of what lies between the attention GEMMs (scale, bias, mask, dropout, casts), plus half that of the two GEMMs, per steady-state step (GPU time; host time on a CPU-only trace): a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast";
 
 /// Score and output GEMM ops (after `aten::`).
 const GEMM_OPS: [&str; 5] = ["bmm", "matmul", "baddbmm", "einsum", "mm"];
@@ -390,21 +392,16 @@ const FIX_UNFUSED_ATTENTION: Fix = Fix {
     snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias_plus_mask, dropout_p=p if self.training else 0.0)",
 };
 
+const UNFUSED_ATTENTION_ABOUT: About = About {
+    id: "unfused-attention",
+    title: "Attention computed as matmul → softmax → matmul",
+    threshold: "a softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace",
+    fixes: std::slice::from_ref(&FIX_UNFUSED_ATTENTION),
+};
+
 impl Detector for UnfusedAttention {
-    fn id(&self) -> &'static str {
-        "unfused-attention"
-    }
-
-    fn title(&self) -> &'static str {
-        "Attention computed as matmul → softmax → matmul"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "a softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_UNFUSED_ATTENTION)
+    fn about(&self) -> &'static About {
+        &UNFUSED_ATTENTION_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -559,14 +556,7 @@ impl Detector for UnfusedAttention {
                 ],
             })
             .collect();
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "time of the softmax and of what lies between the attention GEMMs (scale, bias, mask, dropout, casts), plus half that of the two GEMMs, per steady-state step (GPU time; host time on a CPU-only trace): a fused kernel never writes the attention matrix to memory and runs the block at least twice as fast",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let held: Vec<&Block> = chosen
             .into_iter()
             .filter(|b| o.held.contains(&a.steps.steps[b.step].number))
@@ -648,17 +638,16 @@ fn is_attention(name: &str) -> bool {
     lower.contains("attention") || lower.contains("attn")
 }
 
+const ATTENTION_HOT_SPOT_ABOUT: About = About {
+    id: "attention-hot-spot",
+    title: "Attention is the hot spot of the step",
+    threshold: "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step",
+    fixes: &[],
+};
+
 impl Observer for AttentionHotSpot {
-    fn id(&self) -> &'static str {
-        "attention-hot-spot"
-    }
-
-    fn title(&self) -> &'static str {
-        "Attention is the hot spot of the step"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step"
+    fn about(&self) -> &'static About {
+        &ATTENTION_HOT_SPOT_ABOUT
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
@@ -687,15 +676,11 @@ impl Observer for AttentionHotSpot {
         }
         let per_step = total as f64 / a.steady.len().max(1) as f64;
         let share = per_step / a.step_ns().max(1.0);
-        (share >= HOT_SHARE).then(|| Note {
-            id: self.id(),
-            text: format!(
-                "{}: attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {blocks} blocks; where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens or windowed attention",
-                self.title(),
+        (share >= HOT_SHARE).then(|| self.about().note(format!(
+                "attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {blocks} blocks; where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens or windowed attention",
                 per_step / 1e6,
                 100.0 * share
-            ),
-        })
+            )))
     }
 }
 

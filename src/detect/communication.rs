@@ -1,6 +1,8 @@
 //! Communication that takes a large share of the step and is not hidden behind compute.
 
-use super::{finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict};
+use super::{
+    finding, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix, Gate, Verdict,
+};
 use crate::attribution::{Ledger, Part};
 
 pub struct ExposedCommunication;
@@ -12,27 +14,24 @@ const GATE: Gate = Gate {
     quantity: "collective time with no compute kernel alongside, % of the step (where collectives take at least 10% of it)",
     threshold: 5.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "collective time with no compute kernel alongside, mean over steady-state steps: the most overlap can recover";
 
 const FIX_EXPOSED_COMMUNICATION: Fix = Fix {
     summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
     snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
 };
 
+const EXPOSED_COMMUNICATION_ABOUT: About = About {
+    id: "communication-exposed",
+    title: "Collective communication not hidden behind compute",
+    threshold: "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_EXPOSED_COMMUNICATION),
+};
+
 impl Detector for ExposedCommunication {
-    fn id(&self) -> &'static str {
-        "communication-exposed"
-    }
-
-    fn title(&self) -> &'static str {
-        "Collective communication not hidden behind compute"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_EXPOSED_COMMUNICATION)
+    fn about(&self) -> &'static About {
+        &EXPOSED_COMMUNICATION_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -44,14 +43,7 @@ impl Detector for ExposedCommunication {
             )
         };
         let checks = part_checks(a, &[Part::BusyCommunication], |k| comm_share(k) >= SHARE);
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "collective time with no compute kernel alongside, mean over steady-state steps: the most overlap can recover",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let comm =
             a.steady.iter().map(|&k| comm_share(k)).sum::<f64>() / a.steady.len().max(1) as f64;
         let summary = format!(

@@ -1,21 +1,20 @@
 //! `torch.compile` graph breaks and recompilations, where the trace shows them (a note).
 
-use super::{Analysis, Note, Observer};
+use super::{About, Analysis, Note, Observer};
 use crate::model::EventKind;
 
 pub struct GraphBreaks;
 
+const GRAPH_BREAKS_ABOUT: About = About {
+    id: "compile-graph-breaks",
+    title: "torch.compile splits the model into several graphs or recompiles",
+    threshold: "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)",
+    fixes: &[],
+};
+
 impl Observer for GraphBreaks {
-    fn id(&self) -> &'static str {
-        "compile-graph-breaks"
-    }
-
-    fn title(&self) -> &'static str {
-        "torch.compile splits the model into several graphs or recompiles"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)"
+    fn about(&self) -> &'static About {
+        &GRAPH_BREAKS_ABOUT
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
@@ -46,17 +45,13 @@ impl Observer for GraphBreaks {
             }
         }
         let per_step = regions as f64 / a.steady.len().max(1) as f64;
-        (per_step > 1.0 || !recompiled.is_empty()).then(|| Note {
-            id: self.id(),
-            text: format!(
-                "{}: {per_step:.0} compiled regions per step{}; find the breaks with TORCH_LOGS=\"graph_breaks,recompiles\"",
-                self.title(),
+        (per_step > 1.0 || !recompiled.is_empty()).then(|| self.about().note(format!(
+                "{per_step:.0} compiled regions per step{}; find the breaks with TORCH_LOGS=\"graph_breaks,recompiles\"",
                 if recompiled.is_empty() {
                     String::new()
                 } else {
                     format!("; recompiled: {}", recompiled.join(", "))
                 }
-            ),
-        })
+            )))
     }
 }

@@ -1,6 +1,8 @@
 //! Frequent or large memory copies, device-to-device ones included (`.contiguous()`, `clone`).
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
 use crate::attribution::Ledger;
 use crate::model::{CopyDirection, EventKind, NONE};
 
@@ -11,27 +13,24 @@ const GATE: Gate = Gate {
     quantity: "GPU copy time (all directions), % of the step",
     threshold: 5.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "device-to-device copy time plus half the host copy time per steady-state step, not already claimed by another finding: layout copies can usually be avoided, host copies overlapped";
 
 const FIX_HEAVY_COPIES: Fix = Fix {
     summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
     snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
 };
 
+const HEAVY_COPIES_ABOUT: About = About {
+    id: "heavy-memcpy",
+    title: "Frequent or large memory copies",
+    threshold: "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_HEAVY_COPIES),
+};
+
 impl Detector for HeavyCopies {
-    fn id(&self) -> &'static str {
-        "heavy-memcpy"
-    }
-
-    fn title(&self) -> &'static str {
-        "Frequent or large memory copies"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_HEAVY_COPIES)
+    fn about(&self) -> &'static About {
+        &HEAVY_COPIES_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -66,14 +65,7 @@ impl Detector for HeavyCopies {
                 }
             })
             .collect();
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "device-to-device copy time plus half the host copy time per steady-state step, not already claimed by another finding: layout copies can usually be avoided, host copies overlapped",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let count = shown.len();
         let summary = format!(
             "copies take a median {:.1}% of the step ({:.0} per step); avoiding or overlapping them saves about {:.2} ms per step",

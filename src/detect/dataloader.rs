@@ -2,7 +2,8 @@
 //! (training, evaluation, batch inference); on a CPU-only trace, the host's own time in it.
 
 use super::{
-    finding, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+    finding, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck,
+    Verdict,
 };
 use crate::attribution::{intersect, HostRanges, Ledger, Part};
 use crate::metrics::total;
@@ -28,21 +29,16 @@ const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
 };
 
+const DATA_LOADER_BOTTLENECK_ABOUT: About = About {
+    id: "dataloader-bottleneck",
+    title: "The step waits for the DataLoader",
+    threshold: "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least 5% of the step, in at least half of the steady steps; training, evaluation or inference",
+    fixes: std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK),
+};
+
 impl Detector for DataLoaderBottleneck {
-    fn id(&self) -> &'static str {
-        "dataloader-bottleneck"
-    }
-
-    fn title(&self) -> &'static str {
-        "The step waits for the DataLoader"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least 5% of the step, in at least half of the steady steps; training, evaluation or inference"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK)
+    fn about(&self) -> &'static About {
+        &DATA_LOADER_BOTTLENECK_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {

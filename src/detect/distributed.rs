@@ -1,23 +1,22 @@
 //! Multi-GPU set-ups the TensorBoard plugin warned about, as notes (a single trace cannot tell
 //! what fixing them saves): DataParallel, and DDP without NCCL.
 
-use super::{Analysis, Note, Observer};
+use super::{About, Analysis, Note, Observer};
 use crate::model::EventKind;
 
 pub struct DataParallel;
 pub struct DdpWithoutNccl;
 
+const DATA_PARALLEL_ABOUT: About = About {
+    id: "data-parallel",
+    title: "One process drives several GPUs (DataParallel)",
+    threshold: "compute kernels launched from one process's CPU threads onto more than one device (the TensorBoard plugin's DataParallel rule; devices that only appear in the trace's properties do not count)",
+    fixes: &[],
+};
+
 impl Observer for DataParallel {
-    fn id(&self) -> &'static str {
-        "data-parallel"
-    }
-
-    fn title(&self) -> &'static str {
-        "One process drives several GPUs (DataParallel)"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "compute kernels launched from one process's CPU threads onto more than one device (the TensorBoard plugin's DataParallel rule; devices that only appear in the trace's properties do not count)"
+    fn about(&self) -> &'static About {
+        &DATA_PARALLEL_ABOUT
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
@@ -32,40 +31,33 @@ impl Observer for DataParallel {
             .collect();
         devices.sort_unstable();
         devices.dedup();
-        (devices.len() >= 2).then(|| Note {
-            id: self.id(),
-            text: format!(
-                "{}: this process launches kernels on {} GPUs ({devices:?}); DataParallel replicates the model and scatters inputs every step from one Python thread, and DistributedDataParallel (one process per GPU) usually scales better",
-                self.title(),
+        (devices.len() >= 2).then(|| self.about().note(format!(
+                "this process launches kernels on {} GPUs ({devices:?}); DataParallel replicates the model and scatters inputs every step from one Python thread, and DistributedDataParallel (one process per GPU) usually scales better",
                 devices.len()
-            ),
-        })
+            )))
     }
 }
 
+const DDP_WITHOUT_NCCL_ABOUT: About = About {
+    id: "ddp-without-nccl",
+    title: "Distributed training on GPUs without NCCL",
+    threshold: "distributedInfo names a backend other than nccl (or rccl) while the trace has GPU kernels (the TensorBoard plugin's rule)",
+    fixes: &[],
+};
+
 impl Observer for DdpWithoutNccl {
-    fn id(&self) -> &'static str {
-        "ddp-without-nccl"
-    }
-
-    fn title(&self) -> &'static str {
-        "Distributed training on GPUs without NCCL"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "distributedInfo names a backend other than nccl (or rccl) while the trace has GPU kernels (the TensorBoard plugin's rule)"
+    fn about(&self) -> &'static About {
+        &DDP_WITHOUT_NCCL_ABOUT
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
         let t = a.trace;
         let backend = t.meta.backend.as_deref()?;
         let gpu = t.events.kind.contains(&EventKind::GpuKernel);
-        (gpu && !backend.contains("nccl") && !backend.contains("rccl")).then(|| Note {
-            id: self.id(),
-            text: format!(
-                "{}: the process group uses the {backend} backend while the trace has GPU kernels; NCCL collectives run on the GPU, gloo copies through host memory",
-                self.title()
-            ),
+        (gpu && !backend.contains("nccl") && !backend.contains("rccl")).then(|| {
+            self.about().note(format!(
+                "the process group uses the {backend} backend while the trace has GPU kernels; NCCL collectives run on the GPU, gloo copies through host memory"
+            ))
         })
     }
 }

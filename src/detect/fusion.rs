@@ -2,7 +2,9 @@
 //! PyTorch launches them. A compiler's kernels (Triton's `triton_poi_…`) are already fused: what
 //! the compiler left apart, the fix (torch.compile) does not join.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
 use crate::attribution::Ledger;
 use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;
@@ -20,27 +22,24 @@ const GATE: Gate = Gate {
     quantity: "time of chains of 4+ element-wise kernels under 20 µs, at most 10 µs apart on one stream, % of the step",
     threshold: 5.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend";
 
 const FIX_FUSION_CANDIDATES: Fix = Fix {
     summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
     snippet: "model = torch.compile(model)",
 };
 
+const FUSION_CANDIDATES_ABOUT: About = About {
+    id: "fusion-candidates",
+    title: "Chains of short element-wise kernels that could be fused",
+    threshold: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_FUSION_CANDIDATES),
+};
+
 impl Detector for FusionCandidates {
-    fn id(&self) -> &'static str {
-        "fusion-candidates"
-    }
-
-    fn title(&self) -> &'static str {
-        "Chains of short element-wise kernels that could be fused"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_FUSION_CANDIDATES)
+    fn about(&self) -> &'static About {
+        &FUSION_CANDIDATES_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -96,14 +95,7 @@ impl Detector for FusionCandidates {
                 }
             })
             .collect();
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let summary = format!(
             "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",
             runs_total as f64 / a.steady.len().max(1) as f64,

@@ -3,7 +3,7 @@
 //! and have work after them in the step count (`attribution::sync_costs`): one before the
 //! step's first GPU work, after its last, or with the GPU already idle costs nothing.
 
-use super::{finding, judge, part_checks, Analysis, Detector, Evidence, Fix, Gate, Verdict};
+use super::{finding, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate, Verdict};
 use crate::attribution::{Ledger, Part, SYNC_REFILL_NS};
 use crate::model::{EventKind, RuntimeClass, NONE};
 
@@ -14,39 +14,29 @@ const GATE: Gate = Gate {
     quantity: "GPU idle during and in the 1 ms after synchronizing calls, % of the step",
     threshold: 2.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "GPU idle during synchronizing calls and in the 1 ms after each, mean over steady-state steps: the pipeline drain and refill the sync causes";
 
 const FIX_HOST_SYNC: Fix = Fix {
     summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
     snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
 };
 
+const HOST_SYNC_ABOUT: About = About {
+    id: "host-device-sync",
+    title: "Host–device synchronization in the step",
+    threshold: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least 2% of the step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_HOST_SYNC),
+};
+
 impl Detector for HostSync {
-    fn id(&self) -> &'static str {
-        "host-device-sync"
-    }
-
-    fn title(&self) -> &'static str {
-        "Host–device synchronization in the step"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least 2% of the step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_HOST_SYNC)
+    fn about(&self) -> &'static About {
+        &HOST_SYNC_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &[Part::IdleSync], |_| true);
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "GPU idle during synchronizing calls and in the 1 ms after each, mean over steady-state steps: the pipeline drain and refill the sync causes",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let t = a.trace;
         let e = &t.events;
         let syncs: Vec<usize> = (0..e.len())

@@ -2,7 +2,7 @@
 
 use super::utilization::{launch_limited, mid_step_gaps, SHORT_US};
 use super::{
-    finding, interval_checks, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Verdict,
+    finding, interval_checks, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Verdict,
 };
 use crate::attribution::Ledger;
 
@@ -14,27 +14,24 @@ const GATE: Gate = Gate {
     quantity: "GPU idle in gaps under 1 ms between its first and last work of the step (not waiting for data, the allocator or a sync) when at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and short gaps are most of the mid-step idle, % of the step",
     threshold: 10.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove";
 
 const FIX_LAUNCH_BOUND: Fix = Fix {
     summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
     snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
 };
 
+const LAUNCH_BOUND_ABOUT: About = About {
+    id: "launch-bound-small-kernels",
+    title: "Launch-bound: many kernels shorter than their launch",
+    threshold: "at least 50% of the step's kernels shorter than 10 µs (or the median kernel shorter than the host time per kernel of the ops that launch them, with gaps under 1 ms most of the mid-step idle), and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_LAUNCH_BOUND),
+};
+
 impl Detector for LaunchBound {
-    fn id(&self) -> &'static str {
-        "launch-bound-small-kernels"
-    }
-
-    fn title(&self) -> &'static str {
-        "Launch-bound: many kernels shorter than their launch"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "at least 50% of the step's kernels shorter than 10 µs (or the median kernel shorter than the host time per kernel of the ops that launch them, with gaps under 1 ms most of the mid-step idle), and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_LAUNCH_BOUND)
+    fn about(&self) -> &'static About {
+        &LAUNCH_BOUND_ABOUT
     }
 
     fn symptom(&self) -> bool {
@@ -50,14 +47,7 @@ impl Detector for LaunchBound {
                 a.splits[k].has_gpu() && launch_limited(a, k),
             )
         });
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps: the launch overhead CUDA graphs or fusion remove",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let kernels = a.steady_mean(|m| m.kernels as f64);
         let short = a.steady_mean(|m| m.short_kernels as f64);
         let launches = a.steady_mean(|m| m.launch_calls as f64);

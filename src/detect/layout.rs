@@ -1,6 +1,8 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
-use super::{finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{
+    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::EventKind;
@@ -15,27 +17,24 @@ const GATE: Gate = Gate {
         "layout conversion kernel time, % of the step (where it is at least 5% of convolution time)",
     threshold: 1.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none";
 
 const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
     summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
     snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
 };
 
+const LAYOUT_TRANSFORMS_ABOUT: About = About {
+    id: "layout-transforms",
+    title: "Tensors converted between NCHW and NHWC around convolutions",
+    threshold: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS),
+};
+
 impl Detector for LayoutTransforms {
-    fn id(&self) -> &'static str {
-        "layout-transforms"
-    }
-
-    fn title(&self) -> &'static str {
-        "Tensors converted between NCHW and NHWC around convolutions"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS)
+    fn about(&self) -> &'static About {
+        &LAYOUT_TRANSFORMS_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -73,14 +72,7 @@ impl Detector for LayoutTransforms {
                 }
             })
             .collect();
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let count = shown.len();
         let summary = format!(
             "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",

@@ -490,16 +490,42 @@ impl Outcome {
 /// rejection on with `?`.
 pub type Verdict = Result<Box<Finding>, Rejected>;
 
+/// What a detector or an observer is, said once: its stable id (e.g. `dataloader-bottleneck`),
+/// its title, its gate in words (and where the value comes from), and every fix its findings can
+/// carry, the most common first: the catalogue a shared link or a saved report is rendered from,
+/// so that the page only ever shows its own fixes (an observer has none).
+pub struct About {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub threshold: &'static str,
+    pub fixes: &'static [Fix],
+}
+
+impl About {
+    /// An observer's note: its title, then what it saw.
+    pub fn note(&self, saw: String) -> Note {
+        Note {
+            id: self.id,
+            text: format!("{}: {saw}", self.title),
+        }
+    }
+}
+
 /// One anti-pattern's detector.
 pub trait Detector: Sync {
-    /// Stable id, e.g. `dataloader-bottleneck`.
-    fn id(&self) -> &'static str;
-    fn title(&self) -> &'static str;
-    /// The gate in words, and where the value comes from.
-    fn threshold(&self) -> &'static str;
-    /// Every fix its findings can carry, the most common first: the catalogue a shared link or
-    /// a saved report is rendered from, so that the page only ever shows its own fixes.
-    fn fixes(&self) -> &'static [Fix];
+    fn about(&self) -> &'static About;
+    fn id(&self) -> &'static str {
+        self.about().id
+    }
+    fn title(&self) -> &'static str {
+        self.about().title
+    }
+    fn threshold(&self) -> &'static str {
+        self.about().threshold
+    }
+    fn fixes(&self) -> &'static [Fix] {
+        self.about().fixes
+    }
     /// Whether the pattern exists only in training (optimizer, `zero_grad`).
     fn training_only(&self) -> bool {
         false
@@ -514,9 +540,7 @@ pub trait Detector: Sync {
 
 /// An observation with no time cost of its own (the trace cannot tell what fixing it saves).
 pub trait Observer: Sync {
-    fn id(&self) -> &'static str;
-    fn title(&self) -> &'static str;
-    fn threshold(&self) -> &'static str;
+    fn about(&self) -> &'static About;
     fn observe(&self, a: &Analysis<'_>) -> Option<Note>;
 }
 
@@ -550,7 +574,7 @@ pub fn detector(id: &str) -> Option<&'static dyn Detector> {
 
 /// The observer with this id, if this version has one.
 pub fn observer(id: &str) -> Option<&'static dyn Observer> {
-    OBSERVERS.iter().copied().find(|o| o.id() == id)
+    OBSERVERS.iter().copied().find(|o| o.about().id == id)
 }
 
 /// Every observer, in catalogue order.

@@ -3,7 +3,7 @@
 //! one tensor at a time) and the GPU time of the work they launch; on a CPU-only trace, the host
 //! time of the per-tensor work (`Analysis::cpu_only`).
 
-use super::{finding, judge, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::Ledger;
 use crate::metrics::merge;
 use crate::model::{EventKind, Trace, NONE};
@@ -162,21 +162,16 @@ fn gpu_intervals(t: &Trace, work: &[usize]) -> Vec<(i64, i64)> {
     merge(work.iter().map(|&g| (e.start[g], e.end(g))).collect())
 }
 
+const UNFUSED_OPTIMIZER_ABOUT: About = About {
+    id: "optimizer-not-fused",
+    title: "The optimizer updates parameters one tensor at a time",
+    threshold: "Optimizer.step ranges launching at least 50 kernels per step (on a CPU-only trace: running at least 50 ATen ops) with no _foreach_ or _fused_ op in them, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_UNFUSED_OPTIMIZER),
+};
+
 impl Detector for UnfusedOptimizer {
-    fn id(&self) -> &'static str {
-        "optimizer-not-fused"
-    }
-
-    fn title(&self) -> &'static str {
-        "The optimizer updates parameters one tensor at a time"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "Optimizer.step ranges launching at least 50 kernels per step (on a CPU-only trace: running at least 50 ATen ops) with no _foreach_ or _fused_ op in them, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_UNFUSED_OPTIMIZER)
+    fn about(&self) -> &'static About {
+        &UNFUSED_OPTIMIZER_ABOUT
     }
 
     fn training_only(&self) -> bool {
@@ -244,21 +239,16 @@ impl Detector for UnfusedOptimizer {
     }
 }
 
+const ZERO_GRAD_MEMSET_ABOUT: About = About {
+    id: "zero-grad-memset",
+    title: "zero_grad writes zeros instead of dropping gradients",
+    threshold: "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels; on a CPU-only trace: runs aten::zero_ or aten::fill_) in at least half of the steady steps, costing at least 0.5% of the step",
+    fixes: std::slice::from_ref(&FIX_ZERO_GRAD_MEMSET),
+};
+
 impl Detector for ZeroGradMemset {
-    fn id(&self) -> &'static str {
-        "zero-grad-memset"
-    }
-
-    fn title(&self) -> &'static str {
-        "zero_grad writes zeros instead of dropping gradients"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels; on a CPU-only trace: runs aten::zero_ or aten::fill_) in at least half of the steady steps, costing at least 0.5% of the step"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_ZERO_GRAD_MEMSET)
+    fn about(&self) -> &'static About {
+        &ZERO_GRAD_MEMSET_ABOUT
     }
 
     fn training_only(&self) -> bool {

@@ -1,7 +1,8 @@
 //! Pageable host-to-device copies: staged through a bounce buffer, synchronous with the host.
 
 use super::{
-    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
+    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck,
+    Verdict,
 };
 use crate::attribution::{main_device, Ledger};
 use crate::metrics::{in_range, merge};
@@ -16,27 +17,24 @@ const GATE: Gate = Gate {
         "pageable copies per step: the larger of (copy time in % of the step) and (MB copied)",
     threshold: 1.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "half the pageable copy time, plus the GPU idle while the host is blocked in their copy calls, per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, neither block the host nor keep compute waiting";
 
 const FIX_PAGEABLE_COPY: Fix = Fix {
     summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
 };
 
+const PAGEABLE_COPY_ABOUT: About = About {
+    id: "pageable-memcpy",
+    title: "Copies from pageable host memory",
+    threshold: "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps",
+    fixes: std::slice::from_ref(&FIX_PAGEABLE_COPY),
+};
+
 impl Detector for PageableCopy {
-    fn id(&self) -> &'static str {
-        "pageable-memcpy"
-    }
-
-    fn title(&self) -> &'static str {
-        "Copies from pageable host memory"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_PAGEABLE_COPY)
+    fn about(&self) -> &'static About {
+        &PAGEABLE_COPY_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -94,14 +92,7 @@ impl Detector for PageableCopy {
         for c in &checks {
             count += c.claims[0].0.len() as u64;
         }
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "half the pageable copy time, plus the GPU idle while the host is blocked in their copy calls, per steady-state step: pinned copies run about twice as fast and, with non_blocking=True, neither block the host nor keep compute waiting",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         let steps = a.steady.len().max(1) as f64;
         let summary = format!(
             "{:.1} copies per step go through pageable host memory; pinning them saves about {:.3} ms per step",

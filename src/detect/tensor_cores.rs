@@ -1,7 +1,8 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
 use super::{
-    finding, judge, pct, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
+    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck,
+    Verdict,
 };
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
@@ -15,6 +16,8 @@ const GATE: Gate = Gate {
         "SIMT fp32 GEMM/convolution kernel time, % of the step's kernel time (collectives included)",
     threshold: 10.0,
 };
+/// How a finding's time is counted.
+const COST: &str = "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores";
 
 /// Whether the trace's GPU has tensor cores (compute capability 7.0 and later; AMD CDNA).
 fn has_tensor_cores(t: &Trace) -> Option<String> {
@@ -34,21 +37,16 @@ const FIX_NO_TENSOR_CORES: Fix = Fix {
     snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
 };
 
+const NO_TENSOR_CORES_ABOUT: About = About {
+    id: "fp32-without-tensor-cores",
+    title: "fp32 GEMM/convolution on SIMT cores of a tensor-core GPU",
+    threshold: "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least 10% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)",
+    fixes: std::slice::from_ref(&FIX_NO_TENSOR_CORES),
+};
+
 impl Detector for NoTensorCores {
-    fn id(&self) -> &'static str {
-        "fp32-without-tensor-cores"
-    }
-
-    fn title(&self) -> &'static str {
-        "fp32 GEMM/convolution on SIMT cores of a tensor-core GPU"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least 10% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_NO_TENSOR_CORES)
+    fn about(&self) -> &'static About {
+        &NO_TENSOR_CORES_ABOUT
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
@@ -88,14 +86,7 @@ impl Detector for NoTensorCores {
                 }
             })
             .collect();
-        let o = judge(
-            self,
-            a,
-            ledger,
-            GATE,
-            checks,
-            "half the SIMT fp32 GEMM/convolution time per steady-state step: TF32 or bf16/fp16 autocast runs these at least twice as fast on tensor cores",
-        )?;
+        let o = judge(self, a, ledger, GATE, checks, COST)?;
         by_name.sort_by_key(|n| std::cmp::Reverse(n.1));
         let summary = format!(
             "a median {:.0}% of kernel time is fp32 GEMM/convolution on SIMT cores of {device}; tensor cores would save about {:.2} ms per step",

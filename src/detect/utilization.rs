@@ -3,8 +3,8 @@
 //! that leave the GPU with nothing to do.
 
 use super::{
-    finding, interval_checks, judge, part_checks, pct, Analysis, Detector, Evidence, Fix, Gate,
-    Rejected, Verdict,
+    finding, interval_checks, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix,
+    Gate, Rejected, Verdict,
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
@@ -102,6 +102,8 @@ const LOW_UTILIZATION: Gate = Gate {
     quantity: "GPU idle between its first and last work of the step, not waiting for data, the allocator or a sync, % of the step",
     threshold: 20.0,
 };
+/// How a finding's time is counted.
+const LOW_UTILIZATION_COST: &str = "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps";
 /// Kernels shorter than `SHORT_KERNEL_NS` from this share make the step launch-bound instead.
 pub(crate) const SHORT_SHARE: f64 = 0.5;
 /// A GPU busy this share of the step is not under-utilized, whatever its gaps.
@@ -110,6 +112,8 @@ const HOST_ONLY: Gate = Gate {
     quantity: "GPU idle before the step's first GPU work and after its last, not waiting for data, % of the step",
     threshold: 25.0,
 };
+/// How a finding's time is counted.
+const HOST_ONLY_COST: &str = "GPU idle before the first and after the last GPU work of the step, not inside DataLoader ranges, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap";
 
 const FIX_LOW_UTILIZATION: Fix = Fix {
     summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
@@ -121,21 +125,16 @@ const FIX_HOST_ONLY_TIME: Fix = Fix {
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
 };
 
+const LOW_UTILIZATION_ABOUT: About = About {
+    id: "gpu-low-utilization",
+    title: "The GPU is idle for much of the step",
+    threshold: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)",
+    fixes: std::slice::from_ref(&FIX_LOW_UTILIZATION),
+};
+
 impl Detector for LowUtilization {
-    fn id(&self) -> &'static str {
-        "gpu-low-utilization"
-    }
-
-    fn title(&self) -> &'static str {
-        "The GPU is idle for much of the step"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_LOW_UTILIZATION)
+    fn about(&self) -> &'static About {
+        &LOW_UTILIZATION_ABOUT
     }
 
     fn symptom(&self) -> bool {
@@ -163,7 +162,7 @@ impl Detector for LowUtilization {
             ledger,
             LOW_UTILIZATION,
             checks,
-            "GPU idle between its first and last work of the step that no other finding explains, mean over steady-state steps",
+            LOW_UTILIZATION_COST,
         )?;
         let mean = |p: Part| {
             a.steady
@@ -204,21 +203,16 @@ impl Detector for LowUtilization {
     }
 }
 
+const HOST_ONLY_TIME_ABOUT: About = About {
+    id: "host-only-time",
+    title: "Parts of the step run on the host alone",
+    threshold: "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)",
+    fixes: std::slice::from_ref(&FIX_HOST_ONLY_TIME),
+};
+
 impl Detector for HostOnlyTime {
-    fn id(&self) -> &'static str {
-        "host-only-time"
-    }
-
-    fn title(&self) -> &'static str {
-        "Parts of the step run on the host alone"
-    }
-
-    fn threshold(&self) -> &'static str {
-        "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)"
-    }
-
-    fn fixes(&self) -> &'static [Fix] {
-        std::slice::from_ref(&FIX_HOST_ONLY_TIME)
+    fn about(&self) -> &'static About {
+        &HOST_ONLY_TIME_ABOUT
     }
 
     fn symptom(&self) -> bool {
@@ -232,14 +226,7 @@ impl Detector for HostOnlyTime {
             return Err(Rejected::NOTHING);
         }
         let checks = part_checks(a, &[Part::IdleHostOnly], |_| true);
-        let o = judge(
-            self,
-            a,
-            ledger,
-            HOST_ONLY,
-            checks,
-            "GPU idle before the first and after the last GPU work of the step, not inside DataLoader ranges, mean over steady-state steps: host work moved off the critical path (or overlapped with the next step) leaves the GPU no gap",
-        )?;
+        let o = judge(self, a, ledger, HOST_ONLY, checks, HOST_ONLY_COST)?;
         let summary = format!(
             "each step spends {:.2} ms ({:.0}% of the step) on the host alone, before its first GPU work or after its last; the GPU idles meanwhile",
             o.impact.ms_per_step, o.impact.pct_of_step

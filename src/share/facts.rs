@@ -241,7 +241,7 @@ impl Facts {
             .enumerate()
             .map(|(k, id)| {
                 let title = detect::observer(id)
-                    .map(|o| o.title())
+                    .map(|o| o.about().title)
                     .or_else(|| detect::detector(id).map(|d| d.title()))
                     .ok_or_else(|| ShareError::UnknownDetector {
                         id: quoted(id),

@@ -5,7 +5,7 @@ use torchtraceap::detect::{Detected, Note, OBSERVERS};
 /// The observer `id` must note the run (and never as a finding): its note.
 pub fn expect_note(found: Detected, id: &str) -> Note {
     assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
+        OBSERVERS.iter().any(|o| o.about().id == id),
         "{id} is no observer"
     );
     assert!(
@@ -22,7 +22,7 @@ pub fn expect_note(found: Detected, id: &str) -> Note {
 /// The observer `id` must have nothing to say about the run.
 pub fn expect_no_note(found: &Detected, id: &str) {
     assert!(
-        OBSERVERS.iter().any(|o| o.id() == id),
+        OBSERVERS.iter().any(|o| o.about().id == id),
         "{id} is no observer"
     );
     if let Some(n) = found.notes.iter().find(|n| n.id == id) {

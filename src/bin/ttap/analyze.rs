@@ -70,13 +70,10 @@ pub fn run(args: &Args) -> ExitCode {
             ));
         }
         crate::out("Notes (observations without a time estimate; never ranked with findings):\n");
-        for o in detect::OBSERVERS {
+        for o in detect::OBSERVERS.iter().map(|o| o.about()) {
             crate::out(&format!(
                 "{:<28} {}\n{:<28} when: {}\n",
-                o.id(),
-                o.title(),
-                "",
-                o.threshold()
+                o.id, o.title, "", o.threshold
             ));
         }
         return ExitCode::SUCCESS;

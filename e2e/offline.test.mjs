@@ -7,9 +7,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFile, copyFile, cp, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { serve, hostHeaders, launch, load, shownFindings, DIST, ROOT, SHOTS } from './support.mjs';
 
 // A trace of the user's (the sample under another name, so it cannot be confused with it).
@@ -27,6 +27,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
+  if (dropped) await rm(dirname(dropped), { recursive: true });
 });
 
 /** The files the build listed for offline use (written into dist/sw.js by scripts/offline.mjs). */
@@ -154,5 +155,6 @@ test('a new build is taken on the next load once its service worker has filled i
   } finally {
     await context.close();
     await site.close();
+    await rm(dir, { recursive: true });
   }
 });

@@ -296,9 +296,11 @@ test('analysis makes no network request but for the site itself: no trace data l
   const withBody = requests.filter((r) => r.method !== 'GET' || r.body);
   assert.deepEqual(withBody, [], 'requests that carry data');
   const files = requests.map((r) => r.url.slice(site.url.length)).sort();
+  // The page's files, and the ones its service worker keeps for offline use (www/sw.js).
   assert.deepEqual([...new Set(files)], [
-    '', 'app.js', 'app_bg.wasm', 'samples/resnet50-a100-dataloader.pt.trace.json.gz',
-    'style.css', 'worker.js', 'worker_bg.wasm', 'worker_loader.js',
+    '', 'app.js', 'app_bg.wasm', 'index.html', 'models/base-set.bin.gz', 'offline.js',
+    'samples/resnet50-a100-dataloader.pt.trace.json.gz', 'style.css', 'sw.js', 'worker.js',
+    'worker_bg.wasm', 'worker_loader.js',
   ]);
   await context.close();
 });

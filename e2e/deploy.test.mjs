@@ -7,23 +7,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, load, shownFindings, DIST, SHOTS } from './support.mjs';
+import { serve, hostHeaders, launch, load, shownFindings, DIST, SHOTS } from './support.mjs';
 
 const BASE = '/some/sub/path/';
 const FINDING = '#finding-dataloader-bottleneck';
 
 let site;
 let browser;
-
-/** The headers `_headers` sets for every path (`/*`), as Netlify or Cloudflare Pages apply them. */
-async function hostHeaders() {
-  const lines = (await readFile(join(DIST, '_headers'), 'utf8')).split('\n');
-  assert.equal(lines[0], '/*');
-  return Object.fromEntries(lines.slice(1).filter((l) => l.trim()).map((l) => {
-    const at = l.indexOf(':');
-    return [l.slice(0, at).trim(), l.slice(at + 1).trim()];
-  }));
-}
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });

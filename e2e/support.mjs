@@ -75,6 +75,16 @@ export async function serve(root = DIST, base = '/ttap/', headers = {}) {
   return { url, root, close: () => new Promise((ok) => server.close(ok)) };
 }
 
+/** The headers `dist/_headers` sets for every path (`/*`), as Netlify or Cloudflare Pages apply them. */
+export async function hostHeaders() {
+  const lines = (await readFile(join(DIST, '_headers'), 'utf8')).split('\n');
+  assert.equal(lines[0], '/*');
+  return Object.fromEntries(lines.slice(1).filter((l) => l.trim()).map((l) => {
+    const at = l.indexOf(':');
+    return [l.slice(0, at).trim(), l.slice(at + 1).trim()];
+  }));
+}
+
 export async function launch() {
   return chromium.launch({
     executablePath: CHROMIUM,

@@ -103,6 +103,8 @@ pub fn welcome() -> Html {
             </p>
             <p>{"Several files at once are read as the ranks of one run. The trace stays on your \
                  machine: it is read by this page, in a background worker, and never sent anywhere."}</p>
+            <p class="offline-note">{"Works offline after the first visit; traces never leave this \
+                 browser. A new version of the site is taken on the next load."}</p>
         </section>
     }
 }

@@ -366,7 +366,7 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
             match e.kind[i] {
                 EventKind::RuntimeCall if e.detail[i] != NONE => {
                     match t.runtime_class(i) {
-                        RuntimeClass::Launch => {
+                        RuntimeClass::Launch | RuntimeClass::GraphLaunch => {
                             m.launch_calls += 1;
                             m.launch_call_ns += e.dur[i];
                         }

@@ -46,13 +46,18 @@ fn graph_launches_and_their_kernels_agree_with_the_oracle() {
     let Some(dir) = common::shared_traces("graph launches against the oracle") else {
         return;
     };
-    // A trace without graphs has no summary, as the oracle counts none.
+    // The five, and a trace without graphs: no summary, as the oracle counts none.
     let plain = "facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz";
-    let files: Vec<PathBuf> = WITH_GRAPHS
-        .iter()
-        .chain([&plain])
-        .map(|f| dir.join(f))
+    let files: Vec<PathBuf> = common::trace_files(&dir)
+        .into_iter()
+        .filter(|f| WITH_GRAPHS.iter().chain([&plain]).any(|w| f.ends_with(w)))
         .collect();
+    assert_eq!(
+        files.len(),
+        6,
+        "the traces of the test in {}",
+        dir.display()
+    );
     let mut per_step = 0;
     for line in oracle::run("graphs.py", &files).lines() {
         let want: serde_json::Value = serde_json::from_str(line).expect("oracle JSON");

@@ -148,6 +148,9 @@ pub struct LaunchOf {
 /// Where `launch`, a graph launch call, stands among the trace's graph launches; `None` for
 /// any other event.
 pub fn launch_of(t: &Trace, launch: u32) -> Option<LaunchOf> {
+    if !t.is_graph_launch(launch as usize) {
+        return None;
+    }
     let calls = launches(t);
     let at = calls.iter().position(|&c| c == launch)?;
     let kernels = t

@@ -15,6 +15,7 @@ use torchtraceap::graphs::{self, GraphSummary};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;
+use torchtraceap::timeline::{inspect, Layout};
 
 /// The shared traces that launch graphs (`../shared/traces/CATALOG.md`).
 const WITH_GRAPHS: [&str; 5] = [
@@ -188,4 +189,28 @@ fn kernels_without_a_correlation_id_join_the_replay_they_ran_in() {
     let g = summary(&t).expect("a graph summary");
     assert_eq!((g.launches, g.kernels), (1, 3));
     assert!((g.gpu_ms - 0.03).abs() < 1e-12);
+}
+
+#[test]
+fn a_replayed_kernel_and_its_graph_launch_are_one_click_apart_on_the_timeline() {
+    let Some(dir) = common::shared_traces("graph launches on the timeline") else {
+        return;
+    };
+    // HTA's A100 training trace: 70 graph launches of 1 to 8 kernels.
+    let t = ingest(&std::fs::read(dir.join(WITH_GRAPHS[0])).expect("readable"));
+    let l = Layout::new(&t);
+    let calls = graphs::launches(&t);
+    let third = inspect::details(&t, &l, calls[2]);
+    let replayed = third.launched.len();
+    assert!(replayed > 0, "the third graph launch replayed kernels");
+    assert_eq!(
+        third.graph.as_deref(),
+        Some(format!("graph launch 3 of 70 (of {replayed} kernels)").as_str())
+    );
+    let kernel = inspect::details(&t, &l, third.launched[0].event);
+    assert_eq!(kernel.launched_by.map(|p| p.event), Some(calls[2]));
+    assert_eq!(
+        kernel.graph.as_deref(),
+        Some(format!("launched by graph launch 3 of 70 (of {replayed} kernels)").as_str())
+    );
 }

@@ -32,6 +32,12 @@ fn ingest(text: &[u8]) -> Trace {
         .trace
 }
 
+/// The shared trace `file` for `test`; `None` (said) where the shared traces are absent.
+fn shared(test: &str, file: &str) -> Option<Trace> {
+    let dir = common::shared_traces(test)?;
+    Some(ingest(&std::fs::read(dir.join(file)).expect("readable")))
+}
+
 fn summary(t: &Trace) -> Option<GraphSummary> {
     let steps: Vec<(i64, i64, i64)> = t.steps.iter().map(|s| (s.number, s.start, s.end)).collect();
     graphs::summarize(t, &steps)
@@ -109,10 +115,9 @@ fn graph_launches_and_their_kernels_agree_with_the_oracle() {
 
 #[test]
 fn the_report_and_its_markdown_say_how_many_kernels_graphs_replayed() {
-    let Some(dir) = common::shared_traces("the report's graph summary") else {
+    let Some(t) = shared("the report's graph summary", WITH_GRAPHS[2]) else {
         return;
     };
-    let t = ingest(&std::fs::read(dir.join(WITH_GRAPHS[2])).expect("readable"));
     let a = Analysis::new(&t);
     let r = Report::new(&a, &detect::run(&a));
     let g = r.graphs.as_ref().expect("a graph summary");
@@ -193,11 +198,10 @@ fn kernels_without_a_correlation_id_join_the_replay_they_ran_in() {
 
 #[test]
 fn a_replayed_kernel_and_its_graph_launch_are_one_click_apart_on_the_timeline() {
-    let Some(dir) = common::shared_traces("graph launches on the timeline") else {
+    // HTA's A100 training trace: 70 graph launches of 1 to 8 kernels.
+    let Some(t) = shared("graph launches on the timeline", WITH_GRAPHS[0]) else {
         return;
     };
-    // HTA's A100 training trace: 70 graph launches of 1 to 8 kernels.
-    let t = ingest(&std::fs::read(dir.join(WITH_GRAPHS[0])).expect("readable"));
     let l = Layout::new(&t);
     let calls = graphs::launches(&t);
     let third = inspect::details(&t, &l, calls[2]);

@@ -1,6 +1,6 @@
 // End-to-end: the timeline, on real traces from ../shared/traces and on the bundled sample:
 // zoom and pan with the keys, click a kernel and follow it to its launch, search, and move
-// between a finding and its flagged window.
+// between a finding and its flagged window; a graph replay's kernels and its launch.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -11,6 +11,8 @@ const CNN_TRAINING = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysi
   'tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz');
 const MULTI_STREAM = join(SHARED_TRACES, 'AMD-AGI__TraceLens',
   'tests__traces__mi300__resnet_act_checkpoint.json.gz');
+const HIP_GRAPH = join(SHARED_TRACES, 'AMD-AGI__TraceLens',
+  'tests__traces__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz');
 
 let site;
 let browser;
@@ -191,6 +193,32 @@ test('a kernel clicked on the canvas shows its details, and its launch is one cl
   await page.keyboard.press('Control+f');
   await page.waitForTimeout(300);
   assert.equal((await view(page)).start, kept.start, 'Ctrl+F left the view alone');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a graph replay: the Overview counts its kernels, and a kernel and its hipGraphLaunch are one click apart', async (t) => {
+  const opened = await openShared(t, HIP_GRAPH);
+  if (!opened) return;
+  const { page, context, errors } = opened;
+  await page.fill('#timeline-search', 'hipGraphLaunch');
+  await page.click('.timeline-search button[type=submit]');
+  await page.waitForSelector('.timeline-details .slice-name:has-text("hipGraphLaunch")');
+  const launch = await page.locator('.timeline-details').innerText();
+  assert.match(launch, /CUDA\/HIP graph: graph launch 1 of 1 \(of 544 kernels\)/);
+  assert.equal(await page.locator('.timeline-details .launched .link-button').count(), 544);
+  await page.locator('.timeline-details .launched .link-button').nth(100).click();
+  await page.waitForSelector('.timeline-details .launched-by');
+  const kernel = await page.locator('.timeline-details').innerText();
+  assert.match(kernel, /Kind\s+gpu_kernel/);
+  assert.match(kernel, /Launched by: hipGraphLaunch/);
+  assert.match(kernel, /CUDA\/HIP graph: launched by graph launch 1 of 1 \(of 544 kernels\)/);
+  await page.screenshot({ path: join(SHOTS, 'timeline-graph-kernel.png') });
+  await page.click('.launched-by .link-button');
+  await page.waitForSelector('.timeline-details .slice-name:has-text("hipGraphLaunch")');
+  await page.click('.tab:has-text("Overview")');
+  assert.match(await page.locator('.facts').innerText(),
+    /CUDA\/HIP graphs\s+544 kernels in 1 graph launch \(9\.66 ms of GPU time\)/);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod detect;
 pub mod features;
 pub mod fleet;
+pub mod graphs;
 pub mod ingest;
 pub mod llm;
 pub mod metrics;

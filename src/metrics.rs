@@ -97,10 +97,18 @@ pub struct RangeMetrics {
     pub kernels: u64,
     pub short_kernels: u64,
     pub kernel_ns: i64,
+    /// Of `kernels`, those a graph launch (`cudaGraphLaunch`, `hipGraphLaunch`) replayed.
+    pub graph_kernels: u64,
+    /// `kernels` as the host launched them: a kernel launched alone counts one, and so does each
+    /// graph replay (its kernels cost no launch of their own).
+    pub launched: u64,
+    /// Of `launched`, those shorter than `SHORT_KERNEL_NS` (a replay: its kernels in all).
+    pub short_launched: u64,
     /// Kernel-launch runtime calls (cudaLaunchKernel, hipLaunchKernel, graph launches, …).
     pub launch_calls: u64,
     pub launch_call_ns: i64,
-    /// Median of kernel start minus its launch call's start.
+    /// Median of kernel start minus its launch call's start (of a graph replay, its first
+    /// kernel's).
     pub launch_delay_median_ns: Option<i64>,
     pub sync_calls: u64,
     pub sync_ns: i64,
@@ -239,6 +247,8 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
     devices.sort_unstable();
     devices.dedup();
     let mut delays = Vec::new();
+    // Per graph launch: its kernels' time in the range, and the first one's launch delay.
+    let mut replays: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
     for device in devices {
         let mut all = Vec::new();
         let mut compute = Vec::new();
@@ -272,7 +282,8 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                     _ => &mut stream.memset,
                 } += iv.1 - iv.0;
                 all.push(iv);
-                let launch = t.launch_of(i as u32).map(|l| e.start[l as usize]);
+                let launch_call = t.launch_of(i as u32);
+                let launch = launch_call.map(|l| e.start[l as usize]);
                 work.push((e.start[i], e.end(i), launch));
                 match kind {
                     EventKind::GpuKernel | EventKind::Collective => {
@@ -284,11 +295,21 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                         if e.start[i] >= start {
                             m.kernels += 1;
                             m.kernel_ns += e.dur[i];
-                            if e.dur[i] < SHORT_KERNEL_NS {
-                                m.short_kernels += 1;
-                            }
-                            if let Some(l) = launch {
-                                delays.push(e.start[i] - l);
+                            let short = e.dur[i] < SHORT_KERNEL_NS;
+                            m.short_kernels += u64::from(short);
+                            let delay = launch.map(|l| e.start[i] - l);
+                            match launch_call.filter(|&l| t.is_graph_launch(l as usize)) {
+                                Some(graph) => {
+                                    m.graph_kernels += 1;
+                                    let r = replays.entry(graph).or_insert((0, i64::MAX));
+                                    r.0 += e.dur[i];
+                                    r.1 = r.1.min(delay.unwrap_or(i64::MAX));
+                                }
+                                None => {
+                                    m.launched += 1;
+                                    m.short_launched += u64::from(short);
+                                    delays.extend(delay);
+                                }
                             }
                         }
                     }
@@ -326,6 +347,9 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
         attribute_idle(&mut d, &all, &mut work, start, end);
         m.devices.push(d);
     }
+    m.launched += replays.len() as u64;
+    m.short_launched += replays.values().filter(|r| r.0 < SHORT_KERNEL_NS).count() as u64;
+    delays.extend(replays.values().map(|r| r.1));
     delays.sort_unstable();
     m.launch_delay_median_ns = delays.get(delays.len() / 2).copied();
 
@@ -342,7 +366,7 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
             match e.kind[i] {
                 EventKind::RuntimeCall if e.detail[i] != NONE => {
                     match t.runtime_class(i) {
-                        RuntimeClass::Launch => {
+                        RuntimeClass::Launch | RuntimeClass::GraphLaunch => {
                             m.launch_calls += 1;
                             m.launch_call_ns += e.dur[i];
                         }

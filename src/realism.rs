@@ -7,7 +7,7 @@
 
 use crate::features::quantile;
 use crate::metrics::union_ns;
-use crate::model::{kernels, EventKind, RuntimeClass, Trace, NONE};
+use crate::model::{kernels, EventKind, Trace, NONE};
 
 /// A kind of workload the generator writes and the real traces show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,7 +247,7 @@ impl Stats {
                 EventKind::CpuOp if in_step(e.start[i]) => cpu_ops += 1,
                 EventKind::RuntimeCall
                     if e.detail[i] != NONE
-                        && t.runtime_class(i) == RuntimeClass::Launch
+                        && t.runtime_class(i).launches()
                         && in_step(e.start[i]) =>
                 {
                     launch_starts.push((e.track[i], e.start[i]));

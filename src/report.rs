@@ -23,6 +23,7 @@ pub use windows::{
 use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
+use crate::graphs::{self, GraphSummary};
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 use crate::roofline::{self, Roofline};
@@ -81,6 +82,10 @@ pub struct Report {
     /// reports written before it.
     #[serde(default)]
     pub roofline: Option<Roofline>,
+    /// The CUDA/HIP graph launches and the kernels they replayed (`graphs::summarize`), per
+    /// trace and per step; `None` without a graph launch, and in reports written before it.
+    #[serde(default)]
+    pub graphs: Option<GraphSummary>,
 }
 
 /// One part of a step's time ([`Part::id`]) and its length.
@@ -484,6 +489,14 @@ impl Report {
                         let s = &a.steps.steps[k];
                         (s.number, s.start, s.end)
                     })
+                    .collect::<Vec<_>>(),
+            ),
+            graphs: graphs::summarize(
+                t,
+                &a.steps
+                    .steps
+                    .iter()
+                    .map(|s| (s.number, s.start, s.end))
                     .collect::<Vec<_>>(),
             ),
         };

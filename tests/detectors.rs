@@ -76,6 +76,10 @@ struct Shape {
     /// When set, each launch sits at the end of an `aten::linear` op this long (the host's
     /// time to issue the kernel).
     op_us: Option<i64>,
+    /// When set, one `cudaGraphLaunch` (as long as a kernel launch, before the first kernel)
+    /// replays the step's kernels: they carry its correlation id and have no launch of their
+    /// own.
+    graph: bool,
     /// The range around each step: `ProfilerStep#N` when `None`, else this `record_function`
     /// name in every step (a loop profiled without a schedule).
     mark: Option<&'static str>,
@@ -111,6 +115,7 @@ impl Shape {
             gap_us: 16,
             launch_us: 10,
             op_us: None,
+            graph: false,
             mark: None,
             names: &[TENSOR_CORE_GEMM, ELEMENTWISE],
             devices: 1,
@@ -183,6 +188,13 @@ impl Shape {
             c += dur;
         }
         let forward = c;
+        let graph = self.graph.then(|| {
+            g.call(
+                100,
+                "cudaGraphLaunch",
+                (c + self.gap_us - 1 - self.launch_us, self.launch_us),
+            )
+        });
         let mut first_kernel = None;
         let mut backward_at = None;
         for j in 0..self.kernels {
@@ -202,14 +214,17 @@ impl Shape {
                 g.cpu("cpu_op", "aten::linear", at - 1 - op, op, "");
             }
             let device = j as i64 % self.devices;
-            g.gpu_work(
-                "cudaLaunchKernel",
-                launch,
-                "kernel",
-                name,
-                (device, 7, at),
-                self.kernel_us,
-            );
+            match graph {
+                Some(corr) => g.work(corr, "kernel", name, (device, 7, at), self.kernel_us),
+                None => g.gpu_work(
+                    "cudaLaunchKernel",
+                    launch,
+                    "kernel",
+                    name,
+                    (device, 7, at),
+                    self.kernel_us,
+                ),
+            }
             if matches!(self.sync, Some((after, _)) if after == j) {
                 // loss.item(): the CPU waits for the kernel to finish.
                 g.cpu("cpu_op", "aten::item", at, self.kernel_us + 2, "");
@@ -307,6 +322,13 @@ impl Gen {
         place: (i64, i64, i64),
         dur: i64,
     ) {
+        let corr = self.call(tid, call, at);
+        self.work(corr, cat, name, place, dur);
+    }
+
+    /// A runtime call at `at` = (ts, dur) on CPU thread `tid`, with a new correlation id,
+    /// returned.
+    fn call(&mut self, tid: i64, call: &str, at: (i64, i64)) -> u64 {
         self.correlation += 1;
         let corr = self.correlation;
         self.cpu_on(
@@ -317,6 +339,11 @@ impl Gen {
             at.1,
             &format!(r#""correlation": {corr}"#),
         );
+        corr
+    }
+
+    /// GPU work at `place` = (device, stream, ts) queued by the call of correlation `corr`.
+    fn work(&mut self, corr: u64, cat: &str, name: &str, place: (i64, i64, i64), dur: i64) {
         let (device, stream, ts) = place;
         let bytes = if cat == "gpu_memcpy" {
             // 12 GB/s: 12 kB per µs.
@@ -647,6 +674,30 @@ fn kernels_shorter_than_the_ops_that_launch_them_are_launch_bound() {
         ..eager
     };
     expect_none(&quick, "launch-bound-small-kernels");
+}
+
+#[test]
+fn a_graph_replay_is_one_launch() {
+    // The 400 kernels of 4 µs of `launch_bound_small_kernels`, replayed by one cudaGraphLaunch
+    // per step: the host issues one call, not 400, and no launch is left to wait on. The
+    // replay's 1.6 ms of kernels is one launch, not a short one: the step is not launch-bound
+    // (its 64% idle between kernels is low utilization).
+    let graph = Shape {
+        graph: true,
+        ..launches(4, 400)
+    };
+    expect_none(&graph, "launch-bound-small-kernels");
+    let t = ingest(&graph.json());
+    let m = torchtraceap::metrics::measure(&t, t.steps[1].start, t.steps[1].end);
+    assert_eq!((m.kernels, m.short_kernels), (400, 400));
+    assert_eq!((m.graph_kernels, m.launched, m.short_launched), (400, 1, 0));
+    assert_eq!(m.launch_calls, 1);
+    // The kernels' details name their graph launch, one of 4 (one per step), of 400 kernels.
+    let kernel = t.launches[0].gpu;
+    let launch = t.launch_of(kernel).expect("the kernel's launch");
+    assert!(t.is_graph_launch(launch as usize));
+    let of = torchtraceap::graphs::launch_of(&t, launch).expect("a graph launch");
+    assert_eq!((of.ordinal, of.launches, of.kernels), (1, 4, 400));
 }
 
 #[test]

@@ -13,8 +13,8 @@ const LAYERS: &[&[&str]] = &[
     &["ingest", "synth"],
     // Steps and their windows.
     &["window"],
-    // Numbers about a time range.
-    &["metrics", "roofline"],
+    // Numbers about a time range; CUDA/HIP graph launches and their kernels.
+    &["metrics", "roofline", "graphs"],
     // One split of each step's time; window features; what a trace holds.
     &["attribution", "features", "summary", "modules"],
     // The rules; the generator's realism statistics.

@@ -277,6 +277,7 @@ fn details_link_a_launch_and_its_kernel_both_ways_and_search_finds_names() {
     let by = k.launched_by.expect("the kernel's launch is known");
     assert_eq!(by.name, "cudaLaunchKernel");
     assert!(k.args.contains(&("correlation".into(), "42".into())));
+    assert_eq!(k.graph, None, "a kernel launched alone");
     let launch = inspect::details(&t, &l, find("cudaLaunchKernel"));
     assert_eq!(launch.launched.len(), 1);
     assert_eq!(launch.launched[0].name, "implicit_gemm_conv");

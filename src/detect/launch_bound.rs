@@ -53,8 +53,14 @@ impl Detector for LaunchBound {
         let launches = a.steady_mean(|m| m.launch_calls as f64);
         let launch_ms = a.steady_mean(|m| m.launch_call_ns as f64) / 1e6;
         let delay = a.steady_mean(|m| m.launch_delay_median_ns.unwrap_or(0) as f64);
+        let graph = a.steady_mean(|m| m.graph_kernels as f64);
+        let replayed = if graph > 0.0 {
+            format!(" ({graph:.0} of them replayed by graph launches, a launch call each replay)")
+        } else {
+            String::new()
+        };
         let summary = format!(
-            "{:.0}% of the {kernels:.0} kernels per step run under {SHORT_US} µs; {launches:.0} launch calls take {launch_ms:.2} ms of CPU time (median launch-to-start {:.1} µs), and the GPU idles {:.2} ms per step between them",
+            "{:.0}% of the {kernels:.0} kernels per step{replayed} run under {SHORT_US} µs; {launches:.0} launch calls take {launch_ms:.2} ms of CPU time (median launch-to-start {:.1} µs), and the GPU idles {:.2} ms per step between them",
             pct(short, kernels),
             delay / 1e3,
             o.impact.ms_per_step

@@ -9,6 +9,7 @@ use super::{
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
 use crate::model::{EventKind, StepSource, NONE};
+use rustc_hash::FxHashMap;
 
 pub struct LowUtilization;
 pub struct HostOnlyTime;
@@ -36,14 +37,15 @@ pub(crate) fn mid_step_gaps(a: &Analysis<'_>, k: usize) -> (Intervals, Intervals
 }
 
 /// Whether step `k`'s kernels are launch overhead's to wait on: at least [`SHORT_SHARE`] of them
-/// are short; or the median kernel runs shorter than the host takes to issue one
+/// are short, counted as the host launched them (a graph replay is one launch, short where its
+/// kernels are in all: `RangeMetrics::launched`); or the median kernel runs shorter than the host takes to issue one
 /// ([`kernels_outrun_their_ops`]: whatever "short" is on this GPU, the host cannot keep it fed)
 /// and the gaps under [`LONG_GAP_NS`] are most of the mid-step idle (else the host is mostly
 /// busy with something else than issuing kernels: low utilization).
 pub(crate) fn launch_limited(a: &Analysis<'_>, k: usize) -> bool {
     let m = &a.step_metrics[k];
-    m.kernels > 0
-        && (m.short_kernels as f64 >= SHORT_SHARE * m.kernels as f64 || {
+    m.launched > 0
+        && (m.short_launched as f64 >= SHORT_SHARE * m.launched as f64 || {
             let (short, long) = mid_step_gaps(a, k);
             total(&short) >= total(&long) && kernels_outrun_their_ops(a, k)
         })
@@ -52,7 +54,8 @@ pub(crate) fn launch_limited(a: &Analysis<'_>, k: usize) -> bool {
 /// Whether step `k`'s median kernel is shorter than the median host time per kernel of the ops
 /// that launch them: each kernel's launch call belongs to an outermost CPU op (`aten::conv2d`,
 /// `aten::add`), whose duration, shared among the kernels it launches, is what the host spends
-/// to issue each. False where the launches have no enclosing op.
+/// to issue each. A graph replay counts as one kernel, as long as its kernels in all: the host
+/// issues it with one call. False where the launches have no enclosing op.
 fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
     let t = a.trace;
     let e = &t.events;
@@ -69,14 +72,23 @@ fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
     };
     let mut durations = Vec::new();
     let mut ops: Vec<u32> = Vec::new();
+    let mut replays: FxHashMap<u32, i64> = FxHashMap::default();
     for i in a.gpu_work(k) {
         if e.kind[i] != EventKind::GpuKernel {
             continue;
         }
-        durations.push(e.dur[i]);
-        if let Some(op) = t.launch_of(i as u32).and_then(|l| outermost_op(l as usize)) {
-            ops.push(op);
+        let launch = t.launch_of(i as u32);
+        match launch.filter(|&l| t.is_graph_launch(l as usize)) {
+            Some(graph) => *replays.entry(graph).or_default() += e.dur[i],
+            None => {
+                durations.push(e.dur[i]);
+                ops.extend(launch.and_then(|l| outermost_op(l as usize)));
+            }
         }
+    }
+    for (graph, ns) in replays {
+        durations.push(ns);
+        ops.extend(outermost_op(graph as usize));
     }
     ops.sort_unstable();
     // Per kernel, its op's duration over the kernels that op launched.

@@ -171,6 +171,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     );
     bound.extend(more);
     let forward_backward = link_flows(&flows, &bound, &events, &mut launches);
+    link_graph_kernels_by_time(&b, &events, &tracks, &mut launches);
     let meta = meta(&b, span);
 
     Trace {
@@ -487,10 +488,7 @@ fn link_flows(
     e: &Events,
     launches: &mut Vec<Launch>,
 ) -> Vec<ForwardBackward> {
-    let mut linked: Vec<bool> = vec![false; e.len()];
-    for l in launches.iter() {
-        linked[l.gpu as usize] = true;
-    }
+    let mut linked = linked(e, launches);
     let mut added = Vec::new();
     let mut fwdbwd = Vec::new();
     let mut at = 0;
@@ -525,11 +523,77 @@ fn link_flows(
             }
         }
     }
+    add_links(launches, added);
+    fwdbwd
+}
+
+/// Whether each event is the GPU end of a launch link.
+fn linked(e: &Events, launches: &[Launch]) -> Vec<bool> {
+    let mut linked = vec![false; e.len()];
+    for l in launches {
+        linked[l.gpu as usize] = true;
+    }
+    linked
+}
+
+/// Adds links to `launches`, keeping them sorted by GPU event.
+fn add_links(launches: &mut Vec<Launch>, added: Vec<Launch>) {
     if !added.is_empty() {
         launches.extend(added);
         launches.sort_unstable_by_key(|l| (l.gpu, l.launch));
     }
-    fwdbwd
+}
+
+/// Links a kernel that no correlation id or flow linked to the graph launch whose replay it ran
+/// in: on its stream, between the first start and the last end of that launch's linked
+/// kernels (a replay holds its streams: work queued after it waits for it to finish).
+fn link_graph_kernels_by_time(
+    b: &Builder,
+    e: &Events,
+    tracks: &[crate::model::Track],
+    launches: &mut Vec<Launch>,
+) {
+    let is_graph = |l: u32| {
+        let d = e.detail[l as usize];
+        d != NONE && b.details.runtime_class(d) == crate::model::RuntimeClass::GraphLaunch
+    };
+    // (track, launch, start, end) of each graph kernel, then one span per track and launch.
+    let mut spans: Vec<(u32, u32, i64, i64)> = launches
+        .iter()
+        .filter(|l| is_graph(l.launch))
+        .map(|l| {
+            (
+                e.track[l.gpu as usize],
+                l.launch,
+                e.start[l.gpu as usize],
+                e.end(l.gpu as usize),
+            )
+        })
+        .collect();
+    if spans.is_empty() {
+        return;
+    }
+    spans.sort_unstable();
+    let mut linked = linked(e, launches);
+    let mut added = Vec::new();
+    for same in spans.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+        let (track, launch) = (same[0].0, same[0].1);
+        let from = same[0].2;
+        let to = same.iter().map(|s| s.3).max().unwrap_or(from);
+        let r = tracks[track as usize].events.clone();
+        let first = r.start as usize
+            + e.start[r.start as usize..r.end as usize].partition_point(|&s| s < from);
+        for j in (first..r.end as usize).take_while(|&j| e.start[j] < to) {
+            if !linked[j] && e.kind[j].is_gpu_work() && e.end(j) <= to {
+                linked[j] = true;
+                added.push(Launch {
+                    launch,
+                    gpu: j as u32,
+                });
+            }
+        }
+    }
+    add_links(launches, added);
 }
 
 /// `span` is that of all events, the fallback step of a trace without GPU work; the tracks and
@@ -597,7 +661,7 @@ fn host_work_start(b: &Builder, e: &Events) -> Option<i64> {
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.detail[i] != NONE
-                && b.details.runtime_class(e.detail[i]) == crate::model::RuntimeClass::Launch
+                && b.details.runtime_class(e.detail[i]).launches()
         })
         .map(|i| e.start[i])
         .min();

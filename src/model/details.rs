@@ -17,8 +17,9 @@ pub struct Details {
     bytes: Vec<u8>,
 }
 
-const RUNTIME_CLASSES: [RuntimeClass; 7] = [
+const RUNTIME_CLASSES: [RuntimeClass; 8] = [
     RuntimeClass::Launch,
+    RuntimeClass::GraphLaunch,
     RuntimeClass::Synchronize,
     RuntimeClass::Malloc,
     RuntimeClass::Free,

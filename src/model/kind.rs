@@ -103,6 +103,9 @@ impl EventKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum RuntimeClass {
     Launch,
+    /// A CUDA/HIP graph launch (`cudaGraphLaunch`, `hipGraphLaunch`): one host call that
+    /// replays every kernel of the graph.
+    GraphLaunch,
     Synchronize,
     Malloc,
     Free,
@@ -121,9 +124,11 @@ impl RuntimeClass {
         let Some(api) = api else {
             return RuntimeClass::Other;
         };
-        if api.contains("Launch") {
-            // cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel, cudaGraphLaunch,
-            // hipExtModuleLaunchKernel, hipModuleLaunchKernel, hipGraphLaunch, …
+        if api.starts_with("GraphLaunch") {
+            RuntimeClass::GraphLaunch
+        } else if api.contains("Launch") {
+            // cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel, hipExtModuleLaunchKernel,
+            // hipModuleLaunchKernel, …
             RuntimeClass::Launch
         } else if api.ends_with("Synchronize") {
             RuntimeClass::Synchronize
@@ -145,6 +150,11 @@ impl RuntimeClass {
         } else {
             RuntimeClass::Other
         }
+    }
+
+    /// Whether the call queues kernels: a kernel launch or a graph launch.
+    pub fn launches(self) -> bool {
+        matches!(self, RuntimeClass::Launch | RuntimeClass::GraphLaunch)
     }
 }
 
@@ -301,10 +311,11 @@ mod tests {
             ("cudaLaunchKernel", RuntimeClass::Launch),
             ("cudaLaunchKernelExC", RuntimeClass::Launch),
             ("cuLaunchKernel", RuntimeClass::Launch),
-            ("cudaGraphLaunch", RuntimeClass::Launch),
+            ("cudaGraphLaunch", RuntimeClass::GraphLaunch),
+            ("cuGraphLaunch", RuntimeClass::GraphLaunch),
             ("hipLaunchKernel", RuntimeClass::Launch),
             ("hipExtModuleLaunchKernel", RuntimeClass::Launch),
-            ("hipGraphLaunch", RuntimeClass::Launch),
+            ("hipGraphLaunch", RuntimeClass::GraphLaunch),
             ("cudaStreamSynchronize", RuntimeClass::Synchronize),
             ("cudaDeviceSynchronize", RuntimeClass::Synchronize),
             ("cudaEventSynchronize", RuntimeClass::Synchronize),

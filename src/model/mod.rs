@@ -386,4 +386,12 @@ impl Trace {
             .filter(|l| l.gpu == gpu_event)
             .map(|l| l.launch)
     }
+
+    /// Whether `event` is a graph launch call (`cudaGraphLaunch`, `hipGraphLaunch`): one host
+    /// call that replays a graph's kernels.
+    pub fn is_graph_launch(&self, event: usize) -> bool {
+        self.events.kind[event] == EventKind::RuntimeCall
+            && self.events.detail[event] != NONE
+            && self.runtime_class(event) == RuntimeClass::GraphLaunch
+    }
 }

@@ -38,6 +38,9 @@ impl Report {
                 format!(" (warm-up steps left out: {:?})", t.warmup_steps)
             }
         );
+        if let Some(g) = &self.graphs {
+            let _ = writeln!(o, "CUDA/HIP graphs: {}.{}\n", g.line(), g.per_step());
+        }
         if self.findings.is_empty() {
             let _ = writeln!(o, "No anti-pattern found.");
         } else {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::graphs;
 use crate::model::{EventKind, Trace, NONE};
 
 use super::layout::Layout;
@@ -34,6 +35,9 @@ pub struct Details {
     pub launched_by: Option<Place>,
     /// The GPU work this CPU launch queued.
     pub launched: Vec<Place>,
+    /// For a kernel a graph replayed, or a graph launch: which graph launch, of how many kernels
+    /// ("launched by graph launch 3 of 70 (of 2 kernels)").
+    pub graph: Option<String>,
 }
 
 pub fn place(t: &Trace, layout: &Layout, event: u32) -> Place {
@@ -70,7 +74,8 @@ pub fn details(t: &Trace, layout: &Layout, event: u32) -> Details {
         parent = e.parent[parent as usize];
     }
     stack.reverse();
-    let launched_by = t.launch_of(event).map(|l| place(t, layout, l));
+    let launch = t.launch_of(event);
+    let launched_by = launch.map(|l| place(t, layout, l));
     let launched = layout
         .launched_by(event)
         .map(|g| place(t, layout, g))
@@ -84,7 +89,20 @@ pub fn details(t: &Trace, layout: &Layout, event: u32) -> Details {
         stack,
         launched_by,
         launched,
+        graph: graph(t, event, launch),
     }
+}
+
+/// The graph launch `event` is, or that replayed it (`launch`), said as [`Details::graph`].
+fn graph(t: &Trace, event: u32, launch: Option<u32>) -> Option<String> {
+    let (g, by) = match graphs::launch_of(t, event) {
+        Some(g) => (g, ""),
+        None => (graphs::launch_of(t, launch?)?, "launched by "),
+    };
+    Some(format!(
+        "{by}graph launch {} of {} (of {} kernels)",
+        g.ordinal, g.launches, g.kernels
+    ))
 }
 
 /// The duration less the direct children's durations (the events whose `parent` it is).

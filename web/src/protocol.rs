@@ -621,6 +621,7 @@ mod tests {
             stack: vec![place(1)],
             launched_by: Some(place(2)),
             launched: Vec::new(),
+            graph: Some("launched by graph launch 1 of 1 (of 544 kernels)".into()),
         };
         let replies = [
             TimelineReply::Opened(Opened {

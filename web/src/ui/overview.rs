@@ -153,6 +153,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { fact("Steps", steps) }
                 { fact("Mean step", ms(r.trace.mean_step_ms)) }
                 { for r.roofline.as_ref().and_then(Roofline::measured_mfu).map(|m| fact("Step MFU", pct(100.0 * m))) }
+                { for r.graphs.as_ref().map(|g| fact("CUDA/HIP graphs", g.line())) }
                 { for trace_facts }
             </dl>
             if let Some(s) = s.filter(|s| !s.warnings.is_empty()) {

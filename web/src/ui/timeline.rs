@@ -954,6 +954,9 @@ impl Timeline {
                 if let Some(by) = &d.launched_by {
                     <p class="launched-by">{"Launched by: "}{go(by)}</p>
                 }
+                if let Some(graph) = &d.graph {
+                    <p class="graph-launch">{format!("CUDA/HIP graph: {graph}")}</p>
+                }
                 if !d.launched.is_empty() {
                     <p class="launched">{"Launched: "}{ for d.launched.iter().map(go) }</p>
                 }

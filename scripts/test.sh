@@ -68,7 +68,7 @@ py_start=$SECONDS
 [ -x target/pyenv/bin/python ] || python3 -m venv target/pyenv
 target/pyenv/bin/pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8,<10"
 VIRTUAL_ENV="$PWD/target/pyenv" target/pyenv/bin/maturin develop --locked -m python/Cargo.toml
-TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q python/tests 2>&1 | tee -a "$log"
+TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q -rs python/tests 2>&1 | tee -a "$log"
 echo "the Python package: built and tested in $((SECONDS - py_start)) s"
 
 step "fleet job on a local Ray cluster (scripts/fleet; skipped, saying so, without Ray)"

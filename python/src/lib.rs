@@ -13,7 +13,7 @@ use torchtraceap::files::{self, Analyzed, Quiet};
 use torchtraceap::share::{self, ShareOptions, SharedReport};
 
 pyo3::create_exception!(
-    _core,
+    torchtraceap,
     TraceError,
     PyValueError,
     "A trace or folder that could not be read or analyzed; the message is the CLI's."

@@ -93,7 +93,8 @@ class Report:
         self._link_error = link_error
 
     def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(self.entry, indent=indent)
+        """The report as JSON (what a saved report holds; the web app opens it)."""
+        return json.dumps(self.json, indent=indent)
 
     def to_markdown(self) -> str:
         """The Markdown of ``ttap analyze FILE`` (every string from the trace escaped)."""
@@ -218,10 +219,18 @@ def compare(
     before: PathLike,
     after: PathLike,
     batch_size: Optional[int] = None,
+    *,
+    batch_size_before: Optional[int] = None,
+    batch_size_after: Optional[int] = None,
     top: int = 10,
 ) -> Comparison:
-    """Compares two traces, or two folders each as its mean trace (``ttap compare``)."""
-    return Comparison(_core.compare(os.fspath(before), os.fspath(after), batch_size, batch_size, top))
+    """Compares two traces, or two folders each as its mean trace (``ttap compare``); batch
+    sizes where the traces' input shapes do not tell them (samples/s)."""
+    if batch_size is not None and (batch_size_before, batch_size_after) != (None, None):
+        raise ValueError("batch_size: give it, or batch_size_before and batch_size_after, not both")
+    before_size = batch_size if batch_size is not None else batch_size_before
+    after_size = batch_size if batch_size is not None else batch_size_after
+    return Comparison(_core.compare(os.fspath(before), os.fspath(after), before_size, after_size, top))
 
 
 def on_trace_ready(

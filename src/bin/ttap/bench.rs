@@ -17,9 +17,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use torchtraceap::ingest::IngestOptions;
-
 use torchtraceap::files::CHUNK;
+use torchtraceap::ingest::IngestOptions;
 
 use crate::inspect::read_file_on;
 

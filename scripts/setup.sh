@@ -20,6 +20,14 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 say() { echo "setup: $*"; }
 
+# Installs Debian packages, through sudo unless this is root.
+apt_install() {
+  local sudo_cmd=()
+  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+
 for tool in rustup cargo node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     say "'$tool' not found; install Rust with rustup (https://rustup.rs) and Node.js 20 first" >&2
@@ -56,10 +64,7 @@ if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
   say "chromium and chromedriver already installed, skipping"
 else
   say "installing Debian's chromium and chromium-driver"
-  sudo_cmd=()
-  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+  apt_install chromium chromium-driver
 fi
 
 if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core ]] \
@@ -68,6 +73,15 @@ if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core ]] \
 else
   say "installing node packages (binaryen's wasm-opt, playwright-core)"
   npm ci --no-audit --no-fund
+fi
+
+# The Python package's test builds it in a virtual environment (target/pyenv): Debian's Python
+# needs python3-venv for that.
+if python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  say "python3 venv already installed, skipping"
+else
+  say "installing Debian's python3-venv"
+  apt_install python3-venv
 fi
 
 # Ray, for the fleet job's test (scripts/fleet): a 79 MB wheel, about 240 MB installed, ~30 s.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test layer of TorchTraceAP, as CI runs it: formatting, lints, the Rust tests (unit,
 # integration, the real traces of ../shared/traces checked against a Python oracle, the CLI),
-# the web app's wasm tests (Node.js and headless Chromium), the release build of the site, and
-# the end-to-end tests that drive the built site in headless Chromium.
+# the Python package (pytest), the web app's wasm tests (Node.js and headless Chromium), the
+# release build of the site, and the end-to-end tests that drive the built site in headless
+# Chromium.
 # Installs what is missing first (scripts/setup.sh; skips what is there).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,8 +19,9 @@ command -v python3 >/dev/null || { echo "test: python3 is needed for the shared-
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy -D warnings (core and CLI; web app for wasm32)"
+step "cargo clippy -D warnings (core and CLI; the Python module; web app for wasm32)"
 cargo clippy --all-targets --locked -- -D warnings
+cargo clippy -p torchtraceap-python --all-targets --locked -- -D warnings
 cargo clippy -p torchtraceap-web --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 
 if [ -d ../shared/traces ] || [ -n "${TTAP_SHARED_TRACES:-}" ]; then
@@ -58,6 +60,16 @@ fi
 
 step "cargo test (core and CLI, native)"
 cargo test --locked 2>&1 | tee -a "$log"
+
+# The Python package (python/): maturin builds it into a virtual environment under target/,
+# with maturin and pytest from PyPI; pytest checks it against the ttap binary cargo test built.
+step "the Python package: maturin develop into target/pyenv, pytest python/tests"
+py_start=$SECONDS
+[ -x target/pyenv/bin/python ] || python3 -m venv target/pyenv
+target/pyenv/bin/pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8,<10"
+VIRTUAL_ENV="$PWD/target/pyenv" target/pyenv/bin/maturin develop --locked -m python/Cargo.toml
+TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q -rs python/tests 2>&1 | tee -a "$log"
+echo "the Python package: built and tested in $((SECONDS - py_start)) s"
 
 step "fleet job on a local Ray cluster (scripts/fleet; skipped, saying so, without Ray)"
 python3 scripts/fleet/test_fleet.py --ttap target/debug/ttap 2>&1 | tee -a "$log"

@@ -8,6 +8,8 @@ pub mod attribution;
 pub mod compare;
 pub mod detect;
 pub mod features;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod files;
 pub mod fleet;
 pub mod graphs;
 pub mod ingest;

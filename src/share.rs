@@ -86,6 +86,9 @@ pub const OLDEST_VERSION: u32 = 1;
 pub const PREFIX: &str = "ttap";
 /// The default size budget of a fragment, in bytes (= characters: the fragment is ASCII).
 pub const DEFAULT_MAX_BYTES: usize = 8192;
+
+/// Where the web app is served unless a front end is told otherwise (`ttap share --base-url`).
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/";
 /// The longest fragment [`decode`] reads.
 pub const MAX_LINK_BYTES: usize = 2 << 20;
 /// The largest decompressed JSON [`decode`] accepts; decompression stops there.

@@ -30,6 +30,8 @@ const LAYERS: &[&[&str]] = &[
     &["compare", "run", "fleet"],
     // Comparisons and run views as links.
     &["view_link"],
+    // Native: files and folders analyzed as the CLI and the Python package show them.
+    &["files"],
 ];
 
 fn layer_of(module: &str) -> usize {

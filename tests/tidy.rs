@@ -1,5 +1,5 @@
-//! Tidy checks that run with the tests: ARCHITECTURE.md names every source file (Rust, and the
-//! end-to-end tests' JavaScript) by its path, and every path it names is there, so the map
+//! Tidy checks that run with the tests: ARCHITECTURE.md names every source file (Rust, the
+//! end-to-end tests' JavaScript, the Python package's Python) by its path, and every path it names is there, so the map
 //! cannot drift from the code; and it stays short enough to read first (20,000 bytes).
 
 use std::path::Path;
@@ -9,9 +9,10 @@ fn source_files(root: &Path, dir: &str, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if path.is_dir() {
+        let python = dir.starts_with("python/") && name.ends_with(".py");
+        if path.is_dir() && name != "__pycache__" {
             source_files(root, &format!("{dir}/{name}"), out);
-        } else if path.extension().is_some_and(|e| e == "rs" || e == "mjs") {
+        } else if python || path.extension().is_some_and(|e| e == "rs" || e == "mjs") {
             out.push(format!("{dir}/{name}"));
         }
     }
@@ -67,7 +68,16 @@ fn architecture_md_names_every_source_file_by_its_path() {
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
     let sections = sections(&doc);
     let mut files = Vec::new();
-    for dir in ["src", "tests", "web/src", "web/tests", "e2e"] {
+    for dir in [
+        "src",
+        "tests",
+        "web/src",
+        "web/tests",
+        "e2e",
+        "python/src",
+        "python/torchtraceap",
+        "python/tests",
+    ] {
         source_files(root, dir, &mut files);
     }
     let missing: Vec<&String> = files
@@ -89,7 +99,10 @@ fn every_source_path_architecture_md_names_is_there() {
         .flat_map(|(folder, quoted)| {
             quoted
                 .into_iter()
-                .filter(|q| q.contains('/') && (q.ends_with(".rs") || q.ends_with(".mjs")))
+                .filter(|q| {
+                    q.contains('/')
+                        && (q.ends_with(".rs") || q.ends_with(".mjs") || q.ends_with(".py"))
+                })
                 .filter(move |q| {
                     !root.join(q).is_file()
                         && !folder

@@ -278,6 +278,13 @@ impl Severity {
             Severity::High => "high",
         }
     }
+
+    /// The severity a [`label`](Severity::label) names, if any.
+    pub fn from_label(label: &str) -> Option<Severity> {
+        [Severity::Low, Severity::Medium, Severity::High]
+            .into_iter()
+            .find(|s| s.label() == label)
+    }
 }
 
 /// Time recoverable per steady-state step, and how it was estimated.

@@ -17,9 +17,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use torchtraceap::files::CHUNK;
 use torchtraceap::ingest::IngestOptions;
 
-use crate::inspect::{read_file_on, CHUNK};
+use crate::inspect::read_file_on;
 
 /// The default source: the largest real Kineto trace in the shared set (rank 3 of a recsys
 /// training job on 8×A100, 109 k events, 33 MB of JSON).

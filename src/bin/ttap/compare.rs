@@ -1,15 +1,15 @@
 //! `ttap compare BEFORE AFTER`: two traces, or two folders of traces (each folder compared as
 //! its mean trace, `Profile::pooled`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use torchtraceap::compare::{render, Comparison};
-use torchtraceap::profile::{Batch, Profile};
+use torchtraceap::files;
 use torchtraceap::share::DEFAULT_MAX_BYTES;
 use torchtraceap::view_link;
 
-use crate::analyze::{analyze_all, expand};
+use crate::inspect::WithProgress;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -52,40 +52,17 @@ pub struct Args {
     link: crate::share::LinkArgs,
 }
 
-/// The profile of a trace file, or of a folder's mean trace, with a batch size given on the
-/// command line. A folder is compared only when every trace in it reads.
-fn profile_of(path: &Path, batch: Option<u64>) -> Result<Profile, String> {
-    let mut profile = if path.is_dir() {
-        let (files, _) = expand(&[path.to_path_buf()])?;
-        let mut profiles = Vec::new();
-        for (file, outcome) in files.iter().zip(analyze_all(&files)) {
-            let kept = outcome.map_err(|e| {
-                format!(
-                    "{}: {e}; a folder is compared only when every trace in it reads: move this one out",
-                    file.display()
-                )
-            })?;
-            profiles.push(kept.profile);
-        }
-        let label = format!("{} ({} traces)", path.display(), profiles.len());
-        Profile::pooled(&label, &profiles).ok_or_else(|| format!("{}: no trace", path.display()))?
-    } else {
-        crate::analyze::analyze_one(path, 1)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .profile
-    };
-    if let Some(size) = batch {
-        profile.batch = Some(Batch {
-            size,
-            source: "given".into(),
-        });
-    }
-    Ok(profile)
-}
-
 pub fn run(args: &Args) -> ExitCode {
-    let before = profile_of(&args.before, args.batch_size.or(args.batch_size_before));
-    let after = profile_of(&args.after, args.batch_size.or(args.batch_size_after));
+    let before = files::profile_of(
+        &args.before,
+        args.batch_size.or(args.batch_size_before),
+        &WithProgress,
+    );
+    let after = files::profile_of(
+        &args.after,
+        args.batch_size.or(args.batch_size_after),
+        &WithProgress,
+    );
     let (before, after) = match (before, after) {
         (Ok(b), Ok(a)) => (b, a),
         (b, a) => {

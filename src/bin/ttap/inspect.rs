@@ -1,21 +1,17 @@
 //! `ttap inspect FILE...`
 
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use torchtraceap::ingest::{
-    Ingest, IngestError, IngestOptions, Ingested, Progress, PARALLEL_BLOCK,
-};
+use torchtraceap::files;
+use torchtraceap::ingest::{IngestError, IngestOptions, Ingested, Progress};
 use torchtraceap::model::StepSource;
 use torchtraceap::summary::Summary;
 
 /// Inputs at least this large get a progress bar on stderr.
 const PROGRESS_THRESHOLD: u64 = 32 << 20;
-pub const CHUNK: usize = 1 << 20;
 /// Steps listed one by one in the text report; the rest are summed up.
 const STEPS_LISTED: usize = 12;
 
@@ -36,38 +32,6 @@ pub struct Args {
     /// Also print the model's memory, part by part (bytes per event, used and allocated).
     #[arg(long)]
     memory: bool,
-}
-
-/// Threads that read a trace when `TTAP_THREADS` is set: exactly that many (for gzip input the
-/// thread that feeds them inflates besides). Any number reads the same; `TTAP_THREADS=1` suits a
-/// machine whose cores are already shared out (the fleet job sets it for each `ttap` it runs).
-fn threads() -> Option<usize> {
-    std::env::var("TTAP_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .map(|t: usize| t.max(1))
-}
-
-/// Threads for `path` when `TTAP_THREADS` is not set and `concurrent` files are read at once:
-/// the cores shared out among the files. A plain file of less than two blocks has nothing to
-/// split and reads on one; gzip reads on at least two, so that inflating and reading overlap
-/// (two frame blocks while the feeding thread inflates).
-fn default_threads(path: &Path, concurrent: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let share = (cores / concurrent.max(1)).max(1);
-    let mut magic = [0u8; 2];
-    let mut file = File::open(path);
-    let gzip = file
-        .as_mut()
-        .is_ok_and(|f| f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b]);
-    let size = file.and_then(|f| f.metadata()).map_or(0, |m| m.len());
-    if gzip {
-        share.max(2)
-    } else if size < 2 * PARALLEL_BLOCK as u64 {
-        1
-    } else {
-        share
-    }
 }
 
 /// Reads one file with default options, or says why it cannot on stderr and gives the exit
@@ -91,22 +55,18 @@ pub fn read_file_among(
     options: IngestOptions,
     concurrent: usize,
 ) -> Result<Ingested, IngestError> {
-    let threads = threads().unwrap_or_else(|| default_threads(path, concurrent));
-    read_file_on(path, options, threads, |_| {})
+    read_file_on(path, options, files::threads_for(path, concurrent), |_| {})
 }
 
 /// Reads one file on `threads` threads (the same result for any number), calling `progress`
-/// after each chunk or block.
+/// after each chunk or block; a progress bar on stderr for large inputs.
 pub fn read_file_on(
     path: &Path,
     options: IngestOptions,
     threads: usize,
     mut progress: impl FnMut(Progress),
 ) -> Result<Ingested, IngestError> {
-    let file = File::open(path).map_err(|e| IngestError::Read {
-        detail: e.to_string(),
-    })?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let bar = if size >= PROGRESS_THRESHOLD {
         let bar = ProgressBar::new(size);
         bar.set_style(
@@ -119,18 +79,22 @@ pub fn read_file_on(
     } else {
         ProgressBar::hidden()
     };
-    let mut ingest = match threads {
-        1 => Ingest::new(options),
-        n => Ingest::parallel(options, n, PARALLEL_BLOCK),
-    };
-    ingest.expect_input_bytes(size);
-    let result = ingest.read_file(&file, CHUNK, |p| {
+    let result = files::read_on(path, options, threads, |p| {
         bar.set_position(p.input_bytes);
         bar.set_message(format!("{} events", p.events));
         progress(p);
     });
     bar.finish_and_clear();
     result
+}
+
+/// The CLI's reader: [`read_file_among`], with its progress bar.
+pub struct WithProgress;
+
+impl files::Reader for WithProgress {
+    fn read(&self, path: &Path, concurrent: usize) -> Result<Ingested, IngestError> {
+        read_file_among(path, IngestOptions::default(), concurrent)
+    }
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -351,36 +315,4 @@ pub fn render(path: &Path, s: &Summary) -> String {
         let _ = writeln!(o, "  warning: {w}");
     }
     o
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A file of `len` bytes (sparse past its first) starting with `head`.
-    fn sized(name: &str, head: &[u8], len: u64) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ttap-threads-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        let mut file = File::create(&path).unwrap();
-        std::io::Write::write_all(&mut file, head).unwrap();
-        file.set_len(len).unwrap();
-        path
-    }
-
-    #[test]
-    fn the_cores_are_shared_out_among_the_files_read_at_once() {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let big = 2 * PARALLEL_BLOCK as u64;
-        let plain = sized("plain.json", b"{\"traceEvents\": [", big);
-        let small = sized("small.json", b"{\"traceEvents\": [", big - 1);
-        let gzip = sized("trace.json.gz", &[0x1f, 0x8b, 8], 100);
-        assert_eq!(default_threads(&plain, 1), cores);
-        assert_eq!(default_threads(&plain, 2), (cores / 2).max(1));
-        assert_eq!(default_threads(&plain, cores), 1);
-        assert_eq!(default_threads(&small, 1), 1);
-        assert_eq!(default_threads(&gzip, 1), cores.max(2));
-        assert_eq!(default_threads(&gzip, cores), 2);
-        assert_eq!(default_threads(Path::new("/no/such/trace.json"), 1), 1);
-    }
 }

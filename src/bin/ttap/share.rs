@@ -40,7 +40,7 @@ pub struct LinkArgs {
     #[arg(long)]
     max_bytes: Option<usize>,
     /// Where the TorchTraceAP web app is served; the link is this, '#' and the fragment.
-    #[arg(long, default_value = "http://127.0.0.1:8080/")]
+    #[arg(long, default_value = share::DEFAULT_BASE_URL)]
     base_url: String,
 }
 

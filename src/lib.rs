@@ -11,6 +11,7 @@ pub mod features;
 pub mod fleet;
 pub mod ingest;
 pub mod llm;
+pub mod memory;
 pub mod metrics;
 pub mod ml;
 pub mod model;

@@ -23,6 +23,7 @@ pub use windows::{
 use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
+use crate::memory;
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 use crate::roofline::{self, Roofline};
@@ -81,6 +82,10 @@ pub struct Report {
     /// reports written before it.
     #[serde(default)]
     pub roofline: Option<Roofline>,
+    /// The allocator's memory per device (`memory::Memory::summary`); no device without
+    /// `[memory]` events; `None` in reports written before it.
+    #[serde(default)]
+    pub memory: Option<memory::Summary>,
 }
 
 /// One part of a step's time ([`Part::id`]) and its length.
@@ -291,6 +296,14 @@ impl Report {
         let findings = &detected.findings;
         let t = a.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
+        let steady_ranges: Vec<(i64, i64, i64)> = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.steps.steps[k];
+                (s.number, s.start, s.end)
+            })
+            .collect();
         let steps = a
             .steps
             .steps
@@ -475,17 +488,8 @@ impl Report {
                 })
                 .collect(),
             split,
-            roofline: roofline::analyze(
-                t,
-                a.main_device,
-                &a.steady
-                    .iter()
-                    .map(|&k| {
-                        let s = &a.steps.steps[k];
-                        (s.number, s.start, s.end)
-                    })
-                    .collect::<Vec<_>>(),
-            ),
+            roofline: roofline::analyze(t, a.main_device, &steady_ranges),
+            memory: Some(a.memory.summary(t, &steady_ranges)),
         };
         report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));
         report

@@ -302,6 +302,7 @@ impl Facts {
                 notes,
                 split,
                 roofline: self.mfu.map(Roofline::carried),
+                memory: None,
             },
             omitted: self
                 .omitted

@@ -85,9 +85,7 @@ impl DeviceMemory {
     pub fn series(&self, reserved: bool) -> Vec<(i64, i64)> {
         self.samples
             .iter()
-            .filter_map(|s| {
-                if reserved { s.reserved } else { s.allocated }.map(|v| (s.at, v))
-            })
+            .filter_map(|s| if reserved { s.reserved } else { s.allocated }.map(|v| (s.at, v)))
             .collect()
     }
 
@@ -314,7 +312,11 @@ fn capacity(t: &Trace, device: DeviceId) -> Option<u64> {
     devices
         .iter()
         .find(|d| d.id == Some(device.index))
-        .or_else(|| devices.first().filter(|_| devices.len() == 1 && device.index < 0))
+        .or_else(|| {
+            devices
+                .first()
+                .filter(|_| devices.len() == 1 && device.index < 0)
+        })
         .and_then(|d| d.total_global_mem)
 }
 

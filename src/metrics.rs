@@ -6,8 +6,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StrId, Trace, NONE};
 use crate::memory;
+use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StrId, Trace, NONE};
 use crate::window::{phase_of, Phase};
 
 /// `part` as a percentage of `whole` (0 when `whole` is empty).

@@ -42,8 +42,8 @@ mod tensor_cores;
 mod utilization;
 
 use crate::attribution::{intersect, main_device, split_steps, Intervals, Ledger, Part, StepSplit};
-use crate::metrics::{in_range, measure, RangeMetrics};
 use crate::memory::Memory;
+use crate::metrics::{in_range, measure, RangeMetrics};
 use crate::model::{EventKind, Trace, NONE};
 use crate::window::{split, Steps};
 

@@ -242,4 +242,5 @@ def main():
         print(json.dumps({"file": path, "ops": ops}))
 
 
-main()
+if __name__ == "__main__":
+    main()

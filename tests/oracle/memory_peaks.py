@@ -17,16 +17,24 @@ from flops import events_of
 
 
 def properties_of(path):
-    """The trace's `deviceProperties`; none for a cut file."""
+    """The trace's `deviceProperties`; of a cut file, the array when it is complete."""
     with open(path, "rb") as f:
         head = f.read(2)
     opener = gzip.open if head == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        try:
-            trace = json.load(f)
-        except ValueError:
-            return []
-    return trace.get("deviceProperties", []) if isinstance(trace, dict) else []
+        text = f.read()
+    try:
+        trace = json.loads(text)
+        return trace.get("deviceProperties", []) if isinstance(trace, dict) else []
+    except ValueError:
+        pass
+    at = text.find('"deviceProperties"')
+    if at < 0:
+        return []
+    try:
+        return json.JSONDecoder().raw_decode(text, text.index("[", at))[0]
+    except ValueError:
+        return []
 
 
 def innermost_op(ops, thread, at):

@@ -38,6 +38,7 @@ pub fn document(devices: &[String], members: &str, events: &[String], name: &str
 
 /// One caching-allocator event (`[memory]`) at `(pid, tid)` and `ts` µs on device
 /// `(Device Type, Device Id)`: `bytes` allocated (negative: freed), the totals after it.
+#[allow(dead_code)] // `op_patterns.rs` writes no memory events.
 pub fn memory(
     place: (i64, i64),
     ts: i64,

@@ -14,6 +14,7 @@ use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::memory::{DeviceId, Memory};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;
+use torchtraceap::timeline::Layout;
 
 fn ingest(bytes: &[u8]) -> Option<Trace> {
     ingest_bytes(bytes, IngestOptions::default())
@@ -154,6 +155,26 @@ fn a_written_trace_by_hand() {
         Some(0.3 - 0.0),
         "from the trace's first event at 0"
     );
+}
+
+#[test]
+fn the_timeline_track_draws_allocated_and_reserved_and_marks_the_peak() {
+    const MIB: i64 = 1 << 20;
+    let t = written();
+    let layout = Layout::new(&t);
+    let labels: Vec<&str> = layout.counters.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["memory, cuda:0", "memory, cpu"]);
+    let gpu = &layout.counters[0];
+    assert_eq!(gpu.points.len(), 5);
+    assert_eq!(gpu.reserved.first(), Some(&(155_000, 128 * MIB)));
+    assert_eq!(gpu.max, 256 * MIB, "reserved is the track's height");
+    let peak = gpu.peak.as_ref().expect("the peak is marked");
+    assert_eq!(
+        (peak.at, peak.allocated, peak.reserved),
+        (300_000, 150 * MIB, Some(256 * MIB))
+    );
+    assert_eq!(peak.op.as_deref(), Some("aten::linear"));
+    assert_eq!(peak.capacity, Some(1 << 30));
 }
 
 fn report(t: &Trace) -> Report {

@@ -54,8 +54,9 @@ use web_sys::{Blob, OffscreenCanvas};
 /// worker a memory limit; 4 draws the timeline on the worker's own animation frames (a `View`'s
 /// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
 /// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
-/// `Parsed`, `Progress::workers`).
-pub const VERSION: u32 = 4;
+/// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
+/// `Picked::MemoryPeak`).
+pub const VERSION: u32 = 5;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -420,6 +421,8 @@ pub struct Drawn {
     pub selected_box: Option<[f64; 4]>,
     /// Slices in the selected range, when there is one: `(kind label, count, total ns)`.
     pub in_range: Vec<(String, u64, i64)>,
+    /// Where the memory tracks' peaks were drawn, `[x, y]` in CSS pixels, those that show.
+    pub memory_peaks: Vec<[f64; 2]>,
 }
 
 /// What lies under a point.
@@ -434,7 +437,24 @@ pub enum Picked {
     Band {
         finding: String,
     },
+    /// A memory track's peak.
+    MemoryPeak(Box<MemoryPeak>),
     Nothing,
+}
+
+/// The peak of a device's memory track: when, how much, and the op that reached it (the op
+/// and module are the trace's text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPeak {
+    /// The track's label (`memory, cuda:0`).
+    pub track: String,
+    /// ns from the trace's start.
+    pub at: i64,
+    pub allocated: i64,
+    pub reserved: Option<i64>,
+    pub op: Option<String>,
+    pub module: Option<String>,
+    pub capacity: Option<u64>,
 }
 
 /// Search results, at most [`MAX_FOUND`] of them, in time order.
@@ -643,6 +663,7 @@ mod tests {
                 spans: 12,
                 selected_box: Some([1.0, 2.0, 3.0, 4.0]),
                 in_range: vec![("gpu_kernel".into(), 3, 900)],
+                memory_peaks: vec![[250.5, 90.0]],
             }),
             TimelineReply::Picked {
                 file: 0,
@@ -657,6 +678,18 @@ mod tests {
                 picked: Picked::Band {
                     finding: "dataloader-bottleneck".into(),
                 },
+            },
+            TimelineReply::Picked {
+                file: 1,
+                picked: Picked::MemoryPeak(Box::new(MemoryPeak {
+                    track: "memory, cuda:0".into(),
+                    at: 300_000,
+                    allocated: 13_155_807_744,
+                    reserved: Some(13_356_761_088),
+                    op: Some("aten::empty".into()),
+                    module: None,
+                    capacity: Some(42_346_610_688),
+                })),
             },
             TimelineReply::Picked {
                 file: 1,

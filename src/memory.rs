@@ -182,7 +182,7 @@ impl DeviceSummary {
             self.step.map(|s| s.to_string()),
             self.allocations_per_step.map(|n| {
                 format!(
-                    "{n:.0} ({})",
+                    "{n:.0}, {}",
                     mib(self.allocated_bytes_per_step.unwrap_or(0.0) as i64)
                 )
             }),

@@ -10,6 +10,8 @@
 
 use std::ops::Range;
 
+use serde::{Deserialize, Serialize};
+
 use crate::memory::Memory;
 use crate::model::{EventKind, Trace};
 
@@ -55,8 +57,9 @@ pub struct Counter {
     pub peak: Option<CounterPeak>,
 }
 
-/// The peak allocated of a counter: when, how much, and the op (and module) that reached it.
-#[derive(Clone, Debug, PartialEq)]
+/// The peak allocated of a counter: when, how much, and the op (and module) that reached it
+/// (the trace's text). The web app's worker sends it to the page when it is clicked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CounterPeak {
     pub at: i64,
     pub allocated: i64,

@@ -9,20 +9,15 @@ The peak is the highest "Total Allocated"; its op is the innermost `cpu_op` on t
 whose span holds the first event reaching it (the latest-starting one, then the shortest);
 capacity is `totalGlobalMem` of the `deviceProperties` entry with the device's id.
 """
-import gzip
 import json
 import sys
 
-from flops import events_of
+from flops import events_of, text_of
 
 
 def properties_of(path):
     """The trace's `deviceProperties`; of a cut file, the array when it is complete."""
-    with open(path, "rb") as f:
-        head = f.read(2)
-    opener = gzip.open if head == b"\x1f\x8b" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        text = f.read()
+    text = text_of(path)
     try:
         trace = json.loads(text)
         return trace.get("deviceProperties", []) if isinstance(trace, dict) else []

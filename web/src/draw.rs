@@ -19,7 +19,7 @@ use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::OffscreenCanvasRenderingContext2d as Context;
 
-use crate::protocol::{Drawn, MemoryPeak, Picked, View};
+use crate::protocol::{Drawn, Picked, View};
 
 pub const GUTTER: f64 = 200.0;
 const RULER_H: f64 = 20.0;
@@ -720,17 +720,10 @@ impl Timeline {
                 let counter = &self.layout.counters[c as usize];
                 let top = HEADER + geometry_top - v.scroll;
                 match (&counter.peak, peak_at(counter, &scale, v, top, COUNTER_H)) {
-                    (Some(p), Some([px, _])) if (x - px).abs() <= PEAK_MARK => {
-                        Picked::MemoryPeak(Box::new(MemoryPeak {
-                            track: counter.label.clone(),
-                            at: p.at - self.layout.span.0,
-                            allocated: p.allocated,
-                            reserved: p.reserved,
-                            op: p.op.clone(),
-                            module: p.module.clone(),
-                            capacity: p.capacity,
-                        }))
-                    }
+                    (Some(p), Some([px, _])) if (x - px).abs() <= PEAK_MARK => Picked::MemoryPeak {
+                        track: counter.label.clone(),
+                        peak: Box::new(p.clone()),
+                    },
                     _ => Picked::Nothing,
                 }
             }

@@ -43,6 +43,7 @@ use torchtraceap::share;
 use torchtraceap::summary::Summary;
 use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
+use torchtraceap::timeline::layout::CounterPeak;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, OffscreenCanvas};
 
@@ -437,24 +438,12 @@ pub enum Picked {
     Band {
         finding: String,
     },
-    /// A memory track's peak.
-    MemoryPeak(Box<MemoryPeak>),
+    /// A memory track's peak: the track's label (`memory, cuda:0`) and the peak.
+    MemoryPeak {
+        track: String,
+        peak: Box<CounterPeak>,
+    },
     Nothing,
-}
-
-/// The peak of a device's memory track: when, how much, and the op that reached it (the op
-/// and module are the trace's text).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MemoryPeak {
-    /// The track's label (`memory, cuda:0`).
-    pub track: String,
-    /// ns from the trace's start.
-    pub at: i64,
-    pub allocated: i64,
-    pub reserved: Option<i64>,
-    pub op: Option<String>,
-    pub module: Option<String>,
-    pub capacity: Option<u64>,
 }
 
 /// Search results, at most [`MAX_FOUND`] of them, in time order.
@@ -681,15 +670,17 @@ mod tests {
             },
             TimelineReply::Picked {
                 file: 1,
-                picked: Picked::MemoryPeak(Box::new(MemoryPeak {
+                picked: Picked::MemoryPeak {
                     track: "memory, cuda:0".into(),
-                    at: 300_000,
-                    allocated: 13_155_807_744,
-                    reserved: Some(13_356_761_088),
-                    op: Some("aten::empty".into()),
-                    module: None,
-                    capacity: Some(42_346_610_688),
-                })),
+                    peak: Box::new(CounterPeak {
+                        at: 1_700_000_000_123_456_789,
+                        allocated: 13_155_807_744,
+                        reserved: Some(13_356_761_088),
+                        op: Some("aten::empty".into()),
+                        module: None,
+                        capacity: Some(42_346_610_688),
+                    }),
+                },
             },
             TimelineReply::Picked {
                 file: 1,

@@ -28,13 +28,13 @@ use web_sys::{
 use yew::prelude::*;
 
 use torchtraceap::timeline::inspect::{Details, Place};
+use torchtraceap::timeline::layout::CounterPeak;
 
 use super::format::bytes;
 use crate::draw::{duration, GUTTER, HEADER};
 use crate::frames::{self, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
-    Drawn, Found, MemoryPeak, Motion, Opened, Picked, Request, TimelineReply, TimelineRequest,
-    ToWorker, View,
+    Drawn, Found, Motion, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
 };
 
 /// Where the page hands the worker's timeline replies: straight to the timeline shown (which
@@ -152,8 +152,9 @@ pub struct Timeline {
     status_at: f64,
     status_timer: Option<Timeout>,
     details: Option<Box<Details>>,
-    /// The memory peak clicked, shown in place of a slice's details.
-    memory_peak: Option<Box<MemoryPeak>>,
+    /// The memory peak clicked (its track's label and the peak), shown in place of a slice's
+    /// details.
+    memory_peak: Option<(String, Box<CounterPeak>)>,
     search: String,
     found: Option<Found>,
     found_at: usize,
@@ -349,12 +350,12 @@ impl Timeline {
                 self.redraw(ctx);
             }
             TimelineReply::Picked {
-                picked: Picked::MemoryPeak(peak),
+                picked: Picked::MemoryPeak { track, peak },
                 ..
             } => {
                 self.selected = None;
                 self.details = None;
-                self.memory_peak = Some(peak.clone());
+                self.memory_peak = Some((track.clone(), peak.clone()));
                 self.redraw(ctx);
             }
             TimelineReply::Picked {
@@ -958,11 +959,12 @@ impl Timeline {
     }
 
     /// The clicked memory peak: its device, bytes and the op (and module) that reached it.
-    fn view_memory_peak(&self, p: &MemoryPeak) -> Html {
+    fn view_memory_peak(&self, track: &str, p: &CounterPeak) -> Html {
+        let origin = self.opened.as_ref().map_or(0, |o| o.span.0);
         let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "not recorded".into());
         html! {
             <div class="timeline-details memory-peak">
-                <h3>{format!("Peak of {}", p.track)}</h3>
+                <h3>{format!("Peak of {track}")}</h3>
                 <dl>
                     <dt>{"Allocated"}</dt><dd class="peak-bytes">{bytes(p.allocated.max(0) as u64)}</dd>
                     <dt>{"Reserved"}</dt><dd>{p.reserved.map_or_else(|| "not recorded".into(), |r| bytes(r.max(0) as u64))}</dd>
@@ -971,15 +973,15 @@ impl Timeline {
                     }
                     <dt>{"Operator"}</dt><dd class="peak-op">{or_unknown(&p.op)}</dd>
                     <dt>{"Module"}</dt><dd>{or_unknown(&p.module)}</dd>
-                    <dt>{"At"}</dt><dd>{duration(p.at as f64)}</dd>
+                    <dt>{"At"}</dt><dd>{duration((p.at - origin) as f64)}</dd>
                 </dl>
             </div>
         }
     }
 
     fn view_details(&self, ctx: &Context<Self>) -> Html {
-        if let Some(p) = &self.memory_peak {
-            return self.view_memory_peak(p);
+        if let Some((track, peak)) = &self.memory_peak {
+            return self.view_memory_peak(track, peak);
         }
         let Some(d) = &self.details else {
             return html! { <p class="timeline-details empty">{"Click a slice to see its details."}</p> };

@@ -193,7 +193,7 @@ impl DeviceSummary {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// Bytes in MiB, as the table writes them.
-pub fn mib(bytes: i64) -> String {
+fn mib(bytes: i64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 

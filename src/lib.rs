@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod graphs;
 pub mod ingest;
 pub mod llm;
+pub mod memory;
 pub mod metrics;
 pub mod ml;
 pub mod model;

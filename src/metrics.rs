@@ -6,6 +6,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::memory;
 use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, StrId, Trace, NONE};
 use crate::window::{phase_of, Phase};
 
@@ -126,7 +127,8 @@ pub struct RangeMetrics {
     pub frees: u64,
     /// CPU time in device malloc and free calls.
     pub alloc_call_ns: i64,
-    /// Highest `Total Allocated` reported by the caching allocator for a GPU, in bytes.
+    /// Highest `Total Allocated` reported by the caching allocator for an accelerator, in bytes
+    /// (`memory::accelerator_allocated`).
     pub peak_allocated: Option<i64>,
 }
 
@@ -407,13 +409,9 @@ pub fn measure(t: &Trace, start: i64, end: i64) -> RangeMetrics {
                         m.dataloader_ns += e.dur[i];
                     }
                 }
-                EventKind::Memory if e.detail[i] != NONE => {
-                    let mem = t.details.memory(e.detail[i]);
-                    if mem.device_type == Some(1) {
-                        if let Some(total) = mem.total_allocated {
-                            m.peak_allocated =
-                                Some(m.peak_allocated.map_or(total, |p| p.max(total)));
-                        }
+                EventKind::Memory => {
+                    if let Some(total) = memory::accelerator_allocated(t, i) {
+                        m.peak_allocated = Some(m.peak_allocated.map_or(total, |p| p.max(total)));
                     }
                 }
                 _ => {}

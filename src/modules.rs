@@ -10,10 +10,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{EventKind, Trace, NONE};
-
-/// What Kineto writes before a module's name in a Python-function range.
-const MODULE_PREFIX: &str = "nn.Module: ";
+use crate::model::{Trace, NONE};
 
 /// The module tree of one trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,18 +42,6 @@ pub struct ModuleNode {
     /// The part of `gpu_ns` launched from backward ops (linked to the frame's forward ops).
     pub backward_gpu_ns: i64,
     pub kernels: u64,
-}
-
-/// The frame an event opens, if it is one: the module's or label's name.
-fn frame_name(t: &Trace, i: usize) -> Option<(&str, bool)> {
-    match t.events.kind[i] {
-        EventKind::PythonFunction => t
-            .name_of(i)
-            .strip_prefix(MODULE_PREFIX)
-            .map(|name| (name, true)),
-        EventKind::UserAnnotation => Some((t.name_of(i), false)),
-        _ => None,
-    }
 }
 
 /// Nodes in creation order, with their children, and a lookup by (parent, name).
@@ -122,7 +107,7 @@ impl Frames {
             } else {
                 NONE
             };
-            ctx[i] = match frame_name(t, i) {
+            ctx[i] = match t.module_frame(i) {
                 Some((name, module)) => {
                     let node = b.child(above, name, module);
                     b.nodes[node as usize].calls += 1;
@@ -150,7 +135,7 @@ impl Frames {
                     ctx[i] = ctx[f as usize];
                     backward[i] = true;
                 }
-            } else if inherited && frame_name(t, i).is_none() {
+            } else if inherited && t.module_frame(i).is_none() {
                 ctx[i] = ctx[p as usize];
                 backward[i] = true;
             }

@@ -24,6 +24,7 @@ use crate::attribution::Part;
 use crate::detect::{Analysis, Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
 use crate::graphs::{self, GraphSummary};
+use crate::memory;
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 use crate::roofline::{self, Roofline};
@@ -86,6 +87,10 @@ pub struct Report {
     /// trace and per step; `None` without a graph launch, and in reports written before it.
     #[serde(default)]
     pub graphs: Option<GraphSummary>,
+    /// The allocator's memory per device (`memory::Memory::summary`); no device without
+    /// `[memory]` events; `None` in reports written before it.
+    #[serde(default)]
+    pub memory: Option<memory::Summary>,
 }
 
 /// One part of a step's time ([`Part::id`]) and its length.
@@ -296,6 +301,14 @@ impl Report {
         let findings = &detected.findings;
         let t = a.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
+        let steady_ranges: Vec<(i64, i64, i64)> = a
+            .steady
+            .iter()
+            .map(|&k| {
+                let s = &a.steps.steps[k];
+                (s.number, s.start, s.end)
+            })
+            .collect();
         let steps = a
             .steps
             .steps
@@ -480,17 +493,7 @@ impl Report {
                 })
                 .collect(),
             split,
-            roofline: roofline::analyze(
-                t,
-                a.main_device,
-                &a.steady
-                    .iter()
-                    .map(|&k| {
-                        let s = &a.steps.steps[k];
-                        (s.number, s.start, s.end)
-                    })
-                    .collect::<Vec<_>>(),
-            ),
+            roofline: roofline::analyze(t, a.main_device, &steady_ranges),
             graphs: graphs::summarize(
                 t,
                 &a.steps
@@ -499,6 +502,7 @@ impl Report {
                     .map(|s| (s.number, s.start, s.end))
                     .collect::<Vec<_>>(),
             ),
+            memory: Some(a.memory.summary(t, &steady_ranges)),
         };
         report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));
         report

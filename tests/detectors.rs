@@ -364,8 +364,12 @@ impl Gen {
 
     /// A caching-allocator event on device 0 bringing `Total Allocated` to `total`.
     fn memory(&mut self, ts: i64, total: u64) {
-        self.events.push(format!(
-            r#"{{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 100, "ts": {ts}, "s": "t", "args": {{"Bytes": 1073741824, "Total Allocated": {total}, "Total Reserved": {total}, "Device Type": 1, "Device Id": 0, "Addr": 140000000000}}}}"#
+        self.events.push(kineto::memory(
+            (100, 100),
+            ts,
+            (1, 0),
+            1 << 30,
+            (total, total),
         ));
     }
 }

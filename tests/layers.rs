@@ -11,8 +11,8 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     // Bytes to the model; the labelled generator (writes trace JSON, reads nothing).
     &["ingest", "synth"],
-    // Steps and their windows.
-    &["window"],
+    // Steps and their windows; the allocator's memory over time.
+    &["window", "memory"],
     // Numbers about a time range; CUDA/HIP graph launches and their kernels.
     &["metrics", "roofline", "graphs"],
     // One split of each step's time; window features; what a trace holds.

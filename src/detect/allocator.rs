@@ -88,21 +88,17 @@ impl Observer for MemoryPressure {
     }
 
     fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
-        let peak = a
-            .step_metrics
-            .iter()
-            .filter_map(|m| m.peak_allocated)
-            .max()?;
-        let capacity = a
-            .trace
-            .meta
+        let (device, share) = a
+            .memory
             .devices
             .iter()
-            .filter_map(|d| d.total_global_mem)
-            .max()?;
-        let share = peak as f64 / capacity as f64;
+            .filter_map(|d| d.peak_share().map(|s| (d, s)))
+            .max_by(|x, y| x.1.total_cmp(&y.1))?;
+        let peak = device.peak.as_ref()?.allocated;
+        let capacity = device.capacity?;
         (share > PRESSURE).then(|| self.about().note(format!(
-                "peak allocated memory is {:.1} GiB, {:.0}% of the device's {:.1} GiB; an out-of-memory error or allocator retries are near (activation checkpointing or a smaller micro-batch lower it)",
+                "peak allocated memory on {} is {:.1} GiB, {:.0}% of the device's {:.1} GiB; an out-of-memory error or allocator retries are near (activation checkpointing or a smaller micro-batch lower it)",
+                device.device.label(),
                 peak as f64 / (1u64 << 30) as f64,
                 100.0 * share,
                 capacity as f64 / (1u64 << 30) as f64

@@ -42,6 +42,7 @@ mod tensor_cores;
 mod utilization;
 
 use crate::attribution::{intersect, main_device, split_steps, Intervals, Ledger, Part, StepSplit};
+use crate::memory::Memory;
 use crate::metrics::{in_range, measure, RangeMetrics};
 use crate::model::{EventKind, Trace, NONE};
 use crate::window::{split, Steps};
@@ -63,6 +64,8 @@ pub struct Analysis<'t> {
     /// The trace records the host alone (no GPU or other accelerator activity, no runtime
     /// call): detectors that can measure their pattern on the host claim host time instead.
     pub cpu_only: bool,
+    /// The allocator's memory per device (empty without `[memory]` events).
+    pub memory: Memory,
 }
 
 impl<'t> Analysis<'t> {
@@ -85,6 +88,7 @@ impl<'t> Analysis<'t> {
             training: is_training(trace),
             main_device: main_device(trace),
             cpu_only: is_cpu_only(trace),
+            memory: Memory::of(trace),
         }
     }
 

@@ -252,7 +252,8 @@ pub fn classify(cat: &str, name: &str, instant: bool) -> EventKind {
             EventKind::RuntimeCall
         }
         "cuda_sync" => EventKind::GpuSync,
-        "cpu_instant_event" if name == "[memory]" => EventKind::Memory,
+        // 1.11–1.12 wrote `[memory]` events without a category.
+        "cpu_instant_event" | "" if name == "[memory]" => EventKind::Memory,
         "overhead" | "Overhead" | "Trace" | "cuda_profiler_range" => EventKind::Profiler,
         _ if instant && name == "Record Window End" => EventKind::Profiler,
         _ => EventKind::Other,

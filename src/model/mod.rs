@@ -35,6 +35,9 @@ pub use details::Details;
 pub use kind::{CopyDirection, EventKind, HostMemory, RuntimeClass};
 pub use strings::{StrId, Strings};
 
+/// What Kineto writes before a module's name in a Python-function range.
+const MODULE_PREFIX: &str = "nn.Module: ";
+
 /// "No index": used for absent parents, details and links.
 pub const NONE: u32 = u32::MAX;
 
@@ -358,6 +361,19 @@ impl Trace {
         let e = &self.events;
         let last = self.tracks[e.track[event] as usize].events.end as usize;
         (event + 1..last).take_while(move |&j| e.start[j] < e.end(event))
+    }
+
+    /// The module frame `event` opens, if it is one: the `nn.Module`'s name (`Linear_3` for
+    /// `nn.Module: Linear_3`, `true`) or a `record_function` label (`false`).
+    pub fn module_frame(&self, event: usize) -> Option<(&str, bool)> {
+        match self.events.kind[event] {
+            EventKind::PythonFunction => self
+                .name_of(event)
+                .strip_prefix(MODULE_PREFIX)
+                .map(|name| (name, true)),
+            EventKind::UserAnnotation => Some((self.name_of(event), false)),
+            _ => None,
+        }
     }
 
     /// The runtime class of `event`, a runtime call with details.

@@ -4,6 +4,7 @@
 //! [`is_hidden`] characters are made [`visible`].
 
 use super::{Report, WindowEntry};
+use crate::memory;
 
 /// Windows listed in the Markdown's window-detector table.
 const TOP_WINDOWS: usize = 5;
@@ -138,8 +139,40 @@ impl Report {
             }
         }
         self.roofline_markdown(&mut o);
+        self.memory_markdown(&mut o);
         self.window_detector_markdown(&mut o);
         o
+    }
+
+    /// The allocator's memory per device: peaks, the op at the peak, allocations per step.
+    fn memory_markdown(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let Some(m) = &self.memory else { return };
+        if m.devices.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n## Memory\n\nNo memory events (record with `profile_memory=True`)."
+            );
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "\n## Memory\n\n{} memory events.\n\n| {} |\n|{}",
+            m.events,
+            memory::COLUMNS.join(" | "),
+            "---|".repeat(memory::COLUMNS.len())
+        );
+        for d in &m.devices {
+            let cells: Vec<String> = (d.cells().into_iter().enumerate())
+                .map(|(k, c)| match c {
+                    // The operator and module are the trace's text.
+                    Some(c) if k == 4 || k == 5 => md_code_cell(&c),
+                    Some(c) => md_text(&c),
+                    None => "-".into(),
+                })
+                .collect();
+            let _ = writeln!(o, "| {} |", cells.join(" | "));
+        }
     }
 
     /// The main GPU's roofline: coverage, MFU, the kernels furthest from their roofline.

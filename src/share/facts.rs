@@ -303,6 +303,7 @@ impl Facts {
                 split,
                 roofline: self.mfu.map(Roofline::carried),
                 graphs: None,
+                memory: None,
             },
             omitted: self
                 .omitted

@@ -10,7 +10,10 @@
 
 use std::ops::Range;
 
-use crate::model::{EventKind, Trace, NONE};
+use serde::{Deserialize, Serialize};
+
+use crate::memory::Memory;
+use crate::model::{EventKind, Trace};
 
 /// One process's CPU threads, or one GPU's streams.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,13 +44,31 @@ pub struct Row {
     pub levels: Vec<super::lod::Level>,
 }
 
-/// A stepwise value over time: memory allocated on one device.
+/// A device's memory over time (`memory::Memory`): allocated, reserved, the peak.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counter {
     pub label: String,
-    /// `(time, value)` in time order; the value holds until the next point.
+    /// Allocated bytes, `(time, value)` in time order; the value holds until the next point.
     pub points: Vec<(i64, i64)>,
+    /// Reserved bytes, the same way.
+    pub reserved: Vec<(i64, i64)>,
+    /// The most of either: the track's full height.
     pub max: i64,
+    pub peak: Option<CounterPeak>,
+}
+
+/// The peak allocated of a counter: when, how much, and the op (and module) that reached it
+/// (the trace's text). The web app's worker sends it to the page when it is clicked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterPeak {
+    pub at: i64,
+    pub allocated: i64,
+    /// Reserved at that moment.
+    pub reserved: Option<i64>,
+    pub op: Option<String>,
+    pub module: Option<String>,
+    /// The device's memory, where recorded.
+    pub capacity: Option<u64>,
 }
 
 /// The timeline's rows for one trace.
@@ -240,37 +261,9 @@ fn lane_label(t: &Trace, track: usize) -> String {
     }
 }
 
-/// `Device Type` (0 = CPU, 1 = CUDA) and device id of an allocator event.
-type Device = (i64, i64);
-
 /// One counter per device with allocator events that carry `Total Allocated`, attached to the
 /// group of that GPU (or the first CPU group for host memory and for GPUs without a group).
 fn memory_counters(t: &Trace, groups: &mut [Group]) -> Vec<Counter> {
-    // `(device type, device id)` and that device's `(time, total allocated)` points.
-    let mut per_device: Vec<(Device, Vec<(i64, i64)>)> = Vec::new();
-    for i in 0..t.events.len() {
-        if t.events.kind[i] != EventKind::Memory {
-            continue;
-        }
-        let d = t.events.detail[i];
-        if d == NONE {
-            continue;
-        }
-        let m = t.details.memory(d);
-        let Some(total) = m.total_allocated else {
-            continue;
-        };
-        let key = (m.device_type.unwrap_or(0), m.device_id.unwrap_or(-1));
-        let at = match per_device.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                per_device.push((key, Vec::new()));
-                per_device.len() - 1
-            }
-        };
-        per_device[at].1.push((t.events.start[i], total));
-    }
-    per_device.sort_by_key(|(k, _)| *k);
     // The group each counter shows in: its GPU's, else the first CPU process's, else the first.
     let home = |device: Option<i64>| {
         let gpu = device.and_then(|d| {
@@ -282,19 +275,36 @@ fn memory_counters(t: &Trace, groups: &mut [Group]) -> Vec<Counter> {
         gpu.or_else(|| groups.iter().position(|g| !g.gpu))
             .unwrap_or(0)
     };
-    let mut placed: Vec<(usize, Counter)> = per_device
+    let mut placed: Vec<(usize, Counter)> = Memory::of(t)
+        .devices
         .into_iter()
-        .map(|((device_type, device_id), mut points)| {
-            let device = (device_type == 1).then_some(device_id);
-            points.sort_by_key(|p| p.0);
+        .filter(|d| d.peak.is_some())
+        .map(|d| {
+            let (points, reserved) = (d.series(false), d.series(true));
+            let peak = d.peak.as_ref().map(|p| {
+                let at = &d.samples[p.sample];
+                CounterPeak {
+                    at: at.at,
+                    allocated: p.allocated,
+                    reserved: at.reserved,
+                    op: p.op.map(|op| t.name_of(op as usize).to_string()),
+                    module: p.module.clone(),
+                    capacity: d.capacity,
+                }
+            });
             let counter = Counter {
-                label: match device {
-                    Some(d) => format!("memory allocated, GPU {d}"),
-                    None => "memory allocated, host".into(),
-                },
-                max: points.iter().map(|p| p.1).max().unwrap_or(0),
+                label: format!("memory, {}", d.device.label()),
+                max: points
+                    .iter()
+                    .chain(&reserved)
+                    .map(|p| p.1)
+                    .max()
+                    .unwrap_or(0),
                 points,
+                reserved,
+                peak,
             };
+            let device = d.device.accelerator().then_some(d.device.index);
             (home(device), counter)
         })
         .collect();

@@ -35,3 +35,19 @@ pub fn document(devices: &[String], members: &str, events: &[String], name: &str
         events.join(",\n")
     )
 }
+
+/// One caching-allocator event (`[memory]`) at `(pid, tid)` and `ts` µs on device
+/// `(Device Type, Device Id)`: `bytes` allocated (negative: freed), the totals after it.
+#[allow(dead_code)] // `op_patterns.rs` writes no memory events.
+pub fn memory(
+    place: (i64, i64),
+    ts: i64,
+    device: (i64, i64),
+    bytes: i64,
+    totals: (u64, u64),
+) -> String {
+    let ((pid, tid), (kind, id), (allocated, reserved)) = (place, device, totals);
+    format!(
+        r#"{{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": {pid}, "tid": {tid}, "ts": {ts}, "s": "t", "args": {{"Bytes": {bytes}, "Total Allocated": {allocated}, "Total Reserved": {reserved}, "Device Type": {kind}, "Device Id": {id}, "Addr": 140000000000}}}}"#
+    )
+}

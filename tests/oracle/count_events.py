@@ -43,7 +43,10 @@ def count(path):
         elif cat in ("cpu_op", "Operator", "user_annotation"):
             by_group["ops_and_steps"] += 1
     by_group["memory"] = sum(
-        1 for e in objects if e.get("ph") == "i" and e.get("cat") == "cpu_instant_event" and e.get("name") == "[memory]"
+        1
+        for e in objects
+        # PyTorch 1.11-1.12 wrote them without a category.
+        if e.get("ph") == "i" and e.get("cat", "") in ("cpu_instant_event", "") and e.get("name") == "[memory]"
     )
     # CPU-side step ranges (GPU-side copies in gpu_user_annotation are not steps of their own).
     steps = sum(

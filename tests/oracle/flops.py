@@ -18,13 +18,18 @@ from collections import defaultdict
 OP_CATS = {"cpu_op", "Operator"}
 
 
-def events_of(path):
-    """The trace's events; of a cut file, the complete events before the cut."""
+def text_of(path):
+    """The trace's JSON text, gzip or plain."""
     with open(path, "rb") as f:
         head = f.read(2)
     opener = gzip.open if head == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        return f.read()
+
+
+def events_of(path):
+    """The trace's events; of a cut file, the complete events before the cut."""
+    text = text_of(path)
     try:
         trace = json.loads(text)
         return trace.get("traceEvents", []) if isinstance(trace, dict) else []
@@ -242,4 +247,5 @@ def main():
         print(json.dumps({"file": path, "ops": ops}))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,7 @@ use std::f64::consts::PI;
 
 use torchtraceap::model::{StrId, Trace};
 use torchtraceap::timeline::bands::{Band, Score};
+use torchtraceap::timeline::layout::Counter;
 use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::OffscreenCanvasRenderingContext2d as Context;
@@ -156,6 +157,24 @@ impl Scale {
     }
 }
 
+/// Half the width of a memory peak's marker, and how near a click picks it, CSS pixels.
+const PEAK_MARK: f64 = 5.0;
+
+/// The height of a memory track's bar for `value` in a strip `h` high.
+fn counter_bar(counter: &Counter, h: f64, value: i64) -> f64 {
+    (h - 4.0) * (value as f64 / counter.max.max(1) as f64)
+}
+
+/// Where a memory track in the strip at `top` marks its peak (the top of its bar), if the
+/// peak is in view.
+fn peak_at(counter: &Counter, scale: &Scale, v: &View, top: f64, h: f64) -> Option<[f64; 2]> {
+    let p = counter.peak.as_ref()?;
+    let x = scale.x_of_time(p.at);
+    (GUTTER..=v.width)
+        .contains(&x)
+        .then(|| [x, top + h - 2.0 - counter_bar(counter, h, p.allocated)])
+}
+
 /// 24 hues; a slice's is chosen by its interned name, so one name has one colour in a trace.
 const PALETTE: [&str; 24] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
@@ -294,6 +313,7 @@ impl Timeline {
             spans,
             selected_box,
             in_range,
+            memory_peaks: self.memory_peaks(v, &scale, &geometry),
         })
     }
 
@@ -410,27 +430,56 @@ impl Timeline {
                 if let Some(label) = fit(&counter.label, GUTTER - 14.0) {
                     ctx.fill_text(&label, 14.0, top + 10.0)?;
                 }
-                let peak = format!("peak {:.2} GB", counter.max as f64 / 1e9);
-                ctx.fill_text(&peak, 14.0, top + 24.0)?;
+                if let Some(p) = &counter.peak {
+                    let peak = format!("peak {:.2} GB", p.allocated as f64 / 1e9);
+                    ctx.fill_text(&peak, 14.0, top + 24.0)?;
+                }
                 let columns = (v.width - GUTTER).max(0.0).ceil() as usize;
-                let values = lod::counter_columns(
-                    &counter.points,
-                    scale.range().0,
-                    scale.ns_per_px,
-                    columns,
-                );
-                ctx.set_fill_style_str("#6a9f58");
-                let max = counter.max.max(1) as f64;
-                // One rectangle per run of columns at the same value.
-                for (k, run) in runs(&values) {
-                    if let Some(value) = values[k] {
-                        let bar = (h - 4.0) * (value as f64 / max);
-                        ctx.fill_rect(GUTTER + k as f64, top + h - 2.0 - bar, run as f64, bar);
+                // Reserved behind, allocated in front: one rectangle per run of equal columns.
+                for (points, colour) in
+                    [(&counter.reserved, "#cfe3c8"), (&counter.points, "#6a9f58")]
+                {
+                    let values =
+                        lod::counter_columns(points, scale.range().0, scale.ns_per_px, columns);
+                    ctx.set_fill_style_str(colour);
+                    for (k, run) in runs(&values) {
+                        if let Some(value) = values[k] {
+                            let bar = counter_bar(counter, h, value);
+                            ctx.fill_rect(GUTTER + k as f64, top + h - 2.0 - bar, run as f64, bar);
+                        }
                     }
+                }
+                if let Some([x, y]) = peak_at(counter, scale, v, top, h) {
+                    ctx.set_fill_style_str("#d62728");
+                    ctx.fill_rect(x - 0.5, y, 1.0, top + h - 2.0 - y);
+                    ctx.begin_path();
+                    ctx.move_to(x, y);
+                    ctx.line_to(x - PEAK_MARK, y - PEAK_MARK);
+                    ctx.line_to(x + PEAK_MARK, y - PEAK_MARK);
+                    ctx.close_path();
+                    ctx.fill();
                 }
                 Ok(columns as u64)
             }
         }
+    }
+
+    /// Where the visible memory tracks' peaks are drawn.
+    fn memory_peaks(&self, v: &View, scale: &Scale, geometry: &Geometry) -> Vec<[f64; 2]> {
+        let body_h = (v.height - HEADER).max(0.0);
+        geometry
+            .visible(v.scroll, body_h)
+            .filter_map(|(y, h, strip)| match strip {
+                Strip::Counter(c) => peak_at(
+                    &self.layout.counters[c as usize],
+                    scale,
+                    v,
+                    HEADER + y - v.scroll,
+                    h,
+                ),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Bands over the tracks, the range selected, the selected slice and its flows; returns
@@ -658,7 +707,7 @@ impl Timeline {
         }
         let geometry = Geometry::of(&self.layout, &v.collapsed);
         let within = y - HEADER + v.scroll;
-        let Some(&(_, _, strip)) = geometry
+        let Some(&(geometry_top, _, strip)) = geometry
             .strips
             .iter()
             .find(|s| s.0 <= within && within < s.0 + s.1)
@@ -667,6 +716,17 @@ impl Timeline {
         };
         match strip {
             Strip::Group(index) => Picked::Group { index },
+            Strip::Counter(c) => {
+                let counter = &self.layout.counters[c as usize];
+                let top = HEADER + geometry_top - v.scroll;
+                match (&counter.peak, peak_at(counter, &scale, v, top, COUNTER_H)) {
+                    (Some(p), Some([px, _])) if (x - px).abs() <= PEAK_MARK => Picked::MemoryPeak {
+                        track: counter.label.clone(),
+                        peak: Box::new(p.clone()),
+                    },
+                    _ => Picked::Nothing,
+                }
+            }
             Strip::Row { row, .. } if x >= GUTTER => {
                 let at = scale.time_at(x);
                 let slop = (2.0 * scale.ns_per_px).ceil() as i64;

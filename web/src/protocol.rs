@@ -43,6 +43,7 @@ use torchtraceap::share;
 use torchtraceap::summary::Summary;
 use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
+use torchtraceap::timeline::layout::CounterPeak;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, OffscreenCanvas};
 
@@ -54,8 +55,9 @@ use web_sys::{Blob, OffscreenCanvas};
 /// worker a memory limit; 4 draws the timeline on the worker's own animation frames (a `View`'s
 /// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
 /// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
-/// `Parsed`, `Progress::workers`).
-pub const VERSION: u32 = 4;
+/// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
+/// `Picked::MemoryPeak`).
+pub const VERSION: u32 = 5;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -420,6 +422,8 @@ pub struct Drawn {
     pub selected_box: Option<[f64; 4]>,
     /// Slices in the selected range, when there is one: `(kind label, count, total ns)`.
     pub in_range: Vec<(String, u64, i64)>,
+    /// Where the memory tracks' peaks were drawn, `[x, y]` in CSS pixels, those that show.
+    pub memory_peaks: Vec<[f64; 2]>,
 }
 
 /// What lies under a point.
@@ -433,6 +437,11 @@ pub enum Picked {
     /// A flagged window's band: the finding's id.
     Band {
         finding: String,
+    },
+    /// A memory track's peak: the track's label (`memory, cuda:0`) and the peak.
+    MemoryPeak {
+        track: String,
+        peak: Box<CounterPeak>,
     },
     Nothing,
 }
@@ -644,6 +653,7 @@ mod tests {
                 spans: 12,
                 selected_box: Some([1.0, 2.0, 3.0, 4.0]),
                 in_range: vec![("gpu_kernel".into(), 3, 900)],
+                memory_peaks: vec![[250.5, 90.0]],
             }),
             TimelineReply::Picked {
                 file: 0,
@@ -657,6 +667,20 @@ mod tests {
                 file: 1,
                 picked: Picked::Band {
                     finding: "dataloader-bottleneck".into(),
+                },
+            },
+            TimelineReply::Picked {
+                file: 1,
+                picked: Picked::MemoryPeak {
+                    track: "memory, cuda:0".into(),
+                    peak: Box::new(CounterPeak {
+                        at: 1_700_000_000_123_456_789,
+                        allocated: 13_155_807_744,
+                        reserved: Some(13_356_761_088),
+                        op: Some("aten::empty".into()),
+                        module: None,
+                        capacity: Some(42_346_610_688),
+                    }),
                 },
             },
             TimelineReply::Picked {

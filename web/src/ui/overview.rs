@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use torchtraceap::memory::{self, Summary};
 use torchtraceap::roofline::Roofline;
 use yew::prelude::*;
 
@@ -36,6 +37,30 @@ const STEP_SERIES: [Series; 4] = [
         class: "other",
     },
 ];
+
+/// The allocator's memory per device (the report's summary, as the CLI prints it).
+fn memory_table(m: &Summary) -> Html {
+    if m.devices.is_empty() {
+        return html! {
+            <p class="memory-summary">{"No memory events (record with profile_memory=True)."}</p>
+        };
+    }
+    html! {
+        <div class="memory-summary">
+            <h3>{format!("Memory ({} allocator events)", count(m.events))}</h3>
+            <table class="table">
+                <thead><tr>{ for memory::COLUMNS.iter().map(|c| html! { <th>{*c}</th> }) }</tr></thead>
+                <tbody>
+                    { for m.devices.iter().map(|d| html! {
+                        <tr>{ for d.cells().into_iter().map(|c| html! {
+                            <td>{c.unwrap_or_else(|| "-".into())}</td>
+                        }) }</tr>
+                    }) }
+                </tbody>
+            </table>
+        </div>
+    }
+}
 
 #[function_component(Overview)]
 pub fn overview(props: &OverviewProps) -> Html {
@@ -156,6 +181,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { for r.graphs.as_ref().map(|g| fact("CUDA/HIP graphs", g.line())) }
                 { for trace_facts }
             </dl>
+            { for r.memory.as_ref().map(memory_table) }
             if let Some(s) = s.filter(|s| !s.warnings.is_empty()) {
                 <ul class="warnings">
                     { for s.warnings.iter().map(|w| html! { <li>{w}</li> }) }

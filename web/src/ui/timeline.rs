@@ -28,7 +28,9 @@ use web_sys::{
 use yew::prelude::*;
 
 use torchtraceap::timeline::inspect::{Details, Place};
+use torchtraceap::timeline::layout::CounterPeak;
 
+use super::format::bytes;
 use crate::draw::{duration, GUTTER, HEADER};
 use crate::frames::{self, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
@@ -150,6 +152,9 @@ pub struct Timeline {
     status_at: f64,
     status_timer: Option<Timeout>,
     details: Option<Box<Details>>,
+    /// The memory peak clicked (its track's label and the peak), shown in place of a slice's
+    /// details.
+    memory_peak: Option<(String, Box<CounterPeak>)>,
     search: String,
     found: Option<Found>,
     found_at: usize,
@@ -341,6 +346,16 @@ impl Timeline {
             } => {
                 self.selected = Some(details.place.event);
                 self.details = Some(details.clone());
+                self.memory_peak = None;
+                self.redraw(ctx);
+            }
+            TimelineReply::Picked {
+                picked: Picked::MemoryPeak { track, peak },
+                ..
+            } => {
+                self.selected = None;
+                self.details = None;
+                self.memory_peak = Some((track.clone(), peak.clone()));
                 self.redraw(ctx);
             }
             TimelineReply::Picked {
@@ -367,6 +382,7 @@ impl Timeline {
             } => {
                 self.selected = None;
                 self.details = None;
+                self.memory_peak = None;
                 self.redraw(ctx);
             }
             TimelineReply::Found(f) => {
@@ -457,6 +473,19 @@ impl Timeline {
             ("data-start", format!("{:.0}", self.start)),
             ("data-end", format!("{:.0}", self.end)),
             ("data-finding", self.finding.clone().unwrap_or_default()),
+            (
+                "data-memory-peaks",
+                drawn
+                    .map(|d| {
+                        let peaks: Vec<String> = d
+                            .memory_peaks
+                            .iter()
+                            .map(|[x, y]| format!("{x:.1},{y:.1}"))
+                            .collect();
+                        peaks.join(";")
+                    })
+                    .unwrap_or_default(),
+            ),
         ];
         for (name, value) in marks {
             let _ = canvas.set_attribute(name, &value);
@@ -535,6 +564,7 @@ impl Component for Timeline {
             status_at: f64::NEG_INFINITY,
             status_timer: None,
             details: None,
+            memory_peak: None,
             search: String::new(),
             found: None,
             found_at: 0,
@@ -672,6 +702,7 @@ impl Component for Timeline {
                     self.range = None;
                     self.selected = None;
                     self.details = None;
+                    self.memory_peak = None;
                     self.finding = None;
                     self.redraw(ctx);
                 }
@@ -927,7 +958,31 @@ impl Timeline {
         }
     }
 
+    /// The clicked memory peak: its device, bytes and the op (and module) that reached it.
+    fn view_memory_peak(&self, track: &str, p: &CounterPeak) -> Html {
+        let origin = self.opened.as_ref().map_or(0, |o| o.span.0);
+        let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "not recorded".into());
+        html! {
+            <div class="timeline-details memory-peak">
+                <h3>{format!("Peak of {track}")}</h3>
+                <dl>
+                    <dt>{"Allocated"}</dt><dd class="peak-bytes">{bytes(p.allocated.max(0) as u64)}</dd>
+                    <dt>{"Reserved"}</dt><dd>{p.reserved.map_or_else(|| "not recorded".into(), |r| bytes(r.max(0) as u64))}</dd>
+                    if let Some(c) = p.capacity {
+                        <dt>{"Of the device"}</dt><dd>{format!("{:.1}% of {}", 100.0 * p.allocated as f64 / c.max(1) as f64, bytes(c))}</dd>
+                    }
+                    <dt>{"Operator"}</dt><dd class="peak-op">{or_unknown(&p.op)}</dd>
+                    <dt>{"Module"}</dt><dd>{or_unknown(&p.module)}</dd>
+                    <dt>{"At"}</dt><dd>{duration((p.at - origin) as f64)}</dd>
+                </dl>
+            </div>
+        }
+    }
+
     fn view_details(&self, ctx: &Context<Self>) -> Html {
+        if let Some((track, peak)) = &self.memory_peak {
+            return self.view_memory_peak(track, peak);
+        }
         let Some(d) = &self.details else {
             return html! { <p class="timeline-details empty">{"Click a slice to see its details."}</p> };
         };

@@ -20,6 +20,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::OffscreenCanvasRenderingContext2d as Context;
 
 use crate::protocol::{Drawn, Picked, View};
+use crate::ui::format::bytes;
 
 pub const GUTTER: f64 = 200.0;
 const RULER_H: f64 = 20.0;
@@ -431,7 +432,7 @@ impl Timeline {
                     ctx.fill_text(&label, 14.0, top + 10.0)?;
                 }
                 if let Some(p) = &counter.peak {
-                    let peak = format!("peak {:.2} GB", p.allocated as f64 / 1e9);
+                    let peak = format!("peak {}", bytes(p.allocated.max(0) as u64));
                     ctx.fill_text(&peak, 14.0, top + 24.0)?;
                 }
                 let columns = (v.width - GUTTER).max(0.0).ceil() as usize;

@@ -2,29 +2,16 @@
 // Overview's memory table as `ttap analyze --format json` has it, the timeline's memory track
 // drawn with its peak marked, and a click on the peak showing its operator and bytes; a trace
 // without memory events says how to record them.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, lacksTrace, analyze, SHOTS, SHARED_TRACES } from './support.mjs';
+import { servedSite, openPage, load, lacksTrace, analyze, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const TRACE = join(SHARED_TRACES, 'harryjmoss__particle_transformer',
   'run1_chrome_traces__single_epoch_forward_pass_batch_size_512.json');
 const WITHOUT = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__b200__eager_trace.json.gz');
 
-let site;
-let browser;
-
-before(async () => {
-  await mkdir(SHOTS, { recursive: true });
-  site = await serve();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const served = servedSite();
 
 const canvas = (page) => page.locator('canvas.timeline-canvas');
 
@@ -40,7 +27,7 @@ test('a real trace with memory events: the table, the track, and its peak\'s ope
   const gpu = memory.devices[0];
   assert.equal(gpu.device, 'cuda:0');
   assert.ok(gpu.op && gpu.peak_allocated > 0, JSON.stringify(gpu));
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', TRACE));
 
   // The Overview: the CLI's table, one row per device.
@@ -84,7 +71,7 @@ test('a real trace with memory events: the table, the track, and its peak\'s ope
 
 test('a trace without memory events says how to record them', async (t) => {
   if (lacksTrace(t, WITHOUT)) return;
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', WITHOUT));
   await page.click('.tab:has-text("Overview")');
   assert.equal(await page.locator('.memory-summary').innerText(),

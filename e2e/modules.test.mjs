@@ -1,32 +1,19 @@
 // End-to-end: the Modules tab on a real ResNet-18 training trace recorded with module frames:
 // the tree as the CLI's `ttap modules --json` has it, sorting siblings and choosing the depth;
 // and its findings naming their module as `ttap analyze` does.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES } from './support.mjs';
+import { servedSite, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
 
-let site;
-let browser;
-
-before(async () => {
-  await mkdir(SHOTS, { recursive: true });
-  site = await serve();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const served = servedSite();
 
 test('the module tree of a real ResNet-18 training trace, sorted and cut to a depth', async (t) => {
   if (lacksTrace(t, TRACE)) return;
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', TRACE), 300_000);
   // Each finding names the module frame holding most of its evidence's time, as the CLI does.
   const shownModules = await page.locator('article.finding').evaluateAll((els) => els.map((e) =>

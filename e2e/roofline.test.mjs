@@ -2,30 +2,17 @@
 // chart's points, roofs and table as `ttap analyze --format json` has the roofline), its step MFU
 // carried by a share link; a device missing from the peaks table (achieved rates only); and the
 // bundled sample (no shapes) saying why it has no roofline.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, lacksTrace, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
+import { servedSite, openPage, load, lacksTrace, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
 const UNKNOWN = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz');
 const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
 
-let site;
-let browser;
-
-before(async () => {
-  await mkdir(SHOTS, { recursive: true });
-  site = await serve();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const served = servedSite();
 
 /** The roofline `ttap analyze` reports for `trace`. */
 function roofline(trace) {
@@ -36,7 +23,7 @@ function roofline(trace) {
 
 /** A share link to `trace` served by this test's site. */
 function link(trace) {
-  const made = spawnSync(cli(), ['share', trace, '--base-url', site.url], { encoding: 'utf8' });
+  const made = spawnSync(cli(), ['share', trace, '--base-url', served.site.url], { encoding: 'utf8' });
   assert.equal(made.status, 0, made.stderr);
   return made.stdout.trim();
 }
@@ -47,7 +34,7 @@ test('the roofline of a real MI300X trace with shapes: points, roofs and table a
   if (lacksTrace(t, TRACE)) return;
   const r = roofline(TRACE);
   assert.ok(r.peaks && r.kernels.length > 0 && r.mfu > 0, JSON.stringify(r).slice(0, 300));
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', TRACE), 300_000);
   await page.click('.tab:has-text("Roofline")');
   await page.waitForSelector('.roofline');
@@ -91,7 +78,7 @@ test('the roofline of a real MI300X trace with shapes: points, roofs and table a
   await context.close();
 
   // Its share link carries the step MFU, shown with the shared report's facts.
-  const shared = await openPage(browser, link(TRACE));
+  const shared = await openPage(served.browser, link(TRACE));
   await shared.page.click('.tab:has-text("Overview")');
   const fact = shared.page.locator('.fact', { hasText: 'Step MFU' });
   assert.equal(await fact.locator('dd').innerText(), pct(r.mfu));
@@ -105,7 +92,7 @@ test('a device missing from the peaks table: achieved rates only, no roofs, no M
   const r = roofline(UNKNOWN);
   assert.equal(r.peaks, null);
   assert.equal(r.device, 'AMD Radeon Graphics');
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', UNKNOWN));
   await page.click('.tab:has-text("Roofline")');
   assert.match(await page.locator('.roofline-device').innerText(),
@@ -128,7 +115,7 @@ test('a device missing from the peaks table: achieved rates only, no roofs, no M
 test('the bundled sample records no shapes: the Roofline tab says so, and its link has no MFU', async () => {
   const r = roofline(SAMPLE);
   assert.equal(r.coverage.shapes_ms, 0);
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.click('#sample'));
   await page.click('.tab:has-text("Roofline")');
   assert.match(await page.locator('.roofline-none').innerText(), /records no operator shapes.*record_shapes=True/);
@@ -139,7 +126,7 @@ test('the bundled sample records no shapes: the Roofline tab says so, and its li
   assert.deepEqual(errors, []);
   await context.close();
 
-  const shared = await openPage(browser, link(SAMPLE));
+  const shared = await openPage(served.browser, link(SAMPLE));
   await shared.page.click('.tab:has-text("Overview")');
   assert.equal(await shared.page.locator('.fact', { hasText: 'Step MFU' }).count(), 0);
   await shared.context.close();

@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '../..');
@@ -94,6 +95,24 @@ export async function launch() {
       '--disable-dev-shm-usage',
     ],
   });
+}
+
+/**
+ * The built site served and a browser, for a test file: started before its tests, closed after
+ * them. Its `site` and `browser` are there once the tests run.
+ */
+export function servedSite() {
+  const served = {};
+  before(async () => {
+    await mkdir(SHOTS, { recursive: true });
+    served.site = await serve();
+    served.browser = await launch();
+  });
+  after(async () => {
+    await served.browser?.close();
+    await served.site?.close();
+  });
+  return served;
 }
 
 /** A page that records every request it makes, and fails the test on a page error. */

@@ -1,11 +1,10 @@
 // End-to-end: the timeline, on real traces from ../shared/traces and on the bundled sample:
 // zoom and pan with the keys, click a kernel and follow it to its launch, search, and move
 // between a finding and its flagged window; a graph replay's kernels and its launch.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, lacksTrace, SHOTS, SHARED_TRACES } from './support.mjs';
+import { servedSite, openPage, load, lacksTrace, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const CNN_TRAINING = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis',
   'tests__data__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz');
@@ -14,19 +13,7 @@ const MULTI_STREAM = join(SHARED_TRACES, 'AMD-AGI__TraceLens',
 const HIP_GRAPH = join(SHARED_TRACES, 'AMD-AGI__TraceLens',
   'tests__traces__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz');
 
-let site;
-let browser;
-
-before(async () => {
-  await mkdir(SHOTS, { recursive: true });
-  site = await serve();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await site?.close();
-});
+const served = servedSite();
 
 const canvas = (page) => page.locator('canvas.timeline-canvas');
 
@@ -46,7 +33,7 @@ async function drawnAfter(page, after) {
 /** A page with the shared trace at `path` on its timeline; null (the test skipped) without it. */
 async function openShared(t, path) {
   if (lacksTrace(t, path)) return null;
-  const opened = await openPage(browser, site.url);
+  const opened = await openPage(served.browser, served.site.url);
   await load(opened.page, () => opened.page.setInputFiles('#file-input', path));
   await openTimeline(opened.page);
   return opened;
@@ -252,7 +239,7 @@ test('a multi-stream trace shows every stream and a range selected with Shift+dr
 });
 
 test('a finding moves the timeline to its flagged window, and its band leads back to it', async () => {
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.click('#sample'));
   await page.click('article.finding#finding-dataloader-bottleneck .show-on-timeline');
   await page.waitForSelector('canvas.timeline-canvas[data-finding="dataloader-bottleneck"]:not([data-draws="0"])');
@@ -272,7 +259,7 @@ test('a finding moves the timeline to its flagged window, and its band leads bac
 });
 
 test('a burst of views is drawn as a few frames that end on the last view, never a stale one', async () => {
-  const { page, context, errors } = await openPage(browser, site.url);
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.click('#sample'));
   await openTimeline(page);
   await page.waitForTimeout(300);

@@ -28,6 +28,7 @@ use crate::memory;
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 use crate::roofline::{self, Roofline};
+use crate::window::StepWindows;
 
 /// The report format's name and version; readers check both.
 pub const FORMAT: &str = "torchtraceap.report";
@@ -301,14 +302,9 @@ impl Report {
         let findings = &detected.findings;
         let t = a.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
-        let steady_ranges: Vec<(i64, i64, i64)> = a
-            .steady
-            .iter()
-            .map(|&k| {
-                let s = &a.steps.steps[k];
-                (s.number, s.start, s.end)
-            })
-            .collect();
+        let range = |s: &StepWindows| (s.number, s.start, s.end);
+        let steady_ranges: Vec<(i64, i64, i64)> =
+            a.steady.iter().map(|&k| range(&a.steps.steps[k])).collect();
         let steps = a
             .steps
             .steps
@@ -494,14 +490,7 @@ impl Report {
                 .collect(),
             split,
             roofline: roofline::analyze(t, a.main_device, &steady_ranges),
-            graphs: graphs::summarize(
-                t,
-                &a.steps
-                    .steps
-                    .iter()
-                    .map(|s| (s.number, s.start, s.end))
-                    .collect::<Vec<_>>(),
-            ),
+            graphs: graphs::summarize(t, &a.steps.steps.iter().map(range).collect::<Vec<_>>()),
             memory: Some(a.memory.summary(t, &steady_ranges)),
         };
         report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));

@@ -1,9 +1,8 @@
 //! One event as written in the JSON, read in a single pass straight from the input bytes.
 //!
-//! Over 600 lines: 332 of them are its unit tests (the fields kept and skipped, every argument's
-//! spellings, cut and broken events, numbers and literals of every length, nested values, launch
-//! dimensions, numbers as strings, integers beyond 64 bits, fractional microseconds, escapes);
-//! the reader itself, with its scans eight bytes at a time and its key dispatch, is 670.
+//! One file on purpose: the reader's scans (eight bytes at a time) and its key dispatch are read
+//! together; its unit tests cover the fields kept and skipped, every argument's spellings, cut
+//! and broken events, numbers of every length and form, nested values and escapes.
 //!
 //! This is the hot loop of ingestion, so it is a small hand-written reader rather than serde:
 //! it looks only at the keys the model uses and skips every other value without decoding it,

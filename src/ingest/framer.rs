@@ -1,9 +1,8 @@
 //! Splits a JSON trace, arriving in chunks of any size, into the byte ranges of its events.
 //!
-//! Over 600 lines: 217 of them are its unit tests (every chunk size giving the same frames, stray
-//! delimiters, malformed, cut and non-JSON input, oversized values). The other 681 are one
-//! byte-level state machine (`Framer::push`, `structural`, the carry buffer) whose states are
-//! read together.
+//! One file on purpose: one byte-level state machine (`Framer::push`, `structural`, the carry
+//! buffer) whose states are read together; its unit tests cover every chunk size giving the same
+//! frames, stray delimiters, malformed, cut and non-JSON input, and oversized values.
 //!
 //! The framer knows just enough JSON to find value boundaries (strings, escapes, brackets); it
 //! never builds a tree and never holds more than one event, so memory stays bounded whatever the

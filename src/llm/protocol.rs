@@ -2,9 +2,8 @@
 //! answer's lenient reading and the mapping of failures to messages. The CLI sends with
 //! [`super::client`]; the web app with `fetch`, feeding the same parsers.
 //!
-//! Over 600 lines: 230 of them are its unit tests (streams parsed the same at every chunk boundary,
-//! the byte cap, the key never in a message, broken streams, statuses, lenient answers, bodies and
-//! URLs); the protocols themselves are 429.
+//! Its unit tests cover streams parsed the same at every chunk boundary, the byte cap, the key
+//! never in a message, broken streams, statuses, lenient answers, bodies and URLs.
 //!
 //! - OpenAI-compatible `POST {base}/v1/chat/completions` (vLLM, TGI, llama.cpp's llama-server,
 //!   Ollama's `/v1`): streamed as server-sent events, `data: {chunk}` lines then `data: [DONE]`.

@@ -1,7 +1,7 @@
 //! Compact, deterministic text summaries of the flagged windows, and the prompts built from them.
 //!
-//! Over 600 lines: 59 of them are its unit tests (the token estimate; the budget dropping the least
-//! important lines first); the summaries and prompts are 567 (redaction is `super::redact`).
+//! Redaction is `super::redact`; the unit tests here cover the token estimate and the budget
+//! dropping the least important lines first.
 //!
 //! A flagged window is the window a rule finding points at (the best of the windows that hold
 //! its evidence: `Report::finding_windows`) or one of the report's `unexplained` regions. Its

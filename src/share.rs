@@ -2,8 +2,8 @@
 //! never send to a server), never the trace. What a link holds is in `facts`; the bounds it is
 //! read within, in `bounds`.
 //!
-//! Over 600 lines: 64 of them are its unit tests (finding the fragment, the version prefix, the
-//! inflate cap, limits naming the place); the link code is 559.
+//! Its unit tests cover finding the fragment, the version prefix, the inflate cap and limits
+//! naming the place.
 //!
 //! A link carries facts, not prose. Its fragment is `ttap2.` followed by the base64url (no
 //! padding) of the zlib-compressed (best level) JSON of the link's facts: each finding's detector

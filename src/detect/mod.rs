@@ -1,8 +1,8 @@
 //! The catalogue of performance anti-patterns: one detector per module, each with its gate,
 //! evidence, the time it costs and the fix.
 //!
-//! Over 600 lines, on purpose: this is the one contract every detector implements (`Analysis`,
-//! the finding types, `judge`, the claim order), kept together so that it is read at once; each
+//! One file on purpose: this is the one contract every detector implements (`Analysis`, the
+//! finding types, `judge`, the claim order), kept together so that it is read at once; each
 //! detector is its own file.
 //!
 //! Reads the model, the windows, the metrics and the step attribution ([`Analysis`]); writes

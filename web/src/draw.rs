@@ -1,9 +1,8 @@
 //! Draws a view of the timeline on the worker's `OffscreenCanvas`, and says what lies under a
 //! point of it. Both read the same [`Geometry`], so what is picked is what was drawn.
 //!
-//! Over 600 lines, on purpose: drawing and picking share `Geometry` and `Scale` and are kept in one
-//! file so that what is picked is what was drawn; 22 of its lines are unit tests of the ruler's
-//! ticks and label fitting.
+//! One file on purpose: drawing and picking share `Geometry` and `Scale`, so that what is picked
+//! is what was drawn; its unit tests cover the ruler's ticks and label fitting.
 //!
 //! The canvas, top to bottom: a fixed header (time ruler, steps, the window detector's heat
 //! strip, the flagged windows' bands), then the tracks, scrolled: per group a header row, then

@@ -1,7 +1,7 @@
 //! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
 //! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
 //!
-//! Over 600 lines: the `App` is one state machine (loads, the worker of the analysis shown, a
+//! One file on purpose: the `App` is one state machine (loads, the worker of the analysis shown, a
 //! shared link waiting for its trace, the tabs) whose messages and view are read together; each
 //! view is its own module.
 //!

@@ -6,7 +6,7 @@
 //! never wait for the page. A drawn frame re-renders nothing: the page takes the range drawn
 //! back, sets the canvas's `data-*` marks and, at most every [`STATUS_MS`], the status line.
 //!
-//! Over 600 lines, on purpose: it is one Yew component (`Timeline`) whose state (the view, the
+//! One file on purpose: it is one Yew component (`Timeline`) whose state (the view, the
 //! drag, the selection, the worker's replies) every key, gesture and reply changes in one `update`,
 //! read together with its `view`; the drawing is the worker's (`crate::draw`).
 //!

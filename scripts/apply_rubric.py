@@ -326,9 +326,9 @@ def judge(f, workload):
 
     # fusion-candidates
     i = 'fusion-candidates'
-    g = gate(m['elementwise_chain_frac'], 0.05)
+    g = gate(m['elementwise_chain_kernel_share'], 0.10)
     put(i, {'yes': 'present', 'no': 'absent', 'border': 'unjudged'}[g],
-        'element-wise chains (>=4 kernels <20us, <=10us apart) = %s of the step (median)' % pct(m['elementwise_chain_frac']))
+        'element-wise chains (>=4 kernels <20us back to back: <=10us apart, or launched by one op or the next op) = %s of the step\'s kernel time (median)' % pct(m['elementwise_chain_kernel_share']))
     return out
 
 
@@ -337,7 +337,7 @@ def key_figures(f):
     keep = ['step_ms', 'busy_frac', 'mid_idle_frac', 'mid_idle_unattributed_frac', 'idle_before_frac', 'idle_after_frac',
             'edge_idle_minus_dataloader_frac', 'idle_dataloader_frac', 'idle_alloc_frac', 'idle_after_sync_frac',
             'n_kernels', 'pageable_copies', 'pageable_bytes', 'pageable_frac', 'memcpy_frac', 'collective_frac',
-            'collective_exposed_frac', 'elementwise_chain_frac', 'layout_frac_of_step']
+            'collective_exposed_frac', 'elementwise_chain_kernel_share', 'layout_frac_of_step']
     out = {'median_' + k: m[k] for k in keep}
     out.update({
         'n_steady_steps': f['n_steady_steps'], 'profiler_steps': f['has_profiler_steps'], 'warmup_dropped': f['warmup_dropped'],

@@ -160,7 +160,7 @@ def measure(path):
 
     gpu = []        # (ts, end, dev, stream, kind, name, args)
     runtime = []    # (ts, end, pid, tid, name, corr)
-    cpu_ops = []    # (ts, end, pid, tid, name)  cpu_op + user_annotation
+    cpu_ops = []    # (ts, end, pid, tid, name, category)  cpu_op + user_annotation
     steps = {}
     dl = []
     cats = {}
@@ -195,7 +195,7 @@ def measure(path):
                 continue
             if DL_RE.match(name):
                 dl.append((ts, ts + dur))
-            cpu_ops.append((ts, ts + dur, e.get('pid'), e.get('tid'), name))
+            cpu_ops.append((ts, ts + dur, e.get('pid'), e.get('tid'), name, c))
         elif c == 'python_function':
             n_python += 1
 
@@ -305,8 +305,41 @@ def measure(path):
             comp_by_stream.setdefault(g[3], []).append((g[0], g[1]))
     comp_by_stream = {st: union(v) for st, v in comp_by_stream.items()}
 
-    # elementwise chains per stream
-    chain_iv = []
+    # elementwise chains per stream: >= 4 short element-wise kernels back to back, i.e. <= 10 us
+    # apart on the GPU, or (GPU gap < 1 ms) launched by the same outermost cpu_op or by the
+    # cpu_op the host ran next (<= 50 us after the previous one ended)
+    top_ops = {}    # (pid, tid) -> outermost cpu_op ranges, sorted
+    for op in sorted((op for op in cpu_ops if op[5] == 'cpu_op'), key=lambda o: (o[0], -o[1])):
+        tops = top_ops.setdefault((op[2], op[3]), [])
+        if not tops or op[0] >= tops[-1][1]:
+            tops.append(op)
+    top_starts = {k: [o[0] for o in v] for k, v in top_ops.items()}
+    corr_to_op = {}
+    for rt in runtime:
+        k = (rt[2], rt[3])
+        if rt[5] is None or k not in top_ops:
+            continue
+        j = bisect.bisect_right(top_starts[k], rt[0]) - 1
+        if j >= 0 and rt[0] <= top_ops[k][j][1]:
+            corr_to_op[rt[5]] = (k, j)
+
+    def back_to_back(p, g):
+        gap = g[0] - p[1]
+        if gap <= 10.0:
+            return True
+        if gap >= 1000.0:
+            return False
+        x, y = corr_to_op.get(p[6].get('correlation')), corr_to_op.get(g[6].get('correlation'))
+        if x is None or y is None:
+            return False
+        if x == y:
+            return True
+        if x[0] != y[0]:
+            return False
+        ox, oy = top_ops[x[0]][x[1]], top_ops[y[0]][y[1]]
+        return ox[1] <= oy[0] <= ox[1] + 50.0
+
+    chain_kernels = []
     by_stream = {}
     for g in kernels:
         by_stream.setdefault(g[3], []).append(g)
@@ -314,15 +347,14 @@ def measure(path):
         run = []
         for g in ks:
             ok = ELEMWISE_RE.search(g[5]) and (g[1] - g[0]) < 20.0
-            if ok and run and g[0] - run[-1][1] <= 10.0:
+            if ok and run and back_to_back(run[-1], g):
                 run.append(g)
             else:
                 if len(run) >= 4:
-                    chain_iv.extend((x[0], x[1]) for x in run)
+                    chain_kernels.extend(run)
                 run = [g] if ok else []
         if len(run) >= 4:
-            chain_iv.extend((x[0], x[1]) for x in run)
-    chain_iv = union(chain_iv)
+            chain_kernels.extend(run)
 
     # kernel-name attention: GEMM -> softmax -> GEMM on a stream (up to 3 other kernels between)
     attn_kernel_seq = 0
@@ -431,7 +463,7 @@ def measure(path):
         for g in coll_s:
             others = union([iv for st, v in comp_by_stream.items() if st != g[3] for iv in clip(v, g[0], g[1])])
             coll_exposed += (g[1] - g[0]) - total(others)
-        ch = total(clip(chain_iv, s, e))
+        ch = sum(g[1] - g[0] for g in chain_kernels if s <= g[0] < e)
         opts = [opt_info(op) for op in opt_ranges if s <= op[0] < e]
         zgs = [zg_info(op) for op in zg_ranges if s <= op[0] < e]
         attn_n = sum(1 for t in attn_cpu if s <= t < e)
@@ -454,7 +486,7 @@ def measure(path):
             'pageable_frac': r(total(clip(union([(g[0], g[1]) for g in pg]), s, e)) / L),
             'memcpy_frac': r(cp_time / L), 'n_memcpy': len(cps),
             'collective_frac': r(coll_time / L), 'collective_exposed_frac': r(coll_exposed / L),
-            'elementwise_chain_frac': r(ch / L),
+            'elementwise_chain_kernel_share': r(ch / ktime) if ktime else 0.0,
             'optimizer_steps': [{'kernels': k, 'foreach_or_fused': f} for k, f in opts],
             'zero_grad_fill_launches': zgs,
             'attn_cpu_patterns': attn_n, 'softmax_kernel_ms': r(sm_time / 1000, 4),
@@ -475,7 +507,7 @@ def measure(path):
     med_keys = ['step_ms', 'busy_frac', 'mid_idle_frac', 'mid_idle_unattributed_frac', 'idle_before_frac',
                 'idle_after_frac', 'edge_idle_minus_dataloader_frac', 'idle_dataloader_frac', 'idle_alloc_frac',
                 'idle_after_sync_frac', 'sync_window_frac', 'n_kernels', 'small_kernel_share', 'pageable_copies', 'pageable_bytes',
-                'pageable_frac', 'memcpy_frac', 'collective_frac', 'collective_exposed_frac', 'elementwise_chain_frac',
+                'pageable_frac', 'memcpy_frac', 'collective_frac', 'collective_exposed_frac', 'elementwise_chain_kernel_share',
                 'attn_cpu_patterns', 'softmax_kernel_ms', 'simt_fp32_kernel_share', 'layout_ms', 'conv_ms',
                 'layout_frac_of_step']
     out['median'] = {k: agg(k) for k in med_keys}

@@ -894,8 +894,9 @@ const CHAIN: [i64; 5] = [12, 18, 9, 15, 11];
 
 #[test]
 fn chains_of_short_elementwise_kernels() {
-    // 10 blocks per step, each a GEMM then 5 element-wise kernels (12, 18, 9, 15, 11 µs) 3 µs
-    // apart: 10 runs of 65 µs = 650 µs per step (6.5% ≥ 5%). Each run spans 65 + 4 × 3 = 77 µs,
+    // 10 blocks per step, each a GEMM of 300 µs then 5 element-wise kernels (12, 18, 9, 15,
+    // 11 µs) 3 µs apart: 10 runs of 65 µs = 650 µs of the step's 3,650 µs of kernels (17.8% ≥
+    // 10%). Each run spans 65 + 4 × 3 = 77 µs,
     // of which a fused kernel keeps the longest (18 µs): 59 µs saved per run, 590 µs per step
     // = 0.59 ms = 5.9%: medium.
     let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 300, &CHAIN, 3, false));
@@ -907,7 +908,8 @@ fn chains_of_short_elementwise_kernels() {
 #[test]
 fn four_kernels_of_19_us_10_us_apart_are_a_chain() {
     // At the thresholds: 7 blocks of 4 kernels of 19 µs (under 20) 10 µs apart (at most 10):
-    // 7 × 76 = 532 µs per step (5.32% ≥ 5%). Each run spans 76 + 3 × 10 = 106 µs, minus the
+    // 7 × 76 = 532 µs of the step's 2,632 µs of kernels (20.2%). Each run spans 76 + 3 × 10 =
+    // 106 µs, minus the
     // longest 19 µs: 87 µs saved, 7 × 87 = 609 µs = 0.609 ms = 6.09%: medium.
     let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 7, 300, &[19; 4], 10, false));
     let f = expect(&text, "fusion-candidates", 0.609, Severity::Medium);
@@ -930,9 +932,29 @@ fn three_kernels_in_a_row_are_no_chain() {
 }
 
 #[test]
-fn elementwise_kernels_11_us_apart_are_no_chain() {
-    // The chains of the positive case, with the kernels 11 µs apart (launch-bound).
+fn elementwise_ops_the_host_runs_one_after_another_are_a_chain_though_the_gpu_waits() {
+    // The chains of the positive case with the kernels 11 µs apart on the GPU: the host runs the
+    // ops one after the other, so the wait is their dispatch, which one fused kernel does not
+    // pay. Each run spans 65 + 4 × 11 = 109 µs, less the longest 18 µs: 91 µs, 0.91 ms per step
+    // = 9.1%: medium, claimed before launch-bound.
     let text = Kineto::trace(&STEADY, |b, _| mlp_step(b, 10, 300, &CHAIN, 11, false));
+    expect(&text, "fusion-candidates", 0.91, Severity::Medium);
+}
+
+#[test]
+fn elementwise_kernels_with_other_host_work_between_are_no_chain() {
+    // The same ops, but the host spends 60 µs elsewhere (more than 50 µs between the ops)
+    // before each: the GPU's wait is that work, not the ops' dispatch, and fusing keeps it.
+    let text = Kineto::trace(&STEADY, |b, _| {
+        for _ in 0..10 {
+            b.ops(&["aten::linear", "aten::addmm"], |b| b.kernel(GEMM, 3, 300));
+            for (j, &dur) in CHAIN.iter().enumerate() {
+                b.pause(60);
+                let (op, kernel) = ELEMENTWISE[j];
+                b.op_kernel(op, kernel, 11, dur);
+            }
+        }
+    });
     expect_none(&text, "fusion-candidates");
 }
 
@@ -1069,8 +1091,9 @@ fn backward_kernels_still_running_are_not_optimizer_kernels() {
 // ---------------------------------------------------------------------------------------------
 // Causes before symptoms, DataLoader waits in any pipeline, CPU-only traces, every era
 
-/// `zero_grad` writing zeros slowly (3 µs fills launched 31 µs apart), then 300 short `add`
-/// kernels launched 18 µs apart (launch-bound), then a foreach `SGD.step` (training, not flagged).
+/// `zero_grad` writing zeros slowly (3 µs fills launched 31 µs apart), then 300 short GEMMs
+/// launched 18 µs apart (launch-bound; element-wise kernels would be fusion candidates), then a
+/// foreach `SGD.step` (training, not flagged).
 fn zero_grad_then_short_kernels(b: &mut Kineto) {
     b.annotation("Optimizer.zero_grad#SGD.zero_grad", |b| {
         for _ in 0..PARAMS {
@@ -1080,7 +1103,7 @@ fn zero_grad_then_short_kernels(b: &mut Kineto) {
     });
     b.annotation("nn.Module: MLP_0", |b| {
         for _ in 0..300 {
-            b.op_kernel("aten::add", ADD, 2, 5);
+            b.op_kernel("aten::mm", GEMM, 2, 5);
             b.pause(10);
         }
     });

@@ -1,6 +1,9 @@
 //! Fusion candidates: runs of short element-wise kernels back to back on one stream, as eager
-//! PyTorch launches them. A compiler's kernels (Triton's `triton_poi_…`) are already fused: what
-//! the compiler left apart, the fix (torch.compile) does not join.
+//! PyTorch launches them. Back to back means the GPU ran them with no gap to speak of, or the
+//! host launched them one op after the other: in eager mode each op's dispatch leaves the GPU
+//! waiting between kernels, and that wait is the chain's cost too (the cause; launch-bound, the
+//! symptom, claims what is left). A compiler's kernels (Triton's `triton_poi_…`) are already
+//! fused: what the compiler left apart, the fix (torch.compile) does not join.
 
 use super::{
     finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
@@ -15,12 +18,16 @@ pub struct FusionCandidates;
 const SHORT_NS: i64 = 20_000;
 /// …when at least this many run back to back…
 const RUN: usize = 4;
-/// …with gaps no longer than this…
+/// …with gaps no longer than this on the GPU…
 const GAP_NS: i64 = 10_000;
-/// …and the runs take this share of the step.
+/// …or launched by one op, or by ops the host ran one after the other (at most this apart),
+const HOST_GAP_NS: i64 = 50_000;
+/// with a GPU gap under this (a longer one is the host busy elsewhere: low utilization)…
+const MAX_GAP_NS: i64 = 1_000_000;
+/// …and the runs' kernels take this share of the step's kernel time.
 const GATE: Gate = Gate {
-    quantity: "time of chains of 4+ element-wise kernels under 20 µs, at most 10 µs apart on one stream, % of the step",
-    threshold: 5.0,
+    quantity: "kernel time of chains of 4+ element-wise kernels under 20 µs launched back to back on one stream, % of the step's kernel time",
+    threshold: 10.0,
 };
 /// How a finding's time is counted.
 const COST: &str = "per chain, its span less its longest kernel (the other kernels and the gaps), per steady-state step: what one fused kernel would not spend";
@@ -33,7 +40,7 @@ const FIX_FUSION_CANDIDATES: Fix = Fix {
 const FUSION_CANDIDATES_ABOUT: About = About {
     id: "fusion-candidates",
     title: "Chains of short element-wise kernels that could be fused",
-    threshold: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps",
+    threshold: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, back to back on one stream (at most 10 µs apart, or launched by one op or by ops the host ran at most 50 µs apart, with a GPU gap under 1 ms), at least 10% of the step's kernel time, in at least half of the steady steps",
     fixes: std::slice::from_ref(&FIX_FUSION_CANDIDATES),
 };
 
@@ -51,7 +58,7 @@ impl Detector for FusionCandidates {
             .steady
             .iter()
             .map(|&k| {
-                let (mut run_ns, mut claims) = (0i64, Vec::new());
+                let (mut run_ns, mut kernel_ns, mut claims) = (0i64, 0i64, Vec::new());
                 let mut run: Vec<usize> = Vec::new();
                 let mut close = |run: &mut Vec<usize>| {
                     if run.len() >= RUN {
@@ -72,13 +79,14 @@ impl Detector for FusionCandidates {
                     run.clear();
                 };
                 for i in a.gpu_work(k) {
+                    if matches!(e.kind[i], EventKind::GpuKernel | EventKind::Collective) {
+                        kernel_ns += e.dur[i];
+                    }
                     let candidate = e.kind[i] == EventKind::GpuKernel
                         && e.dur[i] < SHORT_NS
                         && is_elementwise(t.name_of(i))
                         && !t.name_of(i).starts_with("triton_");
-                    let breaks = run.last().is_some_and(|&p| {
-                        e.track[p] != e.track[i] || e.start[i] - e.end(p) > GAP_NS
-                    });
+                    let breaks = run.last().is_some_and(|&p| !back_to_back(a, p, i));
                     if !candidate || breaks {
                         close(&mut run);
                     }
@@ -87,17 +95,16 @@ impl Detector for FusionCandidates {
                     }
                 }
                 close(&mut run);
-                let (start, end) = a.range(k);
                 StepCheck {
                     step: k,
-                    value: pct(run_ns as f64, (end - start) as f64),
+                    value: pct(run_ns as f64, kernel_ns as f64),
                     claims,
                 }
             })
             .collect();
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let summary = format!(
-            "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",
+            "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step's kernel time; fusing them saves about {:.2} ms per step",
             runs_total as f64 / a.steady.len().max(1) as f64,
             o.gate.median,
             o.impact.ms_per_step
@@ -111,4 +118,30 @@ impl Detector for FusionCandidates {
         }];
         finding(self, o, summary, evidence, FIX_FUSION_CANDIDATES)
     }
+}
+
+/// Whether kernel `i` follows kernel `p` in one chain: on the same stream, and either at most
+/// [`GAP_NS`] after it, or launched by the same outermost op or by the op the host ran next
+/// (at most [`HOST_GAP_NS`] after `p`'s), with a GPU gap under [`MAX_GAP_NS`].
+fn back_to_back(a: &Analysis<'_>, p: usize, i: usize) -> bool {
+    let t = a.trace;
+    let e = &t.events;
+    let gap = e.start[i] - e.end(p);
+    if e.track[p] != e.track[i] || gap >= MAX_GAP_NS {
+        return false;
+    }
+    let op = |kernel: usize| {
+        t.launch_of(kernel as u32)
+            .and_then(|l| t.outermost_op(l as usize))
+    };
+    gap <= GAP_NS
+        || match (op(p), op(i)) {
+            (Some(x), Some(y)) => {
+                x == y
+                    || (e.track[x] == e.track[y]
+                        && e.start[y] >= e.end(x)
+                        && e.start[y] - e.end(x) <= HOST_GAP_NS)
+            }
+            _ => false,
+        }
 }

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
-use crate::model::{EventKind, StepSource, NONE};
+use crate::model::{EventKind, StepSource};
 use rustc_hash::FxHashMap;
 
 pub struct LowUtilization;
@@ -59,17 +59,7 @@ pub(crate) fn launch_limited(a: &Analysis<'_>, k: usize) -> bool {
 fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
     let t = a.trace;
     let e = &t.events;
-    let outermost_op = |launch: usize| {
-        let mut op = None;
-        let mut i = e.parent[launch];
-        while i != NONE {
-            if e.kind[i as usize] == EventKind::CpuOp {
-                op = Some(i);
-            }
-            i = e.parent[i as usize];
-        }
-        op
-    };
+    let outermost_op = |launch: usize| t.outermost_op(launch).map(|op| op as u32);
     let mut durations = Vec::new();
     let mut ops: Vec<u32> = Vec::new();
     let mut replays: FxHashMap<u32, i64> = FxHashMap::default();

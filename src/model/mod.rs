@@ -403,6 +403,21 @@ impl Trace {
             .map(|l| l.launch)
     }
 
+    /// The outermost CPU operator enclosing `event` on its thread (`aten::conv2d` for a launch
+    /// inside `aten::conv2d` → `aten::cudnn_convolution`), if any.
+    pub fn outermost_op(&self, event: usize) -> Option<usize> {
+        let e = &self.events;
+        let mut op = None;
+        let mut i = e.parent[event];
+        while i != NONE {
+            if e.kind[i as usize] == EventKind::CpuOp {
+                op = Some(i as usize);
+            }
+            i = e.parent[i as usize];
+        }
+        op
+    }
+
     /// Whether `event` is a graph launch call (`cudaGraphLaunch`, `hipGraphLaunch`): one host
     /// call that replays a graph's kernels.
     pub fn is_graph_launch(&self, event: usize) -> bool {

@@ -107,9 +107,9 @@ pub(in crate::ingest) struct Category {
     pub id: StrId,
     pub count: u64,
     /// One Kineto writes.
-    pub kineto: bool,
+    pub(super) kineto: bool,
     /// One of the capitalised categories of PyTorch 1.8–1.10.
-    pub capitalised: bool,
+    pub(super) capitalised: bool,
     pub(super) launch_flow: bool,
     pub(super) fwdbwd: bool,
 }

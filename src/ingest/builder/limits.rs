@@ -66,7 +66,7 @@ pub mod skip {
 
 /// A 32-bit id of the model that can run out on a trace too large for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Limit {
+pub(super) enum Limit {
     Events,
     Strings,
     Tracks,
@@ -89,13 +89,13 @@ impl Limit {
 /// How many of each the model can number: ids are `u32`, and `NONE` (`u32::MAX`) marks a
 /// missing one. Smaller only in tests.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    pub events: usize,
-    pub strings: usize,
-    pub tracks: usize,
-    pub collectives: usize,
+pub(super) struct Limits {
+    events: usize,
+    strings: usize,
+    tracks: usize,
+    collectives: usize,
     /// The details' offsets: a record may start below it.
-    pub detail_bytes: usize,
+    detail_bytes: usize,
 }
 
 impl Default for Limits {
@@ -256,9 +256,9 @@ impl Builder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::blocks::{self, Start};
-    use super::super::super::framer::Framer;
     use super::*;
+    use crate::ingest::blocks::{self, Start};
+    use crate::ingest::framer::Framer;
 
     /// A trace of a metadata event then `n` kernels, each with a new name and collective, on
     /// 40 tracks, with a top-level value after the events; its bytes and the offsets where

@@ -16,11 +16,11 @@
 //!
 //! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
 //! requests about them, such as a search, each with one reply. The page gives each file of a
-//! load its own worker (`ui::pool`) and keeps only one of them, holding one trace: a request
+//! load its own worker (`page::pool`) and keeps only one of them, holding one trace: a request
 //! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
 //!
 //! A file's worker may start helpers (the same worker script) to read a large trace by byte
-//! ranges (`ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
+//! ranges (`worker::ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
 //! answers with a [`FromWorker::Parsed`], whose framed state is bincode in an `ArrayBuffer`
 //! transferred with it ([`FromWorker::transfer`]). These never reach the page.
 //!
@@ -33,7 +33,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::fleet::Fleet;
-use torchtraceap::ingest::Ingested;
+use torchtraceap::ingest::{IngestError, Ingested};
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::modules::ModuleTree;
@@ -45,7 +45,9 @@ use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
 use wasm_bindgen::JsValue;
-use web_sys::{Blob, OffscreenCanvas};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
+
+use crate::js;
 
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
@@ -135,7 +137,7 @@ pub enum FromWorker {
 }
 
 impl FromWorker {
-    /// The message's kind, for measuring its cost (`ui::cost`).
+    /// The message's kind, for measuring its cost (`page::cost`).
     pub fn kind(&self) -> &'static str {
         match self {
             FromWorker::Ready => "ready",
@@ -156,6 +158,19 @@ impl FromWorker {
         }
     }
 
+    /// Posts the message to whoever started this worker (the page, or a coordinating worker),
+    /// transferring what it hands over.
+    pub fn post(&self, scope: &DedicatedWorkerGlobalScope) {
+        match encode(self) {
+            // Posting cannot fail: the page exists while its worker runs, and the message
+            // holds plain values and buffers to transfer only.
+            Ok(value) => {
+                let _ = scope.post_message_with_transfer(&value, &self.transfer());
+            }
+            Err(e) => wasm_bindgen::throw_str(&format!("a message for the page: {e}")),
+        }
+    }
+
     /// What the message hands over rather than copies: a parsed range's state.
     pub fn transfer(&self) -> js_sys::Array {
         match self {
@@ -168,7 +183,7 @@ impl FromWorker {
     }
 }
 
-/// Worker to worker: frame byte range `index` of a trace alone (`ranges`).
+/// Worker to worker: frame byte range `index` of a trace alone (`worker::ranges`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parse {
     /// The trace: a `Blob` travels by reference, its bytes are read by the worker that parses.
@@ -187,7 +202,7 @@ pub struct Parse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parsed {
     pub index: usize,
-    pub result: Result<ParsedBlock, String>,
+    pub result: Result<ParsedBlock, FileError>,
 }
 
 /// A framed block: its bytes in the document and its state (`ingest::blocks::Framed` in
@@ -206,8 +221,8 @@ pub enum ToWorker {
     /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
     /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
     /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
-    /// gets an error saying so: `worker::too_large`). Up to `workers` workers (this one's
-    /// helpers, `ranges`, while this one merges) read a large plain trace; 1: this one alone.
+    /// gets a `FileError::TooLarge`). Up to `workers` workers (this one's
+    /// helpers, `worker::ranges`, while this one merges) read a large plain trace; 1: this one alone.
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,
@@ -264,7 +279,7 @@ impl ToWorker {
     pub fn file(&self) -> Option<usize> {
         match self {
             // Retraining is about the traces of the worker that gets it: the page sends it to
-            // the worker of the file shown (`ui::App::retrain`).
+            // the worker of the file shown (`page::App::retrain`).
             ToWorker::Analyze { .. }
             | ToWorker::Canvas { .. }
             | ToWorker::Retrain { .. }
@@ -283,7 +298,7 @@ impl ToWorker {
         }
     }
 
-    /// The message's kind, for measuring its cost (`ui::cost`).
+    /// The message's kind, for measuring its cost (`page::cost`).
     pub fn kind(&self) -> &'static str {
         match self {
             ToWorker::Analyze { .. } => "analyze",
@@ -311,7 +326,7 @@ pub enum TimelineRequest {
     /// Lay out the file's timeline; answered by `Opened`.
     Open { file: usize },
     /// Draw this view from now on, moved by its `motion`; answered by a `Drawn` per animation
-    /// frame that shows a new image (`crate::frames`): views posted before the next frame
+    /// frame that shows a new image (`worker::frames`): views posted before the next frame
     /// replace each other, never queue.
     View(View),
     /// The keys held changed: move the view drawn (wherever its motion got to) by `motion`
@@ -373,7 +388,7 @@ pub struct View {
     pub motion: Motion,
 }
 
-/// How the view moves while W/S/A/D are held (`crate::frames::advance`): per millisecond,
+/// How the view moves while W/S/A/D are held (`worker::frames::advance`): per millisecond,
 /// the span is scaled by `exp(zoom)` around the time under `x`, then moved by `pan` spans.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Motion {
@@ -530,7 +545,89 @@ pub struct Outcome {
     pub size: u64,
     /// The worker's wasm memory after this file: its peak so far (wasm memory only grows).
     pub worker_memory_bytes: u64,
-    pub result: Result<Document, String>,
+    pub result: Result<Document, FileError>,
+}
+
+/// Why a file has no analysis, as facts: the page words them (`page::errors`), with what
+/// failed, where, and what to do. The worker finds most; the page the rest (a worker that
+/// could not start or stopped, a link that cannot be read).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FileError {
+    /// The browser failed a `step` of reading the file; `detail` is its own message.
+    Read { step: ReadStep, detail: String },
+    /// The file ended at byte `at`, before `end`: it changed since it was chosen.
+    Ended { at: u64, end: u64 },
+    /// The bytes are no trace the library reads: its `IngestError`'s message (what it found,
+    /// what it expected, what to do).
+    Trace { detail: String },
+    /// Reading took the worker's wasm memory to `memory`, past its `limit`, after `read` of
+    /// the file's `total` bytes.
+    TooLarge {
+        read: u64,
+        total: u64,
+        memory: u64,
+        limit: u64,
+    },
+    /// A saved report that cannot be read back: `ReportError`'s message.
+    Report { detail: String },
+    /// A saved report read back that this version will not show (`share::render` refused it).
+    ReportNotShown { detail: String },
+    /// A fleet report that cannot be shown: `FleetError`'s message.
+    Fleet { detail: String },
+    /// Worker to worker: a range's framed state could not be written.
+    State { detail: String },
+    /// Worker to worker: a helper stopped, or a message to or from it failed (the coordinator
+    /// reads its ranges itself).
+    Helper { detail: String },
+    /// The page could not start the file's worker.
+    NoWorker { detail: String },
+    /// The page could not hand the file to its worker.
+    NotHandedOver { detail: String },
+    /// The file's worker stopped on an uncaught error (`detail`), before the file's outcome.
+    Stopped { detail: String },
+    /// A shared link that cannot be read: `ShareError`'s message.
+    Link { detail: String },
+}
+
+/// The step of reading a file that the browser failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadStep {
+    /// The whole file as text (a saved report or fleet report).
+    Whole,
+    /// Taking bytes `start..end` of it (`Blob.slice`).
+    Slice { start: u64, end: u64 },
+    /// Starting a stream over bytes `start..end`.
+    Stream { start: u64, end: u64 },
+    /// Reading bytes `at..end` from that stream.
+    Bytes { at: u64, end: u64 },
+}
+
+impl From<IngestError> for FileError {
+    fn from(e: IngestError) -> FileError {
+        FileError::Trace {
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl FileError {
+    /// A JavaScript failure at `step`, with its own words.
+    pub fn read(step: ReadStep, error: &JsValue) -> FileError {
+        FileError::Read {
+            step,
+            detail: js::detail(error),
+        }
+    }
+
+    /// Reading stopped where `progress` got to: memory past `limit`.
+    pub fn too_large(progress: &Progress, limit: u64) -> FileError {
+        FileError::TooLarge {
+            read: progress.bytes,
+            total: progress.total_bytes,
+            memory: progress.memory_bytes,
+            limit,
+        }
+    }
 }
 
 /// What a file held: a trace (analyzed) or a saved report, or a fleet report.
@@ -579,7 +676,7 @@ pub struct Analyzed {
 }
 
 impl Analyzed {
-    /// What the views show of a trace whose report is made (`session::Kept::new` makes it
+    /// What the views show of a trace whose report is made (`worker::session::Kept::new` makes it
     /// once and keeps the analysis behind it for later requests).
     /// The profile and the module tree are the worker's to add (`Profile::new` reads the kept
     /// analysis).
@@ -879,8 +976,9 @@ mod tests {
             include_bytes!("../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
         let ingested = torchtraceap::ingest::ingest_bytes(SAMPLE, Default::default())
             .expect("the sample ingests");
-        let kept = crate::session::Kept::new(ingested);
-        let analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        let analysis = torchtraceap::detect::Analysis::new(&ingested.trace);
+        let report = Report::new(&analysis, &torchtraceap::detect::run(&analysis));
+        let analyzed = Analyzed::with_report(&ingested, report);
         assert!(!analyzed.report.findings.is_empty());
         let message = FromWorker::Done(Box::new(Outcome {
             file: 0,

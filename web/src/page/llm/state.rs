@@ -15,9 +15,9 @@ use yew::prelude::*;
 
 use super::labels::{labels_file_name, same_window};
 use super::settings::{page_origin, Settings};
-use crate::llm::{message, Failure, Request};
+use super::transport::{message, Failure, Request};
+use crate::page::export::download;
 use crate::protocol::{Request as WorkerRequest, Retrained, ToWorker};
-use crate::ui::export::download;
 
 /// A file's prompts, for the options they were made with.
 #[derive(Clone, Debug, PartialEq)]

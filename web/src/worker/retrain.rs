@@ -11,8 +11,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Response, WorkerGlobalScope};
 
+use super::session::Session;
 use crate::protocol::{FromWorker, Retrained};
-use crate::session::Session;
 
 /// Where the site serves the base set (`www/models`, copied by `index.html`), relative to the
 /// worker's script.

@@ -19,8 +19,8 @@ use torchtraceap::timeline::{bands, inspect, Layout};
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
-use crate::draw::Timeline;
-use crate::frames::Frames;
+use super::draw::Timeline;
+use super::frames::Frames;
 use crate::protocol::{
     Found, FromWorker, Opened, Picked, Request, Rescored, Retrained, TimelineReply,
     TimelineRequest, View, WindowChange, MAX_FOUND,
@@ -167,7 +167,7 @@ impl Kept {
                     })
                     .collect(),
                 in_range: RefCell::default(),
-                heat_colours: crate::draw::heat_colours(),
+                heat_colours: super::draw::heat_colours(),
             };
             (timeline, js_sys::Date::now() - started)
         })

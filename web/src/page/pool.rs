@@ -11,8 +11,8 @@ use web_sys::File;
 use yew::Callback;
 
 use super::cost;
-use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
-use crate::worker::Started;
+use crate::js::{self, Started};
+use crate::protocol::{self, FileError, FromWorker, Outcome, Progress, ToWorker};
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -38,7 +38,7 @@ pub struct AnalysisWorker {
 
 impl AnalysisWorker {
     /// Starts a worker whose messages (or why it stopped) go to `on_message`.
-    pub fn start(on_message: Messages) -> Result<AnalysisWorker, String> {
+    pub fn start(on_message: Messages) -> Result<AnalysisWorker, FileError> {
         let to = Rc::new(RefCell::new(on_message));
         // The callback is taken out before it runs: it may redirect this worker.
         let (target, target_too) = (Rc::clone(&to), Rc::clone(&to));
@@ -57,11 +57,8 @@ impl AnalysisWorker {
                 to.emit(Err(why));
             },
         )
-        .map_err(|e| {
-            format!(
-                "Could not start the analysis worker ({e:?}). The page needs Web Workers: open \
-                 it over http(s), not as a local file."
-            )
+        .map_err(|e| FileError::NoWorker {
+            detail: js::detail(&e),
         })?;
         Ok(AnalysisWorker { started, to })
     }
@@ -81,20 +78,20 @@ impl AnalysisWorker {
                 self.started
                     .worker
                     .post_message_with_transfer(&value, &message.transfer())
-                    .map_err(|e| format!("{e:?}"))
+                    .map_err(|e| js::detail(&e))
             },
         )
     }
 
     /// Asks the worker to analyze file `index` of a load with up to `workers` workers.
-    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), String> {
+    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), FileError> {
         self.post(&ToWorker::Analyze {
             files: js_sys::Array::of1(file),
             first: index,
             memory_limit: memory_limit(),
             workers,
         })
-        .map_err(|e| format!("Could not hand the file to the worker: {e}"))
+        .map_err(|detail| FileError::NotHandedOver { detail })
     }
 }
 
@@ -208,14 +205,14 @@ impl Pool {
     }
 
     /// File `file` has no analysis: `message` says why.
-    fn failed(&mut self, file: usize, message: String) {
+    fn failed(&mut self, file: usize, error: FileError) {
         let f = &self.files[file];
         self.outcomes.push(Outcome {
             file,
             name: f.name(),
             size: f.size() as u64,
             worker_memory_bytes: 0,
-            result: Err(message),
+            result: Err(error),
         });
     }
 
@@ -249,20 +246,10 @@ impl Pool {
             Ok(_) => {}
             Err(message) => {
                 if self.outcomes.iter().all(|o| o.file != file) {
-                    self.failed(file, stopped(&message));
+                    self.failed(file, FileError::Stopped { detail: message });
                 }
                 self.retire(file, false);
             }
         }
     }
-}
-
-/// Why a file has no analysis when its worker stopped on `message` (its uncaught error).
-fn stopped(message: &str) -> String {
-    format!(
-        "The analysis of this file stopped unexpectedly: {message}. If the file is large, its \
-         worker may have run out of memory (a worker has at most 4 GiB): analyze it with the \
-         command-line tool (`ttap analyze`). Otherwise this is a bug in TorchTraceAP: please \
-         report it with the trace's PyTorch version. The other files were analyzed."
-    )
 }

@@ -14,8 +14,8 @@ use yew::prelude::*;
 use super::labels::{pattern_name, region_label, same_window};
 use super::settings::{page_origin, Settings};
 use super::state::{Exchange, Msg, Prompts, Retraining, State};
+use crate::format::{bytes, count};
 use crate::protocol::{Outcome, WindowChange};
-use crate::ui::format::{bytes, count};
 
 /// After an answer about a region: the label to keep for its window, with the anti-pattern the
 /// answer names preselected.

@@ -58,8 +58,9 @@ use crate::js;
 /// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
 /// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
 /// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
-/// `Picked::MemoryPeak`).
-pub const VERSION: u32 = 5;
+/// `Picked::MemoryPeak`); 6 types its errors (`FileError`, `RequestError`, `RetrainError`,
+/// `LeftOut`), which the page words.
+pub const VERSION: u32 = 6;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -121,17 +122,17 @@ pub enum FromWorker {
     Prompts {
         file: usize,
         options: SummaryOptions,
-        result: Result<Vec<Prompt>, String>,
+        result: Result<Vec<Prompt>, RequestError>,
     },
     /// The answer to `Request::Perfetto`: the export's JSON (`perfetto::write`), or why there
     /// is none.
     Perfetto {
         file: usize,
-        result: Result<String, String>,
+        result: Result<String, RequestError>,
     },
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
-    Retrained(Box<Result<Retrained, String>>),
+    Retrained(Box<Result<Retrained, RetrainError>>),
     /// Worker to worker: the answer to `ToWorker::Parse`.
     Parsed(Box<Parsed>),
 }
@@ -353,7 +354,7 @@ pub enum TimelineReply {
     /// A request the worker could not answer (a file it has no trace of, a canvas it cannot
     /// draw on); `drawing` when it was a `View`.
     Failed {
-        message: String,
+        error: RequestError,
         drawing: bool,
     },
 }
@@ -482,13 +483,69 @@ pub struct Retrained {
     pub model: Option<String>,
     /// The kept labels fitted on, and why each of the others was left out.
     pub used: usize,
-    pub left_out: Vec<String>,
+    pub left_out: Vec<LeftOut>,
     /// Windows of the base set fitted on.
     pub base_windows: usize,
     /// Time to fetch and read the base set (0 once cached), and to fit, ms.
     pub base_ms: f64,
     pub fit_ms: f64,
     pub files: Vec<Rescored>,
+}
+
+/// Why the worker could not answer a request about a file; the page words it
+/// (`page::errors`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RequestError {
+    /// File `file` (an index) has no trace in this worker: a saved report, a shared link or a
+    /// file that could not be read.
+    NoTrace { file: usize },
+    /// File `file` has no slice `event`.
+    NoSlice { file: usize, event: u32 },
+    /// The timeline's canvas was never handed to the worker.
+    NoCanvas,
+    /// The browser gave no 2D context for the timeline's canvas.
+    NoContext,
+    /// Drawing the timeline failed: the browser's words.
+    Draw { detail: String },
+    /// The Perfetto export could not be written: the library's words.
+    Export { detail: String },
+}
+
+/// Why no model was retrained (the traces keep their scores); the page words it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RetrainError {
+    /// The base set could not be fetched from `url` (on the site): `detail` says how it failed.
+    Fetch { url: String, detail: String },
+    /// The base set fetched from `url` cannot be read.
+    BaseSet { url: String, detail: String },
+    /// None of the `labels` kept labels names a window of the traces held; why each was left
+    /// out.
+    NoLabelHere {
+        labels: usize,
+        left_out: Vec<LeftOut>,
+    },
+    /// Fitting on the base set and `labels` labels failed: smartcore's words.
+    Fit { labels: usize, detail: String },
+}
+
+/// Why a kept label was not fitted on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LeftOut {
+    /// It names no window of its trace: step, phase, window (`None`: any), the trace's name.
+    NoWindow {
+        step: i64,
+        phase: String,
+        window: Option<usize>,
+        trace: Option<String>,
+    },
+    /// Its pattern is no class of the window model.
+    NoClass { pattern: String },
+    /// `labels` labels are for another trace than those held (its name and fingerprint).
+    OtherTrace {
+        labels: usize,
+        trace: Option<String>,
+        fingerprint: Option<String>,
+    },
 }
 
 /// One trace rescored: its report with the new scores, and the windows whose score moved.
@@ -791,7 +848,13 @@ mod tests {
                 places: vec![place(3)],
             }),
             TimelineReply::Failed {
-                message: "no trace".into(),
+                error: RequestError::NoTrace { file: 3 },
+                drawing: true,
+            },
+            TimelineReply::Failed {
+                error: RequestError::Draw {
+                    detail: "InvalidStateError".into(),
+                },
                 drawing: true,
             },
         ];
@@ -860,7 +923,7 @@ mod tests {
         round_trip(FromWorker::Prompts {
             file: 3,
             options,
-            result: Err("file 4 has no trace in this worker".into()),
+            result: Err(RequestError::NoTrace { file: 3 }),
         });
     }
 
@@ -876,7 +939,9 @@ mod tests {
         });
         round_trip(FromWorker::Perfetto {
             file: 1,
-            result: Err("file 2 has no trace in this worker".into()),
+            result: Err(RequestError::Export {
+                detail: "disk full".into(),
+            }),
         });
     }
 
@@ -898,15 +963,36 @@ mod tests {
         round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
             model: Some(torchtraceap::ml::Model::embedded().to_json()),
             used: 1,
-            left_out: vec!["1 label(s) for other.json".into()],
+            left_out: vec![
+                LeftOut::OtherTrace {
+                    labels: 1,
+                    trace: Some("other.json".into()),
+                    fingerprint: None,
+                },
+                LeftOut::NoClass {
+                    pattern: "your-gpu-is-broken".into(),
+                },
+            ],
             base_windows: 9436,
             base_ms: 80.5,
             fit_ms: 4900.0,
             files: Vec::new(),
         }))));
         round_trip(FromWorker::Retrained(Box::new(Err(
-            "could not fetch the base set".into(),
+            RetrainError::NoLabelHere {
+                labels: 2,
+                left_out: vec![LeftOut::NoWindow {
+                    step: 12,
+                    phase: "forward".into(),
+                    window: None,
+                    trace: None,
+                }],
+            },
         ))));
+        round_trip(FromWorker::Retrained(Box::new(Err(RetrainError::Fetch {
+            url: "models/base-set.bin.gz".into(),
+            detail: "HTTP 404".into(),
+        }))));
     }
 
     /// A message from another build of the site is refused with a message saying to reload,
@@ -932,6 +1018,35 @@ mod tests {
             decode::<FromWorker>(wrong),
             Err(ProtocolError::Decode(_))
         ));
+    }
+
+    /// A file's typed error crosses whole, with the figures the page words it from.
+    #[wasm_bindgen_test]
+    fn file_errors_survive_the_trip() {
+        for error in [
+            FileError::TooLarge {
+                read: 48 << 20,
+                total: 60 << 20,
+                memory: 5 << 30,
+                limit: 3 << 30,
+            },
+            FileError::Read {
+                step: ReadStep::Bytes {
+                    at: 1 << 40,
+                    end: u64::MAX,
+                },
+                detail: "NotReadableError".into(),
+            },
+            FileError::Ended { at: 7, end: 512 },
+        ] {
+            round_trip(FromWorker::Done(Box::new(Outcome {
+                file: 2,
+                name: "rank2.json".into(),
+                size: 60 << 20,
+                worker_memory_bytes: 5 << 30,
+                result: Err(error),
+            })));
+        }
     }
 
     /// The files to analyze travel as the browser's own handles, not as copies of their data.

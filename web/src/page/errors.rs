@@ -1,9 +1,9 @@
 //! The worker's typed errors in words: what failed, where, and what to do. The worker sends
-//! facts (`protocol::FileError`); only the page words them, so every message reads the same
-//! whoever found the problem.
+//! facts (`protocol::FileError`, `RequestError`, `RetrainError`, `LeftOut`); only the page
+//! words them, so every message reads the same whoever found the problem.
 
 use crate::format::bytes;
-use crate::protocol::{FileError, ReadStep};
+use crate::protocol::{FileError, LeftOut, ReadStep, RequestError, RetrainError};
 
 /// What to do when a file's bytes could not be read.
 const CHOOSE_AGAIN: &str =
@@ -74,6 +74,86 @@ pub fn file_error(error: &FileError, name: &str) -> String {
     }
 }
 
+/// Why the worker did not answer a request about a file.
+pub fn request_error(error: &RequestError) -> String {
+    match error {
+        RequestError::NoTrace { file } => format!(
+            "file {} has no trace in this worker (a saved report, a shared link or a file that \
+             could not be read): open the trace itself to see its timeline or ask an LLM about it",
+            file + 1
+        ),
+        RequestError::NoSlice { file, event } => {
+            format!("no slice {event} in file {}", file + 1)
+        }
+        RequestError::NoCanvas => {
+            "the timeline's canvas was not handed to the worker: reload the page".to_string()
+        }
+        RequestError::NoContext => {
+            "the browser gave no 2D context for the timeline's canvas".to_string()
+        }
+        RequestError::Draw { detail } => format!("drawing the timeline failed: {detail}"),
+        RequestError::Export { detail } => {
+            format!("Could not export the trace for Perfetto: {detail}")
+        }
+    }
+}
+
+/// Why no model was retrained.
+pub fn retrain_error(error: &RetrainError) -> String {
+    match error {
+        RetrainError::Fetch { url, detail } => format!(
+            "could not fetch the base set ({url} on this site): {detail}. The site must ship \
+             www/models (index.html copies it); check the connection and try again"
+        ),
+        RetrainError::BaseSet { url, detail } => {
+            format!("the base set {url} cannot be read: {detail}")
+        }
+        RetrainError::NoLabelHere { labels, left_out } => format!(
+            "none of the {labels} kept label(s) names a window of the trace shown ({}): keep \
+             labels on this trace's regions first",
+            left_out
+                .iter()
+                .map(left_out_words)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        RetrainError::Fit { labels, detail } => format!(
+            "fitting the window model in this page on the base set and {labels} label(s) \
+             failed: {detail}. The traces keep their scores; keep labels of other \
+             anti-patterns, or reload the page"
+        ),
+    }
+}
+
+/// Why a kept label was not fitted on.
+pub fn left_out_words(why: &LeftOut) -> String {
+    match why {
+        LeftOut::NoWindow {
+            step,
+            phase,
+            window,
+            trace,
+        } => format!(
+            "the label of step {step} {phase} (window {}) names no window of {}",
+            window.map_or_else(|| "any".to_string(), |w| (w + 1).to_string()),
+            trace.as_deref().unwrap_or("its trace")
+        ),
+        LeftOut::NoClass { pattern } => {
+            format!("a label with the pattern '{pattern}', which the window model has no class for")
+        }
+        LeftOut::OtherTrace {
+            labels,
+            trace,
+            fingerprint,
+        } => format!(
+            "{labels} label(s) for {} ({}) are for another trace than the one shown: retrain \
+             with that trace shown (select its file, or open it) to fit on them",
+            trace.as_deref().unwrap_or("a trace without a name"),
+            fingerprint.as_deref().unwrap_or("no fingerprint")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +194,41 @@ mod tests {
         );
         let ended = file_error(&FileError::Ended { at: 100, end: 200 }, "a.json");
         assert!(ended.contains("the file ended at byte 100"), "{ended}");
+    }
+
+    /// Requests and retraining name the file as people count (from 1), the labels left out and
+    /// why, and what to do.
+    #[wasm_bindgen_test]
+    fn request_and_retrain_errors_name_the_file_and_the_labels() {
+        let none = request_error(&RequestError::NoTrace { file: 0 });
+        assert!(
+            none.starts_with("file 1 has no trace in this worker"),
+            "{none}"
+        );
+        assert!(none.ends_with("ask an LLM about it"), "{none}");
+        let here = retrain_error(&RetrainError::NoLabelHere {
+            labels: 2,
+            left_out: vec![
+                LeftOut::NoWindow {
+                    step: 12,
+                    phase: "forward".into(),
+                    window: Some(0),
+                    trace: None,
+                },
+                LeftOut::OtherTrace {
+                    labels: 1,
+                    trace: Some("other-rank.json.gz".into()),
+                    fingerprint: None,
+                },
+            ],
+        });
+        assert_eq!(
+            here,
+            "none of the 2 kept label(s) names a window of the trace shown (the label of step 12 \
+             forward (window 1) names no window of its trace; 1 label(s) for other-rank.json.gz \
+             (no fingerprint) are for another trace than the one shown: retrain with that trace \
+             shown (select its file, or open it) to fit on them): keep labels on this trace's \
+             regions first"
+        );
     }
 }

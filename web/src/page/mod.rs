@@ -325,7 +325,8 @@ impl Component for App {
             }
             Msg::FromWorker(FromWorker::Perfetto { file, result }) => {
                 let name = self.files.get(file).map_or("trace", |f| f.name.as_str());
-                if let Err(e) = result.and_then(|json| export::save_perfetto(name, &json)) {
+                let saved = result.map_err(|e| errors::request_error(&e));
+                if let Err(e) = saved.and_then(|json| export::save_perfetto(name, &json)) {
                     self.notice = Some(e);
                 }
             }

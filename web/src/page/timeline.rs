@@ -30,6 +30,7 @@ use yew::prelude::*;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
 
+use super::errors::request_error;
 use crate::format::{bytes, duration};
 use crate::geometry::{self, GUTTER, HEADER, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
@@ -391,7 +392,7 @@ impl Timeline {
                     ctx.link().send_message(Msg::GoTo(p.clone()));
                 }
             }
-            TimelineReply::Failed { message, .. } => self.error = Some(message.clone()),
+            TimelineReply::Failed { error, .. } => self.error = Some(request_error(error)),
             // Another file's (the user switched files while it was on its way).
             TimelineReply::Opened(_) | TimelineReply::Drawn(_) => return false,
         }

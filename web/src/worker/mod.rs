@@ -31,8 +31,8 @@ use crate::protocol::{
 };
 use session::{Kept, Session};
 
-pub mod draw;
-pub mod frames;
+mod draw;
+mod frames;
 mod ranges;
 mod read;
 mod retrain;

@@ -69,9 +69,9 @@ pub enum Msg {
     /// A message from the worker of the file shown (`Viewer`).
     FromWorker(FromWorker),
     /// The worker of the file shown stopped.
-    WorkerFailed(String),
+    WorkerFailed(pool::WorkerFailure),
     /// A message from the worker of file N of the load (or why it stopped).
-    FromLoad(usize, Result<FromWorker, String>),
+    FromLoad(usize, Result<FromWorker, pool::WorkerFailure>),
     Cancel,
     Tick,
     Select(usize),

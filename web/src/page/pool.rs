@@ -12,7 +12,7 @@ use yew::Callback;
 
 use super::cost;
 use crate::js::{self, Started};
-use crate::protocol::{self, FileError, FromWorker, Outcome, Progress, ToWorker};
+use crate::protocol::{self, FileError, FromWorker, Outcome, Progress, ProtocolError, ToWorker};
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -26,8 +26,19 @@ fn memory_limit() -> u64 {
         .map_or(MEMORY_LIMIT, |v| v as u64)
 }
 
-/// Where a worker's messages (or why it stopped) go.
-pub type Messages = Callback<Result<FromWorker, String>>;
+/// Where a worker's messages (or why one did not arrive) go.
+pub type Messages = Callback<Result<FromWorker, WorkerFailure>>;
+
+/// Why a worker's message did not arrive; its words are the detail of the page's message.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerFailure {
+    /// A message that cannot be read (a worker of another build, a bug).
+    #[error("{0}")]
+    Unreadable(#[from] ProtocolError),
+    /// The worker stopped on an uncaught error: the browser's words.
+    #[error("{0}")]
+    Stopped(String),
+}
 
 /// An analysis worker with its handlers. Dropping it terminates the worker.
 pub struct AnalysisWorker {
@@ -50,11 +61,11 @@ impl AnalysisWorker {
                     || protocol::decode::<FromWorker>(data),
                 );
                 let to = target.borrow().clone();
-                to.emit(decoded.map_err(|e| e.to_string()));
+                to.emit(decoded.map_err(WorkerFailure::from));
             },
             move |why| {
                 let to = target_too.borrow().clone();
-                to.emit(Err(why));
+                to.emit(Err(WorkerFailure::Stopped(why)));
             },
         )
         .map_err(|e| FileError::NoWorker {
@@ -125,7 +136,7 @@ struct Running {
 pub struct Pool {
     pub files: Vec<File>,
     /// Where each file's worker sends its messages: `(file, message)`.
-    on_message: Callback<(usize, Result<FromWorker, String>)>,
+    on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     limit: usize,
     /// How many workers read one file ([`workers_per_file`]).
     workers: usize,
@@ -146,7 +157,7 @@ impl Pool {
     /// Starts the first workers on `files`.
     pub fn new(
         files: Vec<File>,
-        on_message: Callback<(usize, Result<FromWorker, String>)>,
+        on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     ) -> Pool {
         let limit = cores().min(files.len()).max(1);
         let mut pool = Pool {
@@ -228,7 +239,7 @@ impl Pool {
     }
 
     /// A message from file `file`'s worker.
-    pub fn receive(&mut self, file: usize, message: Result<FromWorker, String>) {
+    pub fn receive(&mut self, file: usize, message: Result<FromWorker, WorkerFailure>) {
         match message {
             Ok(FromWorker::Ready) => {
                 let Some(r) = self.running.iter().find(|r| r.file == file) else {
@@ -244,9 +255,10 @@ impl Pool {
             Ok(FromWorker::Finished) => self.retire(file, true),
             // Replies to requests: none are asked during a load.
             Ok(_) => {}
-            Err(message) => {
+            Err(failure) => {
                 if self.outcomes.iter().all(|o| o.file != file) {
-                    self.failed(file, FileError::Stopped { detail: message });
+                    let detail = failure.to_string();
+                    self.failed(file, FileError::Stopped { detail });
                 }
                 self.retire(file, false);
             }

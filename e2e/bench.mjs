@@ -9,7 +9,7 @@
 //
 // Runs alternate (the CLI, then each build with each worker count, `RUNS` times), so that the
 // machine's load weighs on every figure alike. For one file, each run's phases as the file's
-// worker measured them (`ttap:worker:<phase>` User Timing measures, web/src/worker.rs) follow:
+// worker measured them (`ttap:worker:<phase>` User Timing measures, web/src/worker/mod.rs) follow:
 // reading (of which merging the helpers' ranges), assembling the model, the analysis, the
 // page's views of it, posting them; then the page's share, from the post to the analysis shown.
 //

@@ -5,7 +5,7 @@
 //
 //   node e2e/protocol-bench.mjs TRACE [FRAMES]   (e.g. a trace made by `ttap synth --steps 100`)
 //
-// The page records each message's cost as a User Timing measure (`web/src/ui/cost.rs`); this
+// The page records each message's cost as a User Timing measure (`web/src/page/cost.rs`); this
 // script collects them with a PerformanceObserver installed before the page starts.
 import { statSync } from 'node:fs';
 import { serve, launch, openPage, load } from './support.mjs';

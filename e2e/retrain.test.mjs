@@ -30,7 +30,7 @@ after(async () => {
 });
 
 /** The rows of the changed-windows table: window, label, before and after (0..1), verdict. */
-// Rows of the table of moved windows, at most (`MAX_CHANGES` in web/src/ui/llm/view.rs).
+// Rows of the table of moved windows, at most (`MAX_CHANGES` in web/src/page/llm/view.rs).
 const SHOWN_ROWS = 50;
 
 async function changes(page) {

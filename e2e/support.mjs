@@ -148,7 +148,7 @@ export async function load(page, action, timeout = 120_000) {
   await page.waitForSelector(`main[data-loads="${ended + 1}"]`, { timeout });
 }
 
-/** The phases the last file's worker measured (`ttap:worker:<phase>`, web/src/worker.rs), in
+/** The phases the last file's worker measured (`ttap:worker:<phase>`, web/src/worker/mod.rs), in
  * the order they started: `{ phase, start, ms }`, `start` in ms since 1970. The file's worker
  * is the page's worker that has posted an analysis; none (`[]`) before that. */
 export async function workerPhases(page) {

@@ -1,4 +1,4 @@
-// One trace read by several workers (`web/src/ranges.rs`) gives the same analysis as one worker
+// One trace read by several workers (`web/src/worker/ranges.rs`) gives the same analysis as one worker
 // and as the CLI: the same events, steps, windows, findings and report.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,8 @@
-//! The library's layers, enforced: a module of `src/` may name (`crate::x`, `use crate::{x, …}`)
-//! only modules of a lower layer, never one of its own layer or above. The front ends
-//! (`src/bin/`, `web/`) may use any layer. ARCHITECTURE.md ("Layers") explains the order.
+//! The layers, enforced: a module of `src/` may name (`crate::x`, `use crate::{x, …}`) only
+//! modules of a lower layer, never one of its own layer or above; so may a module of the web
+//! crate (`web/src/`), in the web crate's own order. The front ends (`src/bin/`, `web/`) may use
+//! any layer of the library; the binaries (`bin/`) any of their crate. ARCHITECTURE.md
+//! ("Layers", and the web app's) explains the orders.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -34,12 +36,26 @@ const LAYERS: &[&[&str]] = &[
     &["files"],
 ];
 
-fn layer_of(module: &str) -> usize {
-    LAYERS
+/// The web crate's layers, lowest first: what page and worker both use, the messages between
+/// them, the worker, the page. Page and worker never name each other's modules, but the page
+/// may start workers and post them messages (`js`, `protocol`).
+const WEB_LAYERS: &[&[&str]] = &[
+    // JavaScript glue; number formats; the timeline canvas's geometry.
+    &["js", "format", "geometry"],
+    // The versioned messages and typed errors between page and worker.
+    &["protocol"],
+    // Reading, ranges, the session, retraining, drawing.
+    &["worker"],
+    // The Yew UI.
+    &["page"],
+];
+
+fn layer_of(layers: &[&[&str]], module: &str) -> usize {
+    layers
         .iter()
         .position(|l| l.contains(&module))
         .unwrap_or_else(|| {
-            panic!("module `{module}` has no layer: add it to LAYERS and to ARCHITECTURE.md")
+            panic!("module `{module}` has no layer: add it to the layers in tests/layers.rs and to ARCHITECTURE.md")
         })
 }
 
@@ -85,8 +101,9 @@ fn top_name(path: &str) -> Option<String> {
     (!name.is_empty() && name != "self").then_some(name)
 }
 
-/// Every `.rs` file below `dir`, with the top-level module it belongs to.
-fn library_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+/// Every `.rs` file below `dir` (but `bin/` and `lib.rs`), with the top-level module it
+/// belongs to.
+fn crate_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         let relative = path
@@ -96,7 +113,7 @@ fn library_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
             .into_owned();
         if path.is_dir() {
             if relative != "bin" {
-                library_files(root, &path, out);
+                crate_files(root, &path, out);
             }
         } else if path.extension().is_some_and(|e| e == "rs") && relative != "lib.rs" {
             let module = relative.split(['/', '.']).next().unwrap().to_string();
@@ -105,12 +122,12 @@ fn library_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// Every edge from a module to a module of its own layer or above, as `file: a -> b`.
-fn upward_edges(files: &[(String, String)]) -> Vec<String> {
+/// Every edge from a module to a module of its own layer or above, as `a -> b`.
+fn upward_edges(layers: &[&[&str]], files: &[(String, String)]) -> Vec<String> {
     let mut wrong = Vec::new();
     for (module, text) in files {
         for target in named_modules(text) {
-            if &target != module && layer_of(&target) >= layer_of(module) {
+            if &target != module && layer_of(layers, &target) >= layer_of(layers, module) {
                 wrong.push(format!("{module} -> {target}"));
             }
         }
@@ -120,19 +137,39 @@ fn upward_edges(files: &[(String, String)]) -> Vec<String> {
     wrong
 }
 
-#[test]
-fn every_library_module_reads_only_lower_layers() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The upward or sideways edges between the modules of the crate whose sources are in `dir`
+/// (below the workspace), after checking that it found at least `least` files.
+fn crate_edges(dir: &str, layers: &[&[&str]], least: usize) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files = Vec::new();
-    library_files(&src, &src, &mut files);
-    assert!(files.len() > 40, "found only {} library files", files.len());
-    let wrong = upward_edges(&files);
+    crate_files(&src, &src, &mut files);
+    assert!(
+        files.len() > least,
+        "found only {} files in {dir}",
+        files.len()
+    );
+    upward_edges(layers, &files)
+}
+
+fn assert_layered(dir: &str, wrong: &[String]) {
     assert!(
         wrong.is_empty(),
-        "upward or sideways imports (move the shared type down, or change the layers in \
-         tests/layers.rs and ARCHITECTURE.md with a reason):\n{}",
+        "upward or sideways imports in {dir} (move the shared type down, or change the layers \
+         in tests/layers.rs and ARCHITECTURE.md with a reason):\n{}",
         wrong.join("\n")
     );
+}
+
+#[test]
+fn every_library_module_reads_only_lower_layers() {
+    assert_layered("src", &crate_edges("src", LAYERS, 40));
+}
+
+/// Page and worker apart: the worker never names the page, the page never the worker; what
+/// both need lives below them.
+#[test]
+fn every_web_module_reads_only_lower_layers() {
+    assert_layered("web/src", &crate_edges("web/src", WEB_LAYERS, 30));
 }
 
 #[test]
@@ -152,9 +189,25 @@ fn a_planted_upward_import_is_caught() {
         ),
     ];
     assert_eq!(
-        upward_edges(&files),
+        upward_edges(LAYERS, &files),
         vec!["features -> summary", "metrics -> detect"]
     );
+}
+
+#[test]
+fn a_web_page_named_by_the_worker_is_caught() {
+    let files = vec![
+        (
+            "worker".to_string(),
+            "use crate::protocol::FileError;\nuse crate::page::format::bytes;".to_string(),
+        ),
+        (
+            "page".to_string(),
+            "use crate::{js::Started, worker::session::Kept};".to_string(),
+        ),
+        ("protocol".to_string(), "use crate::js;".to_string()),
+    ];
+    assert_eq!(upward_edges(WEB_LAYERS, &files), vec!["worker -> page"]);
 }
 
 #[test]

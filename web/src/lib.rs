@@ -1,15 +1,13 @@
-//! The TorchTraceAP web app: a Yew page ([`ui`]) and a Web Worker ([`worker`]) that runs the
-//! library's analysis on the user's files, talking through [`protocol`]. Nothing leaves the
-//! browser: the page makes no request but for its own files, and the one request the user
-//! previews and sends to an LLM endpoint of their choosing ([`llm`]).
+//! The TorchTraceAP web app: a Yew page ([`page`]) and Web Workers ([`worker`]) that run the
+//! library's analysis on the user's files, talking through [`protocol`]. Below both: the
+//! JavaScript glue ([`js`]), number formats ([`format`]) and the timeline canvas's geometry
+//! ([`geometry`]). Page and worker never name each other (`tests/layers.rs`). Nothing leaves
+//! the browser: the page makes no request but for its own files, and the one request the user
+//! previews and sends to an LLM endpoint of their choosing (`page::llm`).
 
-pub mod draw;
-pub mod frames;
-pub mod llm;
+pub mod format;
+pub mod geometry;
+pub mod js;
+pub mod page;
 pub mod protocol;
-pub mod ranges;
-pub mod read;
-pub mod retrain;
-pub mod session;
-pub mod ui;
 pub mod worker;

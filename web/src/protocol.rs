@@ -16,11 +16,11 @@
 //!
 //! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
 //! requests about them, such as a search, each with one reply. The page gives each file of a
-//! load its own worker (`ui::pool`) and keeps only one of them, holding one trace: a request
+//! load its own worker (`page::pool`) and keeps only one of them, holding one trace: a request
 //! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
 //!
 //! A file's worker may start helpers (the same worker script) to read a large trace by byte
-//! ranges (`ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
+//! ranges (`worker::ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
 //! answers with a [`FromWorker::Parsed`], whose framed state is bincode in an `ArrayBuffer`
 //! transferred with it ([`FromWorker::transfer`]). These never reach the page.
 //!
@@ -33,7 +33,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::fleet::Fleet;
-use torchtraceap::ingest::Ingested;
+use torchtraceap::ingest::{IngestError, Ingested};
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::modules::ModuleTree;
@@ -45,7 +45,9 @@ use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
 use wasm_bindgen::JsValue;
-use web_sys::{Blob, OffscreenCanvas};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
+
+use crate::js;
 
 /// The protocol's version, checked on every message: the page and the worker are built together,
 /// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
@@ -56,8 +58,9 @@ use web_sys::{Blob, OffscreenCanvas};
 /// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
 /// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
 /// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
-/// `Picked::MemoryPeak`).
-pub const VERSION: u32 = 5;
+/// `Picked::MemoryPeak`); 6 types its errors (`FileError`, `RequestError`, `RetrainError`,
+/// `LeftOut`), which the page words.
+pub const VERSION: u32 = 6;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]
@@ -119,23 +122,23 @@ pub enum FromWorker {
     Prompts {
         file: usize,
         options: SummaryOptions,
-        result: Result<Vec<Prompt>, String>,
+        result: Result<Vec<Prompt>, RequestError>,
     },
     /// The answer to `Request::Perfetto`: the export's JSON (`perfetto::write`), or why there
     /// is none.
     Perfetto {
         file: usize,
-        result: Result<String, String>,
+        result: Result<String, RequestError>,
     },
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
-    Retrained(Box<Result<Retrained, String>>),
+    Retrained(Box<Result<Retrained, RetrainError>>),
     /// Worker to worker: the answer to `ToWorker::Parse`.
     Parsed(Box<Parsed>),
 }
 
 impl FromWorker {
-    /// The message's kind, for measuring its cost (`ui::cost`).
+    /// The message's kind, for measuring its cost (`page::cost`).
     pub fn kind(&self) -> &'static str {
         match self {
             FromWorker::Ready => "ready",
@@ -156,6 +159,19 @@ impl FromWorker {
         }
     }
 
+    /// Posts the message to whoever started this worker (the page, or a coordinating worker),
+    /// transferring what it hands over.
+    pub fn post(&self, scope: &DedicatedWorkerGlobalScope) {
+        match encode(self) {
+            // Posting cannot fail: the page exists while its worker runs, and the message
+            // holds plain values and buffers to transfer only.
+            Ok(value) => {
+                let _ = scope.post_message_with_transfer(&value, &self.transfer());
+            }
+            Err(e) => wasm_bindgen::throw_str(&format!("a message for the page: {e}")),
+        }
+    }
+
     /// What the message hands over rather than copies: a parsed range's state.
     pub fn transfer(&self) -> js_sys::Array {
         match self {
@@ -168,7 +184,7 @@ impl FromWorker {
     }
 }
 
-/// Worker to worker: frame byte range `index` of a trace alone (`ranges`).
+/// Worker to worker: frame byte range `index` of a trace alone (`worker::ranges`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parse {
     /// The trace: a `Blob` travels by reference, its bytes are read by the worker that parses.
@@ -187,7 +203,7 @@ pub struct Parse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parsed {
     pub index: usize,
-    pub result: Result<ParsedBlock, String>,
+    pub result: Result<ParsedBlock, FileError>,
 }
 
 /// A framed block: its bytes in the document and its state (`ingest::blocks::Framed` in
@@ -206,8 +222,8 @@ pub enum ToWorker {
     /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
     /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
     /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
-    /// gets an error saying so: `worker::too_large`). Up to `workers` workers (this one's
-    /// helpers, `ranges`, while this one merges) read a large plain trace; 1: this one alone.
+    /// gets a `FileError::TooLarge`). Up to `workers` workers (this one's
+    /// helpers, `worker::ranges`, while this one merges) read a large plain trace; 1: this one alone.
     Analyze {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         files: js_sys::Array,
@@ -264,7 +280,7 @@ impl ToWorker {
     pub fn file(&self) -> Option<usize> {
         match self {
             // Retraining is about the traces of the worker that gets it: the page sends it to
-            // the worker of the file shown (`ui::App::retrain`).
+            // the worker of the file shown (`page::App::retrain`).
             ToWorker::Analyze { .. }
             | ToWorker::Canvas { .. }
             | ToWorker::Retrain { .. }
@@ -283,7 +299,7 @@ impl ToWorker {
         }
     }
 
-    /// The message's kind, for measuring its cost (`ui::cost`).
+    /// The message's kind, for measuring its cost (`page::cost`).
     pub fn kind(&self) -> &'static str {
         match self {
             ToWorker::Analyze { .. } => "analyze",
@@ -311,7 +327,7 @@ pub enum TimelineRequest {
     /// Lay out the file's timeline; answered by `Opened`.
     Open { file: usize },
     /// Draw this view from now on, moved by its `motion`; answered by a `Drawn` per animation
-    /// frame that shows a new image (`crate::frames`): views posted before the next frame
+    /// frame that shows a new image (`worker::frames`): views posted before the next frame
     /// replace each other, never queue.
     View(View),
     /// The keys held changed: move the view drawn (wherever its motion got to) by `motion`
@@ -338,7 +354,7 @@ pub enum TimelineReply {
     /// A request the worker could not answer (a file it has no trace of, a canvas it cannot
     /// draw on); `drawing` when it was a `View`.
     Failed {
-        message: String,
+        error: RequestError,
         drawing: bool,
     },
 }
@@ -373,7 +389,7 @@ pub struct View {
     pub motion: Motion,
 }
 
-/// How the view moves while W/S/A/D are held (`crate::frames::advance`): per millisecond,
+/// How the view moves while W/S/A/D are held (`worker::frames::advance`): per millisecond,
 /// the span is scaled by `exp(zoom)` around the time under `x`, then moved by `pan` spans.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Motion {
@@ -467,13 +483,69 @@ pub struct Retrained {
     pub model: Option<String>,
     /// The kept labels fitted on, and why each of the others was left out.
     pub used: usize,
-    pub left_out: Vec<String>,
+    pub left_out: Vec<LeftOut>,
     /// Windows of the base set fitted on.
     pub base_windows: usize,
     /// Time to fetch and read the base set (0 once cached), and to fit, ms.
     pub base_ms: f64,
     pub fit_ms: f64,
     pub files: Vec<Rescored>,
+}
+
+/// Why the worker could not answer a request about a file; the page words it
+/// (`page::errors`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RequestError {
+    /// File `file` (an index) has no trace in this worker: a saved report, a shared link or a
+    /// file that could not be read.
+    NoTrace { file: usize },
+    /// File `file` has no slice `event`.
+    NoSlice { file: usize, event: u32 },
+    /// The timeline's canvas was never handed to the worker.
+    NoCanvas,
+    /// The browser gave no 2D context for the timeline's canvas.
+    NoContext,
+    /// Drawing the timeline failed: the browser's words.
+    Draw { detail: String },
+    /// The Perfetto export could not be written: the library's words.
+    Export { detail: String },
+}
+
+/// Why no model was retrained (the traces keep their scores); the page words it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RetrainError {
+    /// The base set could not be fetched from `url` (on the site): `detail` says how it failed.
+    Fetch { url: String, detail: String },
+    /// The base set fetched from `url` cannot be read.
+    BaseSet { url: String, detail: String },
+    /// None of the `labels` kept labels names a window of the traces held; why each was left
+    /// out.
+    NoLabelHere {
+        labels: usize,
+        left_out: Vec<LeftOut>,
+    },
+    /// Fitting on the base set and `labels` labels failed: smartcore's words.
+    Fit { labels: usize, detail: String },
+}
+
+/// Why a kept label was not fitted on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LeftOut {
+    /// It names no window of its trace: step, phase, window (`None`: any), the trace's name.
+    NoWindow {
+        step: i64,
+        phase: String,
+        window: Option<usize>,
+        trace: Option<String>,
+    },
+    /// Its pattern is no class of the window model.
+    NoClass { pattern: String },
+    /// `labels` labels are for another trace than those held (its name and fingerprint).
+    OtherTrace {
+        labels: usize,
+        trace: Option<String>,
+        fingerprint: Option<String>,
+    },
 }
 
 /// One trace rescored: its report with the new scores, and the windows whose score moved.
@@ -530,7 +602,89 @@ pub struct Outcome {
     pub size: u64,
     /// The worker's wasm memory after this file: its peak so far (wasm memory only grows).
     pub worker_memory_bytes: u64,
-    pub result: Result<Document, String>,
+    pub result: Result<Document, FileError>,
+}
+
+/// Why a file has no analysis, as facts: the page words them (`page::errors`), with what
+/// failed, where, and what to do. The worker finds most; the page the rest (a worker that
+/// could not start or stopped, a link that cannot be read).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FileError {
+    /// The browser failed a `step` of reading the file; `detail` is its own message.
+    Read { step: ReadStep, detail: String },
+    /// The file ended at byte `at`, before `end`: it changed since it was chosen.
+    Ended { at: u64, end: u64 },
+    /// The bytes are no trace the library reads: its `IngestError`'s message (what it found,
+    /// what it expected, what to do).
+    Trace { detail: String },
+    /// Reading took the worker's wasm memory to `memory`, past its `limit`, after `read` of
+    /// the file's `total` bytes.
+    TooLarge {
+        read: u64,
+        total: u64,
+        memory: u64,
+        limit: u64,
+    },
+    /// A saved report that cannot be read back: `ReportError`'s message.
+    Report { detail: String },
+    /// A saved report read back that this version will not show (`share::render` refused it).
+    ReportNotShown { detail: String },
+    /// A fleet report that cannot be shown: `FleetError`'s message.
+    Fleet { detail: String },
+    /// Worker to worker: a range's framed state could not be written.
+    State { detail: String },
+    /// Worker to worker: a helper stopped, or a message to or from it failed (the coordinator
+    /// reads its ranges itself).
+    Helper { detail: String },
+    /// The page could not start the file's worker.
+    NoWorker { detail: String },
+    /// The page could not hand the file to its worker.
+    NotHandedOver { detail: String },
+    /// The file's worker stopped on an uncaught error (`detail`), before the file's outcome.
+    Stopped { detail: String },
+    /// A shared link that cannot be read: `ShareError`'s message.
+    Link { detail: String },
+}
+
+/// The step of reading a file that the browser failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadStep {
+    /// The whole file as text (a saved report or fleet report).
+    Whole,
+    /// Taking bytes `start..end` of it (`Blob.slice`).
+    Slice { start: u64, end: u64 },
+    /// Starting a stream over bytes `start..end`.
+    Stream { start: u64, end: u64 },
+    /// Reading bytes `at..end` from that stream.
+    Bytes { at: u64, end: u64 },
+}
+
+impl From<IngestError> for FileError {
+    fn from(e: IngestError) -> FileError {
+        FileError::Trace {
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl FileError {
+    /// A JavaScript failure at `step`, with its own words.
+    pub fn read(step: ReadStep, error: &JsValue) -> FileError {
+        FileError::Read {
+            step,
+            detail: js::detail(error),
+        }
+    }
+
+    /// Reading stopped where `progress` got to: memory past `limit`.
+    pub fn too_large(progress: &Progress, limit: u64) -> FileError {
+        FileError::TooLarge {
+            read: progress.bytes,
+            total: progress.total_bytes,
+            memory: progress.memory_bytes,
+            limit,
+        }
+    }
 }
 
 /// What a file held: a trace (analyzed) or a saved report, or a fleet report.
@@ -579,7 +733,7 @@ pub struct Analyzed {
 }
 
 impl Analyzed {
-    /// What the views show of a trace whose report is made (`session::Kept::new` makes it
+    /// What the views show of a trace whose report is made (`worker::session::Kept::new` makes it
     /// once and keeps the analysis behind it for later requests).
     /// The profile and the module tree are the worker's to add (`Profile::new` reads the kept
     /// analysis).
@@ -694,7 +848,13 @@ mod tests {
                 places: vec![place(3)],
             }),
             TimelineReply::Failed {
-                message: "no trace".into(),
+                error: RequestError::NoTrace { file: 3 },
+                drawing: true,
+            },
+            TimelineReply::Failed {
+                error: RequestError::Draw {
+                    detail: "InvalidStateError".into(),
+                },
                 drawing: true,
             },
         ];
@@ -763,7 +923,7 @@ mod tests {
         round_trip(FromWorker::Prompts {
             file: 3,
             options,
-            result: Err("file 4 has no trace in this worker".into()),
+            result: Err(RequestError::NoTrace { file: 3 }),
         });
     }
 
@@ -779,7 +939,9 @@ mod tests {
         });
         round_trip(FromWorker::Perfetto {
             file: 1,
-            result: Err("file 2 has no trace in this worker".into()),
+            result: Err(RequestError::Export {
+                detail: "disk full".into(),
+            }),
         });
     }
 
@@ -801,15 +963,36 @@ mod tests {
         round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
             model: Some(torchtraceap::ml::Model::embedded().to_json()),
             used: 1,
-            left_out: vec!["1 label(s) for other.json".into()],
+            left_out: vec![
+                LeftOut::OtherTrace {
+                    labels: 1,
+                    trace: Some("other.json".into()),
+                    fingerprint: None,
+                },
+                LeftOut::NoClass {
+                    pattern: "your-gpu-is-broken".into(),
+                },
+            ],
             base_windows: 9436,
             base_ms: 80.5,
             fit_ms: 4900.0,
             files: Vec::new(),
         }))));
         round_trip(FromWorker::Retrained(Box::new(Err(
-            "could not fetch the base set".into(),
+            RetrainError::NoLabelHere {
+                labels: 2,
+                left_out: vec![LeftOut::NoWindow {
+                    step: 12,
+                    phase: "forward".into(),
+                    window: None,
+                    trace: None,
+                }],
+            },
         ))));
+        round_trip(FromWorker::Retrained(Box::new(Err(RetrainError::Fetch {
+            url: "models/base-set.bin.gz".into(),
+            detail: "HTTP 404".into(),
+        }))));
     }
 
     /// A message from another build of the site is refused with a message saying to reload,
@@ -835,6 +1018,35 @@ mod tests {
             decode::<FromWorker>(wrong),
             Err(ProtocolError::Decode(_))
         ));
+    }
+
+    /// A file's typed error crosses whole, with the figures the page words it from.
+    #[wasm_bindgen_test]
+    fn file_errors_survive_the_trip() {
+        for error in [
+            FileError::TooLarge {
+                read: 48 << 20,
+                total: 60 << 20,
+                memory: 5 << 30,
+                limit: 3 << 30,
+            },
+            FileError::Read {
+                step: ReadStep::Bytes {
+                    at: 1 << 40,
+                    end: u64::MAX,
+                },
+                detail: "NotReadableError".into(),
+            },
+            FileError::Ended { at: 7, end: 512 },
+        ] {
+            round_trip(FromWorker::Done(Box::new(Outcome {
+                file: 2,
+                name: "rank2.json".into(),
+                size: 60 << 20,
+                worker_memory_bytes: 5 << 30,
+                result: Err(error),
+            })));
+        }
     }
 
     /// The files to analyze travel as the browser's own handles, not as copies of their data.
@@ -879,8 +1091,9 @@ mod tests {
             include_bytes!("../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
         let ingested = torchtraceap::ingest::ingest_bytes(SAMPLE, Default::default())
             .expect("the sample ingests");
-        let kept = crate::session::Kept::new(ingested);
-        let analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
+        let analysis = torchtraceap::detect::Analysis::new(&ingested.trace);
+        let report = Report::new(&analysis, &torchtraceap::detect::run(&analysis));
+        let analyzed = Analyzed::with_report(&ingested, report);
         assert!(!analyzed.report.findings.is_empty());
         let message = FromWorker::Done(Box::new(Outcome {
             file: 0,

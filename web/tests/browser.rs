@@ -2,7 +2,7 @@
 
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap_web::protocol::Analyzed;
-use torchtraceap_web::session::Kept;
+use torchtraceap_web::worker::session::Kept;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);

@@ -18,7 +18,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, ReadableStreamByobReader, ReadableStreamReadResult};
 
-use crate::worker::js_failure;
+use crate::protocol::{FileError, ReadStep};
 
 /// Buffers kept between reads (a helper reads two ranges at a time: `ranges::DEPTH`).
 const SPARE: usize = 2;
@@ -59,15 +59,14 @@ pub struct Stream {
 
 impl Stream {
     /// Bytes `start..end` of `blob` (or up to its end).
-    pub fn open(blob: &Blob, start: u64, end: u64) -> Result<Stream, String> {
+    pub fn open(blob: &Blob, start: u64, end: u64) -> Result<Stream, FileError> {
         let end = end.min(blob.size() as u64);
         let start = start.min(end);
         let slice = blob
             .slice_with_f64_and_f64(start as f64, end as f64)
-            .map_err(|e| js_failure(&format!("could not slice bytes {start}..{end}"), &e))?;
-        let reader = ReadableStreamByobReader::new(&slice.stream()).map_err(|e| {
-            js_failure(&format!("could not start reading bytes {start}..{end}"), &e)
-        })?;
+            .map_err(|e| FileError::read(ReadStep::Slice { start, end }, &e))?;
+        let reader = ReadableStreamByobReader::new(&slice.stream())
+            .map_err(|e| FileError::read(ReadStep::Stream { start, end }, &e))?;
         Ok(Stream {
             reader,
             at: start,
@@ -77,7 +76,7 @@ impl Stream {
 
     /// The next `max` bytes (fewer only at the end) into `out`: overwritten in place when it
     /// has their length, else replaced. `false` when no bytes are left.
-    pub async fn next(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, String> {
+    pub async fn next(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, FileError> {
         let want = max.min((self.end - self.at) as usize);
         if want == 0 {
             return Ok(false);
@@ -93,15 +92,15 @@ impl Stream {
             let at = self.at + filled as u64;
             let read = JsFuture::from(self.reader.read_with_array_buffer_view(&view))
                 .await
-                .map_err(|e| js_failure(&format!("could not read bytes {at}..{}", self.end), &e))?
+                .map_err(|e| FileError::read(ReadStep::Bytes { at, end: self.end }, &e))?
                 .unchecked_into::<ReadableStreamReadResult>();
             let Some(chunk) = read.get_value().dyn_into::<Uint8Array>().ok() else {
-                return Err(ended(at, self.end));
+                return Err(FileError::Ended { at, end: self.end });
             };
             // The bytes are in the buffer, given back (the read transferred it).
             buffer = chunk.buffer();
             if read.get_done() == Some(true) {
-                return Err(ended(at, self.end));
+                return Err(FileError::Ended { at, end: self.end });
             }
             filled += chunk.length() as usize;
         }
@@ -117,16 +116,8 @@ impl Stream {
     }
 }
 
-/// Why a read stopped at `at`, before `end`.
-fn ended(at: u64, end: u64) -> String {
-    format!(
-        "could not read bytes {at}..{end}: the file ended at byte {at}. It may have been changed \
-         since it was chosen: choose it again."
-    )
-}
-
 /// Bytes `start..end` of `blob` (or up to its end).
-pub async fn bytes(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {
+pub async fn bytes(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, FileError> {
     let mut stream = Stream::open(blob, start, end)?;
     let mut out = Vec::new();
     stream.next(usize::MAX, &mut out).await?;

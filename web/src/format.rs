@@ -1,4 +1,5 @@
-//! Numbers as the views print them.
+//! Numbers as people read them: bytes, counts, durations, shares. Below page and worker: the
+//! page prints them, and the worker draws bytes and durations on the timeline's canvas.
 
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -40,6 +41,20 @@ pub fn ms(v: f64) -> String {
     }
 }
 
+/// A duration given in nanoseconds, in the unit that suits it (the timeline's ruler and details).
+pub fn duration(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
 pub fn duration_s(s: f64) -> String {
     format!("{s:.1} s")
 }
@@ -66,5 +81,7 @@ mod tests {
         assert_eq!(ms(4.5), "4.50 ms");
         assert_eq!(ms(42.0), "42.0 ms");
         assert_eq!(ms(1500.0), "1.50 s");
+        assert_eq!(duration(1_500_000.0), "1.500 ms");
+        assert_eq!(duration(250.0), "250 ns");
     }
 }

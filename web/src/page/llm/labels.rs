@@ -3,8 +3,8 @@
 
 use torchtraceap::ml::labels::{WindowLabel, NOT_AN_ANTI_PATTERN};
 
+use crate::page::export::stem;
 use crate::protocol::Outcome;
-use crate::ui::export::stem;
 
 /// Whether two labels are for the same window of the same trace.
 pub(super) fn same_window(a: &WindowLabel, b: &WindowLabel) -> bool {
@@ -58,8 +58,8 @@ pub(super) fn pattern_name(pattern: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::llm::state::{Msg, State};
-    use crate::ui::llm::view::region_title;
+    use crate::page::llm::state::{Msg, State};
+    use crate::page::llm::view::region_title;
     use torchtraceap::llm::summary::Prompt;
     use torchtraceap::ml::labels;
     use wasm_bindgen_test::wasm_bindgen_test;
@@ -87,8 +87,10 @@ mod tests {
             torchtraceap::ingest::IngestOptions::default(),
         )
         .unwrap();
-        let kept = crate::session::Kept::new(ingested);
-        let analyzed = crate::protocol::Analyzed::with_report(kept.ingested, kept.report.clone());
+        let analysis = torchtraceap::detect::Analysis::new(&ingested.trace);
+        let detected = torchtraceap::detect::run(&analysis);
+        let report = torchtraceap::report::Report::new(&analysis, &detected);
+        let analyzed = crate::protocol::Analyzed::with_report(&ingested, report);
         let outcome = Outcome {
             file: 0,
             name: "run.pt.trace.json.gz".into(),

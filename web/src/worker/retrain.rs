@@ -11,8 +11,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Response, WorkerGlobalScope};
 
-use crate::protocol::{FromWorker, Retrained};
-use crate::session::Session;
+use super::session::Session;
+use crate::js;
+use crate::protocol::{FromWorker, RetrainError, Retrained};
 
 /// Where the site serves the base set (`www/models`, copied by `index.html`), relative to the
 /// worker's script.
@@ -23,32 +24,33 @@ thread_local! {
 }
 
 /// The base set, fetched and read on first use.
-async fn base_set() -> Result<Rc<BaseSet>, String> {
+async fn base_set() -> Result<Rc<BaseSet>, RetrainError> {
     if let Some(base) = BASE_SET.with_borrow(Clone::clone) {
         return Ok(base);
     }
-    let failed = |what: &str| {
-        format!(
-            "could not fetch the base set ({BASE_SET_URL} on this site): {what}. The site must \
-             ship www/models (index.html copies it); check the connection and try again"
-        )
+    let failed = |detail: String| RetrainError::Fetch {
+        url: BASE_SET_URL.to_string(),
+        detail,
     };
     let scope: WorkerGlobalScope = js_sys::global().unchecked_into();
     let response: Response = JsFuture::from(scope.fetch_with_str(BASE_SET_URL))
         .await
-        .map_err(|e| failed(&format!("{e:?}")))?
+        .map_err(|e| failed(js::detail(&e)))?
         .unchecked_into();
     if !response.ok() {
-        return Err(failed(&format!("HTTP {}", response.status())));
+        return Err(failed(format!("HTTP {}", response.status())));
     }
     let buffer = response
         .array_buffer()
-        .map_err(|e| failed(&format!("{e:?}")))?;
+        .map_err(|e| failed(js::detail(&e)))?;
     let bytes = JsFuture::from(buffer)
         .await
-        .map_err(|e| failed(&format!("{e:?}")))?;
-    let base = BaseSet::decode(&Uint8Array::new(&bytes).to_vec())
-        .map_err(|e| format!("the base set {BASE_SET_URL} cannot be read: {e}"))?;
+        .map_err(|e| failed(js::detail(&e)))?;
+    let base =
+        BaseSet::decode(&Uint8Array::new(&bytes).to_vec()).map_err(|e| RetrainError::BaseSet {
+            url: BASE_SET_URL.to_string(),
+            detail: e.to_string(),
+        })?;
     let base = Rc::new(base);
     BASE_SET.with_borrow_mut(|b| *b = Some(Rc::clone(&base)));
     Ok(base)

@@ -15,9 +15,9 @@ use yew::prelude::*;
 use super::charts::{stacked_bars, Bar, Series};
 use super::compare_steps::AlignedSteps;
 use super::export::download;
-use super::format::ms;
 use super::share::ViewShare;
 use super::table::{column, count_f, Column, Row, Table};
+use crate::format::ms;
 use crate::protocol::Outcome;
 
 /// Names listed per table in the saved Markdown.

@@ -6,7 +6,7 @@ use torchtraceap::summary::{KernelTime, OperatorTime};
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-use super::format::{count, ms, pct};
+use crate::format::{count, ms, pct};
 
 /// A numeric column: its heading and how its values print.
 pub struct Column {

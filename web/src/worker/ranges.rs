@@ -15,7 +15,7 @@
 //! framed too kept its helpers waiting for their next range for as long as its own framing
 //! took). It reads in place only a range no helper has taken (the first ones, while helpers
 //! start). A helper holds [`DEPTH`] ranges, so that the browser reads one while it frames the
-//! other (a read's bytes arrive through a stream, `crate::read`: most of its cost is on the
+//! other (a read's bytes arrive through a stream, `read`: most of its cost is on the
 //! browser's threads, about a quarter on the helper's).
 //!
 //! Each helper finds its block's ends with `ingest::blocks::range_start` from the range's
@@ -42,9 +42,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
-use crate::protocol::{self, FromWorker, Parse, Parsed, ParsedBlock, Progress, ToWorker};
-use crate::read;
-use crate::worker::{memory_bytes, phase_end, phase_start, post, too_large, Started};
+use super::read;
+use crate::js::{self, memory_bytes, phase_end, phase_start, Started};
+use crate::protocol::{
+    self, FileError, FromWorker, Parse, Parsed, ParsedBlock, Progress, ToWorker,
+};
 
 /// Nominal bytes per range: large enough that a block's state and its merge cost little next
 /// to framing it, small enough that a range per helper stays a small part of memory.
@@ -62,7 +64,7 @@ const TAIL: u64 = 64 << 10;
 
 /// Whether `blob` is worth reading with `workers` workers: large, plain JSON (gzip is one
 /// stream). `Some(in_object)`, the guess where its event array sits, when it is.
-pub async fn worth(blob: &Blob, workers: usize) -> Result<Option<bool>, String> {
+pub async fn worth(blob: &Blob, workers: usize) -> Result<Option<bool>, FileError> {
     if workers <= 1 || blob.size() < MIN_BYTES {
         return Ok(None);
     }
@@ -86,7 +88,7 @@ fn cut(window: &[u8], window_start: u64, from: u64, size: u64) -> Option<u64> {
 
 /// Where the block of the range that nominally starts at `from` starts: read in growing
 /// windows until [`cut`] can tell.
-async fn boundary(blob: &Blob, from: u64) -> Result<u64, String> {
+async fn boundary(blob: &Blob, from: u64) -> Result<u64, FileError> {
     let size = blob.size() as u64;
     let begin = from.saturating_sub(LOOKBACK);
     let mut window = Vec::new();
@@ -108,7 +110,7 @@ async fn frame_range(
     index: usize,
     (from, to): (u64, u64),
     in_object: bool,
-) -> Result<(u64, u64, Framed), String> {
+) -> Result<(u64, u64, Framed), FileError> {
     let size = blob.size() as u64;
     let begin = from.saturating_sub(LOOKBACK);
     let bytes = read::bytes(blob, begin, to + TAIL).await?;
@@ -145,7 +147,9 @@ pub async fn parse(job: &Parse) -> Parsed {
             frame_range(&job.blob, job.index, (job.from, job.to), job.in_object).await?;
         // Written once, growing the buffer (`bincode::serialize` would walk it twice).
         let mut state = Vec::new();
-        bincode::serialize_into(&mut state, &framed).map_err(|e| e.to_string())?;
+        bincode::serialize_into(&mut state, &framed).map_err(|e| FileError::State {
+            detail: e.to_string(),
+        })?;
         Ok(ParsedBlock {
             start,
             end,
@@ -175,7 +179,7 @@ struct Dispatch {
     /// The ranges each helper holds.
     working: Vec<Vec<usize>>,
     /// Ranges parsed (or why not), waiting for their turn.
-    results: BTreeMap<usize, Result<ParsedBlock, String>>,
+    results: BTreeMap<usize, Result<ParsedBlock, FileError>>,
     /// Wakes the coordinator when a result arrives.
     wake: Option<js_sys::Function>,
 }
@@ -210,20 +214,20 @@ impl Dispatch {
                 .map_err(|e| e.to_string())
                 .and_then(|v| {
                     let helper = self.helpers[h].as_ref().expect("a live helper");
-                    helper.worker.post_message(&v).map_err(|e| format!("{e:?}"))
+                    helper.worker.post_message(&v).map_err(|e| js::detail(&e))
                 });
             match posted {
                 Ok(()) => {
                     self.working[h].push(index);
                     self.next += 1;
                 }
-                Err(why) => self.stop(h, why),
+                Err(detail) => self.stop(h, FileError::Helper { detail }),
             }
         }
     }
 
     /// Helper `h` stopped: the ranges it held fail (the coordinator reads them itself).
-    fn stop(&mut self, h: usize, why: String) {
+    fn stop(&mut self, h: usize, why: FileError) {
         for index in std::mem::take(&mut self.working[h]) {
             self.results.insert(index, Err(why.clone()));
         }
@@ -231,7 +235,7 @@ impl Dispatch {
     }
 
     /// A message from helper `h`, or why it stopped.
-    fn receive(&mut self, h: usize, message: Result<FromWorker, String>) {
+    fn receive(&mut self, h: usize, message: Result<FromWorker, FileError>) {
         match message {
             Ok(FromWorker::Ready) => self.ready[h] = true,
             Ok(FromWorker::Parsed(parsed)) => {
@@ -253,28 +257,30 @@ impl Dispatch {
 }
 
 /// Starts helper `h`, whose messages go to `dispatch`.
-fn start_helper(dispatch: &Weak<RefCell<Dispatch>>, h: usize) -> Result<Started, String> {
+fn start_helper(dispatch: &Weak<RefCell<Dispatch>>, h: usize) -> Option<Started> {
     let (to, to_too) = (dispatch.clone(), dispatch.clone());
     Started::new(
         move |data| {
-            let message = protocol::decode::<FromWorker>(data).map_err(|e| e.to_string());
+            let message = protocol::decode::<FromWorker>(data).map_err(|e| FileError::Helper {
+                detail: e.to_string(),
+            });
             if let Some(d) = to.upgrade() {
                 d.borrow_mut().receive(h, message);
             }
         },
-        move |why| {
+        move |detail| {
             if let Some(d) = to_too.upgrade() {
-                d.borrow_mut().receive(h, Err(why));
+                d.borrow_mut().receive(h, Err(FileError::Helper { detail }));
             }
         },
     )
-    .map_err(|e| format!("{e:?}"))
+    .ok()
 }
 
 /// What the coordinator does next for range `index`.
 enum Next {
     /// A helper's result, or why there is none (then it reads the range itself).
-    Parsed(Result<ParsedBlock, String>),
+    Parsed(Result<ParsedBlock, FileError>),
     /// No helper has it: it reads it itself.
     Mine,
     Wait,
@@ -307,7 +313,7 @@ pub async fn read(
     workers: usize,
     progress: &mut Progress,
     memory_limit: u64,
-) -> Result<Ingest, String> {
+) -> Result<Ingest, FileError> {
     let size = blob.size() as u64;
     let ranges = size.div_ceil(RANGE_BYTES) as usize;
     let dispatch = Rc::new(RefCell::new(Dispatch {
@@ -324,7 +330,7 @@ pub async fn read(
         wake: None,
     }));
     let weak = Rc::downgrade(&dispatch);
-    let started = (0..workers).map(|h| start_helper(&weak, h).ok()).collect();
+    let started = (0..workers).map(|h| start_helper(&weak, h)).collect();
     dispatch.borrow_mut().helpers = started;
     progress.workers = dispatch.borrow().live().max(1);
     let mut ingest = Ingest::blocks(IngestOptions::default());
@@ -369,27 +375,28 @@ async fn merge(
     blob: &Blob,
     framed: Option<Framed>,
     (start, end): (u64, u64),
-) -> Result<(), String> {
+) -> Result<(), FileError> {
     if framed.is_some_and(|f| ingest.merge(f)) {
         return Ok(());
     }
     ingest
         .feed(&read::bytes(blob, start, end).await?)
-        .map_err(|e| e.to_string())
+        .map_err(FileError::from)
 }
 
-/// Posts progress after a range; the error when memory passed the limit.
-fn continue_progress(
+/// Posts progress after a range (or a slice, `worker::read_alone`); the error when memory passed the
+/// limit.
+pub fn continue_progress(
     scope: &DedicatedWorkerGlobalScope,
     ingest: &Ingest,
     progress: &mut Progress,
     memory_limit: u64,
-) -> Result<(), String> {
+) -> Result<(), FileError> {
     progress.events = ingest.progress().events;
     progress.memory_bytes = memory_bytes();
-    post(scope, &FromWorker::Progress(progress.clone()));
+    FromWorker::Progress(progress.clone()).post(scope);
     if progress.memory_bytes > memory_limit {
-        return Err(too_large(progress, memory_limit));
+        return Err(FileError::too_large(progress, memory_limit));
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
-use super::format::{count, ms, pct};
+use crate::format::{count, ms, pct};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]

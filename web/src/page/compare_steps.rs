@@ -12,7 +12,7 @@ use torchtraceap::profile::{Profile, StepFacts};
 use yew::prelude::*;
 
 use super::charts::{legend, Series};
-use super::format::ms;
+use crate::format::ms;
 
 /// Pairs drawn at most; the rest are counted below the chart.
 pub const MAX_PAIRS: usize = 60;

@@ -18,16 +18,10 @@ use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::OffscreenCanvasRenderingContext2d as Context;
 
+use crate::format::{bytes, duration};
+use crate::geometry::{BANDS_H, GUTTER, HEADER, HEAT_H, RULER_H, STEPS_H};
 use crate::protocol::{Drawn, Picked, View};
-use crate::ui::format::bytes;
 
-pub const GUTTER: f64 = 200.0;
-const RULER_H: f64 = 20.0;
-const STEPS_H: f64 = 16.0;
-const HEAT_H: f64 = 8.0;
-const BANDS_H: f64 = 14.0;
-/// Height of the fixed header above the tracks.
-pub const HEADER: f64 = RULER_H + STEPS_H + HEAT_H + BANDS_H;
 const GROUP_H: f64 = 20.0;
 const ROW_H: f64 = 18.0;
 const COUNTER_H: f64 = 36.0;
@@ -234,20 +228,6 @@ fn tick_step(ns_per_px: f64, min_px: f64) -> f64 {
         }
     }
     step
-}
-
-/// A duration in the unit that suits it.
-pub fn duration(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.2} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
 }
 
 /// `text` cut to fit `width` pixels, or `None` when not even a few characters fit.
@@ -786,8 +766,6 @@ mod tests {
         assert_eq!(fit("aten::conv2d", 200.0).as_deref(), Some("aten::conv2d"));
         assert_eq!(fit("aten::conv2d", 40.0).as_deref(), Some("aten…"));
         assert_eq!(fit("aten::conv2d", 20.0), None);
-        assert_eq!(duration(1_500_000.0), "1.500 ms");
-        assert_eq!(duration(250.0), "250 ns");
     }
 
     #[wasm_bindgen_test]

@@ -14,8 +14,9 @@ use yew::prelude::*;
 use super::labels::{pattern_name, region_label, same_window};
 use super::settings::{page_origin, Settings};
 use super::state::{Exchange, Msg, Prompts, Retraining, State};
+use crate::format::{bytes, count};
+use crate::page::errors::left_out_words;
 use crate::protocol::{Outcome, WindowChange};
-use crate::ui::format::{bytes, count};
 
 /// After an answer about a region: the label to keep for its window, with the anti-pattern the
 /// answer names preselected.
@@ -227,7 +228,7 @@ fn retraining_view(state: &State, outcome: &Outcome, on: &Callback<Msg>) -> Html
             }
             if !r.left_out.is_empty() {
                 <ul class="llm-left-out">
-                    { for r.left_out.iter().map(|why| html! { <li>{format!("Left out: {why}.")}</li> }) }
+                    { for r.left_out.iter().map(|why| html! { <li>{format!("Left out: {}.", left_out_words(why))}</li> }) }
                 </ul>
             }
             if !changes.is_empty() {

@@ -15,9 +15,10 @@ use yew::prelude::*;
 
 use super::labels::{labels_file_name, same_window};
 use super::settings::{page_origin, Settings};
-use crate::llm::{message, Failure, Request};
-use crate::protocol::{Request as WorkerRequest, Retrained, ToWorker};
-use crate::ui::export::download;
+use super::transport::{message, Failure, Request};
+use crate::page::errors;
+use crate::page::export::download;
+use crate::protocol::{Request as WorkerRequest, RequestError, RetrainError, Retrained, ToWorker};
 
 /// A file's prompts, for the options they were made with.
 #[derive(Clone, Debug, PartialEq)]
@@ -182,11 +183,11 @@ impl State {
 
     /// The worker's answer to `Retrain` or `BundledModel`; returns the requests for the prompts
     /// shown, which summarize the windows the new scores flag.
-    pub fn retrained(&mut self, result: Result<Retrained, String>) -> Vec<ToWorker> {
+    pub fn retrained(&mut self, result: Result<Retrained, RetrainError>) -> Vec<ToWorker> {
         let failed = result.is_err();
         self.retraining = match result {
             Ok(r) => Retraining::Done(Rc::new(r)),
-            Err(e) => Retraining::Failed(e),
+            Err(e) => Retraining::Failed(errors::retrain_error(&e)),
         };
         if failed {
             return Vec::new();
@@ -202,14 +203,14 @@ impl State {
         &mut self,
         file: usize,
         options: SummaryOptions,
-        result: Result<Vec<Prompt>, String>,
+        result: Result<Vec<Prompt>, RequestError>,
     ) {
         if options != self.settings.options() {
             return;
         }
         let prompts = match result {
             Ok(p) => Prompts::Ready(options, Rc::new(p)),
-            Err(e) => Prompts::Failed(options, e),
+            Err(e) => Prompts::Failed(options, errors::request_error(&e)),
         };
         self.prompts.insert(file, prompts);
     }

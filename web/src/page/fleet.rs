@@ -12,7 +12,7 @@ use torchtraceap::fleet::title_of;
 use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
-use super::format::{count, ms, pct};
+use crate::format::{count, ms, pct};
 use crate::protocol::Outcome;
 
 /// Rows shown per table; the rest are counted below it.

@@ -1,5 +1,5 @@
 //! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
-//! analysis itself runs in the worker (`crate::worker`), so the page stays responsive.
+//! analysis itself runs in the worker (the `worker` module), so the page stays responsive.
 //!
 //! One file on purpose: the `App` is one state machine (loads, the worker of the analysis shown, a
 //! shared link waiting for its trace, the tabs) whose messages and view are read together; each
@@ -16,10 +16,10 @@ mod charts;
 mod compare;
 mod compare_steps;
 mod cost;
+mod errors;
 mod export;
 mod findings;
 mod fleet;
-pub(crate) mod format;
 mod llm;
 mod load;
 mod modules;
@@ -42,8 +42,8 @@ use yew::prelude::*;
 use torchtraceap::share::Omitted;
 use torchtraceap::view_link::{self, SharedView, View};
 
-use crate::protocol::{Analyzed, Document, FromWorker, Outcome, Request, ToWorker};
-use format::bytes;
+use crate::format::bytes;
+use crate::protocol::{Analyzed, Document, FileError, FromWorker, Outcome, Request, ToWorker};
 use pool::Pool;
 use viewer::Viewer;
 
@@ -69,9 +69,9 @@ pub enum Msg {
     /// A message from the worker of the file shown (`Viewer`).
     FromWorker(FromWorker),
     /// The worker of the file shown stopped.
-    WorkerFailed(String),
+    WorkerFailed(pool::WorkerFailure),
     /// A message from the worker of file N of the load (or why it stopped).
-    FromLoad(usize, Result<FromWorker, String>),
+    FromLoad(usize, Result<FromWorker, pool::WorkerFailure>),
     Cancel,
     Tick,
     Select(usize),
@@ -325,7 +325,8 @@ impl Component for App {
             }
             Msg::FromWorker(FromWorker::Perfetto { file, result }) => {
                 let name = self.files.get(file).map_or("trace", |f| f.name.as_str());
-                if let Err(e) = result.and_then(|json| export::save_perfetto(name, &json)) {
+                let saved = result.map_err(|e| errors::request_error(&e));
+                if let Err(e) = saved.and_then(|json| export::save_perfetto(name, &json)) {
                     self.notice = Some(e);
                 }
             }
@@ -387,9 +388,10 @@ fn viewer_messages(ctx: &Context<App>) -> pool::Messages {
 
 /// Why a file could not be analyzed; nothing for a file that could.
 fn error_panel(file: &Outcome) -> Html {
-    let Err(message) = &file.result else {
+    let Err(error) = &file.result else {
         return Html::default();
     };
+    let message = errors::file_error(error, &file.name);
     html! {
         <section class="error-panel" role="alert">
             <h2>{format!("Could not read {}", file.name)}</h2>
@@ -445,7 +447,9 @@ impl App {
                     name: "the shared link".to_string(),
                     size: fragment.len() as u64,
                     worker_memory_bytes: 0,
-                    result: Err(e.to_string()),
+                    result: Err(FileError::Link {
+                        detail: e.to_string(),
+                    }),
                 }]
             }
         }
@@ -468,7 +472,7 @@ impl App {
                 };
                 match Viewer::reading(handle.clone(), file, viewer_messages(ctx)) {
                     Ok(v) => self.viewer = Some(v),
-                    Err(e) => self.notice = Some(e),
+                    Err(e) => self.notice = Some(errors::file_error(&e, &handle.name())),
                 }
                 self.viewers += 1;
                 started = true;
@@ -535,7 +539,12 @@ impl App {
                     "the shared analysis",
                 )
             }
-            Err(e) => (Err(e.to_string()), "the shared link"),
+            Err(e) => (
+                Err(FileError::Link {
+                    detail: e.to_string(),
+                }),
+                "the shared link",
+            ),
         };
         let outcome = Outcome {
             file: 0,

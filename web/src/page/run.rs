@@ -12,8 +12,8 @@ use yew::prelude::*;
 
 use super::charts::{stacked_bars, Bar, Series};
 use super::export::download;
-use super::format::{ms, pct};
 use super::share::ViewShare;
+use crate::format::{ms, pct};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]

@@ -6,7 +6,7 @@
 use web_sys::File;
 
 use super::pool::{AnalysisWorker, Messages};
-use crate::protocol::{FromWorker, ToWorker};
+use crate::protocol::{FileError, FromWorker, ToWorker};
 
 pub struct Viewer {
     worker: AnalysisWorker,
@@ -32,7 +32,7 @@ impl Viewer {
     }
 
     /// A new worker that reads file `index` (`file`), then answers requests about it.
-    pub fn reading(file: File, index: usize, on_message: Messages) -> Result<Viewer, String> {
+    pub fn reading(file: File, index: usize, on_message: Messages) -> Result<Viewer, FileError> {
         Ok(Viewer {
             worker: AnalysisWorker::start(on_message)?,
             file: index,
@@ -64,10 +64,10 @@ impl Viewer {
     pub fn receive(&mut self, message: &FromWorker) -> Result<(), String> {
         match message {
             FromWorker::Ready => match &self.reading {
-                Some((file, _)) => {
-                    self.worker
-                        .analyze(file, self.file, super::pool::workers_per_file(1))
-                }
+                Some((file, _)) => self
+                    .worker
+                    .analyze(file, self.file, super::pool::workers_per_file(1))
+                    .map_err(|e| super::errors::file_error(&e, &file.name())),
                 None => Ok(()),
             },
             FromWorker::Finished => {

@@ -7,7 +7,7 @@ use torchtraceap::roofline::Roofline;
 use yew::prelude::*;
 
 use super::charts::{heat_strip, percent_area, stacked_bars, Bar, Cell, Series};
-use super::format::{bytes, count, ms, pct};
+use crate::format::{bytes, count, ms, pct};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]

@@ -3,38 +3,20 @@
 //! The page posts its view whenever it changes, and what the held keys do as a [`Motion`]; it
 //! never waits for a frame. The worker keeps only the latest view ([`Frames`]) and draws it
 //! once per animation frame of its `OffscreenCanvas` (`requestAnimationFrame` in the worker,
-//! `crate::worker`), moved by the motion over the frame's own time step. So a frame never waits
+//! `worker::request_frame`), moved by the motion over the frame's own time step. So a frame never waits
 //! for a round trip to the page or for the page's main thread, and views posted during a slow
 //! draw replace each other instead of queueing behind it. The page takes the range drawn back
 //! from each `Drawn` (the worker moves the view while keys are held).
 //!
-//! The zoom is the page's too (the wheel), so both sides scale a view by [`zoom`].
+//! The zoom is the page's too (the wheel), so both sides scale a view by `geometry::zoom`.
 
-use crate::draw::GUTTER;
+use crate::geometry::zoom;
 use crate::protocol::{Motion, View};
 
-/// The narrowest span a view zooms to, ns.
-pub const MIN_SPAN: f64 = 100.0;
-/// Zoom per millisecond while W or S is held (the span halves in about 170 ms).
-pub const ZOOM_RATE: f64 = 0.004;
-/// Pan per millisecond while A or D is held, as a share of the span shown.
-pub const PAN_RATE: f64 = 0.0012;
 /// The step of the first frame of a motion, and the longest step (a frame late by more does
 /// not jump the view), ms.
 const FIRST_STEP: f64 = 16.0;
 const MAX_STEP: f64 = 100.0;
-
-/// `[start, end]` scaled by `factor` (< 1 zooms in) keeping the time under `x` (CSS pixels on a
-/// canvas `width` wide) in place, between [`MIN_SPAN`] and ten times the trace's `length`.
-pub fn zoom(start: f64, end: f64, factor: f64, x: f64, width: f64, length: f64) -> (f64, f64) {
-    let px = (width - GUTTER).max(1.0);
-    let at = start + (x.max(GUTTER) - GUTTER) / px * (end - start);
-    let most = (10.0 * length).max(1e6);
-    let span = ((end - start) * factor).clamp(MIN_SPAN, most);
-    let share = (at - start) / (end - start).max(1e-9);
-    let start = at - share * span;
-    (start, start + span)
-}
 
 impl Motion {
     /// Whether it moves the view at all.
@@ -141,6 +123,7 @@ impl Frames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::{GUTTER, PAN_RATE, ZOOM_RATE};
     use wasm_bindgen_test::wasm_bindgen_test;
 
     fn view(seq: u64) -> View {
@@ -233,13 +216,5 @@ mod tests {
         assert!((panned.start - second.start - step).abs() < 1e-6 * span);
         frames.show(view(2));
         assert_eq!(frames.next(5016.0, 1e6).expect("a frame").start, 0.0);
-    }
-
-    #[wasm_bindgen_test]
-    fn zoom_stays_between_its_bounds() {
-        let (s, e) = zoom(0.0, 1000.0, 1e-6, GUTTER, GUTTER + 100.0, 1e9);
-        assert_eq!((s, e), (0.0, MIN_SPAN));
-        let (s, e) = zoom(0.0, 1e9, 1e6, GUTTER, GUTTER + 100.0, 1e9);
-        assert_eq!((s, e), (0.0, 1e10));
     }
 }

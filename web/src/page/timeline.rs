@@ -2,13 +2,13 @@
 //! `OffscreenCanvas`), the keys and pointer gestures Perfetto users know, search, and the
 //! selected slice's details. The page only keeps the view (time range, scroll, selection) and
 //! posts it whenever it changes; it never holds the trace. The worker draws the latest view on
-//! its own animation frames and moves it while W/S/A/D are held (`crate::frames`), so frames
+//! its own animation frames and moves it while W/S/A/D are held (`worker::frames`), so frames
 //! never wait for the page. A drawn frame re-renders nothing: the page takes the range drawn
 //! back, sets the canvas's `data-*` marks and, at most every [`STATUS_MS`], the status line.
 //!
 //! One file on purpose: it is one Yew component (`Timeline`) whose state (the view, the
 //! drag, the selection, the worker's replies) every key, gesture and reply changes in one `update`,
-//! read together with its `view`; the drawing is the worker's (`crate::draw`).
+//! read together with its `view`; the drawing is the worker's (`worker::draw`).
 //!
 //! Keys (on the focused timeline): W/S zoom in and out around the pointer, A/D pan, F fits the
 //! selected range, else the selected slice, else the whole trace; Escape clears the selection.
@@ -30,9 +30,9 @@ use yew::prelude::*;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
 
-use super::format::bytes;
-use crate::draw::{duration, GUTTER, HEADER};
-use crate::frames::{self, MIN_SPAN, PAN_RATE, ZOOM_RATE};
+use super::errors::request_error;
+use crate::format::{bytes, duration};
+use crate::geometry::{self, GUTTER, HEADER, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
     Drawn, Found, Motion, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
 };
@@ -244,10 +244,10 @@ impl Timeline {
         self.start + (x - GUTTER) / px * (self.end - self.start)
     }
 
-    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place ([`frames::zoom`]).
+    /// Zooms by `factor` (< 1 zooms in) keeping the time under `x` in place ([`geometry::zoom`]).
     fn zoom(&mut self, factor: f64, x: f64) {
         (self.start, self.end) =
-            frames::zoom(self.start, self.end, factor, x, self.width(), self.length());
+            geometry::zoom(self.start, self.end, factor, x, self.width(), self.length());
     }
 
     fn pan(&mut self, by: f64) {
@@ -392,7 +392,7 @@ impl Timeline {
                     ctx.link().send_message(Msg::GoTo(p.clone()));
                 }
             }
-            TimelineReply::Failed { message, .. } => self.error = Some(message.clone()),
+            TimelineReply::Failed { error, .. } => self.error = Some(request_error(error)),
             // Another file's (the user switched files while it was on its way).
             TimelineReply::Opened(_) | TimelineReply::Drawn(_) => return false,
         }

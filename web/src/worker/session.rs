@@ -19,11 +19,12 @@ use torchtraceap::timeline::{bands, inspect, Layout};
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
-use crate::draw::Timeline;
-use crate::frames::Frames;
+use super::draw::Timeline;
+use super::frames::Frames;
+use crate::js;
 use crate::protocol::{
-    Found, FromWorker, Opened, Picked, Request, Rescored, Retrained, TimelineReply,
-    TimelineRequest, View, WindowChange, MAX_FOUND,
+    Drawn, Found, FromWorker, LeftOut, Opened, Picked, Request, RequestError, Rescored,
+    RetrainError, Retrained, TimelineReply, TimelineRequest, View, WindowChange, MAX_FOUND,
 };
 
 /// Each window of `windows` (a report's, in order) with its index among its step's windows.
@@ -38,7 +39,7 @@ fn in_step(windows: &[WindowEntry]) -> impl Iterator<Item = (&WindowEntry, usize
 }
 
 /// A kept label's pattern as the window model's class: `None` for "not an anti-pattern".
-fn pattern(id: &str) -> Result<Option<AntiPattern>, String> {
+fn pattern(id: &str) -> Result<Option<AntiPattern>, LeftOut> {
     if id == NOT_AN_ANTI_PATTERN {
         return Ok(None);
     }
@@ -46,8 +47,8 @@ fn pattern(id: &str) -> Result<Option<AntiPattern>, String> {
         .iter()
         .find(|p| p.id() == id)
         .map(|p| Some(*p))
-        .ok_or_else(|| {
-            format!("a label with the pattern '{id}', which the window model has no class for")
+        .ok_or_else(|| LeftOut::NoClass {
+            pattern: id.to_string(),
         })
 }
 
@@ -167,7 +168,7 @@ impl Kept {
                     })
                     .collect(),
                 in_range: RefCell::default(),
-                heat_colours: crate::draw::heat_colours(),
+                heat_colours: super::draw::heat_colours(),
             };
             (timeline, js_sys::Date::now() - started)
         })
@@ -192,17 +193,11 @@ impl Session {
         self.files[index] = kept;
     }
 
-    fn file(&self, index: usize) -> Result<&Kept, String> {
+    fn file(&self, index: usize) -> Result<&Kept, RequestError> {
         self.files
             .get(index)
             .and_then(Option::as_ref)
-            .ok_or_else(|| {
-                format!(
-                "file {} has no trace in this worker (a saved report, a shared link or a file that \
-                 could not be read): open the trace itself to see its timeline or ask an LLM about it",
-                index + 1
-            )
-            })
+            .ok_or(RequestError::NoTrace { file: index })
     }
 
     /// The reply to one request; none for a view or a motion, which the next animation frames
@@ -223,9 +218,9 @@ impl Session {
             }),
             Request::Timeline(request) => self
                 .timeline(request)
-                .unwrap_or_else(|message| {
+                .unwrap_or_else(|error| {
                     Some(TimelineReply::Failed {
-                        message,
+                        error,
                         drawing: false,
                     })
                 })
@@ -249,8 +244,8 @@ impl Session {
                 drawn.frame_at = at;
                 TimelineReply::Drawn(drawn)
             }
-            Err(message) => TimelineReply::Failed {
-                message,
+            Err(error) => TimelineReply::Failed {
+                error,
                 drawing: true,
             },
         };
@@ -259,7 +254,11 @@ impl Session {
 
     /// Fits a window model on the base set plus the kept labels that name windows of the traces
     /// held here (a label finds its trace by fingerprint), and rescores every trace with it.
-    pub fn retrain(&mut self, base: &BaseSet, labels: &[WindowLabel]) -> Result<Retrained, String> {
+    pub fn retrain(
+        &mut self,
+        base: &BaseSet,
+        labels: &[WindowLabel],
+    ) -> Result<Retrained, RetrainError> {
         let features = self.features();
         let mut kept = Vec::new();
         let mut left_out = Vec::new();
@@ -277,41 +276,32 @@ impl Session {
             };
             match (k.labelled(l), pattern(&l.pattern)) {
                 (Some(g), Ok(p)) => kept.push((f[g].values.clone(), p)),
-                (None, _) => left_out.push(format!(
-                    "the label of step {} {} (window {}) names no window of {}",
-                    l.step,
-                    l.phase,
-                    l.window
-                        .map_or_else(|| "any".to_string(), |w| (w + 1).to_string()),
-                    l.trace.as_deref().unwrap_or("its trace")
-                )),
+                (None, _) => left_out.push(LeftOut::NoWindow {
+                    step: l.step,
+                    phase: l.phase.clone(),
+                    window: l.window,
+                    trace: l.trace.clone(),
+                }),
                 (_, Err(e)) => left_out.push(e),
             }
         }
         for ((trace, fingerprint), n) in elsewhere {
-            left_out.push(format!(
-                "{n} label(s) for {} ({}) are for another trace than the one shown: retrain \
-                 with that trace shown (select its file, or open it) to fit on them",
-                trace.unwrap_or("a trace without a name"),
-                fingerprint.unwrap_or("no fingerprint")
-            ));
+            left_out.push(LeftOut::OtherTrace {
+                labels: n,
+                trace: trace.map(str::to_string),
+                fingerprint: fingerprint.map(str::to_string),
+            });
         }
         if kept.is_empty() {
-            return Err(format!(
-                "none of the {} kept label(s) names a window of the trace shown ({}): \
-                 keep labels on this trace's regions first",
-                labels.len(),
-                left_out.join("; ")
-            ));
+            return Err(RetrainError::NoLabelHere {
+                labels: labels.len(),
+                left_out,
+            });
         }
         let started = js_sys::Date::now();
-        let model = base_set::retrain(base, &kept).map_err(|e| {
-            format!(
-                "fitting the window model in this page on the base set and {} label(s) failed: \
-                 {e}. The traces keep their scores; keep labels of other anti-patterns, or reload \
-                 the page",
-                kept.len()
-            )
+        let model = base_set::retrain(base, &kept).map_err(|e| RetrainError::Fit {
+            labels: kept.len(),
+            detail: e.to_string(),
         })?;
         let fit_ms = js_sys::Date::now() - started;
         Ok(Retrained {
@@ -370,23 +360,29 @@ impl Session {
     }
 
     /// The LLM prompts of file `index`'s flagged windows, one per window.
-    fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, String> {
+    fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, RequestError> {
         let kept = self.file(index)?;
         let windows = summary::summarize(&kept.analysis, &kept.findings, &kept.report, options);
         Ok(summary::prompts(&windows, options))
     }
 
     /// File `index`'s trace and analysis as a Perfetto export.
-    fn perfetto(&self, index: usize) -> Result<String, String> {
+    fn perfetto(&self, index: usize) -> Result<String, RequestError> {
         let kept = self.file(index)?;
         let mut out = Vec::new();
-        perfetto::write(&mut out, &kept.analysis, &kept.report, None)
-            .map_err(|e| format!("Could not export the trace for Perfetto: {e}"))?;
+        perfetto::write(&mut out, &kept.analysis, &kept.report, None).map_err(|e| {
+            RequestError::Export {
+                detail: e.to_string(),
+            }
+        })?;
         Ok(String::from_utf8(out).expect("the export writes text"))
     }
 
     /// The reply to a timeline request; none for a view or a motion.
-    fn timeline(&mut self, request: TimelineRequest) -> Result<Option<TimelineReply>, String> {
+    fn timeline(
+        &mut self,
+        request: TimelineRequest,
+    ) -> Result<Option<TimelineReply>, RequestError> {
         Ok(Some(match request {
             TimelineRequest::Open { file } => {
                 let kept = self.file(file)?;
@@ -420,7 +416,7 @@ impl Session {
                 let kept = self.file(file)?;
                 let t = &kept.ingested.trace;
                 if event as usize >= t.events.len() {
-                    return Err(format!("no slice {event} in file {}", file + 1));
+                    return Err(RequestError::NoSlice { file, event });
                 }
                 let details = inspect::details(t, &kept.timeline().0.layout, event);
                 TimelineReply::Picked {
@@ -447,12 +443,9 @@ impl Session {
         }))
     }
 
-    fn draw(&self, view: &View) -> Result<crate::protocol::Drawn, String> {
+    fn draw(&self, view: &View) -> Result<Drawn, RequestError> {
         let kept = self.file(view.file)?;
-        let canvas = self
-            .canvas
-            .as_ref()
-            .ok_or("the timeline's canvas was not handed to the worker: reload the page")?;
+        let canvas = self.canvas.as_ref().ok_or(RequestError::NoCanvas)?;
         let (w, h) = (
             (view.width * view.ratio).round().max(1.0) as u32,
             (view.height * view.ratio).round().max(1.0) as u32,
@@ -465,11 +458,13 @@ impl Session {
             .get_context("2d")
             .ok()
             .flatten()
-            .ok_or("the browser gave no 2D context for the timeline's canvas")?
+            .ok_or(RequestError::NoContext)?
             .unchecked_into();
         kept.timeline()
             .0
             .draw(&kept.ingested.trace, &ctx, view)
-            .map_err(|e| format!("drawing the timeline failed: {e:?}"))
+            .map_err(|e| RequestError::Draw {
+                detail: js::detail(&e),
+            })
     }
 }

@@ -9,7 +9,7 @@ use torchtraceap::share::{self, ShareOptions, SharedReport};
 use torchtraceap::view_link;
 use yew::prelude::*;
 
-use super::format::bytes;
+use crate::format::bytes;
 use crate::protocol::Outcome;
 
 /// The page's address without its fragment: the base of every link it makes.

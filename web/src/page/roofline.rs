@@ -8,8 +8,8 @@ use torchtraceap::roofline::{KernelRoofline, PeaksEntry, Roofline};
 use yew::prelude::*;
 
 use super::charts::{legend, Series};
-use super::format::{ms, pct};
 use super::table::{column, count_f, Column, Row, Table};
+use crate::format::{ms, pct};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]

@@ -11,8 +11,8 @@ use web_sys::File;
 use yew::Callback;
 
 use super::cost;
-use crate::protocol::{self, FromWorker, Outcome, Progress, ToWorker};
-use crate::worker::Started;
+use crate::js::{self, Started};
+use crate::protocol::{self, FileError, FromWorker, Outcome, Progress, ProtocolError, ToWorker};
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -26,8 +26,19 @@ fn memory_limit() -> u64 {
         .map_or(MEMORY_LIMIT, |v| v as u64)
 }
 
-/// Where a worker's messages (or why it stopped) go.
-pub type Messages = Callback<Result<FromWorker, String>>;
+/// Where a worker's messages (or why one did not arrive) go.
+pub type Messages = Callback<Result<FromWorker, WorkerFailure>>;
+
+/// Why a worker's message did not arrive; its words are the detail of the page's message.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerFailure {
+    /// A message that cannot be read (a worker of another build, a bug).
+    #[error("{0}")]
+    Unreadable(#[from] ProtocolError),
+    /// The worker stopped on an uncaught error: the browser's words.
+    #[error("{0}")]
+    Stopped(String),
+}
 
 /// An analysis worker with its handlers. Dropping it terminates the worker.
 pub struct AnalysisWorker {
@@ -38,7 +49,7 @@ pub struct AnalysisWorker {
 
 impl AnalysisWorker {
     /// Starts a worker whose messages (or why it stopped) go to `on_message`.
-    pub fn start(on_message: Messages) -> Result<AnalysisWorker, String> {
+    pub fn start(on_message: Messages) -> Result<AnalysisWorker, FileError> {
         let to = Rc::new(RefCell::new(on_message));
         // The callback is taken out before it runs: it may redirect this worker.
         let (target, target_too) = (Rc::clone(&to), Rc::clone(&to));
@@ -50,18 +61,15 @@ impl AnalysisWorker {
                     || protocol::decode::<FromWorker>(data),
                 );
                 let to = target.borrow().clone();
-                to.emit(decoded.map_err(|e| e.to_string()));
+                to.emit(decoded.map_err(WorkerFailure::from));
             },
             move |why| {
                 let to = target_too.borrow().clone();
-                to.emit(Err(why));
+                to.emit(Err(WorkerFailure::Stopped(why)));
             },
         )
-        .map_err(|e| {
-            format!(
-                "Could not start the analysis worker ({e:?}). The page needs Web Workers: open \
-                 it over http(s), not as a local file."
-            )
+        .map_err(|e| FileError::NoWorker {
+            detail: js::detail(&e),
         })?;
         Ok(AnalysisWorker { started, to })
     }
@@ -81,20 +89,20 @@ impl AnalysisWorker {
                 self.started
                     .worker
                     .post_message_with_transfer(&value, &message.transfer())
-                    .map_err(|e| format!("{e:?}"))
+                    .map_err(|e| js::detail(&e))
             },
         )
     }
 
     /// Asks the worker to analyze file `index` of a load with up to `workers` workers.
-    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), String> {
+    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), FileError> {
         self.post(&ToWorker::Analyze {
             files: js_sys::Array::of1(file),
             first: index,
             memory_limit: memory_limit(),
             workers,
         })
-        .map_err(|e| format!("Could not hand the file to the worker: {e}"))
+        .map_err(|detail| FileError::NotHandedOver { detail })
     }
 }
 
@@ -128,7 +136,7 @@ struct Running {
 pub struct Pool {
     pub files: Vec<File>,
     /// Where each file's worker sends its messages: `(file, message)`.
-    on_message: Callback<(usize, Result<FromWorker, String>)>,
+    on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     limit: usize,
     /// How many workers read one file ([`workers_per_file`]).
     workers: usize,
@@ -149,7 +157,7 @@ impl Pool {
     /// Starts the first workers on `files`.
     pub fn new(
         files: Vec<File>,
-        on_message: Callback<(usize, Result<FromWorker, String>)>,
+        on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     ) -> Pool {
         let limit = cores().min(files.len()).max(1);
         let mut pool = Pool {
@@ -208,14 +216,14 @@ impl Pool {
     }
 
     /// File `file` has no analysis: `message` says why.
-    fn failed(&mut self, file: usize, message: String) {
+    fn failed(&mut self, file: usize, error: FileError) {
         let f = &self.files[file];
         self.outcomes.push(Outcome {
             file,
             name: f.name(),
             size: f.size() as u64,
             worker_memory_bytes: 0,
-            result: Err(message),
+            result: Err(error),
         });
     }
 
@@ -231,7 +239,7 @@ impl Pool {
     }
 
     /// A message from file `file`'s worker.
-    pub fn receive(&mut self, file: usize, message: Result<FromWorker, String>) {
+    pub fn receive(&mut self, file: usize, message: Result<FromWorker, WorkerFailure>) {
         match message {
             Ok(FromWorker::Ready) => {
                 let Some(r) = self.running.iter().find(|r| r.file == file) else {
@@ -247,22 +255,13 @@ impl Pool {
             Ok(FromWorker::Finished) => self.retire(file, true),
             // Replies to requests: none are asked during a load.
             Ok(_) => {}
-            Err(message) => {
+            Err(failure) => {
                 if self.outcomes.iter().all(|o| o.file != file) {
-                    self.failed(file, stopped(&message));
+                    let detail = failure.to_string();
+                    self.failed(file, FileError::Stopped { detail });
                 }
                 self.retire(file, false);
             }
         }
     }
-}
-
-/// Why a file has no analysis when its worker stopped on `message` (its uncaught error).
-fn stopped(message: &str) -> String {
-    format!(
-        "The analysis of this file stopped unexpectedly: {message}. If the file is large, its \
-         worker may have run out of memory (a worker has at most 4 GiB): analyze it with the \
-         command-line tool (`ttap analyze`). Otherwise this is a bug in TorchTraceAP: please \
-         report it with the trace's PyTorch version. The other files were analyzed."
-    )
 }

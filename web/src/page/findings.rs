@@ -8,8 +8,8 @@ use torchtraceap::attribution::Part;
 use torchtraceap::report::{FindingEntry, Report, VERSION};
 use yew::prelude::*;
 
-use super::format::{count, ms};
 use super::llm;
+use crate::format::{count, ms};
 use crate::protocol::Outcome;
 
 #[derive(Properties, PartialEq)]

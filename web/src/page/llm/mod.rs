@@ -25,6 +25,7 @@
 mod labels;
 mod settings;
 mod state;
+mod transport;
 mod view;
 
 pub use state::{Msg, State};

@@ -4,8 +4,8 @@
 use web_sys::{DragEvent, File, FileList, FilePropertyBag, HtmlInputElement};
 use yew::prelude::*;
 
-use super::format::{bytes, count, duration_s};
 use super::pool::Pool;
+use crate::format::{bytes, count, duration_s};
 use crate::protocol::{Outcome, Progress, Stage};
 
 fn files_of(list: Option<FileList>) -> Vec<File> {

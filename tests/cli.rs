@@ -292,7 +292,7 @@ fn analyze_lists_every_detector_with_its_threshold() {
             "{} missing from:\n{text}",
             d.id()
         );
-        assert!(detectors.contains(d.threshold()), "{}: no gate", d.id());
+        assert!(detectors.contains(&d.threshold()), "{}: no gate", d.id());
     }
     for o in OBSERVERS.iter().map(|o| o.about()) {
         assert!(

@@ -30,7 +30,8 @@ const FIX_ALLOCATOR_CHURN: Fix = Fix {
 const ALLOCATOR_CHURN_ABOUT: About = About {
     id: "allocator-churn",
     title: "Device memory allocated and freed every step, stalling the GPU",
-    threshold: "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)",
+    rule: "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least {0}% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_ALLOCATOR_CHURN),
 };
 
@@ -78,7 +79,8 @@ impl Detector for AllocatorChurn {
 const MEMORY_PRESSURE_ABOUT: About = About {
     id: "memory-pressure",
     title: "Peak memory close to the device's capacity",
-    threshold: "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    rule: "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    gates: &[],
     fixes: &[],
 };
 

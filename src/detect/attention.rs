@@ -395,7 +395,8 @@ const FIX_UNFUSED_ATTENTION: Fix = Fix {
 const UNFUSED_ATTENTION_ABOUT: About = About {
     id: "unfused-attention",
     title: "Attention computed as matmul → softmax → matmul",
-    threshold: "a softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace",
+    rule: "at least {0} softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_UNFUSED_ATTENTION),
 };
 
@@ -641,7 +642,8 @@ fn is_attention(name: &str) -> bool {
 const ATTENTION_HOT_SPOT_ABOUT: About = About {
     id: "attention-hot-spot",
     title: "Attention is the hot spot of the step",
-    threshold: "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step",
+    rule: "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step",
+    gates: &[],
     fixes: &[],
 };
 

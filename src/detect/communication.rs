@@ -25,7 +25,8 @@ const FIX_EXPOSED_COMMUNICATION: Fix = Fix {
 const EXPOSED_COMMUNICATION_ABOUT: About = About {
     id: "communication-exposed",
     title: "Collective communication not hidden behind compute",
-    threshold: "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps",
+    rule: "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least {0}% of the step runs with no compute kernel alongside, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_EXPOSED_COMMUNICATION),
 };
 

@@ -8,7 +8,8 @@ pub struct GraphBreaks;
 const GRAPH_BREAKS_ABOUT: About = About {
     id: "compile-graph-breaks",
     title: "torch.compile splits the model into several graphs or recompiles",
-    threshold: "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)",
+    rule: "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)",
+    gates: &[],
     fixes: &[],
 };
 

@@ -24,7 +24,8 @@ const FIX_HEAVY_COPIES: Fix = Fix {
 const HEAVY_COPIES_ABOUT: About = About {
     id: "heavy-memcpy",
     title: "Frequent or large memory copies",
-    threshold: "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps",
+    rule: "GPU copy time (all directions) at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_HEAVY_COPIES),
 };
 

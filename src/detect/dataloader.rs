@@ -18,10 +18,10 @@ const GATE: Gate = Gate {
     quantity: "GPU idle inside DataLoader __next__ ranges, % of the step",
     threshold: 5.0,
 };
-/// With no GPU, the host's own time in the DataLoader, from the same 5%.
+/// With no GPU, the host's own time in the DataLoader, from the same share.
 const GATE_HOST: Gate = Gate {
     quantity: "host time inside DataLoader __next__ ranges, % of the step (CPU-only trace)",
-    threshold: 5.0,
+    threshold: GATE.threshold,
 };
 
 const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
@@ -32,7 +32,8 @@ const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
 const DATA_LOADER_BOTTLENECK_ABOUT: About = About {
     id: "dataloader-bottleneck",
     title: "The step waits for the DataLoader",
-    threshold: "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least 5% of the step, in at least half of the steady steps; training, evaluation or inference",
+    rule: "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least {0}% of the step, in at least half of the steady steps; training, evaluation or inference",
+    gates: &[GATE, GATE_HOST],
     fixes: std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK),
 };
 

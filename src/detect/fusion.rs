@@ -33,7 +33,8 @@ const FIX_FUSION_CANDIDATES: Fix = Fix {
 const FUSION_CANDIDATES_ABOUT: About = About {
     id: "fusion-candidates",
     title: "Chains of short element-wise kernels that could be fused",
-    threshold: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least 5% of the step, in at least half of the steady steps",
+    rule: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, at most 10 µs apart on one stream, taking at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_FUSION_CANDIDATES),
 };
 

@@ -25,7 +25,8 @@ const FIX_HOST_SYNC: Fix = Fix {
 const HOST_SYNC_ABOUT: About = About {
     id: "host-device-sync",
     title: "Host–device synchronization in the step",
-    threshold: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least 2% of the step, in at least half of the steady steps",
+    rule: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_HOST_SYNC),
 };
 

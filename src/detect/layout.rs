@@ -28,7 +28,8 @@ const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
 const LAYOUT_TRANSFORMS_ABOUT: About = About {
     id: "layout-transforms",
     title: "Tensors converted between NCHW and NHWC around convolutions",
-    threshold: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps",
+    rule: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS),
 };
 

@@ -508,11 +508,27 @@ pub type Verdict = Result<Box<Finding>, Rejected>;
 pub struct About {
     pub id: &'static str,
     pub title: &'static str,
-    pub threshold: &'static str,
+    /// The gate in words, its numbers left to `gates`: `{0}`, `{1}`… stand for the threshold of
+    /// `gates[0]`, `gates[1]`… ([`About::threshold`]).
+    pub rule: &'static str,
+    /// Every gate the detector judges with ([`judge`] checks it); a gate whose threshold is
+    /// another's (the same gate measured on the host) may share that one's placeholder.
+    pub gates: &'static [Gate],
     pub fixes: &'static [Fix],
 }
 
 impl About {
+    /// The gate in words, with its numbers: `rule` with each `{k}` replaced by
+    /// `gates[k].threshold`.
+    pub fn threshold(&self) -> String {
+        self.gates
+            .iter()
+            .enumerate()
+            .fold(self.rule.to_string(), |text, (k, gate)| {
+                text.replace(&format!("{{{k}}}"), &gate.threshold.to_string())
+            })
+    }
+
     /// An observer's note: its title, then what it saw.
     pub fn note(&self, saw: String) -> Note {
         Note {
@@ -531,8 +547,8 @@ pub trait Detector: Sync {
     fn title(&self) -> &'static str {
         self.about().title
     }
-    fn threshold(&self) -> &'static str {
-        self.about().threshold
+    fn threshold(&self) -> String {
+        self.about().threshold()
     }
     fn fixes(&self) -> &'static [Fix] {
         self.about().fixes
@@ -690,6 +706,11 @@ pub fn judge(
     checks: Vec<StepCheck>,
     method: &'static str,
 ) -> Result<Outcome, Rejected> {
+    debug_assert!(
+        d.about().gates.contains(&gate),
+        "{}: judged with a gate its About does not list: {gate:?}",
+        d.id()
+    );
     let steady = a.steady.len();
     let held: Vec<&StepCheck> = checks
         .iter()

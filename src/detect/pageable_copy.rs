@@ -28,7 +28,8 @@ const FIX_PAGEABLE_COPY: Fix = Fix {
 const PAGEABLE_COPY_ABOUT: About = About {
     id: "pageable-memcpy",
     title: "Copies from pageable host memory",
-    threshold: "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps",
+    rule: "host-to-device or device-to-host copies from pageable memory taking at least {0}% of the step or moving at least {0} MB per step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_PAGEABLE_COPY),
 };
 

@@ -140,7 +140,8 @@ const FIX_HOST_ONLY_TIME: Fix = Fix {
 const LOW_UTILIZATION_ABOUT: About = About {
     id: "gpu-low-utilization",
     title: "The GPU is idle for much of the step",
-    threshold: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)",
+    rule: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least {0}% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)",
+    gates: &[LOW_UTILIZATION],
     fixes: std::slice::from_ref(&FIX_LOW_UTILIZATION),
 };
 
@@ -218,7 +219,8 @@ impl Detector for LowUtilization {
 const HOST_ONLY_TIME_ABOUT: About = About {
     id: "host-only-time",
     title: "Parts of the step run on the host alone",
-    threshold: "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)",
+    rule: "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least {0}% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)",
+    gates: &[HOST_ONLY],
     fixes: std::slice::from_ref(&FIX_HOST_ONLY_TIME),
 };
 

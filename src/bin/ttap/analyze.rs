@@ -68,7 +68,10 @@ pub fn run(args: &Args) -> ExitCode {
         for o in detect::OBSERVERS.iter().map(|o| o.about()) {
             crate::out(&format!(
                 "{:<28} {}\n{:<28} when: {}\n",
-                o.id, o.title, "", o.threshold
+                o.id,
+                o.title,
+                "",
+                o.threshold()
             ));
         }
         return ExitCode::SUCCESS;

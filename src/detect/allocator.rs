@@ -45,18 +45,14 @@ impl Detector for AllocatorChurn {
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let t = a.trace;
         let e = &t.events;
-        let calls: Vec<usize> = (0..e.len())
-            .filter(|&i| {
-                e.kind[i] == EventKind::RuntimeCall
-                    && e.detail[i] != NONE
-                    && matches!(
-                        t.runtime_class(i),
-                        RuntimeClass::Malloc | RuntimeClass::Free
-                    )
-                    && a.steady_step_at(e.start[i])
-                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
-            })
-            .collect();
+        let calls = o.events_where(a, |i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.detail[i] != NONE
+                && matches!(
+                    t.runtime_class(i),
+                    RuntimeClass::Malloc | RuntimeClass::Free
+                )
+        });
         let count = calls.len();
         let mallocs = a.steady_mean(|m| m.mallocs as f64);
         let frees = a.steady_mean(|m| m.frees as f64);

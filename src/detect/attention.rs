@@ -589,7 +589,7 @@ impl Detector for UnfusedAttention {
         });
         let summary = format!(
             "{:.0} attention blocks per step run as a GEMM, a softmax and a GEMM with what lies between them{}, writing the full attention matrix to memory{share}; fusing them saves about {:.3} ms per step",
-            total as f64 / a.steady.len().max(1) as f64,
+            a.per_step(total as f64),
             if seen_in_kernels { " (seen in the kernel sequence)" } else { "" },
             o.impact.ms_per_step
         );
@@ -676,7 +676,7 @@ impl Observer for AttentionHotSpot {
                 .map(|&g| e.dur[g as usize])
                 .sum::<i64>();
         }
-        let per_step = total as f64 / a.steady.len().max(1) as f64;
+        let per_step = a.per_step(total as f64);
         let share = per_step / a.step_ns().max(1.0);
         (share >= HOT_SHARE).then(|| self.about().note(format!(
                 "attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {blocks} blocks; where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens or windowed attention",

@@ -45,7 +45,7 @@ impl Observer for GraphBreaks {
                 recompiled.push(name.to_string());
             }
         }
-        let per_step = regions as f64 / a.steady.len().max(1) as f64;
+        let per_step = a.per_step(regions as f64);
         (per_step > 1.0 || !recompiled.is_empty()).then(|| self.about().note(format!(
                 "{per_step:.0} compiled regions per step{}; find the breaks with TORCH_LOGS=\"graph_breaks,recompiles\"",
                 if recompiled.is_empty() {

@@ -2,9 +2,7 @@
 //! PyTorch launches them. A compiler's kernels (Triton's `triton_poi_…`) are already fused: what
 //! the compiler left apart, the fix (torch.compile) does not join.
 
-use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
-};
+use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::Ledger;
 use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;
@@ -88,10 +86,9 @@ impl Detector for FusionCandidates {
                     }
                 }
                 close(&mut run);
-                let (start, end) = a.range(k);
                 StepCheck {
                     step: k,
-                    value: pct(run_ns as f64, (end - start) as f64),
+                    value: a.pct_of_step(k, run_ns),
                     claims,
                 }
             })
@@ -99,7 +96,7 @@ impl Detector for FusionCandidates {
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let summary = format!(
             "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step; fusing them saves about {:.2} ms per step",
-            runs_total as f64 / a.steady.len().max(1) as f64,
+            a.per_step(runs_total as f64),
             o.gate.median,
             o.impact.ms_per_step
         );

@@ -307,7 +307,7 @@ impl Detector for ZeroGradMemset {
         let ranges = r.all();
         let summary = format!(
             "zero_grad runs {:.0} {what} per step to write zeros; dropping the gradients saves {:.3} ms per step",
-            count as f64 / a.steady.len().max(1) as f64,
+            a.per_step(count as f64),
             o.impact.ms_per_step
         );
         let evidence = vec![Evidence {

@@ -93,7 +93,6 @@ impl Detector for NoTensorCores {
             "a median {:.0}% of kernel time is fp32 GEMM/convolution on SIMT cores of {device}; tensor cores would save about {:.2} ms per step",
             o.gate.median, o.impact.ms_per_step
         );
-        let steps = a.steady.len().max(1) as f64;
         let evidence = vec![Evidence {
             what: "SIMT fp32 kernels, by total time per step".into(),
             steps: o.held.clone(),
@@ -104,7 +103,7 @@ impl Detector for NoTensorCores {
                     format!(
                         "{}: {:.3} ms per step",
                         t.name_of(i),
-                        ns as f64 / steps / 1e6
+                        a.per_step(ns as f64) / 1e6
                     )
                 })
                 .collect(),

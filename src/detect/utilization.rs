@@ -177,28 +177,15 @@ impl Detector for LowUtilization {
             checks,
             LOW_UTILIZATION_COST,
         )?;
-        let mean = |p: Part| {
-            a.steady
-                .iter()
-                .map(|&k| a.splits[k].ns(p) as f64)
-                .sum::<f64>()
-                / a.steady.len().max(1) as f64
-                / 1e6
-        };
+        let mean = |p: Part| a.steady_mean_by(|k| a.splits[k].ns(p) as f64) / 1e6;
         let (launch, kernel, other) = (
             mean(Part::IdleLaunch),
             mean(Part::IdleKernelWait),
             mean(Part::IdleOther),
         );
-        let busy = a
-            .steady
-            .iter()
-            .map(|&k| a.splits[k].busy_ns() as f64)
-            .sum::<f64>()
-            / a.steady.len().max(1) as f64;
         let summary = format!(
             "the GPU is busy {:.0}% of the step; mid-step it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per step",
-            pct(busy, a.step_ns())
+            pct(a.busy_ns(), a.step_ns())
         );
         let evidence = vec![Evidence {
             what: format!(

@@ -19,8 +19,14 @@ const GATE: Gate = Gate {
 /// How a finding's time is counted.
 const COST: &str =
     "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps";
-/// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
-const PRESSURE: f64 = 0.9;
+/// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory (an
+/// observer's gate: it makes a note, never a finding).
+const PRESSURE_GATE: Gate = Gate {
+    quantity: "peak allocated memory, % of the device's memory",
+    threshold: 90.0,
+};
+/// The same, as a share.
+const PRESSURE: f64 = PRESSURE_GATE.threshold / 100.0;
 
 const FIX_ALLOCATOR_CHURN: Fix = Fix {
     summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
@@ -75,8 +81,8 @@ impl Detector for AllocatorChurn {
 const MEMORY_PRESSURE_ABOUT: About = About {
     id: "memory-pressure",
     title: "Peak memory close to the device's capacity",
-    rule: "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
-    gates: &[],
+    rule: "peak allocated memory above {0}% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    gates: &[PRESSURE_GATE],
     fixes: &[],
 };
 

@@ -25,8 +25,14 @@ use crate::model::{EventKind, Launch, StrId, Trace, NONE};
 pub struct UnfusedAttention;
 pub struct AttentionHotSpot;
 
-/// Attention's share of the step's GPU time from which it is noted as the hot spot.
-const HOT_SHARE: f64 = 0.2;
+/// Attention's share of the step from which it is noted as the hot spot (an observer's gate: it
+/// makes a note, never a finding).
+const HOT_GATE: Gate = Gate {
+    quantity: "GPU time launched under attention modules or ops, % of the step",
+    threshold: 20.0,
+};
+/// The same, as a share.
+const HOT_SHARE: f64 = HOT_GATE.threshold / 100.0;
 /// Most ops (or kernels of one stream) between the score GEMM and the softmax in one attention
 /// block: a Swin block's relative-position bias (index, view, permute, contiguous, unsqueeze,
 /// add) and window mask (view, unsqueeze, add, view) with a scale and casts come to about 15;
@@ -642,8 +648,8 @@ fn is_attention(name: &str) -> bool {
 const ATTENTION_HOT_SPOT_ABOUT: About = About {
     id: "attention-hot-spot",
     title: "Attention is the hot spot of the step",
-    rule: "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step",
-    gates: &[],
+    rule: "GPU time launched under attention modules or ops (names with attention/attn) above {0}% of the steady-state step",
+    gates: &[HOT_GATE],
     fixes: &[],
 };
 

@@ -538,8 +538,9 @@ pub struct About {
     /// The gate in words, its numbers left to `gates`: `{0}`, `{1}`… stand for the threshold of
     /// `gates[0]`, `gates[1]`… ([`About::threshold`]).
     pub rule: &'static str,
-    /// Every gate the detector judges with ([`judge`] checks it); a gate whose threshold is
-    /// another's (the same gate measured on the host) may share that one's placeholder.
+    /// Every gate the detector judges with ([`judge`] checks it), or the observer notes from; a
+    /// gate whose threshold is another's (the same gate measured on the host) may share that
+    /// one's placeholder.
     pub gates: &'static [Gate],
     pub fixes: &'static [Fix],
 }

@@ -74,25 +74,55 @@ pub fn read_on(
     ingest.read_file(&file, CHUNK, progress)
 }
 
+/// Why a file or folder given could not be analyzed or compared: which one, and what failed.
+/// Each message is whole, its cause in it (the CLI prints it after `error: `, the Python
+/// package raises it, word for word the same).
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// A folder whose entries cannot be listed.
+    #[error("{}: {error}", folder.display())]
+    Folder {
+        folder: PathBuf,
+        error: std::io::Error,
+    },
+    /// A folder with no trace file in it.
+    #[error("{}: no .json or .gz trace in this folder", folder.display())]
+    EmptyFolder { folder: PathBuf },
+    /// A trace file that does not read as a trace.
+    #[error("{}: {error}", path.display())]
+    Trace { path: PathBuf, error: IngestError },
+    /// A trace of a folder compared as its mean trace that does not read.
+    #[error(
+        "{}: {error}; a folder is compared only when every trace in it reads: move this one out",
+        path.display()
+    )]
+    FolderTrace { path: PathBuf, error: IngestError },
+    /// A folder whose traces make no mean trace.
+    #[error("{}: no trace", folder.display())]
+    NoTrace { folder: PathBuf },
+}
+
 /// The files to read (a folder's `.json` and `.gz` files, sorted) and whether a folder was
 /// given.
-pub fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+pub fn expand(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), FilesError> {
     let mut files = Vec::new();
     let mut folder = false;
     for input in inputs {
         if input.is_dir() {
             folder = true;
             let mut inside: Vec<PathBuf> = std::fs::read_dir(input)
-                .map_err(|e| format!("{}: {e}", input.display()))?
+                .map_err(|error| FilesError::Folder {
+                    folder: input.clone(),
+                    error,
+                })?
                 .flatten()
                 .map(|e| e.path())
                 .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json" || x == "gz"))
                 .collect();
             if inside.is_empty() {
-                return Err(format!(
-                    "{}: no .json or .gz trace in this folder",
-                    input.display()
-                ));
+                return Err(FilesError::EmptyFolder {
+                    folder: input.clone(),
+                });
             }
             inside.sort();
             files.extend(inside);
@@ -111,7 +141,7 @@ pub struct Kept {
 }
 
 /// One file's `Kept`, or why it could not be read.
-pub type Outcome = Result<Kept, String>;
+pub type Outcome = Result<Kept, IngestError>;
 
 /// How a front end reads one file while `concurrent` files are read at once (the CLI adds a
 /// progress bar; [`Quiet`] adds nothing).
@@ -162,7 +192,7 @@ pub fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcome> {
 /// One file's report, compact profile and fingerprint, while `concurrent` files are analyzed
 /// at once (the cores are shared out among them).
 pub fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> Outcome {
-    let ingested = reader.read(path, concurrent).map_err(|e| e.to_string())?;
+    let ingested = reader.read(path, concurrent)?;
     let analysis = Analysis::new(&ingested.trace);
     let findings = detect::run(&analysis);
     let report = Report::new(&analysis, &findings);
@@ -185,7 +215,7 @@ pub struct Analyzed {
 }
 
 impl Analyzed {
-    pub fn new(inputs: &[PathBuf], reader: &impl Reader) -> Result<Analyzed, String> {
+    pub fn new(inputs: &[PathBuf], reader: &impl Reader) -> Result<Analyzed, FilesError> {
         let (paths, folder) = expand(inputs)?;
         let outcomes = analyze_all(&paths, reader);
         let files: Vec<_> = paths.into_iter().zip(outcomes).collect();
@@ -207,11 +237,16 @@ impl Analyzed {
         Self::profiles_of(&self.files)
     }
 
-    /// The files that could not be read: `path: why`, as the CLI prints them after `error: `.
-    pub fn errors(&self) -> Vec<String> {
+    /// The files that could not be read, as the CLI prints them after `error: `.
+    pub fn errors(&self) -> Vec<FilesError> {
         self.files
             .iter()
-            .filter_map(|(p, o)| o.as_ref().err().map(|e| format!("{}: {e}", p.display())))
+            .filter_map(|(p, o)| {
+                o.as_ref().err().map(|e| FilesError::Trace {
+                    path: p.clone(),
+                    error: e.clone(),
+                })
+            })
             .collect()
     }
 
@@ -280,7 +315,7 @@ pub fn profile_of(
     path: &Path,
     batch: Option<u64>,
     reader: &impl Reader,
-) -> Result<Profile, String> {
+) -> Result<Profile, FilesError> {
     let mut profile = pooled(path, reader)?;
     if let Some(size) = batch {
         profile.batch = Some(Batch {
@@ -293,25 +328,28 @@ pub fn profile_of(
 
 /// A file's profile, or a folder's mean trace: a folder is compared only when every trace in
 /// it reads.
-fn pooled(path: &Path, reader: &impl Reader) -> Result<Profile, String> {
+fn pooled(path: &Path, reader: &impl Reader) -> Result<Profile, FilesError> {
     if !path.is_dir() {
         return analyze_one(path, reader, 1)
             .map(|k| k.profile)
-            .map_err(|e| format!("{}: {e}", path.display()));
+            .map_err(|error| FilesError::Trace {
+                path: path.to_path_buf(),
+                error,
+            });
     }
     let (files, _) = expand(&[path.to_path_buf()])?;
     let mut profiles = Vec::new();
     for (file, outcome) in files.iter().zip(analyze_all(&files, reader)) {
-        let kept = outcome.map_err(|e| {
-            format!(
-                "{}: {e}; a folder is compared only when every trace in it reads: move this one out",
-                file.display()
-            )
+        let kept = outcome.map_err(|error| FilesError::FolderTrace {
+            path: file.clone(),
+            error,
         })?;
         profiles.push(kept.profile);
     }
     let label = format!("{} ({} traces)", path.display(), profiles.len());
-    Profile::pooled(&label, &profiles).ok_or_else(|| format!("{}: no trace", path.display()))
+    Profile::pooled(&label, &profiles).ok_or_else(|| FilesError::NoTrace {
+        folder: path.to_path_buf(),
+    })
 }
 
 #[cfg(test)]
@@ -327,6 +365,37 @@ mod tests {
         std::io::Write::write_all(&mut file, head).unwrap();
         file.set_len(len).unwrap();
         path
+    }
+
+    #[test]
+    fn a_folder_fails_naming_itself_or_the_trace_that_does_not_read() {
+        let dir = std::env::temp_dir().join(format!("ttap-folders-{}", std::process::id()));
+        let (empty, traces) = (dir.join("empty"), dir.join("traces"));
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::create_dir_all(&traces).unwrap();
+        let err = expand(std::slice::from_ref(&empty)).unwrap_err();
+        assert!(matches!(&err, FilesError::EmptyFolder { folder } if *folder == empty));
+        assert_eq!(
+            err.to_string(),
+            format!("{}: no .json or .gz trace in this folder", empty.display())
+        );
+        let missing = dir.join("missing.json");
+        let err = profile_of(&missing, None, &Quiet).unwrap_err();
+        assert!(
+            matches!(&err, FilesError::Trace { path, error: IngestError::Read { .. } } if *path == missing),
+            "{err}"
+        );
+        let bad = traces.join("not-a-trace.json");
+        std::fs::write(&bad, b"{\"a\": 1}").unwrap();
+        let err = profile_of(&traces, None, &Quiet).unwrap_err();
+        assert!(
+            matches!(&err, FilesError::FolderTrace { path, error: IngestError::NoTraceEvents { .. } } if *path == bad),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with(&format!("{}: a JSON object", bad.display())));
+        assert!(err.to_string().ends_with("move this one out"), "{err}");
     }
 
     #[test]

@@ -150,6 +150,30 @@ fn the_reading_threads_change_nothing_but_the_time() {
     }
 }
 
+/// A command that fails says so once, after `error: `, naming what failed and where (here the
+/// labels file that holds no labels), and exits 2 without writing its output.
+#[test]
+fn a_failing_command_names_the_file_it_could_not_use() {
+    let bad = temp_file("not-labels.json", b"{\"a\": 1}");
+    let table = bad.with_file_name("never-written.md");
+    let out = ttap(&[
+        "eval-rules",
+        "--labels",
+        bad.to_str().unwrap(),
+        "--out",
+        table.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().collect::<Vec<_>>(),
+        [format!(
+            "error: {}: not a real-trace label file: missing field `format` at line 1 column 8",
+            bad.display()
+        )]
+    );
+    assert!(!table.exists());
+}
+
 #[test]
 fn unusable_input_exits_2_with_a_message_naming_the_file() {
     let bad = temp_file(
@@ -292,7 +316,7 @@ fn analyze_lists_every_detector_with_its_threshold() {
             "{} missing from:\n{text}",
             d.id()
         );
-        assert!(detectors.contains(d.threshold()), "{}: no gate", d.id());
+        assert!(detectors.contains(&d.threshold()), "{}: no gate", d.id());
     }
     for o in OBSERVERS.iter().map(|o| o.about()) {
         assert!(

@@ -985,6 +985,46 @@ fn every_detector_and_observer_has_a_positive_and_a_negative_case() {
     assert!(missing.is_empty(), "{missing:?}");
 }
 
+/// A gate's number is written once, in its `Gate`: a detector's rule states each of its gates'
+/// thresholds through a placeholder (a gate measured on the host may share the placeholder of
+/// the GPU gate whose threshold it takes), every placeholder names a gate, and the words a
+/// user reads keep none (`detect::judge` refuses a gate its `About` does not list).
+#[test]
+fn every_gate_threshold_is_stated_from_the_gate() {
+    for d in DETECTORS {
+        assert!(!d.about().gates.is_empty(), "{}: no gate listed", d.id());
+    }
+    let abouts = DETECTORS
+        .iter()
+        .map(|d| d.about())
+        .chain(OBSERVERS.iter().map(|o| o.about()));
+    for about in abouts {
+        let stated: Vec<f64> = about
+            .gates
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| about.rule.contains(&format!("{{{k}}}")))
+            .map(|(_, g)| g.threshold)
+            .collect();
+        for gate in about.gates {
+            assert!(
+                stated.contains(&gate.threshold),
+                "{}: the threshold {} of the gate on {:?} is not stated through a placeholder: {:?}",
+                about.id,
+                gate.threshold,
+                gate.quantity,
+                about.rule
+            );
+        }
+        let text = about.threshold();
+        assert!(
+            !text.contains('{') && !text.contains('}'),
+            "{}: a placeholder names no gate: {text}",
+            about.id
+        );
+    }
+}
+
 #[test]
 fn a_slow_first_step_is_warm_up_and_its_dataloader_and_mallocs_are_left_out() {
     // Step 1 takes 17 ms (1.7× the 10 ms median of the others) with 5 ms of DataLoader and

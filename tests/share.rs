@@ -786,7 +786,7 @@ fn a_link_carries_facts_and_the_page_writes_the_words() {
         assert!(g
             .summary
             .contains(&format!("{:.2} ms per step", f.impact_ms_per_step)));
-        assert!(g.summary.contains(d.threshold()));
+        assert!(g.summary.contains(&d.threshold()));
     }
     // A forged link of either format: the forger's words never come back; the page's do.
     let forged_v2 = json_with(|v| {

@@ -63,8 +63,8 @@ fn analyze(py: Python<'_>, path: PathBuf, fail_on: Option<&str>) -> PyResult<Ana
     let gate = severity(fail_on)?;
     let analyzed = py
         .detach(|| Analyzed::new(&[path], &Quiet))
-        .map_err(TraceError::new_err)?;
-    let errors = analyzed.errors();
+        .map_err(|e| TraceError::new_err(e.to_string()))?;
+    let errors: Vec<String> = analyzed.errors().iter().map(ToString::to_string).collect();
     if !errors.is_empty() {
         return Err(TraceError::new_err(errors.join("\n")));
     }
@@ -109,7 +109,11 @@ fn compare(
     let (b, a) = match (b, a) {
         (Ok(b), Ok(a)) => (b, a),
         (b, a) => {
-            let errors: Vec<String> = [b.err(), a.err()].into_iter().flatten().collect();
+            let errors: Vec<String> = [b.err(), a.err()]
+                .into_iter()
+                .flatten()
+                .map(|e| e.to_string())
+                .collect();
             return Err(TraceError::new_err(errors.join("\n")));
         }
     };

@@ -19,8 +19,14 @@ const GATE: Gate = Gate {
 /// How a finding's time is counted.
 const COST: &str =
     "GPU idle while the host is inside device malloc/free calls, mean over steady-state steps";
-/// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory.
-const PRESSURE: f64 = 0.9;
+/// The TensorBoard plugin's threshold: peak memory above 90% of the device's memory (an
+/// observer's gate: it makes a note, never a finding).
+const PRESSURE_GATE: Gate = Gate {
+    quantity: "peak allocated memory, % of the device's memory",
+    threshold: 90.0,
+};
+/// The same, as a share.
+const PRESSURE: f64 = PRESSURE_GATE.threshold / 100.0;
 
 const FIX_ALLOCATOR_CHURN: Fix = Fix {
     summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
@@ -30,7 +36,8 @@ const FIX_ALLOCATOR_CHURN: Fix = Fix {
 const ALLOCATOR_CHURN_ABOUT: About = About {
     id: "allocator-churn",
     title: "Device memory allocated and freed every step, stalling the GPU",
-    threshold: "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least 2% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)",
+    rule: "GPU idle while the host is inside device malloc/free calls (cudaMalloc, cudaFree, hipMalloc, hipFree) at least {0}% of the step, in at least half of the steady steps (the caching allocator should serve them after warm-up)",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_ALLOCATOR_CHURN),
 };
 
@@ -44,18 +51,14 @@ impl Detector for AllocatorChurn {
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let t = a.trace;
         let e = &t.events;
-        let calls: Vec<usize> = (0..e.len())
-            .filter(|&i| {
-                e.kind[i] == EventKind::RuntimeCall
-                    && e.detail[i] != NONE
-                    && matches!(
-                        t.runtime_class(i),
-                        RuntimeClass::Malloc | RuntimeClass::Free
-                    )
-                    && a.steady_step_at(e.start[i])
-                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
-            })
-            .collect();
+        let calls = o.events_where(a, |i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.detail[i] != NONE
+                && matches!(
+                    t.runtime_class(i),
+                    RuntimeClass::Malloc | RuntimeClass::Free
+                )
+        });
         let count = calls.len();
         let mallocs = a.steady_mean(|m| m.mallocs as f64);
         let frees = a.steady_mean(|m| m.frees as f64);
@@ -78,7 +81,8 @@ impl Detector for AllocatorChurn {
 const MEMORY_PRESSURE_ABOUT: About = About {
     id: "memory-pressure",
     title: "Peak memory close to the device's capacity",
-    threshold: "peak allocated memory above 90% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    rule: "peak allocated memory above {0}% of the device's memory (the TensorBoard plugin's rule); needs profile_memory=True",
+    gates: &[PRESSURE_GATE],
     fixes: &[],
 };
 

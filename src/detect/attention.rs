@@ -25,8 +25,14 @@ use crate::model::{EventKind, Launch, StrId, Trace, NONE};
 pub struct UnfusedAttention;
 pub struct AttentionHotSpot;
 
-/// Attention's share of the step's GPU time from which it is noted as the hot spot.
-const HOT_SHARE: f64 = 0.2;
+/// Attention's share of the step from which it is noted as the hot spot (an observer's gate: it
+/// makes a note, never a finding).
+const HOT_GATE: Gate = Gate {
+    quantity: "GPU time launched under attention modules or ops, % of the step",
+    threshold: 20.0,
+};
+/// The same, as a share.
+const HOT_SHARE: f64 = HOT_GATE.threshold / 100.0;
 /// Most ops (or kernels of one stream) between the score GEMM and the softmax in one attention
 /// block: a Swin block's relative-position bias (index, view, permute, contiguous, unsqueeze,
 /// add) and window mask (view, unsqueeze, add, view) with a scale and casts come to about 15;
@@ -395,7 +401,8 @@ const FIX_UNFUSED_ATTENTION: Fix = Fix {
 const UNFUSED_ATTENTION_ABOUT: About = About {
     id: "unfused-attention",
     title: "Attention computed as matmul → softmax → matmul",
-    threshold: "a softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace",
+    rule: "at least {0} softmax over 3 or more dimensions between two GEMMs (aten::bmm/matmul/baddbmm/einsum/mm ops under the same op, through Python frames, or GEMM and softmax kernels of one stream), with at most 24 ops or kernels before it and 8 after it and none that cannot be inside attention (a convolution, a norm, a projection, an activation, another softmax), in at least half of the steady steps; no scaled_dot_product_attention / flash / memory-efficient attention op or kernel anywhere in the trace",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_UNFUSED_ATTENTION),
 };
 
@@ -588,7 +595,7 @@ impl Detector for UnfusedAttention {
         });
         let summary = format!(
             "{:.0} attention blocks per step run as a GEMM, a softmax and a GEMM with what lies between them{}, writing the full attention matrix to memory{share}; fusing them saves about {:.3} ms per step",
-            total as f64 / a.steady.len().max(1) as f64,
+            a.per_step(total as f64),
             if seen_in_kernels { " (seen in the kernel sequence)" } else { "" },
             o.impact.ms_per_step
         );
@@ -641,7 +648,8 @@ fn is_attention(name: &str) -> bool {
 const ATTENTION_HOT_SPOT_ABOUT: About = About {
     id: "attention-hot-spot",
     title: "Attention is the hot spot of the step",
-    threshold: "GPU time launched under attention modules or ops (names with attention/attn) above 20% of the steady-state step",
+    rule: "GPU time launched under attention modules or ops (names with attention/attn) above {0}% of the steady-state step",
+    gates: &[HOT_GATE],
     fixes: &[],
 };
 
@@ -674,7 +682,7 @@ impl Observer for AttentionHotSpot {
                 .map(|&g| e.dur[g as usize])
                 .sum::<i64>();
         }
-        let per_step = total as f64 / a.steady.len().max(1) as f64;
+        let per_step = a.per_step(total as f64);
         let share = per_step / a.step_ns().max(1.0);
         (share >= HOT_SHARE).then(|| self.about().note(format!(
                 "attention runs {:.2} ms of GPU time per step, {:.0}% of the step, in {blocks} blocks; where attention dominates, gains come from a faster kernel (flash or memory-efficient SDPA), fewer tokens or windowed attention",

@@ -25,7 +25,8 @@ const FIX_EXPOSED_COMMUNICATION: Fix = Fix {
 const EXPOSED_COMMUNICATION_ABOUT: About = About {
     id: "communication-exposed",
     title: "Collective communication not hidden behind compute",
-    threshold: "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least 5% of the step runs with no compute kernel alongside, in at least half of the steady steps",
+    rule: "collective kernels at least 10% of the step (the TensorBoard plugin's rule), of which at least {0}% of the step runs with no compute kernel alongside, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_EXPOSED_COMMUNICATION),
 };
 
@@ -44,8 +45,7 @@ impl Detector for ExposedCommunication {
         };
         let checks = part_checks(a, &[Part::BusyCommunication], |k| comm_share(k) >= SHARE);
         let o = judge(self, a, ledger, GATE, checks, COST)?;
-        let comm =
-            a.steady.iter().map(|&k| comm_share(k)).sum::<f64>() / a.steady.len().max(1) as f64;
+        let comm = a.steady_mean_by(comm_share);
         let summary = format!(
             "collectives take {comm:.1}% of the step; {:.2} ms of it per step ({:.1}% of the step) runs with no compute alongside",
             o.impact.ms_per_step, o.impact.pct_of_step

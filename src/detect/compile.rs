@@ -8,7 +8,8 @@ pub struct GraphBreaks;
 const GRAPH_BREAKS_ABOUT: About = About {
     id: "compile-graph-breaks",
     title: "torch.compile splits the model into several graphs or recompiles",
-    threshold: "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)",
+    rule: "more than one \"Torch-Compiled Region\" per steady-state step (graph breaks), or a region whose id shows a recompilation (\"0/1\" and later)",
+    gates: &[],
     fixes: &[],
 };
 
@@ -44,7 +45,7 @@ impl Observer for GraphBreaks {
                 recompiled.push(name.to_string());
             }
         }
-        let per_step = regions as f64 / a.steady.len().max(1) as f64;
+        let per_step = a.per_step(regions as f64);
         (per_step > 1.0 || !recompiled.is_empty()).then(|| self.about().note(format!(
                 "{per_step:.0} compiled regions per step{}; find the breaks with TORCH_LOGS=\"graph_breaks,recompiles\"",
                 if recompiled.is_empty() {

@@ -1,8 +1,6 @@
 //! Frequent or large memory copies, device-to-device ones included (`.contiguous()`, `clone`).
 
-use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
-};
+use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::Ledger;
 use crate::model::{CopyDirection, EventKind, NONE};
 
@@ -24,7 +22,8 @@ const FIX_HEAVY_COPIES: Fix = Fix {
 const HEAVY_COPIES_ABOUT: About = About {
     id: "heavy-memcpy",
     title: "Frequent or large memory copies",
-    threshold: "GPU copy time (all directions) at least 5% of the step, in at least half of the steady steps",
+    rule: "GPU copy time (all directions) at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_HEAVY_COPIES),
 };
 
@@ -57,10 +56,9 @@ impl Detector for HeavyCopies {
                     }
                     .push((e.start[i], e.end(i)));
                 }
-                let (start, end) = a.range(k);
                 StepCheck {
                     step: k,
-                    value: pct(ns as f64, (end - start) as f64),
+                    value: a.pct_of_step(k, ns),
                     claims: vec![(d2d, 1.0), (host, 0.5)],
                 }
             })
@@ -70,7 +68,7 @@ impl Detector for HeavyCopies {
         let summary = format!(
             "copies take a median {:.1}% of the step ({:.0} per step); avoiding or overlapping them saves about {:.2} ms per step",
             o.gate.median,
-            count as f64 / a.steady.len().max(1) as f64,
+            a.per_step(count as f64),
             o.impact.ms_per_step
         );
         let evidence = vec![Evidence {

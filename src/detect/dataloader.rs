@@ -2,11 +2,10 @@
 //! (training, evaluation, batch inference); on a CPU-only trace, the host's own time in it.
 
 use super::{
-    finding, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck,
+    finding, interval_checks, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate,
     Verdict,
 };
 use crate::attribution::{intersect, HostRanges, Ledger, Part};
-use crate::metrics::total;
 use crate::model::EventKind;
 use crate::window::{phase_of, Phase};
 
@@ -18,10 +17,10 @@ const GATE: Gate = Gate {
     quantity: "GPU idle inside DataLoader __next__ ranges, % of the step",
     threshold: 5.0,
 };
-/// With no GPU, the host's own time in the DataLoader, from the same 5%.
+/// With no GPU, the host's own time in the DataLoader, from the same share.
 const GATE_HOST: Gate = Gate {
     quantity: "host time inside DataLoader __next__ ranges, % of the step (CPU-only trace)",
-    threshold: 5.0,
+    threshold: GATE.threshold,
 };
 
 const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
@@ -32,7 +31,8 @@ const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
 const DATA_LOADER_BOTTLENECK_ABOUT: About = About {
     id: "dataloader-bottleneck",
     title: "The step waits for the DataLoader",
-    threshold: "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least 5% of the step, in at least half of the steady steps; training, evaluation or inference",
+    rule: "GPU idle while the host is inside enumerate(DataLoader)#…__next__ (on a CPU-only trace: host time inside it) at least {0}% of the step, in at least half of the steady steps; training, evaluation or inference",
+    gates: &[GATE, GATE_HOST],
     fixes: std::slice::from_ref(&FIX_DATA_LOADER_BOTTLENECK),
 };
 
@@ -43,9 +43,11 @@ impl Detector for DataLoaderBottleneck {
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let (gate, checks, method, waits) = if a.cpu_only {
+            let data = HostRanges::of(a.trace).data;
             (
                 GATE_HOST,
-                host_checks(a),
+                // The host's own time inside DataLoader ranges: no GPU to wait.
+                interval_checks(a, |k| (intersect(&data, &[a.range(k)]), true)),
                 "host time inside DataLoader ranges, mean over steady-state steps: loading in worker processes, ahead of the step, takes it off the main process",
                 "the main process waits",
             )
@@ -61,14 +63,10 @@ impl Detector for DataLoaderBottleneck {
         let t = a.trace;
         let e = &t.events;
         // The longest DataLoader ranges of the steps where the gate holds.
-        let ranges: Vec<usize> = (0..e.len())
-            .filter(|&i| {
-                matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
-                    && a.steady_step_at(e.start[i])
-                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
-                    && phase_of(t.name_of(i)) == Some(Phase::DataLoading)
-            })
-            .collect();
+        let ranges = o.events_where(a, |i| {
+            matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
+                && phase_of(t.name_of(i)) == Some(Phase::DataLoading)
+        });
         let loading_ms = a.steady_mean(|m| m.dataloader_ns as f64) / 1e6;
         let summary = format!(
             "{waits} {:.2} ms per step ({:.1}% of the step) while the host loads the next batch ({loading_ms:.2} ms in the DataLoader per step)",
@@ -88,22 +86,4 @@ impl Detector for DataLoaderBottleneck {
         }];
         finding(self, o, summary, evidence, FIX_DATA_LOADER_BOTTLENECK)
     }
-}
-
-/// Per steady step, the share of the step the host spends inside DataLoader ranges, claimed
-/// whole (a CPU-only trace: no GPU to wait).
-fn host_checks(a: &Analysis<'_>) -> Vec<StepCheck> {
-    let data = HostRanges::of(a.trace).data;
-    a.steady
-        .iter()
-        .map(|&k| {
-            let (start, end) = a.range(k);
-            let inside = intersect(&data, &[(start, end)]);
-            StepCheck {
-                step: k,
-                value: pct(total(&inside) as f64, (end - start) as f64),
-                claims: vec![(inside, 1.0)],
-            }
-        })
-        .collect()
 }

@@ -10,7 +10,8 @@ pub struct DdpWithoutNccl;
 const DATA_PARALLEL_ABOUT: About = About {
     id: "data-parallel",
     title: "One process drives several GPUs (DataParallel)",
-    threshold: "compute kernels launched from one process's CPU threads onto more than one device (the TensorBoard plugin's DataParallel rule; devices that only appear in the trace's properties do not count)",
+    rule: "compute kernels launched from one process's CPU threads onto more than one device (the TensorBoard plugin's DataParallel rule; devices that only appear in the trace's properties do not count)",
+    gates: &[],
     fixes: &[],
 };
 
@@ -41,7 +42,8 @@ impl Observer for DataParallel {
 const DDP_WITHOUT_NCCL_ABOUT: About = About {
     id: "ddp-without-nccl",
     title: "Distributed training on GPUs without NCCL",
-    threshold: "distributedInfo names a backend other than nccl (or rccl) while the trace has GPU kernels (the TensorBoard plugin's rule)",
+    rule: "distributedInfo names a backend other than nccl (or rccl) while the trace has GPU kernels (the TensorBoard plugin's rule)",
+    gates: &[],
     fixes: &[],
 };
 

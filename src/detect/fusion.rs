@@ -40,7 +40,8 @@ const FIX_FUSION_CANDIDATES: Fix = Fix {
 const FUSION_CANDIDATES_ABOUT: About = About {
     id: "fusion-candidates",
     title: "Chains of short element-wise kernels that could be fused",
-    threshold: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, back to back on one stream (at most 10 µs apart, or launched by one op or by ops the host ran at most 50 µs apart, with a GPU gap under 1 ms), at least 10% of the step's kernel time, in at least half of the steady steps",
+    rule: "runs of 4 or more eager (not compiler-generated) element-wise kernels under 20 µs each, back to back on one stream (at most 10 µs apart, or launched by one op or by ops the host ran at most 50 µs apart, with a GPU gap under 1 ms), at least {0}% of the step's kernel time, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_FUSION_CANDIDATES),
 };
 
@@ -105,7 +106,7 @@ impl Detector for FusionCandidates {
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let summary = format!(
             "{:.0} chains of short element-wise kernels per step take a median {:.1}% of the step's kernel time; fusing them saves about {:.2} ms per step",
-            runs_total as f64 / a.steady.len().max(1) as f64,
+            a.per_step(runs_total as f64),
             o.gate.median,
             o.impact.ms_per_step
         );

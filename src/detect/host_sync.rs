@@ -25,7 +25,8 @@ const FIX_HOST_SYNC: Fix = Fix {
 const HOST_SYNC_ABOUT: About = About {
     id: "host-device-sync",
     title: "Host–device synchronization in the step",
-    threshold: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least 2% of the step, in at least half of the steady steps",
+    rule: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_HOST_SYNC),
 };
 
@@ -39,19 +40,15 @@ impl Detector for HostSync {
         let o = judge(self, a, ledger, GATE, checks, COST)?;
         let t = a.trace;
         let e = &t.events;
-        let syncs: Vec<usize> = (0..e.len())
-            .filter(|&i| {
-                e.kind[i] == EventKind::RuntimeCall
-                    && e.detail[i] != NONE
-                    && match t.runtime_class(i) {
-                        RuntimeClass::Synchronize => true,
-                        RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
-                        _ => false,
-                    }
-                    && a.steady_step_at(e.start[i])
-                        .is_some_and(|k| o.held.contains(&a.steps.steps[k].number))
-            })
-            .collect();
+        let syncs = o.events_where(a, |i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.detail[i] != NONE
+                && match t.runtime_class(i) {
+                    RuntimeClass::Synchronize => true,
+                    RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
+                    _ => false,
+                }
+        });
         // The syncs followed by the most GPU idle, by the idle part they overlap.
         let mut ranked: Vec<(usize, i64)> = syncs
             .iter()
@@ -69,7 +66,7 @@ impl Detector for HostSync {
         let data_dependent = a.steady_mean(|m| m.data_dependent_calls as f64);
         let summary = format!(
             "{:.1} synchronizing calls per step ({items:.1} .item(), {data_dependent:.1} data-dependent ops); the GPU then idles {:.2} ms per step ({:.1}%)",
-            syncs.len() as f64 / a.steady.len().max(1) as f64,
+            a.per_step(syncs.len() as f64),
             o.impact.ms_per_step,
             o.impact.pct_of_step
         );

@@ -25,7 +25,8 @@ const FIX_LAUNCH_BOUND: Fix = Fix {
 const LAUNCH_BOUND_ABOUT: About = About {
     id: "launch-bound-small-kernels",
     title: "Launch-bound: many kernels shorter than their launch",
-    threshold: "at least 50% of the step's kernels shorter than 10 µs (or the median kernel shorter than the host time per kernel of the ops that launch them, with gaps under 1 ms most of the mid-step idle), and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least 10% of the step, in at least half of the steady steps",
+    rule: "at least 50% of the step's kernels shorter than 10 µs (or the median kernel shorter than the host time per kernel of the ops that launch them, with gaps under 1 ms most of the mid-step idle), and GPU idle in gaps under 1 ms between its first and last work (not waiting for data, the allocator or a sync) at least {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_LAUNCH_BOUND),
 };
 

@@ -1,8 +1,6 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
-use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
-};
+use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::EventKind;
@@ -28,7 +26,8 @@ const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
 const LAYOUT_TRANSFORMS_ABOUT: About = About {
     id: "layout-transforms",
     title: "Tensors converted between NCHW and NHWC around convolutions",
-    threshold: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and 1% of the step, in at least half of the steady steps",
+    rule: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and {0}% of the step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS),
 };
 
@@ -60,11 +59,10 @@ impl Detector for LayoutTransforms {
                         conv += e.dur[i];
                     }
                 }
-                let (start, end) = a.range(k);
                 StepCheck {
                     step: k,
                     value: if conv > 0 && layout as f64 >= SHARE_OF_CONV * conv as f64 {
-                        pct(layout as f64, (end - start) as f64)
+                        a.pct_of_step(k, layout)
                     } else {
                         0.0
                     },
@@ -76,7 +74,7 @@ impl Detector for LayoutTransforms {
         let count = shown.len();
         let summary = format!(
             "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",
-            count as f64 / a.steady.len().max(1) as f64,
+            a.per_step(count as f64),
             o.impact.ms_per_step,
             o.impact.pct_of_step
         );

@@ -22,7 +22,10 @@
 //! symptom's finding names the causes that already hold part of its time. On a CPU-only trace
 //! (`Analysis::cpu_only`) the detectors that can see their pattern on the host claim host time.
 //! Detectors read [`Analysis`] only and never each other; the ranking (time recoverable per
-//! step) is made once, in [`run`].
+//! step) is made once, in [`run`]. The per-step arithmetic they share is here, written once:
+//! rates and means over the steady steps ([`Analysis::per_step`], [`Analysis::steady_mean_by`]),
+//! shares of a step ([`Analysis::pct_of_step`], `part_checks`, `interval_checks`) and the
+//! evidence of the steps where a gate holds ([`Outcome::events_where`]).
 
 mod allocator;
 mod attention;
@@ -92,21 +95,33 @@ impl<'t> Analysis<'t> {
         }
     }
 
-    /// Mean over the steady-state steps of `f`.
-    pub fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
+    /// `total`, counted over the steady-state steps, per steady step (`total` itself without
+    /// any).
+    pub fn per_step(&self, total: f64) -> f64 {
+        total / self.steady.len().max(1) as f64
+    }
+
+    /// Mean over the steady-state steps of `f` of the step's index (0 without any).
+    pub fn steady_mean_by(&self, f: impl Fn(usize) -> f64) -> f64 {
         if self.steady.is_empty() {
             return 0.0;
         }
-        self.steady
-            .iter()
-            .map(|&i| f(&self.step_metrics[i]))
-            .sum::<f64>()
-            / self.steady.len() as f64
+        self.per_step(self.steady.iter().map(|&k| f(k)).sum())
+    }
+
+    /// Mean over the steady-state steps of `f` of the step's metrics.
+    pub fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
+        self.steady_mean_by(|k| f(&self.step_metrics[k]))
     }
 
     /// Mean steady-state step time, in nanoseconds.
     pub fn step_ns(&self) -> f64 {
         self.steady_mean(|m| m.dur() as f64)
+    }
+
+    /// Mean time the main GPU is busy in a steady-state step, in nanoseconds.
+    pub fn busy_ns(&self) -> f64 {
+        self.steady_mean_by(|k| self.splits[k].busy_ns() as f64)
     }
 
     /// An impact of `ns_per_step` nanoseconds per steady-state step.
@@ -147,6 +162,12 @@ impl<'t> Analysis<'t> {
     pub fn range(&self, step: usize) -> (i64, i64) {
         let s = &self.steps.steps[step];
         (s.start, s.end)
+    }
+
+    /// `ns` nanoseconds as a share of step `step`, in percent.
+    pub fn pct_of_step(&self, step: usize, ns: i64) -> f64 {
+        let (start, end) = self.range(step);
+        pct(ns as f64, (end - start) as f64)
     }
 
     /// GPU work (kernels, collectives, copies, memsets) of the main device that starts in step
@@ -460,10 +481,7 @@ pub(crate) fn interval_checks(
             StepCheck {
                 step: k,
                 value: if applies {
-                    pct(
-                        crate::metrics::total(&claim) as f64,
-                        a.splits[k].dur() as f64,
-                    )
+                    a.pct_of_step(k, crate::metrics::total(&claim))
                 } else {
                     0.0
                 },
@@ -495,6 +513,15 @@ impl Outcome {
         a.steady_step_at(ts)
             .is_some_and(|k| self.held.contains(&a.steps.steps[k].number))
     }
+
+    /// The events `keep` accepts that start in a steady step where the gate holds, in event
+    /// order: a finding's evidence.
+    pub fn events_where(&self, a: &Analysis<'_>, keep: impl Fn(usize) -> bool) -> Vec<usize> {
+        let e = &a.trace.events;
+        (0..e.len())
+            .filter(|&i| keep(i) && self.holds_at(a, e.start[i]))
+            .collect()
+    }
 }
 
 /// A detector's answer: its finding, or why it has none. Detectors pass a [`judge`]'s
@@ -508,11 +535,28 @@ pub type Verdict = Result<Box<Finding>, Rejected>;
 pub struct About {
     pub id: &'static str,
     pub title: &'static str,
-    pub threshold: &'static str,
+    /// The gate in words, its numbers left to `gates`: `{0}`, `{1}`… stand for the threshold of
+    /// `gates[0]`, `gates[1]`… ([`About::threshold`]).
+    pub rule: &'static str,
+    /// Every gate the detector judges with ([`judge`] checks it), or the observer notes from; a
+    /// gate whose threshold is another's (the same gate measured on the host) may share that
+    /// one's placeholder.
+    pub gates: &'static [Gate],
     pub fixes: &'static [Fix],
 }
 
 impl About {
+    /// The gate in words, with its numbers: `rule` with each `{k}` replaced by
+    /// `gates[k].threshold`.
+    pub fn threshold(&self) -> String {
+        self.gates
+            .iter()
+            .enumerate()
+            .fold(self.rule.to_string(), |text, (k, gate)| {
+                text.replace(&format!("{{{k}}}"), &gate.threshold.to_string())
+            })
+    }
+
     /// An observer's note: its title, then what it saw.
     pub fn note(&self, saw: String) -> Note {
         Note {
@@ -531,8 +575,8 @@ pub trait Detector: Sync {
     fn title(&self) -> &'static str {
         self.about().title
     }
-    fn threshold(&self) -> &'static str {
-        self.about().threshold
+    fn threshold(&self) -> String {
+        self.about().threshold()
     }
     fn fixes(&self) -> &'static [Fix] {
         self.about().fixes
@@ -690,6 +734,11 @@ pub fn judge(
     checks: Vec<StepCheck>,
     method: &'static str,
 ) -> Result<Outcome, Rejected> {
+    debug_assert!(
+        d.about().gates.contains(&gate),
+        "{}: judged with a gate its About does not list: {gate:?}",
+        d.id()
+    );
     let steady = a.steady.len();
     let held: Vec<&StepCheck> = checks
         .iter()
@@ -756,20 +805,14 @@ pub fn judge(
             }
         })
         .collect();
-    let per_step_ns = costs.iter().map(|c| c.ms * 1e6).sum::<f64>() / steady as f64;
+    let per_step_ns = a.per_step(costs.iter().map(|c| c.ms * 1e6).sum());
     let impact = a.impact(per_step_ns, method);
     let explained_by: Vec<(&'static str, f64)> = explained
         .into_iter()
-        .map(|(owner, ns)| (owner, ns as f64 / steady as f64 / 1e6))
+        .map(|(owner, ns)| (owner, a.per_step(ns as f64) / 1e6))
         .collect();
-    let busy = a
-        .steady
-        .iter()
-        .map(|&k| a.splits[k].busy_ns() as f64)
-        .sum::<f64>()
-        / steady as f64;
     let costs_enough =
-        impact.pct_of_step >= MIN_COST_PCT || pct(per_step_ns, busy) >= MIN_COST_PCT_OF_BUSY;
+        impact.pct_of_step >= MIN_COST_PCT || pct(per_step_ns, a.busy_ns()) >= MIN_COST_PCT_OF_BUSY;
     if !costs_enough || impact.ms_per_step < MIN_COST_MS {
         return Err(Rejected(Some(Note {
             id: d.id(),

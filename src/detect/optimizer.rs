@@ -165,7 +165,8 @@ fn gpu_intervals(t: &Trace, work: &[usize]) -> Vec<(i64, i64)> {
 const UNFUSED_OPTIMIZER_ABOUT: About = About {
     id: "optimizer-not-fused",
     title: "The optimizer updates parameters one tensor at a time",
-    threshold: "Optimizer.step ranges launching at least 50 kernels per step (on a CPU-only trace: running at least 50 ATen ops) with no _foreach_ or _fused_ op in them, in at least half of the steady steps",
+    rule: "Optimizer.step ranges launching at least {0} kernels per step (on a CPU-only trace: running at least {1} ATen ops) with no _foreach_ or _fused_ op in them, in at least half of the steady steps",
+    gates: &[UNFUSED, UNFUSED_HOST],
     fixes: std::slice::from_ref(&FIX_UNFUSED_OPTIMIZER),
 };
 
@@ -242,7 +243,8 @@ impl Detector for UnfusedOptimizer {
 const ZERO_GRAD_MEMSET_ABOUT: About = About {
     id: "zero-grad-memset",
     title: "zero_grad writes zeros instead of dropping gradients",
-    threshold: "an Optimizer.zero_grad range that launches GPU work (fill/zero kernels; on a CPU-only trace: runs aten::zero_ or aten::fill_) in at least half of the steady steps, costing at least 0.5% of the step",
+    rule: "an Optimizer.zero_grad range that launches GPU work (at least {0} fill/zero kernel; on a CPU-only trace: runs at least {1} aten::zero_ or aten::fill_) in at least half of the steady steps, costing at least 0.5% of the step",
+    gates: &[ZERO_GRAD, ZERO_GRAD_HOST],
     fixes: std::slice::from_ref(&FIX_ZERO_GRAD_MEMSET),
 };
 
@@ -305,7 +307,7 @@ impl Detector for ZeroGradMemset {
         let ranges = r.all();
         let summary = format!(
             "zero_grad runs {:.0} {what} per step to write zeros; dropping the gradients saves {:.3} ms per step",
-            count as f64 / a.steady.len().max(1) as f64,
+            a.per_step(count as f64),
             o.impact.ms_per_step
         );
         let evidence = vec![Evidence {

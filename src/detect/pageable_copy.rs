@@ -1,8 +1,7 @@
 //! Pageable host-to-device copies: staged through a bounce buffer, synchronous with the host.
 
 use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck,
-    Verdict,
+    finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
 };
 use crate::attribution::{main_device, Ledger};
 use crate::metrics::{in_range, merge};
@@ -28,7 +27,8 @@ const FIX_PAGEABLE_COPY: Fix = Fix {
 const PAGEABLE_COPY_ABOUT: About = About {
     id: "pageable-memcpy",
     title: "Copies from pageable host memory",
-    threshold: "host-to-device or device-to-host copies from pageable memory taking at least 1% of the step or moving at least 1 MB per step, in at least half of the steady steps",
+    rule: "host-to-device or device-to-host copies from pageable memory taking at least {0}% of the step or moving at least {0} MB per step, in at least half of the steady steps",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_PAGEABLE_COPY),
 };
 
@@ -81,7 +81,7 @@ impl Detector for PageableCopy {
                         }
                     }
                 }
-                let value = pct(ns as f64, (end - start) as f64).max(bytes as f64 / 1e6);
+                let value = a.pct_of_step(k, ns).max(bytes as f64 / 1e6);
                 StepCheck {
                     step: k,
                     value: if iv.is_empty() { 0.0 } else { value },
@@ -93,10 +93,9 @@ impl Detector for PageableCopy {
             count += c.claims[0].0.len() as u64;
         }
         let o = judge(self, a, ledger, GATE, checks, COST)?;
-        let steps = a.steady.len().max(1) as f64;
         let summary = format!(
             "{:.1} copies per step go through pageable host memory; pinning them saves about {:.3} ms per step",
-            count as f64 / steps,
+            a.per_step(count as f64),
             o.impact.ms_per_step
         );
         let evidence = vec![Evidence {

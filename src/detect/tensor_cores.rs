@@ -40,7 +40,8 @@ const FIX_NO_TENSOR_CORES: Fix = Fix {
 const NO_TENSOR_CORES_ABOUT: About = About {
     id: "fp32-without-tensor-cores",
     title: "fp32 GEMM/convolution on SIMT cores of a tensor-core GPU",
-    threshold: "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least 10% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)",
+    rule: "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least {0}% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)",
+    gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_NO_TENSOR_CORES),
 };
 
@@ -92,7 +93,6 @@ impl Detector for NoTensorCores {
             "a median {:.0}% of kernel time is fp32 GEMM/convolution on SIMT cores of {device}; tensor cores would save about {:.2} ms per step",
             o.gate.median, o.impact.ms_per_step
         );
-        let steps = a.steady.len().max(1) as f64;
         let evidence = vec![Evidence {
             what: "SIMT fp32 kernels, by total time per step".into(),
             steps: o.held.clone(),
@@ -103,7 +103,7 @@ impl Detector for NoTensorCores {
                     format!(
                         "{}: {:.3} ms per step",
                         t.name_of(i),
-                        ns as f64 / steps / 1e6
+                        a.per_step(ns as f64) / 1e6
                     )
                 })
                 .collect(),

@@ -130,7 +130,8 @@ const FIX_HOST_ONLY_TIME: Fix = Fix {
 const LOW_UTILIZATION_ABOUT: About = About {
     id: "gpu-low-utilization",
     title: "The GPU is idle for much of the step",
-    threshold: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least 20% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)",
+    rule: "GPU idle between its first and last work of the step (not waiting for data, the allocator or a sync) at least {0}% of the step, with GPU busy under 80% of the step, in at least half of the steady steps; where at least half of the kernels run under 10 µs or the median kernel is shorter than the host time per kernel of the ops launching them and gaps under 1 ms are most of the mid-step idle, only gaps of 1 ms or more count (shorter ones are launch-bound)",
+    gates: &[LOW_UTILIZATION],
     fixes: std::slice::from_ref(&FIX_LOW_UTILIZATION),
 };
 
@@ -166,28 +167,15 @@ impl Detector for LowUtilization {
             checks,
             LOW_UTILIZATION_COST,
         )?;
-        let mean = |p: Part| {
-            a.steady
-                .iter()
-                .map(|&k| a.splits[k].ns(p) as f64)
-                .sum::<f64>()
-                / a.steady.len().max(1) as f64
-                / 1e6
-        };
+        let mean = |p: Part| a.steady_mean_by(|k| a.splits[k].ns(p) as f64) / 1e6;
         let (launch, kernel, other) = (
             mean(Part::IdleLaunch),
             mean(Part::IdleKernelWait),
             mean(Part::IdleOther),
         );
-        let busy = a
-            .steady
-            .iter()
-            .map(|&k| a.splits[k].busy_ns() as f64)
-            .sum::<f64>()
-            / a.steady.len().max(1) as f64;
         let summary = format!(
             "the GPU is busy {:.0}% of the step; mid-step it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per step",
-            pct(busy, a.step_ns())
+            pct(a.busy_ns(), a.step_ns())
         );
         let evidence = vec![Evidence {
             what: format!(
@@ -208,7 +196,8 @@ impl Detector for LowUtilization {
 const HOST_ONLY_TIME_ABOUT: About = About {
     id: "host-only-time",
     title: "Parts of the step run on the host alone",
-    threshold: "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least 25% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)",
+    rule: "GPU idle before the step's first GPU work and after its last (not waiting for data: that is dataloader-bottleneck) at least {0}% of the step, in at least half of the steady steps (ProfilerStep steps or the iterations of a loop, not a capture cut around its GPU work)",
+    gates: &[HOST_ONLY],
     fixes: std::slice::from_ref(&FIX_HOST_ONLY_TIME),
 };
 

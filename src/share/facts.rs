@@ -193,7 +193,7 @@ impl Facts {
                             .to_string(),
                     confidence: f.confidence.clamp(0.0, 1.0),
                     gate: f.gate.as_ref().map(|g| GateEntry {
-                        quantity: d.threshold().to_string(),
+                        quantity: d.threshold(),
                         figures: g.clone(),
                     }),
                     worst_steps: f.worst_steps.clone(),

@@ -48,7 +48,9 @@ pub struct Args {
     link: crate::share::LinkArgs,
 }
 
-pub fn run(args: &Args) -> ExitCode {
+/// The reports; a file that does not read is said (`error: `) and the others still reported,
+/// with exit code 2.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.list {
         for d in detect::DETECTORS {
             crate::out(&format!(
@@ -68,23 +70,20 @@ pub fn run(args: &Args) -> ExitCode {
         for o in detect::OBSERVERS.iter().map(|o| o.about()) {
             crate::out(&format!(
                 "{:<28} {}\n{:<28} when: {}\n",
-                o.id, o.title, "", o.threshold
+                o.id,
+                o.title,
+                "",
+                o.threshold()
             ));
         }
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let gate = args.fail_on.map(|f| match f {
         FailOn::Low => Severity::Low,
         FailOn::Medium => Severity::Medium,
         FailOn::High => Severity::High,
     });
-    let analyzed = match Analyzed::new(&args.files, &WithProgress) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let analyzed = Analyzed::new(&args.files, &WithProgress)?;
     let errors = analyzed.errors();
     for e in &errors {
         eprintln!("error: {e}");
@@ -92,10 +91,9 @@ pub fn run(args: &Args) -> ExitCode {
     if args.share {
         let profiles = analyzed.profiles();
         if !errors.is_empty() || !is_run(&profiles) {
-            eprintln!(
-                "error: --share needs the traces of two or more ranks of one run, each read (for one trace: `ttap share FILE`)"
+            anyhow::bail!(
+                "--share needs the traces of two or more ranks of one run, each read (for one trace: `ttap share FILE`)"
             );
-            return ExitCode::from(2);
         }
         let options = args.link.options(view_link::RUN_MAX_BYTES);
         return crate::share::print_view_link(
@@ -111,11 +109,11 @@ pub fn run(args: &Args) -> ExitCode {
             serde_json::to_string_pretty(&analyzed.json()).expect("reports serialize")
         )),
     }
-    if !errors.is_empty() {
+    Ok(if !errors.is_empty() {
         ExitCode::from(2)
     } else if gate.is_some_and(|g| analyzed.reaches(g)) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }

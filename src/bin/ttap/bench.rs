@@ -112,7 +112,7 @@ fn peak_rss() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-pub fn child(args: &ChildArgs) -> ExitCode {
+pub fn child(args: &ChildArgs) -> Result<ExitCode> {
     let t0 = Instant::now();
     let cpu0 = cpu_time();
     let result = if args.mode == Mode::Skim {
@@ -158,31 +158,24 @@ pub fn child(args: &ChildArgs) -> ExitCode {
             if read.is_none() && p.input_bytes >= size {
                 read = Some((t0.elapsed().as_secs_f64(), cpu_time() - cpu0));
             }
-        });
-        match ingested {
-            Ok(ingested) => {
-                let (read_seconds, read_cpu_seconds) = read.unwrap_or_default();
-                ChildResult {
-                    seconds: t0.elapsed().as_secs_f64(),
-                    cpu_seconds: cpu_time() - cpu0,
-                    json_bytes: ingested.report.json_bytes,
-                    events: ingested.report.events,
-                    peak_rss_bytes: peak_rss(),
-                    read_seconds,
-                    read_cpu_seconds,
-                }
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", args.file.display());
-                return ExitCode::from(2);
-            }
+        })
+        .with_context(|| args.file.display().to_string())?;
+        let (read_seconds, read_cpu_seconds) = read.unwrap_or_default();
+        ChildResult {
+            seconds: t0.elapsed().as_secs_f64(),
+            cpu_seconds: cpu_time() - cpu0,
+            json_bytes: ingested.report.json_bytes,
+            events: ingested.report.events,
+            peak_rss_bytes: peak_rss(),
+            read_seconds,
+            read_cpu_seconds,
         }
     };
     println!(
         "{}",
         serde_json::to_string(&result).expect("result serializes")
     );
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_child(file: &Path, mode: Mode, threads: usize) -> Result<ChildResult> {
@@ -518,71 +511,64 @@ fn measure(args: &Args) -> Result<Report> {
     })
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    match measure(args) {
-        Ok(r) => {
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&r).expect("report serializes")
-                );
-            } else {
-                println!(
-                    "trace              {:.1} MB of JSON ({:.1} MB gzip), {} events, from {}",
-                    r.json_bytes as f64 / 1e6,
-                    r.gzip_bytes as f64 / 1e6,
-                    r.events,
-                    r.source.display()
-                );
-                println!(
-                    "serde_json skim    {:.1} MB/s ({:.2} s, CPU {:.2} s; one thread; medians of {} rounds)",
-                    r.skim_mb_per_s,
-                    r.json_bytes as f64 / 1e6 / r.skim_mb_per_s,
-                    r.skim_cpu_s,
-                    r.rounds
-                );
-                for s in &r.scaling {
-                    println!(
-                        "ingest, {:>2} thr.   {:.1} MB/s ({:.2} s, CPU {:.2} s)  / skim {:.2}  / 1 thread {:.2}",
-                        s.threads,
-                        s.ingest_mb_per_s,
-                        s.ingest_s,
-                        s.cpu_s,
-                        s.over_skim,
-                        s.over_one_thread
-                    );
-                    println!("                     {}", s.phases.line());
-                }
-                println!(
-                    "peak memory        {:.1} MB = {:.3} x the JSON size  (target <= 0.35)",
-                    r.peak_rss_bytes as f64 / 1e6,
-                    r.peak_over_size
-                );
-                println!(
-                    "gzip input         {:.2} s on {} threads; decompression alone {:.2} s",
-                    r.gzip_ingest_s, r.gzip_threads, r.decompress_s
-                );
-                println!("                     {}", r.gzip_phases.line());
-                println!(
-                    "gzip / decompression  {:.2}  (target <= 1.0); on 1 thread {:.2} s = {:.2}",
-                    r.gzip_over_decompress,
-                    r.gzip_one_thread_s,
-                    r.gzip_one_thread_s / r.decompress_s
-                );
-                println!("                     {}", r.gzip_one_thread_phases.line());
-                println!(
-                    "gzip floor         {:.2} s = {:.2} x decompression (least gzip / decompression): max(its CPU {:.2} s, (that + 1-thread ingest CPU) / {} cores)",
-                    r.gzip_floor_s,
-                    r.gzip_floor_over_decompress,
-                    r.decompress_cpu_s,
-                    r.gzip_threads.min(std::thread::available_parallelism().map_or(1, usize::from))
-                );
-            }
-            ExitCode::SUCCESS
+pub fn run(args: &Args) -> Result<ExitCode> {
+    let r = measure(args).context("ttap bench")?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("report serializes")
+        );
+    } else {
+        println!(
+            "trace              {:.1} MB of JSON ({:.1} MB gzip), {} events, from {}",
+            r.json_bytes as f64 / 1e6,
+            r.gzip_bytes as f64 / 1e6,
+            r.events,
+            r.source.display()
+        );
+        println!(
+            "serde_json skim    {:.1} MB/s ({:.2} s, CPU {:.2} s; one thread; medians of {} rounds)",
+            r.skim_mb_per_s,
+            r.json_bytes as f64 / 1e6 / r.skim_mb_per_s,
+            r.skim_cpu_s,
+            r.rounds
+        );
+        for s in &r.scaling {
+            println!(
+                "ingest, {:>2} thr.   {:.1} MB/s ({:.2} s, CPU {:.2} s)  / skim {:.2}  / 1 thread {:.2}",
+                s.threads,
+                s.ingest_mb_per_s,
+                s.ingest_s,
+                s.cpu_s,
+                s.over_skim,
+                s.over_one_thread
+            );
+            println!("                     {}", s.phases.line());
         }
-        Err(e) => {
-            eprintln!("error: ttap bench: {e:#}");
-            ExitCode::from(2)
-        }
+        println!(
+            "peak memory        {:.1} MB = {:.3} x the JSON size  (target <= 0.35)",
+            r.peak_rss_bytes as f64 / 1e6,
+            r.peak_over_size
+        );
+        println!(
+            "gzip input         {:.2} s on {} threads; decompression alone {:.2} s",
+            r.gzip_ingest_s, r.gzip_threads, r.decompress_s
+        );
+        println!("                     {}", r.gzip_phases.line());
+        println!(
+            "gzip / decompression  {:.2}  (target <= 1.0); on 1 thread {:.2} s = {:.2}",
+            r.gzip_over_decompress,
+            r.gzip_one_thread_s,
+            r.gzip_one_thread_s / r.decompress_s
+        );
+        println!("                     {}", r.gzip_one_thread_phases.line());
+        println!(
+            "gzip floor         {:.2} s = {:.2} x decompression (least gzip / decompression): max(its CPU {:.2} s, (that + 1-thread ingest CPU) / {} cores)",
+            r.gzip_floor_s,
+            r.gzip_floor_over_decompress,
+            r.decompress_cpu_s,
+            r.gzip_threads.min(std::thread::available_parallelism().map_or(1, usize::from))
+        );
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -52,7 +52,7 @@ pub struct Args {
     link: crate::share::LinkArgs,
 }
 
-pub fn run(args: &Args) -> ExitCode {
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let before = files::profile_of(
         &args.before,
         args.batch_size.or(args.batch_size_before),
@@ -65,12 +65,12 @@ pub fn run(args: &Args) -> ExitCode {
     );
     let (before, after) = match (before, after) {
         (Ok(b), Ok(a)) => (b, a),
-        (b, a) => {
-            for e in [b.err(), a.err()].into_iter().flatten() {
-                eprintln!("error: {e}");
-            }
-            return ExitCode::from(2);
+        // Both sides' errors are said, the first here.
+        (Err(b), Err(a)) => {
+            eprintln!("error: {b}");
+            return Err(a.into());
         }
+        (Err(e), _) | (_, Err(e)) => return Err(e.into()),
     };
     if args.share {
         let options = args.link.options(DEFAULT_MAX_BYTES);
@@ -89,7 +89,7 @@ pub fn run(args: &Args) -> ExitCode {
             serde_json::to_string_pretty(&c).expect("comparisons serialize")
         )),
     }
-    match (args.fail_on_regression, c.regression_pct()) {
+    Ok(match (args.fail_on_regression, c.regression_pct()) {
         (Some(limit), Some(drop)) if drop > limit => {
             eprintln!(
                 "regression: {} dropped {drop:.1} % (more than {limit} %)",
@@ -98,5 +98,5 @@ pub fn run(args: &Args) -> ExitCode {
             ExitCode::from(1)
         }
         _ => ExitCode::SUCCESS,
-    }
+    })
 }

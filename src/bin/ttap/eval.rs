@@ -63,18 +63,13 @@ pub struct Args {
     trace: Vec<PathBuf>,
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    let result = match &args.labels {
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    match &args.labels {
         Some(labels) => score_labels(args, labels),
         None => evaluate(args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: ttap eval: {e:#}");
-            ExitCode::from(2)
-        }
     }
+    .context("ttap eval")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn load(args: &Args) -> anyhow::Result<Model> {

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use torchtraceap::detect::scoring::{evaluate, markdown, RealLabels};
 
 #[derive(clap::Args)]
@@ -22,33 +24,24 @@ pub struct Args {
 /// The command line the committed table names as its source.
 pub const COMMAND: &str = "ttap eval-rules";
 
-pub fn run(args: &Args) -> ExitCode {
-    let labels = match std::fs::read_to_string(&args.labels)
-        .map_err(|e| format!("cannot read {}: {e}", args.labels.display()))
-        .and_then(|text| RealLabels::from_json(&text).map_err(|e| e.to_string()))
-    {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let evaluation = match evaluate(&labels, &args.traces) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.labels)
+        .with_context(|| format!("cannot read {}", args.labels.display()))?;
+    let labels = RealLabels::from_json(&text).with_context(|| args.labels.display().to_string())?;
+    let evaluation = evaluate(&labels, &args.traces).with_context(|| {
+        format!(
+            "scoring the rules on {}'s traces under {}",
+            args.labels.display(),
+            args.traces.display()
+        )
+    })?;
     let text = markdown(&evaluation, COMMAND);
-    if let Err(e) = std::fs::write(&args.out, &text) {
-        eprintln!("error: cannot write {}: {e}", args.out.display());
-        return ExitCode::from(2);
-    }
+    std::fs::write(&args.out, &text)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
     crate::out(&text);
-    if evaluation.rubric.missed_targets().is_empty() {
+    Ok(if evaluation.rubric.missed_targets().is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
+    })
 }

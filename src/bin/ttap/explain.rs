@@ -11,7 +11,7 @@ use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol}
 use torchtraceap::llm::summary::{self, SummaryOptions};
 use torchtraceap::report::Report;
 
-use crate::inspect::read_or_exit;
+use crate::inspect::read_trace;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProtocolArg {
@@ -68,11 +68,10 @@ pub struct Args {
     no_schema: bool,
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    let ingested = match read_or_exit(&args.file) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
+/// Each flagged window's request and answer; a request that fails is said (`error: `) and the
+/// others still sent, with exit code 1.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let ingested = read_trace(&args.file)?;
     let analysis = Analysis::new(&ingested.trace);
     let findings = detect::run(&analysis);
     let report = Report::new(&analysis, &findings);
@@ -91,7 +90,7 @@ pub fn run(args: &Args) -> ExitCode {
             "{}: no flagged window (no finding, no unexplained region): nothing to explain",
             args.file.display()
         );
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let mut endpoint = Endpoint::new(
         args.endpoint.as_deref().unwrap_or("http://127.0.0.1:8080"),
@@ -163,11 +162,11 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     }
-    if failed {
+    Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 /// What the check of an answer says, as list items: the citations not in the evidence, and an

@@ -4,11 +4,13 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::perfetto;
 use torchtraceap::report::Report;
 
-use crate::inspect::read_or_exit;
+use crate::inspect::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,11 +31,11 @@ pub struct Args {
 }
 
 /// `A..B` or `A` (one step).
-fn parse_steps(text: &str) -> Result<(i64, i64), String> {
+fn parse_steps(text: &str) -> anyhow::Result<(i64, i64)> {
     let number = |s: &str| {
         s.trim()
             .parse::<i64>()
-            .map_err(|_| format!("`{text}` is not a range of step numbers like 3..5"))
+            .with_context(|| format!("`{text}` is not a range of step numbers like 3..5"))
     };
     match text.split_once("..") {
         Some((a, b)) => Ok((number(a)?, number(b.trim_start_matches('='))?)),
@@ -41,43 +43,36 @@ fn parse_steps(text: &str) -> Result<(i64, i64), String> {
     }
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    let ingested = match read_or_exit(&args.file) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let ingested = read_trace(&args.file)?;
     let analysis = Analysis::new(&ingested.trace);
     let report = Report::new(&analysis, &detect::run(&analysis));
     let written = std::fs::File::create(&args.output)
-        .map_err(|e| format!("cannot create {}: {e}", args.output.display()))
+        .with_context(|| format!("cannot create {}", args.output.display()))
         .and_then(|file| {
             let mut out = BufWriter::new(file);
-            let done = perfetto::write(&mut out, &analysis, &report, args.steps)
-                .map_err(|e| e.to_string())?;
+            let done = perfetto::write(&mut out, &analysis, &report, args.steps)?;
             out.flush()
-                .map_err(|e| format!("writing {}: {e}", args.output.display()))?;
+                .with_context(|| format!("writing {}", args.output.display()))?;
             Ok(done)
         });
-    match written {
-        Ok(done) => {
-            eprintln!(
-                "{}: {} events, {} analysis slices ({} findings), {} flow points; open it in \
-                 https://ui.perfetto.dev or chrome://tracing",
-                args.output.display(),
-                done.events,
-                done.annotations / 2,
-                report.findings.len(),
-                done.flows
-            );
-            if let Some(cut) = done.cut {
-                eprintln!("cut: {cut}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {}: {e}", args.file.display());
+    let done = written
+        .inspect_err(|_| {
+            // No half-written file is left.
             let _ = std::fs::remove_file(&args.output);
-            ExitCode::from(2)
-        }
+        })
+        .with_context(|| args.file.display().to_string())?;
+    eprintln!(
+        "{}: {} events, {} analysis slices ({} findings), {} flow points; open it in \
+         https://ui.perfetto.dev or chrome://tracing",
+        args.output.display(),
+        done.events,
+        done.annotations / 2,
+        report.findings.len(),
+        done.flows
+    );
+    if let Some(cut) = done.cut {
+        eprintln!("cut: {cut}");
     }
+    Ok(ExitCode::SUCCESS)
 }

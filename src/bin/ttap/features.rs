@@ -12,7 +12,7 @@ use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::share::fingerprint;
 use torchtraceap::window::split;
 
-use crate::inspect::read_or_exit;
+use crate::inspect::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,19 +31,16 @@ pub fn read_labels(path: &PathBuf) -> anyhow::Result<Vec<WindowLabel>> {
     Ok(labels::parse(&text, &path.display().to_string())?)
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    let labels = match args.labels.as_ref().map(read_labels).transpose() {
-        Ok(l) => l.unwrap_or_default(),
-        Err(e) => {
-            eprintln!("error: ttap features: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
-    let ingested = match read_or_exit(&args.file) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
-    let labels = match labels::for_trace(
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let labels = args
+        .labels
+        .as_ref()
+        .map(read_labels)
+        .transpose()
+        .context("ttap features")?
+        .unwrap_or_default();
+    let ingested = read_trace(&args.file)?;
+    let labels = labels::for_trace(
         labels,
         &fingerprint(&ingested.trace),
         &args
@@ -51,13 +48,8 @@ pub fn run(args: &Args) -> ExitCode {
             .as_ref()
             .map_or(String::new(), |p| p.display().to_string()),
         &args.file.display().to_string(),
-    ) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: ttap features: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+    )
+    .context("ttap features")?;
     let steps = split(&ingested.trace);
     let mut out = String::new();
     let (mut step, mut index) = (None, 0);
@@ -78,5 +70,5 @@ pub fn run(args: &Args) -> ExitCode {
         out.push('\n');
     }
     crate::out(&out);
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use torchtraceap::files;
 use torchtraceap::ingest::{IngestError, IngestOptions, Ingested, Progress};
@@ -34,13 +35,9 @@ pub struct Args {
     memory: bool,
 }
 
-/// Reads one file with default options, or says why it cannot on stderr and gives the exit
-/// code for unusable input (2).
-pub fn read_or_exit(path: &Path) -> Result<Ingested, ExitCode> {
-    read_file(path, IngestOptions::default()).map_err(|e| {
-        eprintln!("error: {}: {e}", path.display());
-        ExitCode::from(2)
-    })
+/// Reads one file with default options; its error names the file.
+pub fn read_trace(path: &Path) -> anyhow::Result<Ingested> {
+    read_file(path, IngestOptions::default()).with_context(|| path.display().to_string())
 }
 
 /// Reads one file with a progress bar for large inputs, on [`threads`] threads, else on
@@ -97,7 +94,9 @@ impl files::Reader for WithProgress {
     }
 }
 
-pub fn run(args: &Args) -> ExitCode {
+/// Each file's summary; a file that does not read is said (`error: `) and the others still
+/// summarized, with exit code 2.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let options = IngestOptions {
         accept_other_chrome_traces: args.allow_non_pytorch,
     };
@@ -131,11 +130,11 @@ pub fn run(args: &Args) -> ExitCode {
             serde_json::to_string_pretty(&json).expect("summaries serialize")
         ));
     }
-    if failed {
+    Ok(if failed {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 /// The model's bytes per event, part by part, against the JSON's.

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context;
+
 use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::eval::{self, grade, row, Case, Skipped, Source, Tally, TABLE_HEADER};
@@ -65,7 +67,8 @@ pub struct Args {
     no_schema: bool,
 }
 
-pub fn run(args: &Args) -> ExitCode {
+/// The table of grades; exit code 1 where no request was answered.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let (mut cases, mut skipped): (Vec<Case>, Vec<Skipped>) = (Vec::new(), Vec::new());
     if matches!(args.set, Set::Generated | Set::All) {
         let (c, s) = eval::generated(args.budget);
@@ -74,22 +77,23 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if matches!(args.set, Set::Real | Set::All) {
         let labels = std::fs::read_to_string(&args.labels)
-            .map_err(|e| format!("cannot read {}: {e}", args.labels.display()))
-            .and_then(|t| RealLabels::from_json(&t).map_err(|e| e.to_string()));
-        match labels {
-            Ok(labels) if args.traces.is_dir() => {
-                let (c, s) = eval::real(&labels, &args.traces, args.budget);
-                cases.extend(c);
-                skipped.extend(s);
-            }
-            Ok(_) => eprintln!(
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(RealLabels::from_json(&t)?))
+            .with_context(|| {
+                format!(
+                    "the labels of the real traces, {} (pass --labels FILE, as models/real-labels.json)",
+                    args.labels.display()
+                )
+            })?;
+        if args.traces.is_dir() {
+            let (c, s) = eval::real(&labels, &args.traces, args.budget);
+            cases.extend(c);
+            skipped.extend(s);
+        } else {
+            eprintln!(
                 "SKIPPED: the real traces: {} is not a folder (pass --traces DIR or set TTAP_SHARED_TRACES)",
                 args.traces.display()
-            ),
-            Err(e) => {
-                eprintln!("error: {e} (pass --labels FILE, as models/real-labels.json)");
-                return ExitCode::from(2);
-            }
+            );
         }
     }
     for s in &skipped {
@@ -99,8 +103,7 @@ pub fn run(args: &Args) -> ExitCode {
         cases.truncate(n);
     }
     if cases.is_empty() {
-        eprintln!("error: no labelled window to ask about (see the skipped ones above)");
-        return ExitCode::from(2);
+        anyhow::bail!("no labelled window to ask about (see the skipped ones above)");
     }
     let count = |source| cases.iter().filter(|c| c.source == source).count();
     let (generated, real) = (count(Source::Generated), count(Source::Real));
@@ -170,9 +173,9 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if none_answered {
         eprintln!("error: no request was answered (see the errors above)");
-        return ExitCode::from(1);
+        return Ok(ExitCode::from(1));
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 fn endpoint(args: &Args, model: &str) -> Endpoint {

@@ -103,9 +103,12 @@ pub fn out(text: &str) {
     }
 }
 
+/// Runs the command: its exit code (0, or 1 where a `--fail-on` gate is crossed; 2 where some
+/// input did not read and the rest was still reported), or its error, printed after `error: `
+/// with the context it gathered (what failed, where), and exit code 2.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let outcome = match cli.command {
         Command::Inspect(args) => inspect::run(&args),
         Command::Analyze(args) => analyze::run(&args),
         Command::Compare(args) => compare::run(&args),
@@ -122,5 +125,9 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::LlmEval(args) => llm_eval::run(&args),
         Command::BenchChild(args) => bench::child(&args),
-    }
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::from(2)
+    })
 }

@@ -8,7 +8,7 @@ use torchtraceap::metrics::pct;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::share::quoted;
 
-use crate::inspect::read_or_exit;
+use crate::inspect::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -80,18 +80,14 @@ pub fn text(tree: &ModuleTree, depth: usize, min_pct: f64) -> String {
     o
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    let ingested = match read_or_exit(&args.file) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let ingested = read_trace(&args.file)?;
     let Some(tree) = ModuleTree::of(&ingested.trace) else {
-        eprintln!(
-            "error: {}: no module frames: record with torch.profiler.profile(with_modules=True) \
+        anyhow::bail!(
+            "{}: no module frames: record with torch.profiler.profile(with_modules=True) \
              or with_stack=True, or label regions with torch.profiler.record_function",
             args.file.display()
         );
-        return ExitCode::from(2);
     };
     if args.json {
         crate::out(&format!(
@@ -101,5 +97,5 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         crate::out(&text(&tree, args.depth, args.min_pct));
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
 use torchtraceap::synth::{generate, generate_ranks, Config, DataParallel, Gpu, Model};
@@ -44,14 +46,9 @@ fn config(model: Model, gpu: Gpu, training: bool, seed: u64) -> Config {
     }
 }
 
-fn stats(c: &Config, trace: &str) -> Result<Stats, String> {
-    let ingested = ingest_bytes(trace.as_bytes(), IngestOptions::default()).map_err(|e| {
-        format!(
-            "the generated {} trace on {}: {e}",
-            c.model.id(),
-            c.gpu.id()
-        )
-    })?;
+fn stats(c: &Config, trace: &str) -> anyhow::Result<Stats> {
+    let ingested = ingest_bytes(trace.as_bytes(), IngestOptions::default())
+        .with_context(|| format!("the generated {} trace on {}", c.model.id(), c.gpu.id()))?;
     Ok(Stats::of(&ingested.trace))
 }
 
@@ -179,23 +176,14 @@ fn table_row(o: &mut String, first: &str, s: &Stats) {
     o.push('\n');
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    match report(&args.real) {
-        Ok(text) => match std::fs::write(&args.out, text) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: ttap realism: writing {}: {e}", args.out.display());
-                ExitCode::from(2)
-            }
-        },
-        Err(e) => {
-            eprintln!("error: ttap realism: {e}");
-            ExitCode::from(2)
-        }
-    }
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let text = report(&args.real).context("ttap realism")?;
+    std::fs::write(&args.out, text)
+        .with_context(|| format!("ttap realism: writing {}", args.out.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
-fn report(dir: &Path) -> Result<String, String> {
+fn report(dir: &Path) -> anyhow::Result<String> {
     let mut real: Vec<(Workload, String, Stats)> = Vec::new();
     let mut o = String::from(
         "# The generator against real traces\n\n\
@@ -224,7 +212,7 @@ fn report(dir: &Path) -> Result<String, String> {
             continue;
         }
         let ingested =
-            read_file(&full, IngestOptions::default()).map_err(|e| format!("{path}: {e}"))?;
+            read_file(&full, IngestOptions::default()).with_context(|| path.to_string())?;
         let s = Stats::of(&ingested.trace);
         let name = path.rsplit('/').next().unwrap_or(path);
         let label = format!("`{name}` ({gpu}, {workload}, {})", kind.label());
@@ -312,7 +300,7 @@ fn report(dir: &Path) -> Result<String, String> {
 
 /// The real DDP training traces next to rank 0 of generated 8-rank ResNet-50 runs
 /// (`synth::generate_ranks`), for the collective kernels and their share.
-fn data_parallel_section(o: &mut String, real: &[(Workload, String, Stats)]) -> Result<(), String> {
+fn data_parallel_section(o: &mut String, real: &[(Workload, String, Stats)]) -> anyhow::Result<()> {
     let _ = writeln!(
         o,
         "\n## Data-parallel runs\n\nThe real DDP training traces and rank 0 of a generated \

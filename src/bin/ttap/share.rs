@@ -4,12 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::report::Report;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
 use torchtraceap::view_link;
 
-use crate::inspect::read_or_exit;
+use crate::inspect::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,7 +26,7 @@ pub struct Args {
     decode: Option<String>,
 }
 
-pub fn run(args: &Args) -> ExitCode {
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     match (&args.decode, &args.file) {
         (Some(link), _) => decode(link),
         (None, Some(path)) => encode(args, path),
@@ -57,91 +59,60 @@ pub fn print_view_link(
     what: &str,
     link: &LinkArgs,
     encoded: Result<view_link::Encoded, ShareError>,
-) -> ExitCode {
-    match encoded {
-        Ok(encoded) => {
-            crate::out(&format!("{}#{}\n", link.base_url, encoded.fragment));
-            eprintln!("{what}: a link fragment of {} bytes", encoded.bytes);
-            if encoded.kept.rows_left_out > 0 {
-                eprintln!(
-                    "left out to fit: {} table rows with the smallest changes",
-                    encoded.kept.rows_left_out
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {what}: {e}");
-            ExitCode::from(2)
-        }
+) -> anyhow::Result<ExitCode> {
+    let encoded = encoded.with_context(|| what.to_string())?;
+    crate::out(&format!("{}#{}\n", link.base_url, encoded.fragment));
+    eprintln!("{what}: a link fragment of {} bytes", encoded.bytes);
+    if encoded.kept.rows_left_out > 0 {
+        eprintln!(
+            "left out to fit: {} table rows with the smallest changes",
+            encoded.kept.rows_left_out
+        );
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-fn decode_view(link: &str) -> ExitCode {
-    let json = view_link::decode(link).map(|v| match (v.comparison(), v.run()) {
+fn decode_view(link: &str) -> anyhow::Result<ExitCode> {
+    let v = view_link::decode(link)?;
+    let json = match (v.comparison(), v.run()) {
         (Some(c), _) => serde_json::to_string_pretty(&c),
         (None, Some(r)) => serde_json::to_string_pretty(&r),
         (None, None) => unreachable!("a link is a comparison or a run"),
-    });
-    match json {
-        Ok(json) => {
-            crate::out(&format!("{}\n", json.expect("views serialize")));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    };
+    crate::out(&format!("{}\n", json.expect("views serialize")));
+    Ok(ExitCode::SUCCESS)
 }
 
-fn decode(link: &str) -> ExitCode {
+fn decode(link: &str) -> anyhow::Result<ExitCode> {
     if view_link::is_view_link(link) {
         return decode_view(link);
     }
-    match share::decode(link) {
-        Ok(shared) => {
-            crate::out(&format!(
-                "{}\n",
-                serde_json::to_string_pretty(&shared).expect("a shared report serializes")
-            ));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let shared = share::decode(link)?;
+    crate::out(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(&shared).expect("a shared report serializes")
+    ));
+    Ok(ExitCode::SUCCESS)
 }
 
-fn encode(args: &Args, path: &Path) -> ExitCode {
-    let ingested = match read_or_exit(path) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
+fn encode(args: &Args, path: &Path) -> anyhow::Result<ExitCode> {
+    let ingested = read_trace(path)?;
     let analysis = Analysis::new(&ingested.trace);
     let report = Report::new(&analysis, &detect::run(&analysis));
     let shared = SharedReport::new(report, share::fingerprint(&ingested.trace));
     let options = args.link.options(DEFAULT_MAX_BYTES);
-    match share::encode(&shared, &options) {
-        Ok(encoded) => {
-            crate::out(&format!("{}#{}\n", args.link.base_url, encoded.fragment));
-            eprintln!(
-                "{}: a link fragment of {} bytes (limit {}), {} findings, trace fingerprint {}",
-                path.display(),
-                encoded.bytes,
-                options.max_bytes,
-                encoded.kept.report.findings.len(),
-                encoded.kept.fingerprint
-            );
-            for o in encoded.dropped() {
-                eprintln!("left out to fit: {o}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
-            ExitCode::from(2)
-        }
+    let encoded = share::encode(&shared, &options).with_context(|| path.display().to_string())?;
+    crate::out(&format!("{}#{}\n", args.link.base_url, encoded.fragment));
+    eprintln!(
+        "{}: a link fragment of {} bytes (limit {}), {} findings, trace fingerprint {}",
+        path.display(),
+        encoded.bytes,
+        options.max_bytes,
+        encoded.kept.report.findings.len(),
+        encoded.kept.fingerprint
+    );
+    for o in encoded.dropped() {
+        eprintln!("left out to fit: {o}");
     }
+    Ok(ExitCode::SUCCESS)
 }

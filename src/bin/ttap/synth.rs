@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{anyhow, bail, Context};
+
 use torchtraceap::synth::{
     generate, generate_ranks, AntiPattern, Config, DataParallel, Generated, Gpu, Injection, Model,
 };
@@ -48,23 +50,23 @@ pub struct Args {
 }
 
 /// An injection and the rank it targets (`None`: every rank).
-fn injection(spec: &str) -> Result<(Option<u32>, Injection), String> {
+fn injection(spec: &str) -> anyhow::Result<(Option<u32>, Injection)> {
     let (id, rest) = spec
         .split_once('@')
-        .ok_or_else(|| format!("'{spec}': expected DETECTOR-ID@STEP[:SEVERITY][@rankR]"))?;
+        .ok_or_else(|| anyhow!("'{spec}': expected DETECTOR-ID@STEP[:SEVERITY][@rankR]"))?;
     let (rest, rank) = match rest.split_once("@rank") {
         Some((rest, r)) => (
             rest,
             Some(
                 r.parse()
-                    .map_err(|_| format!("'{spec}': the rank must be a whole number"))?,
+                    .map_err(|_| anyhow!("'{spec}': the rank must be a whole number"))?,
             ),
         ),
         None => (rest, None),
     };
     let pattern = AntiPattern::parse(id).ok_or_else(|| {
         let known: Vec<&str> = AntiPattern::ALL.iter().map(|p| p.id()).collect();
-        format!(
+        anyhow!(
             "'{id}' is not an anti-pattern the generator injects; known: {}",
             known.join(", ")
         )
@@ -72,12 +74,12 @@ fn injection(spec: &str) -> Result<(Option<u32>, Injection), String> {
     let (step, severity) = rest.split_once(':').unwrap_or((rest, "0.5"));
     let step = step
         .parse()
-        .map_err(|_| format!("'{spec}': the step must be a whole number"))?;
+        .map_err(|_| anyhow!("'{spec}': the step must be a whole number"))?;
     let severity: f64 = severity
         .parse()
-        .map_err(|_| format!("'{spec}': the severity must be a number in (0, 1]"))?;
+        .map_err(|_| anyhow!("'{spec}': the severity must be a number in (0, 1]"))?;
     if !(severity > 0.0 && severity <= 1.0) {
-        return Err(format!("'{spec}': the severity must be in (0, 1]"));
+        bail!("'{spec}': the severity must be in (0, 1]");
     }
     Ok((
         rank,
@@ -89,10 +91,10 @@ fn injection(spec: &str) -> Result<(Option<u32>, Injection), String> {
     ))
 }
 
-fn config(args: &Args) -> Result<(Config, DataParallel), String> {
+fn config(args: &Args) -> anyhow::Result<(Config, DataParallel)> {
     let model = Model::parse(&args.model).ok_or_else(|| {
         let known: Vec<&str> = Model::ALL.iter().map(|m| m.id()).collect();
-        format!(
+        anyhow!(
             "unknown model '{}': use one of {}",
             args.model,
             known.join(", ")
@@ -100,18 +102,18 @@ fn config(args: &Args) -> Result<(Config, DataParallel), String> {
     })?;
     let gpu = Gpu::parse(&args.gpu).ok_or_else(|| {
         let known: Vec<&str> = Gpu::ALL.iter().map(|g| g.id()).collect();
-        format!(
+        anyhow!(
             "unknown GPU '{}': use one of {}",
             args.gpu,
             known.join(", ")
         )
     })?;
     if args.steps == 0 || args.batch == 0 {
-        return Err("--steps and --batch must be at least 1".into());
+        bail!("--steps and --batch must be at least 1");
     }
     let world_size = args.ranks.unwrap_or(1);
     if world_size == 0 {
-        return Err("--ranks must be at least 1".into());
+        bail!("--ranks must be at least 1");
     }
     let all = args
         .inject
@@ -119,21 +121,18 @@ fn config(args: &Args) -> Result<(Config, DataParallel), String> {
         .map(|s| injection(s))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((_, i)) = all.iter().find(|(_, i)| i.step >= args.steps) {
-        return Err(format!(
+        bail!(
             "an injection at step {} is past the last step ({})",
             i.step,
             args.steps - 1
-        ));
+        );
     }
     match all.iter().find_map(|(r, _)| *r) {
         Some(r) if args.ranks.is_none() => {
-            return Err(format!("@rank{r} needs --ranks"));
+            bail!("@rank{r} needs --ranks");
         }
         Some(r) if r >= world_size => {
-            return Err(format!(
-                "@rank{r} is past the last rank ({})",
-                world_size - 1
-            ));
+            bail!("@rank{r} is past the last rank ({})", world_size - 1);
         }
         _ => {}
     }
@@ -164,25 +163,25 @@ fn config(args: &Args) -> Result<(Config, DataParallel), String> {
 
 /// Rank `rank`'s file: `{rank}` in `base` replaced, or `base` taken as a directory (created)
 /// holding `rank-R.SUFFIX`.
-fn rank_path(base: &Path, rank: u32, suffix: &str) -> Result<PathBuf, String> {
+fn rank_path(base: &Path, rank: u32, suffix: &str) -> anyhow::Result<PathBuf> {
     let text = base.to_string_lossy();
     if text.contains("{rank}") {
         return Ok(PathBuf::from(text.replace("{rank}", &rank.to_string())));
     }
     std::fs::create_dir_all(base)
-        .map_err(|e| format!("creating the directory {}: {e}", base.display()))?;
+        .with_context(|| format!("creating the directory {}", base.display()))?;
     Ok(base.join(format!("rank-{rank}.{suffix}")))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 fn write_generated(
     generated: &Generated,
     out: &Path,
     labels: Option<&PathBuf>,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     write(out, &generated.trace)?;
     match labels {
         Some(path) => write(
@@ -193,7 +192,7 @@ fn write_generated(
     }
 }
 
-fn synthesize(args: &Args) -> Result<(), String> {
+fn synthesize(args: &Args) -> anyhow::Result<()> {
     let (c, dp) = config(args)?;
     if args.ranks.is_none() {
         return write_generated(&generate(&c), &args.out, args.labels.as_ref());
@@ -209,12 +208,7 @@ fn synthesize(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    match synthesize(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: ttap synth: {e}");
-            ExitCode::from(2)
-        }
-    }
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    synthesize(args).context("ttap synth")?;
+    Ok(ExitCode::SUCCESS)
 }

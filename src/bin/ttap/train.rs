@@ -38,14 +38,9 @@ pub struct Args {
     report: PathBuf,
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    match train(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: ttap train: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    train(args).context("ttap train")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn train(args: &Args) -> anyhow::Result<()> {

@@ -40,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The LLM tests (tests/llm_server.rs and the end-to-end LLM tests) talk to a real server:
+# The LLM tests (cli/tests/llm_server.rs and the end-to-end LLM tests) talk to a real server:
 # llama.cpp's llama-server with a tiny model, built once into a cache (minutes the first time),
 # started here on 127.0.0.1 and stopped on exit. A server already given in TTAP_LLM_URL is used
 # as it is.

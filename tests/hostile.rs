@@ -662,7 +662,7 @@ fn hostile_llm_replies_are_read_as_text_cut_or_refused() {
     ));
     count("a reply of hundreds of MB");
     // A stream that never ends: without its end marker it is never a complete answer (the
-    // transports' timeout stops the waiting: tests/llm_server.rs, e2e).
+    // transports' timeout stops the waiting: cli/tests/llm_server.rs, e2e).
     for cut in [0, 10, 100] {
         let full = sse(&["part one ", "part two"]);
         let (_, end) = stream(

@@ -1,6 +1,6 @@
 //! The library's layers, enforced: a module of `src/` may name (`crate::x`, `use crate::{x, …}`)
 //! only modules of a lower layer, never one of its own layer or above. The front ends
-//! (`src/bin/`, `web/`) may use any layer. ARCHITECTURE.md ("Layers") explains the order.
+//! (`cli/`, `web/`, `python/`) may use any layer. ARCHITECTURE.md ("Layers") explains the order.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -95,9 +95,7 @@ fn library_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
             .to_string_lossy()
             .into_owned();
         if path.is_dir() {
-            if relative != "bin" {
-                library_files(root, &path, out);
-            }
+            library_files(root, &path, out);
         } else if path.extension().is_some_and(|e| e == "rs") && relative != "lib.rs" {
             let module = relative.split(['/', '.']).next().unwrap().to_string();
             out.push((module, std::fs::read_to_string(&path).unwrap()));

@@ -3,6 +3,7 @@
 //! loading), on one rank in every step (load imbalance), and none (no finding); the real
 //! per-rank traces of param's 8-rank DLRM job; and the CLI's run view in Markdown and JSON.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 mod profiles;
 mod ttap;

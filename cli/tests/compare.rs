@@ -4,8 +4,9 @@
 //! regular expressions); on generated traces the step-time change is judged against the spread
 //! and findings are fixed or new; the CLI's formats and its regression gate.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "common/oracle.rs"]
+#[path = "../../tests/common/oracle.rs"]
 mod oracle;
 mod profiles;
 mod ttap;

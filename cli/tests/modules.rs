@@ -4,6 +4,7 @@
 //! real ResNet-18 training trace the tree is consistent (a node holds at least its children's
 //! GPU time, the top level and the outside add up to all GPU work) and backward is attributed.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;

@@ -2,6 +2,7 @@
 //! the budget, redacted), Ollama's recorded streams, timeouts and unreachable endpoints.
 //! `tests/llm_server.rs` runs against a real llama-server.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::io::Read;
@@ -229,12 +230,7 @@ fn rel(dir: &Path, f: &Path) -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/ollama")
-            .join(name),
-    )
-    .unwrap()
+    std::fs::read(common::repo().join("tests/fixtures/ollama").join(name)).unwrap()
 }
 
 /// The text of a recorded stream fed in pieces of `size` bytes.

@@ -181,7 +181,7 @@ pub(crate) fn merge(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 }
 
 /// Length of the union of `[start, end)` intervals.
-pub(crate) fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
+pub fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
     total(&merge(iv))
 }
 

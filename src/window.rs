@@ -330,25 +330,16 @@ fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
         .collect()
 }
 
-/// A generated ViT training trace of `steps` steps (with noise), read: for tests that compare
-/// a fast path with its definition on every event.
+/// The bundled sample (`www/samples/`: a generated ResNet-50 training trace with DataLoader
+/// stalls, kept current by `tests/synth.rs`), read: for tests that compare a fast path with its
+/// definition on every event. The generator itself is in the development crate, which the
+/// library's own tests cannot use.
 #[cfg(test)]
-pub(crate) fn generated_trace(steps: u32) -> Trace {
+pub(crate) fn generated_trace() -> Trace {
     use crate::ingest::{ingest_bytes, IngestOptions};
-    use crate::synth::{generate, Config, Gpu, Model};
-    let config = Config {
-        model: Model::VitB16,
-        gpu: Gpu::H100,
-        training: true,
-        steps,
-        batch: 8,
-        seed: 7,
-        injections: Vec::new(),
-        noise: true,
-    };
-    let json = generate(&config).trace;
-    ingest_bytes(json.as_bytes(), IngestOptions::default())
-        .expect("generated traces ingest")
+    let gzip = include_bytes!("../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+    ingest_bytes(gzip, IngestOptions::default())
+        .expect("the sample ingests")
         .trace
 }
 
@@ -358,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_steps_children_and_phases_are_those_of_the_whole_track() {
-        let t = generated_trace(3);
+        let t = generated_trace();
         let e = &t.events;
         let mut phases = Phases::new(&t);
         for i in 0..e.len() {

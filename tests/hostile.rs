@@ -22,7 +22,7 @@ use torchtraceap::llm::protocol::{
 };
 use torchtraceap::report::{is_hidden, Report};
 use torchtraceap::share::{self, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
-use torchtraceap::synth::{self, AntiPattern, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{self, AntiPattern, Gpu, Injection, Model};
 
 /// Text written to be shown as something else than text.
 const HOSTILE_TEXT: &[&str] = &[

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use torchtraceap::synth::{
+use torchtraceap_dev::synth::{
     generate, generate_ranks, AntiPattern, Config, DataParallel, Generated, Gpu, Injection, Model,
 };
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use profiles::profile_of_bytes;
 use torchtraceap::compare::{render, Comparison, NameChange};
 use torchtraceap::profile::Profile;
-use torchtraceap::synth::{generate, AntiPattern, Injection};
+use torchtraceap_dev::synth::{generate, AntiPattern, Injection};
 use ttap::ttap;
 
 const HTA: &str = "facebookresearch__HolisticTraceAnalysis";

@@ -17,7 +17,7 @@ use torchtraceap::llm::protocol::{
 };
 use torchtraceap::llm::summary::{self, estimate_tokens, Flag, SummaryOptions};
 use torchtraceap::report::Report;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 /// A generated training trace of 5 steps (the first warm-up): a host sync in every steady step
 /// (a `loss.item()` each step, worst in step 2), and a slow DataLoader in steps 3 and 4 (half
@@ -125,7 +125,7 @@ fn a_finding_is_summarised_at_its_flagged_window() {
         .unwrap();
     // Injected at steps 3 and 4 of the generator: ProfilerStep#(FIRST_STEP + 3) and + 4; the
     // gate holds in those 2 of the 4 steady steps.
-    let first = torchtraceap::synth::FIRST_STEP;
+    let first = torchtraceap_dev::synth::FIRST_STEP;
     let mut held: Vec<i64> = finding.step_costs.iter().map(|c| c.number).collect();
     held.sort();
     assert_eq!(held, [first + 3, first + 4]);

@@ -14,7 +14,7 @@ use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::modules::{Frames, ModuleNode, ModuleTree};
 use torchtraceap::report::Report;
 use torchtraceap::share;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 const TRACE: &str = r#"{"traceEvents": [
   {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},

@@ -15,7 +15,7 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};
-use torchtraceap::synth::{
+use torchtraceap_dev::synth::{
     generate_ranks, AntiPattern, Config, DataParallel, Injection, FIRST_STEP,
 };
 use ttap::ttap;

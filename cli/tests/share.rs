@@ -23,7 +23,7 @@ use torchtraceap::roofline::Roofline;
 use torchtraceap::share::{
     self, decode, encode, Part, ShareError, ShareOptions, SharedReport, TimeRange,
 };
-use torchtraceap::synth::{self, AntiPattern, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{self, AntiPattern, Gpu, Injection, Model};
 
 fn read(bytes: &[u8]) -> Ingested {
     ingest_bytes(bytes, IngestOptions::default()).expect("the trace ingests")

@@ -27,9 +27,11 @@ use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::run::RunView;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
-use torchtraceap::synth::{generate, generate_ranks, AntiPattern, Config, DataParallel, Injection};
 use torchtraceap::view_link::facts::MAX_NAME_CHARS;
 use torchtraceap::view_link::{self, View};
+use torchtraceap_dev::synth::{
+    generate, generate_ranks, AntiPattern, Config, DataParallel, Injection,
+};
 
 fn config(injections: Vec<Injection>, seed: u64) -> Config {
     profiles::resnet50(seed, injections, true)

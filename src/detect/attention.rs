@@ -741,7 +741,7 @@ mod tests {
 
     #[test]
     fn the_gpu_work_under_each_cpu_event_is_what_it_and_its_callees_launched() {
-        let t = generated_trace(2);
+        let t = generated_trace();
         let by = launched_by(&t);
         let mut launching = 0;
         for i in (0..t.events.len()).filter(|&i| !t.tracks[t.events.track[i] as usize].gpu) {

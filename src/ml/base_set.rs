@@ -13,10 +13,9 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use super::fit::{fit, Params};
-use super::{MlError, Model, Provenance};
+use super::{MlError, Model, Provenance, GENERATOR_VERSION};
 use crate::features::NAMES;
 use crate::model::AntiPattern;
-use crate::synth::GENERATOR_VERSION;
 
 const MAGIC: &[u8; 8] = b"TTAPBASE";
 const FORMAT_VERSION: u32 = 1;

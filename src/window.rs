@@ -101,17 +101,17 @@ impl Steps {
 }
 
 /// A first step longer than this many times the median of the others is warm-up.
-pub const WARMUP_SLOWDOWN: f64 = 1.25;
+pub(crate) const WARMUP_SLOWDOWN: f64 = 1.25;
 /// A first step with more than this many times the median device allocations of the others is
 /// warm-up (the caching allocator filling up).
-pub const WARMUP_ALLOCATIONS: f64 = 2.0;
+pub(crate) const WARMUP_ALLOCATIONS: f64 = 2.0;
 /// Steps without structure are cut into slices of about this length…
-pub const SLICE_NS: i64 = 10_000_000;
+pub(crate) const SLICE_NS: i64 = 10_000_000;
 /// …but into no more than this many.
-pub const MAX_SLICES: i64 = 64;
+pub(crate) const MAX_SLICES: i64 = 64;
 
 /// The phase a top-level CPU range announces by its name, if any.
-pub fn phase_of(name: &str) -> Option<Phase> {
+pub(crate) fn phase_of(name: &str) -> Option<Phase> {
     static DATA: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["dataloader", "__next__"]));
     static OPTIMIZER: LazyLock<Patterns> =
         LazyLock::new(|| Patterns::new(&["optimizer", "zero_grad"]));
@@ -145,7 +145,7 @@ impl Phases {
     }
 
     /// The phase event `i`'s name announces.
-    pub fn of_event(&mut self, t: &Trace, i: usize) -> Option<Phase> {
+    pub(crate) fn of_event(&mut self, t: &Trace, i: usize) -> Option<Phase> {
         let name = t.events.name[i];
         *self.0[name as usize].get_or_insert_with(|| phase_of(t.strings.get(name)))
     }

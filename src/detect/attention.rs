@@ -22,8 +22,8 @@ use crate::attribution::{Intervals, Ledger};
 use crate::model::kernels::{KernelNames, KernelTraits};
 use crate::model::{EventKind, Launch, StrId, Trace, NONE};
 
-pub struct UnfusedAttention;
-pub struct AttentionHotSpot;
+pub(crate) struct UnfusedAttention;
+pub(crate) struct AttentionHotSpot;
 
 /// Attention's share of the step's GPU time from which it is noted as the hot spot.
 const HOT_SHARE: f64 = 0.2;

@@ -6,7 +6,7 @@ use super::{
 use crate::attribution::Ledger;
 use crate::model::{CopyDirection, EventKind, NONE};
 
-pub struct HeavyCopies;
+pub(crate) struct HeavyCopies;
 
 /// Copies matter from this share of the step.
 const GATE: Gate = Gate {

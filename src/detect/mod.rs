@@ -93,7 +93,7 @@ impl<'t> Analysis<'t> {
     }
 
     /// Mean over the steady-state steps of `f`.
-    pub fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
+    pub(crate) fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
         if self.steady.is_empty() {
             return 0.0;
         }
@@ -124,23 +124,10 @@ impl<'t> Analysis<'t> {
     }
 
     /// The steady-state step that contains time `ts`, if any.
-    pub fn steady_step_at(&self, ts: i64) -> Option<usize> {
+    pub(crate) fn steady_step_at(&self, ts: i64) -> Option<usize> {
         let steps = &self.steps.steps;
         let k = steps.partition_point(|s| s.start <= ts).checked_sub(1)?;
         (ts < steps[k].end && self.steady.binary_search(&k).is_ok()).then_some(k)
-    }
-
-    /// The steady-state step numbers, for evidence.
-    pub fn steady_numbers(&self) -> Vec<i64> {
-        self.steady
-            .iter()
-            .map(|&i| self.steps.steps[i].number)
-            .collect()
-    }
-
-    /// Whether the trace has any GPU track.
-    pub fn has_gpu(&self) -> bool {
-        self.trace.tracks.iter().any(|t| t.gpu)
     }
 
     /// `[start, end)` of step `step`.
@@ -171,13 +158,13 @@ impl<'t> Analysis<'t> {
 
     /// Step `step`'s GPU idle inside `ranges` (sorted, disjoint), whatever the GPU waited for:
     /// what a cause running there costs the GPU (what earlier findings hold stays theirs).
-    pub fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
+    pub(crate) fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
         let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
         intersect(&self.splits[step].intervals_of(&idle), ranges)
     }
 
     /// The `n` longest of `events` for evidence, longest first (see [`Analysis::event_ref`]).
-    pub fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
+    pub(crate) fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
         let mut by_length = events.to_vec();
         by_length.sort_by_key(|&i| std::cmp::Reverse(self.trace.events.dur[i]));
         by_length
@@ -189,7 +176,7 @@ impl<'t> Analysis<'t> {
 
     /// Event `i` for evidence: its name, where it starts (from the trace's start) and how long
     /// it lasts.
-    pub fn event_ref(&self, i: usize) -> String {
+    pub(crate) fn event_ref(&self, i: usize) -> String {
         let t = self.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
         format!(
@@ -343,14 +330,14 @@ pub struct GateCheck {
 }
 
 /// Share of steady steps in which a gate must hold for a finding.
-pub const MIN_CONSISTENCY: f64 = 0.5;
+pub(crate) const MIN_CONSISTENCY: f64 = 0.5;
 /// A finding must explain at least this share of the step, in percent, or
 /// [`MIN_COST_PCT_OF_BUSY`] of the GPU's busy time (a step dominated by one stall still has GPU
 /// work worth making faster)…
-pub const MIN_COST_PCT: f64 = 0.5;
-pub const MIN_COST_PCT_OF_BUSY: f64 = 3.0;
+pub(crate) const MIN_COST_PCT: f64 = 0.5;
+pub(crate) const MIN_COST_PCT_OF_BUSY: f64 = 3.0;
 /// …and at least this many milliseconds per step.
-pub const MIN_COST_MS: f64 = 0.005;
+pub(crate) const MIN_COST_MS: f64 = 0.005;
 
 impl GateCheck {
     /// `consistency × margin factor`: the share of steady steps where the gate holds, times a
@@ -400,7 +387,7 @@ pub struct Finding {
 }
 
 /// Steps listed as a finding's worst.
-pub const WORST_STEPS: usize = 3;
+pub(crate) const WORST_STEPS: usize = 3;
 
 impl Finding {
     /// The steps where it costs most (at most [`WORST_STEPS`]), worst first.
@@ -486,15 +473,7 @@ pub struct Outcome {
     pub claimed: Vec<(usize, Intervals)>,
     /// Earlier findings that already hold part of the time this one would claim, with the
     /// milliseconds per steady step each holds, in claim order.
-    pub explained_by: Vec<(&'static str, f64)>,
-}
-
-impl Outcome {
-    /// Whether time `ts` lies in a steady step where the gate holds.
-    pub fn holds_at(&self, a: &Analysis<'_>, ts: i64) -> bool {
-        a.steady_step_at(ts)
-            .is_some_and(|k| self.held.contains(&a.steps.steps[k].number))
-    }
+    pub(crate) explained_by: Vec<(&'static str, f64)>,
 }
 
 /// A detector's answer: its finding, or why it has none. Detectors pass a [`judge`]'s
@@ -825,7 +804,7 @@ pub struct Rejected(pub Option<Note>);
 
 impl Rejected {
     /// Nothing seen that is worth a note (the trace does not have what the detector reads).
-    pub const NOTHING: Rejected = Rejected(None);
+    pub(crate) const NOTHING: Rejected = Rejected(None);
 }
 
 /// A finding from a kept [`Outcome`].

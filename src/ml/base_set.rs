@@ -151,11 +151,11 @@ impl BaseSet {
 
 /// How many base windows one label the user kept counts as: their labels speak of the trace in
 /// front of them, the base set of generated ones.
-pub const KEPT_LABEL_WEIGHT: usize = 25;
+pub(crate) const KEPT_LABEL_WEIGHT: usize = 25;
 
 /// The forests' sizes when retraining in the browser: fewer trees than the committed model, so
 /// that a retrain takes seconds there.
-pub const RETRAIN_PARAMS: Params = Params {
+pub(crate) const RETRAIN_PARAMS: Params = Params {
     trees: 40,
     max_depth: 12,
     min_samples_leaf: 2,

@@ -39,7 +39,7 @@ pub fn applies_to(t: &Trace) -> bool {
 }
 
 /// `feature` of a leaf node.
-pub const LEAF: u8 = u8::MAX;
+pub(crate) const LEAF: u8 = u8::MAX;
 
 /// One decision tree in preorder, as columns: node `i`'s left child is node `i + 1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -207,7 +207,7 @@ pub struct WindowScore<'m> {
     /// shows, whatever the probability.
     pub kind: &'m str,
     /// The share of the type forest's trees voting for `kind`.
-    pub kind_share: f32,
+    pub(crate) kind_share: f32,
 }
 
 const EMBEDDED: &str = include_str!("../../models/window-forest.json");

@@ -19,7 +19,7 @@ command -v python3 >/dev/null || { echo "test: python3 is needed for the shared-
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy -D warnings (core and CLI; the Python module; web app for wasm32)"
+step "cargo clippy -D warnings (the library, dev tools and CLI; the Python module; web app for wasm32)"
 cargo clippy --all-targets --locked -- -D warnings
 cargo clippy -p torchtraceap-python --all-targets --locked -- -D warnings
 cargo clippy -p torchtraceap-web --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
@@ -58,7 +58,7 @@ if [ -z "${TTAP_LLM_URL:-}" ]; then
   fi
 fi
 
-step "cargo test (core and CLI, native)"
+step "cargo test (the library, dev tools and CLI, native)"
 cargo test --locked 2>&1 | tee -a "$log"
 
 # The Python package (python/): maturin builds it into a virtual environment under target/,

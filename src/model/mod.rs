@@ -26,7 +26,7 @@ pub mod footprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;
-pub mod strings;
+mod strings;
 
 use serde::{Deserialize, Serialize};
 

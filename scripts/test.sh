@@ -19,7 +19,7 @@ command -v python3 >/dev/null || { echo "test: python3 is needed for the shared-
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy -D warnings (core and CLI; the Python module; web app for wasm32)"
+step "cargo clippy -D warnings (the library, dev tools and CLI; the Python module; web app for wasm32)"
 cargo clippy --all-targets --locked -- -D warnings
 cargo clippy -p torchtraceap-python --all-targets --locked -- -D warnings
 cargo clippy -p torchtraceap-web --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
@@ -40,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The LLM tests (tests/llm_server.rs and the end-to-end LLM tests) talk to a real server:
+# The LLM tests (cli/tests/llm_server.rs and the end-to-end LLM tests) talk to a real server:
 # llama.cpp's llama-server with a tiny model, built once into a cache (minutes the first time),
 # started here on 127.0.0.1 and stopped on exit. A server already given in TTAP_LLM_URL is used
 # as it is.
@@ -58,7 +58,7 @@ if [ -z "${TTAP_LLM_URL:-}" ]; then
   fi
 fi
 
-step "cargo test (core and CLI, native)"
+step "cargo test (the library, dev tools and CLI, native)"
 cargo test --locked 2>&1 | tee -a "$log"
 
 # The Python package (python/): maturin builds it into a virtual environment under target/,

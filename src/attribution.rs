@@ -12,10 +12,10 @@ use crate::model::{EventKind, RuntimeClass, Trace, NONE};
 use crate::window::{Phase, Phases};
 
 /// Sorted, disjoint `[start, end)` intervals in trace nanoseconds.
-pub type Intervals = Vec<(i64, i64)>;
+pub(crate) type Intervals = Vec<(i64, i64)>;
 
 /// GPU idle after a synchronizing call ends, up to this long, is the sync's drain and refill.
-pub const SYNC_REFILL_NS: i64 = 1_000_000;
+pub(crate) const SYNC_REFILL_NS: i64 = 1_000_000;
 
 /// One exclusive part of a step. Busy parts take precedence in declaration order (a collective
 /// overlapped by a GEMM counts as GEMM time); idle parts likewise.
@@ -108,7 +108,7 @@ impl Part {
         }
     }
 
-    pub fn is_idle(self) -> bool {
+    pub(crate) fn is_idle(self) -> bool {
         self >= Part::IdleData
     }
 }
@@ -124,7 +124,7 @@ pub struct StepSplit {
 }
 
 impl StepSplit {
-    pub fn intervals(&self, p: Part) -> &[(i64, i64)] {
+    pub(crate) fn intervals(&self, p: Part) -> &[(i64, i64)] {
         self.parts.get(p as usize).map_or(&[], |v| v.as_slice())
     }
 
@@ -132,13 +132,8 @@ impl StepSplit {
         total(self.intervals(p))
     }
 
-    /// Time of several parts together.
-    pub fn ns_of(&self, parts: &[Part]) -> i64 {
-        parts.iter().map(|&p| self.ns(p)).sum()
-    }
-
     /// Intervals of several parts together.
-    pub fn intervals_of(&self, parts: &[Part]) -> Intervals {
+    pub(crate) fn intervals_of(&self, parts: &[Part]) -> Intervals {
         merge(
             parts
                 .iter()
@@ -147,7 +142,7 @@ impl StepSplit {
         )
     }
 
-    pub fn busy_ns(&self) -> i64 {
+    pub(crate) fn busy_ns(&self) -> i64 {
         Part::ALL
             .iter()
             .filter(|p| !p.is_idle())
@@ -160,13 +155,13 @@ impl StepSplit {
     }
 
     /// Whether the split has any part (the trace has GPU work on the main device).
-    pub fn has_gpu(&self) -> bool {
+    pub(crate) fn has_gpu(&self) -> bool {
         !self.parts.is_empty()
     }
 }
 
 /// `a` minus `b`, both sorted and disjoint.
-pub fn subtract(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
+pub(crate) fn subtract(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
     let mut out = Vec::new();
     let mut j = 0;
     for &(s, e) in a {
@@ -190,7 +185,7 @@ pub fn subtract(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
 }
 
 /// `a` ∩ `b`, both sorted and disjoint.
-pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
+pub(crate) fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Intervals {
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
     while i < a.len() && j < b.len() {
         let lo = a[i].0.max(b[j].0);
@@ -231,7 +226,7 @@ pub fn main_device(t: &Trace) -> Option<Option<i64>> {
 }
 
 /// Host-side ranges that explain GPU idle time, over the whole trace, each merged.
-pub struct HostRanges {
+pub(crate) struct HostRanges {
     /// DataLoader ranges (`enumerate(DataLoader)#…__next__`, any era).
     pub data: Intervals,
     /// Device malloc and free calls.
@@ -300,7 +295,7 @@ fn sync_call(t: &Trace, i: usize) -> (i64, i64, i64) {
 }
 
 /// Splits each of `ranges` (`[start, end)` of the steps) on the trace's main device.
-pub fn split_steps(t: &Trace, ranges: &[(i64, i64)]) -> Vec<StepSplit> {
+pub(crate) fn split_steps(t: &Trace, ranges: &[(i64, i64)]) -> Vec<StepSplit> {
     let Some(device) = main_device(t) else {
         return ranges
             .iter()
@@ -484,7 +479,7 @@ impl Ledger {
 
     /// Claims `intervals` of step `step` for `owner`, clipped to `[start, end)`; returns the
     /// intervals newly claimed (none claimed before): where the time a finding explains lies.
-    pub fn claim_intervals(
+    pub(crate) fn claim_intervals(
         &mut self,
         owner: &'static str,
         step: usize,
@@ -505,14 +500,9 @@ impl Ledger {
         new
     }
 
-    /// Nanoseconds claimed in step `step` so far.
-    pub fn claimed_ns(&self, step: usize) -> i64 {
-        total(&self.claimed[step])
-    }
-
     /// How much of `intervals` (clipped to `[start, end)`) each claimant already holds in step
     /// `step`, in nanoseconds, in claim order; claimants holding none of it are left out.
-    pub fn held_by(
+    pub(crate) fn held_by(
         &self,
         step: usize,
         (start, end): (i64, i64),
@@ -565,7 +555,7 @@ mod tests {
         assert_eq!(l.claim("b", 0, (0, 100), &[(20, 60)], 0.5), 10.0);
         // Outside the step: clipped away.
         assert_eq!(l.claim("c", 0, (0, 100), &[(100, 200)], 1.0), 0.0);
-        assert_eq!(l.claimed_ns(0), 60);
+        assert_eq!(total(&l.claimed[0]), 60);
         // Who holds what of 30..70: "a" 10 ns (30..40), "b" 20 ns (40..60), "c" nothing.
         assert_eq!(
             l.held_by(0, (0, 100), &[(30, 70)]),

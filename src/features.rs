@@ -102,7 +102,8 @@ fn log_us(ns: i64) -> f32 {
     ((ns.max(0) as f64 / 1e3) + 1.0).ln() as f32
 }
 
-pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
+/// The `q` quantile (0 to 1) of `sorted` values, by the nearest rank; 0 when there are none.
+pub fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
         0
     } else {

@@ -165,7 +165,7 @@ impl Reader for Quiet {
 
 /// Each file's outcome, analyzed on up to as many threads as there are cores; only the report
 /// and the compact profile outlive a file's analysis.
-pub fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcome> {
+pub(crate) fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcome> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len())
@@ -191,7 +191,7 @@ pub fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcome> {
 
 /// One file's report, compact profile and fingerprint, while `concurrent` files are analyzed
 /// at once (the cores are shared out among them).
-pub fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> Outcome {
+pub(crate) fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> Outcome {
     let ingested = reader.read(path, concurrent)?;
     let analysis = Analysis::new(&ingested.trace);
     let findings = detect::run(&analysis);

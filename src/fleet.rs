@@ -21,9 +21,9 @@ pub const FORMAT: &str = "torchtraceap.fleet";
 /// The format version this version reads.
 pub const VERSION: u32 = 1;
 /// The most rows a list may hold (traces, jobs, anti-patterns, failures).
-pub const MAX_ROWS: usize = 200_000;
+pub(crate) const MAX_ROWS: usize = 200_000;
 /// The longest text (a trace path, a job, an error message), in characters.
-pub const MAX_TEXT_CHARS: usize = 2_000;
+pub(crate) const MAX_TEXT_CHARS: usize = 2_000;
 /// The longest time accepted, in ms (over 30 years: past any fleet's total).
 const MAX_MS: f64 = 1e12;
 /// The highest rank number accepted.

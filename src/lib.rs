@@ -1,9 +1,69 @@
-//! TorchTraceAP: find performance anti-patterns in PyTorch profiler traces.
+//! TorchTraceAP: find performance anti-patterns in PyTorch profiler (Kineto) traces.
 //!
-//! One data flow, one way: bytes → [`ingest`] (streaming) → [`model`] (normalized, compact) →
-//! [`summary`] (what a trace holds) → front ends (the `ttap` CLI; the web app).
-//! Each stage reads only the one before it. See ARCHITECTURE.md for the map.
+//! An embedder reads a trace, analyzes it and reads the report:
+//!
+//! ```text
+//! let Ingested { trace, .. } = ingest_bytes(&bytes, IngestOptions::default())?;
+//! let analysis = Analysis::new(&trace);
+//! let report = Report::new(&analysis, &detect::run(&analysis));
+//! ```
+//!
+//! The names for that are re-exported here, one line each; everything else is reached through
+//! the stages below, which are public for the workspace's own front ends (`cli/`, `web/`,
+//! `python/`) and tools (`dev/`), not as a promise. A stage names only stages of lower layers
+//! (`tests/layers.rs` lists them; ARCHITECTURE.md explains the order and the data flow).
 
+// Reading a trace.
+/// Native: reads a trace file on threads (the same model for any number).
+#[cfg(not(target_arch = "wasm32"))]
+pub use files::read_on;
+/// Native: files and folders analyzed as `ttap analyze` does (reports, the run view).
+#[cfg(not(target_arch = "wasm32"))]
+pub use files::Analyzed;
+/// Reads a whole trace (Kineto JSON, plain or gzip) from bytes.
+pub use ingest::ingest_bytes;
+/// Reads a whole trace from a `Read` source, in chunks, with progress.
+pub use ingest::ingest_reader;
+/// Why a trace could not be read: what was found, what was expected, what to do.
+pub use ingest::IngestError;
+/// How a trace is read (limits, what to keep).
+pub use ingest::IngestOptions;
+/// A trace read: the model and what reading it met (skipped events, warnings).
+pub use ingest::Ingested;
+
+// Analyzing it.
+/// A trace prepared for the detectors: its steps, windows, splits and metrics.
+pub use detect::Analysis;
+/// The ranked findings and notes of `detect::run`.
+pub use detect::Detected;
+/// One anti-pattern found: its cost, evidence and fixes.
+pub use detect::Finding;
+/// A finding's severity (`--fail-on`).
+pub use detect::Severity;
+/// The normalized trace: event columns, tracks, launch links, steps.
+pub use model::Trace;
+
+// The report and what the views read.
+/// Two profiles compared: the before/after verdict.
+pub use compare::Comparison;
+/// Memory per device over time.
+pub use memory::Memory;
+/// Time per `nn.Module` or label frame.
+pub use modules::ModuleTree;
+/// A trace reduced for comparisons and run views.
+pub use profile::Profile;
+/// The versioned report of the rules and the window model (saved, linked, read back).
+pub use report::Report;
+/// Why a saved report could not be read back.
+pub use report::ReportError;
+/// Kernels on the roofline; the step's MFU.
+pub use roofline::Roofline;
+/// The ranks of one run: stragglers, imbalance.
+pub use run::RunView;
+/// What a trace holds: devices, steps, top kernels.
+pub use summary::Summary;
+
+// The stages, for the front ends and tools (their layers: `tests/layers.rs`).
 pub mod attribution;
 pub mod compare;
 pub mod detect;
@@ -21,13 +81,11 @@ pub mod model;
 pub mod modules;
 pub mod perfetto;
 pub mod profile;
-pub mod realism;
 pub mod report;
 pub mod roofline;
 pub mod run;
 pub mod share;
 pub mod summary;
-pub mod synth;
 pub mod timeline;
 pub mod view_link;
 pub mod window;

@@ -100,7 +100,7 @@ impl DeviceMemory {
     }
 
     /// The peak's share of the device's capacity.
-    pub fn peak_share(&self) -> Option<f64> {
+    pub(crate) fn peak_share(&self) -> Option<f64> {
         let peak = self.peak.as_ref()?.allocated;
         self.capacity
             .filter(|&c| c > 0)
@@ -212,7 +212,7 @@ pub fn sample(t: &Trace, i: usize) -> Option<(DeviceId, MemoryDetail)> {
 }
 
 /// `Total Allocated` after event `i`, if it is an accelerator's allocator event that writes it.
-pub fn accelerator_allocated(t: &Trace, i: usize) -> Option<i64> {
+pub(crate) fn accelerator_allocated(t: &Trace, i: usize) -> Option<i64> {
     sample(t, i)
         .filter(|(d, _)| d.accelerator())
         .and_then(|(_, m)| m.total_allocated)

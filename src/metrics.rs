@@ -20,10 +20,10 @@ pub fn pct(part: i64, whole: i64) -> f64 {
 }
 
 /// Kernels shorter than this are "short" (the launch overhead is of the same order).
-pub const SHORT_KERNEL_NS: i64 = 10_000;
+pub(crate) const SHORT_KERNEL_NS: i64 = 10_000;
 /// An idle gap no longer than this, before work that was already queued, is launch overhead
 /// between consecutive kernels ("kernel wait").
-pub const KERNEL_WAIT_NS: i64 = 50_000;
+pub(crate) const KERNEL_WAIT_NS: i64 = 50_000;
 
 /// Time on one GPU within the range, in nanoseconds.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -43,18 +43,18 @@ pub struct DeviceTime {
     pub idle: i64,
     /// Idle from the range's start to the first GPU work (all of it when there is none): the
     /// host prepares the step (data loading, preprocessing) before the GPU gets anything.
-    pub before_first_work: i64,
+    pub(crate) before_first_work: i64,
     /// Idle from the end of the last GPU work to the range's end.
-    pub after_last_work: i64,
+    pub(crate) after_last_work: i64,
     /// Idle before work that the CPU had not launched yet when the GPU went idle: the host is
     /// the bottleneck.
-    pub idle_host_wait: i64,
+    pub(crate) idle_host_wait: i64,
     /// Short idle (≤ `KERNEL_WAIT_NS`) before work that was already launched: launch overhead
     /// between consecutive kernels.
-    pub idle_kernel_wait: i64,
+    pub(crate) idle_kernel_wait: i64,
     /// Idle between two pieces of work not attributed to either (waits on events or other
     /// streams).
-    pub idle_other: i64,
+    pub(crate) idle_other: i64,
 }
 
 impl DeviceTime {
@@ -107,26 +107,26 @@ pub struct RangeMetrics {
     pub short_launched: u64,
     /// Kernel-launch runtime calls (cudaLaunchKernel, hipLaunchKernel, graph launches, …).
     pub launch_calls: u64,
-    pub launch_call_ns: i64,
+    pub(crate) launch_call_ns: i64,
     /// Median of kernel start minus its launch call's start (of a graph replay, its first
     /// kernel's).
-    pub launch_delay_median_ns: Option<i64>,
+    pub(crate) launch_delay_median_ns: Option<i64>,
     pub sync_calls: u64,
-    pub sync_ns: i64,
+    pub(crate) sync_ns: i64,
     /// `aten::item` and `aten::_local_scalar_dense` calls (each one a device-to-host sync).
-    pub item_calls: u64,
+    pub(crate) item_calls: u64,
     /// Ops whose output size depends on the data (`aten::nonzero`, `aten::masked_select`,
     /// `aten::unique…`): each waits for the GPU to know the size.
-    pub data_dependent_calls: u64,
+    pub(crate) data_dependent_calls: u64,
     /// GPU idle time in the 1 ms after each synchronize call ended.
-    pub idle_after_sync_ns: i64,
+    pub(crate) idle_after_sync_ns: i64,
     /// Time in DataLoader ranges (`enumerate(DataLoader)#…__next__`).
     pub dataloader_ns: i64,
     pub copies: Vec<CopyStats>,
     pub mallocs: u64,
     pub frees: u64,
     /// CPU time in device malloc and free calls.
-    pub alloc_call_ns: i64,
+    pub(crate) alloc_call_ns: i64,
     /// Highest `Total Allocated` reported by the caching allocator for an accelerator, in bytes
     /// (`memory::accelerator_allocated`).
     pub peak_allocated: Option<i64>,
@@ -181,7 +181,7 @@ pub(crate) fn merge(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 }
 
 /// Length of the union of `[start, end)` intervals.
-pub(crate) fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
+pub fn union_ns(iv: Vec<(i64, i64)>) -> i64 {
     total(&merge(iv))
 }
 

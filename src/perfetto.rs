@@ -27,7 +27,7 @@ use crate::report::Report;
 
 /// Events a whole export may hold (about 400 MB of JSON, near what a browser tab opens); past
 /// it, a range of steps is exported.
-pub const MAX_EVENTS: usize = 2_000_000;
+pub(crate) const MAX_EVENTS: usize = 2_000_000;
 
 /// The process id of the analysis tracks ("ttap" in ASCII), away from real pids.
 const ANALYSIS_PID: u32 = 0x7474_6170;

@@ -204,19 +204,19 @@ pub struct StepEntry {
     pub gpu_busy_pct: Option<f64>,
     pub idle_host_wait_ms: Option<f64>,
     pub idle_kernel_wait_ms: Option<f64>,
-    pub idle_other_ms: Option<f64>,
-    pub idle_before_first_gpu_work_ms: Option<f64>,
+    pub(crate) idle_other_ms: Option<f64>,
+    pub(crate) idle_before_first_gpu_work_ms: Option<f64>,
     pub kernels: u64,
     pub short_kernels: u64,
     pub launch_calls: u64,
     pub sync_calls: u64,
-    pub item_calls: u64,
-    pub dataloader_ms: f64,
-    pub communication_ms: Option<f64>,
-    pub communication_exposed_ms: Option<f64>,
-    pub device_mallocs: u64,
-    pub device_frees: u64,
-    pub peak_allocated_bytes: Option<i64>,
+    pub(crate) item_calls: u64,
+    pub(crate) dataloader_ms: f64,
+    pub(crate) communication_ms: Option<f64>,
+    pub(crate) communication_exposed_ms: Option<f64>,
+    pub(crate) device_mallocs: u64,
+    pub(crate) device_frees: u64,
+    pub(crate) peak_allocated_bytes: Option<i64>,
     pub streams: Vec<StreamEntry>,
     /// The step's time split on the main GPU (parts with time only). Absent before version 3.
     #[serde(default)]
@@ -229,9 +229,9 @@ pub struct StreamEntry {
     pub device: Option<i64>,
     pub stream: Option<i64>,
     pub compute_ms: f64,
-    pub communication_ms: f64,
-    pub memcpy_ms: f64,
-    pub memset_ms: f64,
+    pub(crate) communication_ms: f64,
+    pub(crate) memcpy_ms: f64,
+    pub(crate) memset_ms: f64,
     pub idle_ms: f64,
 }
 
@@ -245,12 +245,12 @@ pub struct WindowEntry {
     pub duration_ms: f64,
     pub gpu_busy_pct: Option<f64>,
     /// GPU time of the work launched from the window's CPU work, wherever it ran.
-    pub launched_gpu_ms: f64,
+    pub(crate) launched_gpu_ms: f64,
     pub idle_host_wait_ms: Option<f64>,
     pub kernels: u64,
     pub short_kernels: u64,
     pub sync_calls: u64,
-    pub communication_ms: Option<f64>,
+    pub(crate) communication_ms: Option<f64>,
     /// The window detector's probability that the window holds an anti-pattern; `None` on a
     /// trace without GPU work, outside the detector's domain (`ml::applies_to`).
     pub anomaly_probability: Option<f32>,
@@ -292,7 +292,7 @@ impl Report {
     }
 
     /// The entries of step `step`'s windows (an index into `a.steps.steps`), in window order.
-    pub fn step_windows(&self, a: &Analysis<'_>, step: usize) -> Option<&[WindowEntry]> {
+    pub(crate) fn step_windows(&self, a: &Analysis<'_>, step: usize) -> Option<&[WindowEntry]> {
         let count = a.steps.steps.get(step)?.windows.len();
         let first: usize = a.steps.steps[..step].iter().map(|s| s.windows.len()).sum();
         self.windows.get(first..first + count)

@@ -60,18 +60,18 @@ pub const FORMAT: &str = "torchtraceap.share";
 /// reads, and the format name its JSON carries. Reports are [`REPORT_LINK`]; comparisons and
 /// run views have their own (made from profiles, a layer up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinkKind {
+pub(crate) struct LinkKind {
     pub prefix: &'static str,
-    pub oldest: u32,
+    pub(crate) oldest: u32,
     /// The format this version writes, and the newest it reads.
-    pub newest: u32,
+    pub(crate) newest: u32,
     /// The JSON's `format` field.
     pub format: &'static str,
     /// What a version number counts, in messages (`link format`).
     pub what: &'static str,
 }
 /// Links of a report: `ttap2.`.
-pub const REPORT_LINK: LinkKind = LinkKind {
+pub(crate) const REPORT_LINK: LinkKind = LinkKind {
     prefix: PREFIX,
     oldest: OLDEST_VERSION,
     newest: VERSION,
@@ -81,7 +81,7 @@ pub const REPORT_LINK: LinkKind = LinkKind {
 /// The link format this version writes: the `2` of `ttap2.`. It also reads format 1.
 pub const VERSION: u32 = 2;
 /// The oldest link format this version reads.
-pub const OLDEST_VERSION: u32 = 1;
+pub(crate) const OLDEST_VERSION: u32 = 1;
 /// What every fragment starts with, before the version.
 pub const PREFIX: &str = "ttap";
 /// The default size budget of a fragment, in bytes (= characters: the fragment is ASCII).
@@ -95,13 +95,13 @@ pub const MAX_LINK_BYTES: usize = 2 << 20;
 pub const MAX_JSON_BYTES: usize = 1 << 20;
 /// The deepest JSON nesting [`decode`] accepts (a shared report's deepest values, evidence event
 /// names, lie 7 deep).
-pub const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 /// The longest text (string or key) [`decode`] accepts, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 << 10;
 /// The longest list [`decode`] accepts.
 pub const MAX_ITEMS: usize = 100_000;
 /// Event names kept per evidence entry once [`Part::EvidenceEvents`] is left out.
-pub const EVIDENCE_EVENTS_KEPT: usize = 3;
+pub(crate) const EVIDENCE_EVENTS_KEPT: usize = 3;
 /// The longest quoted text ([`quoted`]) shown from a link or a saved report, in characters.
 pub const QUOTED_MAX_CHARS: usize = 160;
 
@@ -520,7 +520,7 @@ fn checksum(value: &Value) -> String {
 
 /// A link fragment of `kind` carrying `value`: `<prefix><newest>.` + base64url(zlib(JSON)), the
 /// JSON with its [`CHECK_KEY`].
-pub fn pack_value<T: Serialize>(kind: &LinkKind, value: &T) -> String {
+pub(crate) fn pack_value<T: Serialize>(kind: &LinkKind, value: &T) -> String {
     use std::io::Write as _;
     let mut value = serde_json::to_value(value).expect("a link's facts serialize");
     let sum = checksum(&value);
@@ -541,7 +541,7 @@ pub fn pack_value<T: Serialize>(kind: &LinkKind, value: &T) -> String {
 
 /// The fragment of a link: what follows the first `#`, or the whole text when it has none;
 /// surrounding white space removed.
-pub fn fragment_of(link: &str) -> &str {
+pub(crate) fn fragment_of(link: &str) -> &str {
     let link = link.trim();
     link.split_once('#').map_or(link, |(_, f)| f.trim())
 }
@@ -576,7 +576,7 @@ pub fn decode(fragment: &str) -> Result<SharedReport, ShareError> {
 
 /// The JSON a link of `kind` carries (the fragment with or without its `#`, or a whole link),
 /// read within every bound, and the format version its JSON names.
-pub fn unpack(fragment: &str, kind: &LinkKind) -> Result<(u32, Value), ShareError> {
+pub(crate) fn unpack(fragment: &str, kind: &LinkKind) -> Result<(u32, Value), ShareError> {
     let fragment = fragment_of(fragment);
     if fragment.is_empty() {
         return Err(ShareError::Empty);
@@ -638,7 +638,7 @@ pub fn quoted(text: &str) -> String {
 
 /// [`quoted`] with another length cap (`max_chars` ≥ 1): for names that only a longer text tells
 /// apart (templated kernel names).
-pub fn quoted_up_to(text: &str, max_chars: usize) -> String {
+pub(crate) fn quoted_up_to(text: &str, max_chars: usize) -> String {
     let mut visible = String::new();
     text.chars()
         .take(max_chars + 1)

@@ -99,7 +99,7 @@ pub struct OperatorTime {
 }
 
 /// How many slices of the trace span the GPU busy timeline has.
-pub const TIMELINE_BINS: usize = 200;
+pub(crate) const TIMELINE_BINS: usize = 200;
 
 const NS_PER_MS: f64 = 1e6;
 

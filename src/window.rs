@@ -101,17 +101,17 @@ impl Steps {
 }
 
 /// A first step longer than this many times the median of the others is warm-up.
-pub const WARMUP_SLOWDOWN: f64 = 1.25;
+pub(crate) const WARMUP_SLOWDOWN: f64 = 1.25;
 /// A first step with more than this many times the median device allocations of the others is
 /// warm-up (the caching allocator filling up).
-pub const WARMUP_ALLOCATIONS: f64 = 2.0;
+pub(crate) const WARMUP_ALLOCATIONS: f64 = 2.0;
 /// Steps without structure are cut into slices of about this length…
-pub const SLICE_NS: i64 = 10_000_000;
+pub(crate) const SLICE_NS: i64 = 10_000_000;
 /// …but into no more than this many.
-pub const MAX_SLICES: i64 = 64;
+pub(crate) const MAX_SLICES: i64 = 64;
 
 /// The phase a top-level CPU range announces by its name, if any.
-pub fn phase_of(name: &str) -> Option<Phase> {
+pub(crate) fn phase_of(name: &str) -> Option<Phase> {
     static DATA: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&["dataloader", "__next__"]));
     static OPTIMIZER: LazyLock<Patterns> =
         LazyLock::new(|| Patterns::new(&["optimizer", "zero_grad"]));
@@ -145,7 +145,7 @@ impl Phases {
     }
 
     /// The phase event `i`'s name announces.
-    pub fn of_event(&mut self, t: &Trace, i: usize) -> Option<Phase> {
+    pub(crate) fn of_event(&mut self, t: &Trace, i: usize) -> Option<Phase> {
         let name = t.events.name[i];
         *self.0[name as usize].get_or_insert_with(|| phase_of(t.strings.get(name)))
     }
@@ -330,25 +330,16 @@ fn slices(step: usize, start: i64, end: i64) -> Vec<Window> {
         .collect()
 }
 
-/// A generated ViT training trace of `steps` steps (with noise), read: for tests that compare
-/// a fast path with its definition on every event.
+/// The bundled sample (`www/samples/`: a generated ResNet-50 training trace with DataLoader
+/// stalls, kept current by `tests/synth.rs`), read: for tests that compare a fast path with its
+/// definition on every event. The generator itself is in the development crate, which the
+/// library's own tests cannot use.
 #[cfg(test)]
-pub(crate) fn generated_trace(steps: u32) -> Trace {
+pub(crate) fn generated_trace() -> Trace {
     use crate::ingest::{ingest_bytes, IngestOptions};
-    use crate::synth::{generate, Config, Gpu, Model};
-    let config = Config {
-        model: Model::VitB16,
-        gpu: Gpu::H100,
-        training: true,
-        steps,
-        batch: 8,
-        seed: 7,
-        injections: Vec::new(),
-        noise: true,
-    };
-    let json = generate(&config).trace;
-    ingest_bytes(json.as_bytes(), IngestOptions::default())
-        .expect("generated traces ingest")
+    let gzip = include_bytes!("../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+    ingest_bytes(gzip, IngestOptions::default())
+        .expect("the sample ingests")
         .trace
 }
 
@@ -358,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_steps_children_and_phases_are_those_of_the_whole_track() {
-        let t = generated_trace(3);
+        let t = generated_trace();
         let e = &t.events;
         let mut phases = Phases::new(&t);
         for i in 0..e.len() {

@@ -7,8 +7,8 @@ mod common;
 
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
 use torchtraceap::window::{split, Phase};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
 
 fn feature(name: &str) -> usize {
     NAMES.iter().position(|n| *n == name).unwrap()

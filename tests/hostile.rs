@@ -22,7 +22,7 @@ use torchtraceap::llm::protocol::{
 };
 use torchtraceap::report::{is_hidden, Report};
 use torchtraceap::share::{self, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
-use torchtraceap::synth::{self, AntiPattern, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{self, AntiPattern, Gpu, Injection, Model};
 
 /// Text written to be shown as something else than text.
 const HOSTILE_TEXT: &[&str] = &[
@@ -662,7 +662,7 @@ fn hostile_llm_replies_are_read_as_text_cut_or_refused() {
     ));
     count("a reply of hundreds of MB");
     // A stream that never ends: without its end marker it is never a complete answer (the
-    // transports' timeout stops the waiting: tests/llm_server.rs, e2e).
+    // transports' timeout stops the waiting: cli/tests/llm_server.rs, e2e).
     for cut in [0, 10, 100] {
         let full = sse(&["part one ", "part two"]);
         let (_, end) = stream(

@@ -1,8 +1,12 @@
 //! The layers, enforced: a module of `src/` may name (`crate::x`, `use crate::{x, …}`) only
 //! modules of a lower layer, never one of its own layer or above; so may a module of the web
-//! crate (`web/src/`), in the web crate's own order. The front ends (`src/bin/`, `web/`) may use
-//! any layer of the library; the binaries (`bin/`) any of their crate. ARCHITECTURE.md
+//! crate (`web/src/`), in the web crate's own order. The front ends (`cli/`, `web/`, `python/`)
+//! may use any layer of the library; a binary (`bin/`) any of its crate. ARCHITECTURE.md
 //! ("Layers", and the web app's) explains the orders.
+//!
+//! And the crate boundary: the development tools (`dev/`, `torchtraceap-dev`) sit above the
+//! library and beside the front ends. The library never names them, nor do the web app's and the
+//! Python package's code; their tests may (a dev-dependency).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -11,17 +15,17 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     // The normalized trace: what everything reads.
     &["model"],
-    // Bytes to the model; the labelled generator (writes trace JSON, reads nothing).
-    &["ingest", "synth"],
+    // Bytes to the model.
+    &["ingest"],
     // Steps and their windows; the allocator's memory over time.
     &["window", "memory"],
     // Numbers about a time range; CUDA/HIP graph launches and their kernels.
     &["metrics", "roofline", "graphs"],
     // One split of each step's time; window features; what a trace holds.
     &["attribution", "features", "summary", "modules"],
-    // The rules; the generator's realism statistics.
-    &["detect", "realism"],
-    // The window detector (trained on generated scenarios, compared with the rules).
+    // The rules.
+    &["detect"],
+    // The window detector (trained on generated scenarios by `dev/`, compared with the rules).
     &["ml"],
     // The versioned report of rules and model.
     &["report"],
@@ -181,7 +185,7 @@ fn a_planted_upward_import_is_caught() {
         ),
         (
             "ml".to_string(),
-            "let c = crate::synth::Config::default();".to_string(),
+            "let c = crate::features::NAMES.len();".to_string(),
         ),
         (
             "features".to_string(),
@@ -217,4 +221,79 @@ fn grouped_and_nested_imports_are_read() {
         names.into_iter().collect::<Vec<_>>(),
         vec!["a", "d", "e", "h"]
     );
+}
+
+/// The text of `file` before its first `#[cfg(test)]`: its code, where tests come last.
+fn code_of(text: &str) -> &str {
+    text.split("#[cfg(test)]").next().unwrap_or(text)
+}
+
+/// Whether a manifest depends on the development crate outside `[dev-dependencies]`.
+fn depends_on_dev(manifest: &str) -> bool {
+    let mut section = "";
+    manifest.lines().map(str::trim).any(|line| {
+        if line.starts_with('[') {
+            section = line;
+        }
+        line.starts_with("torchtraceap-dev") && section != "[dev-dependencies]"
+    })
+}
+
+/// Every `.rs` file below `dir`, with its path.
+fn rust_files(dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path.display().to_string(), text));
+        }
+    }
+}
+
+#[test]
+fn the_library_and_the_apps_code_never_name_the_development_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for (dir, tests_may) in [("src", false), ("web/src", true), ("python/src", true)] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no Rust files in {dir}");
+        for (path, text) in files {
+            let code = if tests_may { code_of(&text) } else { &text };
+            if code.contains("torchtraceap_dev") {
+                wrong.push(path);
+            }
+        }
+    }
+    for manifest in ["Cargo.toml", "web/Cargo.toml", "python/Cargo.toml"] {
+        if depends_on_dev(&std::fs::read_to_string(root.join(manifest)).unwrap()) {
+            wrong.push(manifest.to_string());
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the development crate (generator, training, evaluations) is named where the library \
+         or an app's code is; move what they need into the library, or the code into dev/:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_use_of_the_development_crate_is_caught() {
+    let code = "use torchtraceap_dev::synth;\n#[cfg(test)]\nmod tests {}";
+    assert!(code_of(code).contains("torchtraceap_dev"));
+    let test =
+        "use torchtraceap::report;\n#[cfg(test)]\nmod tests { use torchtraceap_dev::synth; }";
+    assert!(!code_of(test).contains("torchtraceap_dev"));
+    assert!(depends_on_dev(
+        "[dependencies]\ntorchtraceap-dev = { path = \"../dev\" }\n[dev-dependencies]\n"
+    ));
+    assert!(depends_on_dev(
+        "[target.'cfg(unix)'.dependencies]\ntorchtraceap-dev = { path = \"dev\" }\n"
+    ));
+    assert!(!depends_on_dev(
+        "[dependencies]\nserde = \"1\"\n[dev-dependencies]\ntorchtraceap-dev = { path = \"dev\" }\n"
+    ));
 }

@@ -12,15 +12,16 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::ml::base_set::{retrain, BaseSet};
-use torchtraceap::ml::eval::auroc;
 use torchtraceap::ml::fit::Params;
-use torchtraceap::ml::train::{
-    train, Recipe, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
-};
+use torchtraceap::ml::labels::{for_trace, parse, to_json, WindowLabel};
 use torchtraceap::ml::{MlError, Model};
 use torchtraceap::model::EventKind;
 use torchtraceap::report::Report;
-use torchtraceap::synth::{
+use torchtraceap_dev::ml::eval::auroc;
+use torchtraceap_dev::ml::train::{
+    train, Recipe, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
+};
+use torchtraceap_dev::synth::{
     generate, AntiPattern, Config, Gpu, Injection, Model as Arch, GENERATOR_VERSION,
 };
 
@@ -382,4 +383,52 @@ fn retraining_on_the_base_set_and_kept_labels_moves_a_window_toward_its_label() 
         let (p0, p1) = (before.score(x).probability, after.score(x).probability);
         assert!(p1 < p0 && !after.flags(p1), "{p0} -> {p1}");
     }
+}
+
+/// Window labels round-trip through their file, and the generator's labels (`ttap synth
+/// --labels`) read as the web app's do.
+#[test]
+fn labels_round_trip_and_the_generator_s_labels_read() {
+    let labels = vec![WindowLabel {
+        step: 12,
+        phase: "forward".into(),
+        pattern: "host-device-sync".into(),
+        window: Some(1),
+        trace: Some("rank0.pt.trace.json".into()),
+        fingerprint: Some("fp1-0123456789abcdef".into()),
+    }];
+    assert_eq!(parse(&to_json(&labels), "x").unwrap(), labels);
+    let generated = generate(&Config {
+        model: Arch::ResNet50,
+        gpu: Gpu::A100,
+        training: true,
+        steps: 3,
+        batch: 8,
+        seed: 1,
+        injections: vec![Injection {
+            pattern: AntiPattern::DataLoader,
+            step: 1,
+            severity: 0.5,
+        }],
+        noise: false,
+    });
+    let text = serde_json::to_string(&generated.labels).unwrap();
+    let read = parse(&text, "synth").unwrap();
+    assert_eq!(read.len(), generated.labels.len());
+    assert_eq!(read[0].pattern, "dataloader-bottleneck");
+    assert!(read[0].names(read[0].step, "data loading", 3));
+    assert_eq!(read[0].fingerprint, None);
+    assert_eq!(
+        for_trace(read.clone(), "fp1-x", "synth", "t").unwrap(),
+        read
+    );
+    let mine = for_trace(labels.clone(), "fp1-0123456789abcdef", "l.json", "t").unwrap();
+    assert_eq!(mine, labels);
+    let e = for_trace(labels, "fp1-other", "l.json", "b.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("none of the 1 labels in l.json is for b.json (fingerprint fp1-other)"),
+        "{e}"
+    );
 }

@@ -5,8 +5,8 @@
 mod common;
 
 use torchtraceap::detect::scoring::RealLabels;
-use torchtraceap::ml::real::{figures, score_labelled};
 use torchtraceap::ml::Model;
+use torchtraceap_dev::ml::real::{figures, score_labelled};
 
 #[test]
 fn the_window_model_meets_its_targets_on_the_labelled_real_traces() {

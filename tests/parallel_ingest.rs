@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use torchtraceap::ingest::blocks::{self, Framed, Start};
 use torchtraceap::ingest::{ingest_bytes, Ingest, IngestOptions};
-use torchtraceap::synth::{self, Gpu, Model};
+use torchtraceap_dev::synth::{self, Gpu, Model};
 
 /// A digest of everything an ingest produced: the model's `Debug` form and the report's JSON,
 /// or the error's `Debug` form.

@@ -13,7 +13,7 @@ use torchtraceap::model::{Era, Trace};
 use torchtraceap::perfetto::{self, ExportError, Exported};
 use torchtraceap::report::Report;
 use torchtraceap::share::fingerprint;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
 
 /// The skip reason `ingest` gives the export's async slices.
 const ASYNC_SKIPPED: &str = "phase not used by PyTorch traces (async b/e/n, objects, samples)";

@@ -7,8 +7,8 @@
 mod common;
 
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
-use torchtraceap::realism::{KernelClass, Quantiles, Stats, Workload, REAL_TRACES};
-use torchtraceap::synth::{generate, Config, Gpu, Model};
+use torchtraceap_dev::realism::{KernelClass, Quantiles, Stats, Workload, REAL_TRACES};
+use torchtraceap_dev::synth::{generate, Config, Gpu, Model};
 
 fn stats(text: &str) -> Stats {
     let got = ingest_bytes(text.as_bytes(), IngestOptions::default()).expect("the trace ingests");

@@ -5,7 +5,7 @@ use torchtraceap::attribution::Part;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::model::EventKind;
-use torchtraceap::synth::{
+use torchtraceap_dev::synth::{
     generate, generate_ranks, scenario, AntiPattern, Config, DataParallel, Gpu, Injection, Label,
     Model, FIRST_STEP,
 };

@@ -71,6 +71,9 @@ fn architecture_md_names_every_source_file_by_its_path() {
     for dir in [
         "src",
         "tests",
+        "dev/src",
+        "cli/src",
+        "cli/tests",
         "web/src",
         "web/tests",
         "e2e",

@@ -8,8 +8,8 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 use torchtraceap::timeline::{bands, inspect, lod, Layout};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 fn trace(events: &str) -> Trace {
     let json = format!(

@@ -16,11 +16,11 @@ use crate::attribution::Part;
 use crate::profile::{NameTotal, Profile, StepFacts};
 
 /// A step-time difference is significant beyond this many standard errors…
-pub const SIGNIFICANCE_SE: f64 = 2.0;
+pub(crate) const SIGNIFICANCE_SE: f64 = 2.0;
 /// …and this share of the step, in percent: steps within one trace vary less than runs do
 /// (another process, another node, clocks), so a change smaller than this is not called one
 /// however steady the steps.
-pub const MIN_CHANGE_PCT: f64 = 1.0;
+pub(crate) const MIN_CHANGE_PCT: f64 = 1.0;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -60,9 +60,9 @@ pub struct Spread {
     pub n: usize,
     pub mean_ms: f64,
     /// Sample standard deviation (0 with one step).
-    pub sd_ms: f64,
-    pub min_ms: f64,
-    pub max_ms: f64,
+    pub(crate) sd_ms: f64,
+    pub(crate) min_ms: f64,
+    pub(crate) max_ms: f64,
 }
 
 impl Spread {
@@ -91,7 +91,7 @@ pub struct StepChange {
     pub delta_ms: f64,
     pub delta_pct: f64,
     /// Standard error of the difference of the means.
-    pub se_ms: f64,
+    pub(crate) se_ms: f64,
     /// `None` when either side has fewer than two steady steps (no spread to judge by).
     pub significant: Option<bool>,
 }

@@ -8,7 +8,7 @@ use crate::attribution::{Ledger, Part};
 use crate::model::{EventKind, RuntimeClass, NONE};
 
 pub struct AllocatorChurn;
-pub struct MemoryPressure;
+pub(crate) struct MemoryPressure;
 
 /// GPU idle during device malloc/free calls from 2% of the step: a cudaMalloc that the GPU
 /// never waits for costs nothing, one that drains it (cudaFree synchronizes) does.

@@ -22,8 +22,8 @@ use crate::attribution::{Intervals, Ledger};
 use crate::model::kernels::{KernelNames, KernelTraits};
 use crate::model::{EventKind, Launch, StrId, Trace, NONE};
 
-pub struct UnfusedAttention;
-pub struct AttentionHotSpot;
+pub(crate) struct UnfusedAttention;
+pub(crate) struct AttentionHotSpot;
 
 /// Attention's share of the step from which it is noted as the hot spot (an observer's gate: it
 /// makes a note, never a finding).
@@ -749,7 +749,7 @@ mod tests {
 
     #[test]
     fn the_gpu_work_under_each_cpu_event_is_what_it_and_its_callees_launched() {
-        let t = generated_trace(2);
+        let t = generated_trace();
         let by = launched_by(&t);
         let mut launching = 0;
         for i in (0..t.events.len()).filter(|&i| !t.tracks[t.events.track[i] as usize].gpu) {

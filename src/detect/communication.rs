@@ -5,7 +5,7 @@ use super::{
 };
 use crate::attribution::{Ledger, Part};
 
-pub struct ExposedCommunication;
+pub(crate) struct ExposedCommunication;
 
 /// The TensorBoard plugin's threshold: communication above 10% of the step…
 const SHARE: f64 = 10.0;

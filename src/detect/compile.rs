@@ -3,7 +3,7 @@
 use super::{About, Analysis, Note, Observer};
 use crate::model::EventKind;
 
-pub struct GraphBreaks;
+pub(crate) struct GraphBreaks;
 
 const GRAPH_BREAKS_ABOUT: About = About {
     id: "compile-graph-breaks",

@@ -4,7 +4,7 @@ use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, Step
 use crate::attribution::Ledger;
 use crate::model::{CopyDirection, EventKind, NONE};
 
-pub struct HeavyCopies;
+pub(crate) struct HeavyCopies;
 
 /// Copies matter from this share of the step.
 const GATE: Gate = Gate {

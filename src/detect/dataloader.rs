@@ -9,7 +9,7 @@ use crate::attribution::{intersect, HostRanges, Ledger, Part};
 use crate::model::EventKind;
 use crate::window::{phase_of, Phase};
 
-pub struct DataLoaderBottleneck;
+pub(crate) struct DataLoaderBottleneck;
 
 /// GPU idle inside DataLoader ranges from 5% of the step (the TensorBoard plugin's 5% rule,
 /// counted as time the GPU loses rather than time the host spends).

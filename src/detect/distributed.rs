@@ -5,7 +5,7 @@ use super::{About, Analysis, Note, Observer};
 use crate::model::EventKind;
 
 pub struct DataParallel;
-pub struct DdpWithoutNccl;
+pub(crate) struct DdpWithoutNccl;
 
 const DATA_PARALLEL_ABOUT: About = About {
     id: "data-parallel",

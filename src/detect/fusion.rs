@@ -12,7 +12,7 @@ use crate::attribution::Ledger;
 use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;
 
-pub struct FusionCandidates;
+pub(crate) struct FusionCandidates;
 
 /// Element-wise kernels shorter than this are fusion candidates…
 const SHORT_NS: i64 = 20_000;

@@ -5,7 +5,7 @@ use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::EventKind;
 
-pub struct LayoutTransforms;
+pub(crate) struct LayoutTransforms;
 
 /// Layout kernels from this share of convolution time…
 const SHARE_OF_CONV: f64 = 0.05;

@@ -97,12 +97,12 @@ impl<'t> Analysis<'t> {
 
     /// `total`, counted over the steady-state steps, per steady step (`total` itself without
     /// any).
-    pub fn per_step(&self, total: f64) -> f64 {
+    pub(crate) fn per_step(&self, total: f64) -> f64 {
         total / self.steady.len().max(1) as f64
     }
 
     /// Mean over the steady-state steps of `f` of the step's index (0 without any).
-    pub fn steady_mean_by(&self, f: impl Fn(usize) -> f64) -> f64 {
+    pub(crate) fn steady_mean_by(&self, f: impl Fn(usize) -> f64) -> f64 {
         if self.steady.is_empty() {
             return 0.0;
         }
@@ -110,7 +110,7 @@ impl<'t> Analysis<'t> {
     }
 
     /// Mean over the steady-state steps of `f` of the step's metrics.
-    pub fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
+    pub(crate) fn steady_mean(&self, f: impl Fn(&RangeMetrics) -> f64) -> f64 {
         self.steady_mean_by(|k| f(&self.step_metrics[k]))
     }
 
@@ -139,23 +139,10 @@ impl<'t> Analysis<'t> {
     }
 
     /// The steady-state step that contains time `ts`, if any.
-    pub fn steady_step_at(&self, ts: i64) -> Option<usize> {
+    pub(crate) fn steady_step_at(&self, ts: i64) -> Option<usize> {
         let steps = &self.steps.steps;
         let k = steps.partition_point(|s| s.start <= ts).checked_sub(1)?;
         (ts < steps[k].end && self.steady.binary_search(&k).is_ok()).then_some(k)
-    }
-
-    /// The steady-state step numbers, for evidence.
-    pub fn steady_numbers(&self) -> Vec<i64> {
-        self.steady
-            .iter()
-            .map(|&i| self.steps.steps[i].number)
-            .collect()
-    }
-
-    /// Whether the trace has any GPU track.
-    pub fn has_gpu(&self) -> bool {
-        self.trace.tracks.iter().any(|t| t.gpu)
     }
 
     /// `[start, end)` of step `step`.
@@ -192,13 +179,13 @@ impl<'t> Analysis<'t> {
 
     /// Step `step`'s GPU idle inside `ranges` (sorted, disjoint), whatever the GPU waited for:
     /// what a cause running there costs the GPU (what earlier findings hold stays theirs).
-    pub fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
+    pub(crate) fn idle_in(&self, step: usize, ranges: &[(i64, i64)]) -> Intervals {
         let idle: Vec<Part> = Part::ALL.into_iter().filter(|p| p.is_idle()).collect();
         intersect(&self.splits[step].intervals_of(&idle), ranges)
     }
 
     /// The `n` longest of `events` for evidence, longest first (see [`Analysis::event_ref`]).
-    pub fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
+    pub(crate) fn longest_refs(&self, events: &[usize], n: usize) -> Vec<String> {
         let mut by_length = events.to_vec();
         by_length.sort_by_key(|&i| std::cmp::Reverse(self.trace.events.dur[i]));
         by_length
@@ -210,7 +197,7 @@ impl<'t> Analysis<'t> {
 
     /// Event `i` for evidence: its name, where it starts (from the trace's start) and how long
     /// it lasts.
-    pub fn event_ref(&self, i: usize) -> String {
+    pub(crate) fn event_ref(&self, i: usize) -> String {
         let t = self.trace;
         let origin = t.meta.span.map_or(0, |s| s.0);
         format!(
@@ -364,14 +351,14 @@ pub struct GateCheck {
 }
 
 /// Share of steady steps in which a gate must hold for a finding.
-pub const MIN_CONSISTENCY: f64 = 0.5;
+pub(crate) const MIN_CONSISTENCY: f64 = 0.5;
 /// A finding must explain at least this share of the step, in percent, or
 /// [`MIN_COST_PCT_OF_BUSY`] of the GPU's busy time (a step dominated by one stall still has GPU
 /// work worth making faster)…
-pub const MIN_COST_PCT: f64 = 0.5;
-pub const MIN_COST_PCT_OF_BUSY: f64 = 3.0;
+pub(crate) const MIN_COST_PCT: f64 = 0.5;
+pub(crate) const MIN_COST_PCT_OF_BUSY: f64 = 3.0;
 /// …and at least this many milliseconds per step.
-pub const MIN_COST_MS: f64 = 0.005;
+pub(crate) const MIN_COST_MS: f64 = 0.005;
 
 impl GateCheck {
     /// `consistency × margin factor`: the share of steady steps where the gate holds, times a
@@ -421,7 +408,7 @@ pub struct Finding {
 }
 
 /// Steps listed as a finding's worst.
-pub const WORST_STEPS: usize = 3;
+pub(crate) const WORST_STEPS: usize = 3;
 
 impl Finding {
     /// The steps where it costs most (at most [`WORST_STEPS`]), worst first.
@@ -504,19 +491,19 @@ pub struct Outcome {
     pub claimed: Vec<(usize, Intervals)>,
     /// Earlier findings that already hold part of the time this one would claim, with the
     /// milliseconds per steady step each holds, in claim order.
-    pub explained_by: Vec<(&'static str, f64)>,
+    pub(crate) explained_by: Vec<(&'static str, f64)>,
 }
 
 impl Outcome {
     /// Whether time `ts` lies in a steady step where the gate holds.
-    pub fn holds_at(&self, a: &Analysis<'_>, ts: i64) -> bool {
+    pub(crate) fn holds_at(&self, a: &Analysis<'_>, ts: i64) -> bool {
         a.steady_step_at(ts)
             .is_some_and(|k| self.held.contains(&a.steps.steps[k].number))
     }
 
     /// The events `keep` accepts that start in a steady step where the gate holds, in event
     /// order: a finding's evidence.
-    pub fn events_where(&self, a: &Analysis<'_>, keep: impl Fn(usize) -> bool) -> Vec<usize> {
+    pub(crate) fn events_where(&self, a: &Analysis<'_>, keep: impl Fn(usize) -> bool) -> Vec<usize> {
         let e = &a.trace.events;
         (0..e.len())
             .filter(|&i| keep(i) && self.holds_at(a, e.start[i]))
@@ -868,7 +855,7 @@ pub struct Rejected(pub Option<Note>);
 
 impl Rejected {
     /// Nothing seen that is worth a note (the trace does not have what the detector reads).
-    pub const NOTHING: Rejected = Rejected(None);
+    pub(crate) const NOTHING: Rejected = Rejected(None);
 }
 
 /// A finding from a kept [`Outcome`].

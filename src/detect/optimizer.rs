@@ -8,8 +8,8 @@ use crate::attribution::Ledger;
 use crate::metrics::merge;
 use crate::model::{EventKind, Trace, NONE};
 
-pub struct UnfusedOptimizer;
-pub struct ZeroGradMemset;
+pub(crate) struct UnfusedOptimizer;
+pub(crate) struct ZeroGradMemset;
 
 const UNFUSED: Gate = Gate {
     quantity: "kernels launched per Optimizer.step with no _foreach_ or _fused_ op",

@@ -15,15 +15,15 @@ use super::{run, Analysis, DETECTORS};
 use crate::ingest::{ingest_reader, IngestOptions, Ingested};
 
 /// The label file's format name and the version read here.
-pub const LABELS_FORMAT: &str = "torchtraceap.real-labels";
-pub const LABELS_VERSION: u32 = 1;
+pub(crate) const LABELS_FORMAT: &str = "torchtraceap.real-labels";
+pub(crate) const LABELS_VERSION: u32 = 1;
 
 /// Targets the issue sets: every detector that fires on the set at this precision or better…
-pub const TARGET_PRECISION: f64 = 0.9;
+pub(crate) const TARGET_PRECISION: f64 = 0.9;
 /// …and this recall over all present labels together (figures-rubric table)…
-pub const TARGET_RECALL: f64 = 0.8;
+pub(crate) const TARGET_RECALL: f64 = 0.8;
 /// …and this recall per detector (the independent table, reported, not yet asserted).
-pub const TARGET_DETECTOR_RECALL: f64 = 0.85;
+pub(crate) const TARGET_DETECTOR_RECALL: f64 = 0.85;
 
 /// The two ways the labels were made; each is scored in its own table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,16 +187,16 @@ pub struct Scores {
     pub detectors: Vec<DetectorScore>,
     pub traces: usize,
     /// Findings on healthy controls: (trace, ids).
-    pub healthy_findings: Vec<(String, Vec<String>)>,
+    pub(crate) healthy_findings: Vec<(String, Vec<String>)>,
     pub healthy_controls: usize,
     /// The largest `findings_pct` and `max_step_claimed_pct` over the traces, with the trace.
-    pub max_findings_pct: (f64, String),
+    pub(crate) max_findings_pct: (f64, String),
     pub max_step_claimed_pct: (f64, String),
 }
 
 impl Scores {
     /// Recall over every present label together.
-    pub fn overall_recall(&self) -> Option<f64> {
+    pub(crate) fn overall_recall(&self) -> Option<f64> {
         let tp: usize = self.detectors.iter().map(|d| d.true_positives).sum();
         let present: usize = self
             .detectors
@@ -208,7 +208,7 @@ impl Scores {
 
     /// Each detector that fires below [`TARGET_PRECISION`] or has present labels and a recall
     /// below [`TARGET_DETECTOR_RECALL`], in words (the independent table's targets).
-    pub fn missed_detector_targets(&self) -> Vec<String> {
+    pub(crate) fn missed_detector_targets(&self) -> Vec<String> {
         self.detectors
             .iter()
             .flat_map(|d| {

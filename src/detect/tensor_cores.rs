@@ -8,7 +8,7 @@ use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace};
 
-pub struct NoTensorCores;
+pub(crate) struct NoTensorCores;
 
 /// SIMT fp32 GEMM/convolution share of kernel time from which the finding is raised.
 const GATE: Gate = Gate {

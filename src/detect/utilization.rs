@@ -11,8 +11,8 @@ use crate::metrics::{merge, total, SHORT_KERNEL_NS};
 use crate::model::{EventKind, StepSource};
 use rustc_hash::FxHashMap;
 
-pub struct LowUtilization;
-pub struct HostOnlyTime;
+pub(crate) struct LowUtilization;
+pub(crate) struct HostOnlyTime;
 
 /// Mid-step idle not explained by data, allocator or sync waits.
 pub(crate) const MID_STEP_IDLE: [Part; 3] =

@@ -13,7 +13,11 @@ use crate::model::{
 
 /// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
 /// trace) and inputs with no timed events.
-pub fn check_format(b: &Builder, unclosed: usize, accept_other: bool) -> Result<(), IngestError> {
+pub(crate) fn check_format(
+    b: &Builder,
+    unclosed: usize,
+    accept_other: bool,
+) -> Result<(), IngestError> {
     let keys = &b.top.keys;
     let has = |k: &str| keys.iter().any(|x| x == k);
     if b.top.object == Some(true) && !has("traceEvents") {

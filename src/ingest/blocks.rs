@@ -18,7 +18,7 @@
 //! ranges of a file each alone, so they need a rule that two neighbours apply to the same
 //! bytes with the same answer: [`range_start`].
 
-use memchr::{memchr, memrchr};
+use memchr::memchr;
 use serde::{Deserialize, Serialize};
 
 use super::builder::Builder;
@@ -88,11 +88,13 @@ pub(super) fn merge(framer: &mut Framer, builder: &mut Builder, block: Framed) -
 }
 
 /// Where the last block boundary in `bytes` is: the last `{` whose previous non-whitespace byte
-/// is `,` (an element of the event array, usually), searched in the second half only.
-pub fn cut_point(bytes: &[u8]) -> Option<usize> {
+/// is `,` (an element of the event array, usually), searched in the second half only. Native:
+/// for `parallel`'s mapped files.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn cut_point(bytes: &[u8]) -> Option<usize> {
     let floor = bytes.len() / 2;
     let mut end = bytes.len();
-    while let Some(p) = memrchr(b'{', &bytes[floor..end]).map(|p| p + floor) {
+    while let Some(p) = memchr::memrchr(b'{', &bytes[floor..end]).map(|p| p + floor) {
         let before = bytes[..p].iter().rposition(|&b| !is_ws(b));
         if before.is_some_and(|q| bytes[q] == b',') {
             return Some(p);

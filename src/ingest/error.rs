@@ -150,7 +150,7 @@ impl fmt::Display for IngestError {
 impl std::error::Error for IngestError {}
 
 /// Names well-known binary formats from their first bytes, for the "not JSON" message.
-pub fn sniff_binary(first: &[u8]) -> Option<&'static str> {
+pub(crate) fn sniff_binary(first: &[u8]) -> Option<&'static str> {
     const MAGICS: [(&[u8], &str); 9] = [
         (b"PK\x03\x04", "a zip archive: unzip it and load the .json inside"),
         (b"\x28\xb5\x2f\xfd", "zstd-compressed data: decompress it (zstd -d) and load the .json"),

@@ -17,11 +17,11 @@ use memchr::memchr2;
 
 /// The raw JSON text of one value (strings keep their quotes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Raw<'a>(pub &'a [u8]);
+pub(crate) struct Raw<'a>(pub &'a [u8]);
 
 /// The fields of an event that the model uses.
 #[derive(Default)]
-pub struct RawEvent<'a> {
+pub(crate) struct RawEvent<'a> {
     pub ph: Option<Raw<'a>>,
     pub name: Option<Raw<'a>>,
     pub cat: Option<Raw<'a>>,
@@ -35,7 +35,7 @@ pub struct RawEvent<'a> {
 
 /// The arguments the analyses need, under every spelling the eras use.
 #[derive(Default)]
-pub struct RawArgs<'a> {
+pub(crate) struct RawArgs<'a> {
     /// `name` of metadata (`ph: M`) events.
     pub name: Option<Raw<'a>>,
     pub correlation: Option<Raw<'a>>,
@@ -44,24 +44,24 @@ pub struct RawArgs<'a> {
     pub grid: Option<Raw<'a>>,
     pub block: Option<Raw<'a>>,
     pub registers: Option<Raw<'a>>,
-    pub shared_memory: Option<Raw<'a>>,
+    pub(crate) shared_memory: Option<Raw<'a>>,
     pub occupancy: Option<Raw<'a>>,
     pub bytes: Option<Raw<'a>>,
     pub bandwidth: Option<Raw<'a>>,
     pub external_id: Option<Raw<'a>>,
-    pub sequence_number: Option<Raw<'a>>,
+    pub(crate) sequence_number: Option<Raw<'a>>,
     pub input_dims: Option<Raw<'a>>,
     pub input_types: Option<Raw<'a>>,
     pub concrete_inputs: Option<Raw<'a>>,
-    pub collective_name: Option<Raw<'a>>,
-    pub in_nelems: Option<Raw<'a>>,
-    pub out_nelems: Option<Raw<'a>>,
+    pub(crate) collective_name: Option<Raw<'a>>,
+    pub(crate) in_nelems: Option<Raw<'a>>,
+    pub(crate) out_nelems: Option<Raw<'a>>,
     pub group_size: Option<Raw<'a>>,
     pub dtype: Option<Raw<'a>>,
-    pub process_group: Option<Raw<'a>>,
-    pub alloc_bytes: Option<Raw<'a>>,
+    pub(crate) process_group: Option<Raw<'a>>,
+    pub(crate) alloc_bytes: Option<Raw<'a>>,
     pub total_allocated: Option<Raw<'a>>,
-    pub total_reserved: Option<Raw<'a>>,
+    pub(crate) total_reserved: Option<Raw<'a>>,
     pub device_type: Option<Raw<'a>>,
     pub device_id: Option<Raw<'a>>,
 }
@@ -151,11 +151,11 @@ fn fixed<const N: usize>(key: &[u8]) -> &[u8; N] {
 }
 
 /// Why an event could not be read, and where the reader stopped.
-pub type Stopped = (Stop, usize);
+pub(crate) type Stopped = (Stop, usize);
 
 /// Why an event could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The bytes end before the event does.
     Incomplete,
     /// The bytes are not a JSON object.
@@ -428,7 +428,7 @@ impl<'a> Cursor<'a> {
 /// Reads the event object at the start of `bytes` into `ev` (which must start empty); returns
 /// the number of bytes it spans.
 /// On failure, also says where the reader stopped (for a malformed event, where it broke).
-pub fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, Stopped> {
+pub(crate) fn parse_event<'a>(bytes: &'a [u8], ev: &mut RawEvent<'a>) -> Result<usize, Stopped> {
     let mut c = Cursor { b: bytes, i: 0 };
     let read = c.object(|c, key| {
         let slot = match key {
@@ -497,12 +497,12 @@ fn number_text(raw: Raw<'_>) -> &str {
 
 /// Reads a time in microseconds (`"ts"`, `"dur"`) as integer nanoseconds, exactly for decimal
 /// input (no rounding through `f64` for the usual `1234567.891` form).
-pub fn micros_to_ns(raw: Raw<'_>) -> Option<i64> {
+pub(crate) fn micros_to_ns(raw: Raw<'_>) -> Option<i64> {
     decimal_micros_to_ns(number_bytes(raw))
 }
 
 /// Times beyond this (about 146 years in nanoseconds) are treated as corrupt.
-pub const MAX_TIME_NS: i64 = 1 << 62;
+pub(crate) const MAX_TIME_NS: i64 = 1 << 62;
 
 /// Exact decimal parsing of `[-]digits[.digits]`; anything else (exponents) goes through `f64`.
 fn decimal_micros_to_ns(s: &[u8]) -> Option<i64> {
@@ -573,7 +573,7 @@ fn float_micros_to_ns(s: &[u8]) -> Option<i64> {
 
 /// Reads an unsigned integer, written as a number or a string; fractions are truncated, values
 /// beyond 64 bits saturate (they are ids, compared only for equality within one trace).
-pub fn uint(raw: Raw<'_>) -> Option<u64> {
+pub(crate) fn uint(raw: Raw<'_>) -> Option<u64> {
     let b = number_bytes(raw);
     if let Some(v) = short_digits(b) {
         return Some(v);
@@ -630,7 +630,7 @@ pub fn float(raw: Raw<'_>) -> Option<f32> {
 
 /// Reads `[x, y, z]` launch dimensions: written `[128,1,1]` (read here without serde_json, which
 /// would build a `Vec` per kernel), or in any other JSON form.
-pub fn dim3(raw: Raw<'_>) -> Option<[u32; 3]> {
+pub(crate) fn dim3(raw: Raw<'_>) -> Option<[u32; 3]> {
     compact_dim3(raw.0).or_else(|| {
         let v: Vec<u64> = serde_json::from_slice(raw.0).ok()?;
         match v.as_slice() {
@@ -660,7 +660,7 @@ fn compact_dim3(b: &[u8]) -> Option<[u32; 3]> {
 }
 
 /// The raw text as a string (for interning JSON fragments such as `Input Dims`).
-pub fn raw_text(raw: Raw<'_>) -> Cow<'_, str> {
+pub(crate) fn raw_text(raw: Raw<'_>) -> Cow<'_, str> {
     utf8(raw.0)
 }
 

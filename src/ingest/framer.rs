@@ -23,12 +23,12 @@ use super::event::{is_ws, Stop, Stopped};
 
 /// Largest single event (or captured top-level value) that is kept; larger ones are skipped and
 /// counted, so a corrupted file cannot make memory grow without bound.
-pub const MAX_VALUE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_VALUE_BYTES: usize = 64 << 20;
 /// Longest top-level key kept for matching and messages.
 const MAX_KEY_BYTES: usize = 256;
 
 /// What the framer found, in input order.
-pub enum Frame<'a> {
+pub(crate) enum Frame<'a> {
     /// The top-level value opened: `true` for an object, `false` for an array.
     TopLevel { object: bool },
     /// A key of the top-level object.
@@ -44,7 +44,7 @@ pub enum Frame<'a> {
 }
 
 /// Receives what the framer finds.
-pub trait Consumer {
+pub(crate) trait Consumer {
     /// Whether the value of this top-level key is wanted (as a [`Frame::Value`]).
     fn wants_value(&self, key: &[u8]) -> bool;
     fn frame(&mut self, frame: Frame<'_>);
@@ -69,7 +69,7 @@ pub enum Cut {
 
 /// A structural error: the input is not JSON (or stops being JSON) at a given byte.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyntaxError {
+pub(crate) struct SyntaxError {
     pub offset: u64,
     pub expected: &'static str,
     pub found: u8,
@@ -120,7 +120,7 @@ enum ValueRole {
 
 /// Serializable: a block's framer travels between the web app's workers (`blocks`).
 #[derive(Serialize, Deserialize)]
-pub struct Framer {
+pub(crate) struct Framer {
     state: State,
     /// Decoded bytes consumed before the current chunk.
     offset: u64,
@@ -308,7 +308,7 @@ impl Framer {
     /// `Some(array_in_object)` when the framer stands between two elements of the event array
     /// with nothing carried: then a [`Framer::between`] at this offset frames what follows
     /// exactly as this framer would (no other field is read before it is set again).
-    pub fn between_elements(&self) -> Option<bool> {
+    pub(crate) fn between_elements(&self) -> Option<bool> {
         matches!(self.state, State::ArrExpectElement | State::ArrAfterElement)
             .then_some(self.array_in_object)
     }
@@ -319,7 +319,7 @@ impl Framer {
     }
 
     /// True once non-whitespace bytes were seen after the top-level value.
-    pub fn has_trailing_data(&self) -> bool {
+    pub(crate) fn has_trailing_data(&self) -> bool {
         self.trailing
     }
 

@@ -68,7 +68,7 @@ impl Window {
     }
 
     /// The buffer of a window that was read, to read the next one into.
-    pub fn into_buffer(self) -> Option<Vec<u8>> {
+    pub(crate) fn into_buffer(self) -> Option<Vec<u8>> {
         match self {
             Window::Mapped(_) => None,
             Window::Read(buffer) => Some(buffer),

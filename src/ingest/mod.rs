@@ -557,7 +557,7 @@ pub fn ingest_reader(
 impl Ingest {
     /// Feeds a whole `Read` source in chunks of `chunk_size`, calling `progress` after each,
     /// then finishes.
-    pub fn read_all(
+    pub(crate) fn read_all(
         mut self,
         mut reader: impl Read,
         chunk_size: usize,

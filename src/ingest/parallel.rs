@@ -95,7 +95,7 @@ fn merge<B: Deref<Target = [u8]>>(
 }
 
 /// Blocks on their way through the worker threads; merged into the sink's framer and builder.
-pub struct Blocks {
+pub(crate) struct Blocks {
     /// The document's first bytes, for the message when it is not JSON at all.
     head: Vec<u8>,
     /// Decoded bytes not yet sent, starting at document offset `offset`.

@@ -135,7 +135,7 @@ pub fn check(sent: &str, answer: &Answer, expected: Option<&str>) -> Check {
 
 /// The detector id (or `none`) that `said` names: an id in any case or spelling
 /// (`Host_Device_Sync`), else words the ML labels know (`ml::labels::pattern_of`).
-pub fn pattern_id(said: &str) -> Option<&'static str> {
+pub(crate) fn pattern_id(said: &str) -> Option<&'static str> {
     let spelled: String = said
         .trim()
         .to_lowercase()

@@ -7,13 +7,13 @@
 //!   transport (the web app sends with `fetch` and feeds the same parsers).
 //! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern).
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
-//! - [`eval`] (native only): a labelled set of windows, and the grades of the answers about them.
+//!
+//! The graded evaluation of endpoints (`ttap llm-eval`) is a development tool, in the
+//! development crate (`dev/src/llm/eval.rs`).
 
 pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod eval;
 pub mod protocol;
 pub mod redact;
 pub mod summary;

@@ -142,14 +142,14 @@ impl Endpoint {
 const FORMAT_KEYS: [&str; 2] = ["response_format", "format"];
 
 /// The ids an answer's `anti_pattern` may take: every detector's, and `none`.
-pub fn anti_pattern_ids() -> Vec<&'static str> {
+pub(crate) fn anti_pattern_ids() -> Vec<&'static str> {
     let mut ids: Vec<&'static str> = crate::detect::DETECTORS.iter().map(|d| d.id()).collect();
     ids.push(NO_ANTI_PATTERN);
     ids
 }
 
 /// The `anti_pattern` of an answer that finds none.
-pub const NO_ANTI_PATTERN: &str = crate::ml::labels::NOT_AN_ANTI_PATTERN;
+pub(crate) const NO_ANTI_PATTERN: &str = crate::ml::labels::NOT_AN_ANTI_PATTERN;
 
 /// The most characters of the explanation and the fix the schema allows: a paragraph or two
 /// (a grammar-constrained server stops the string there).
@@ -205,7 +205,7 @@ const CONFIDENCES: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9
 /// The JSON schema of the answer the app reads ([`parse_answer`], [`follows_schema`]): the
 /// anti-pattern's id, the explanation and the fix (plain text, [`text_pattern`]) and a
 /// confidence from 0 to 1 in tenths, all required.
-pub fn answer_schema() -> Value {
+pub(crate) fn answer_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -275,8 +275,9 @@ pub struct Usage {
 }
 
 /// The token counts of a whole (non-streamed) response, when the server gives them (OpenAI's
-/// `usage`, Ollama's `prompt_eval_count` and `eval_count`).
-pub fn parse_usage(protocol: Protocol, body: &str) -> Option<Usage> {
+/// `usage`, Ollama's `prompt_eval_count` and `eval_count`). Native: for the CLI's `client`.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn parse_usage(protocol: Protocol, body: &str) -> Option<Usage> {
     let v: Value = serde_json::from_str(body).ok()?;
     let (prompt, answer) = match protocol {
         Protocol::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),

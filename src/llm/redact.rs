@@ -15,7 +15,7 @@ enum Hidden {
 /// Replaces sensitive names with stable placeholders: `<path1>`, `<host1>`, `<name1>`, numbered
 /// in order of first appearance, the same name always getting the same placeholder.
 #[derive(Clone, Debug, Default)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     names: Vec<String>,
     /// Each original's number, by what it is.
     seen: BTreeMap<(Hidden, String), usize>,

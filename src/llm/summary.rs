@@ -72,7 +72,7 @@ impl Default for SummaryOptions {
 /// One line of a summary: lower `importance` is kept longer (0: never dropped).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Line {
-    pub importance: u8,
+    pub(crate) importance: u8,
     pub text: String,
 }
 

@@ -13,10 +13,9 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use super::fit::{fit, Params};
-use super::{MlError, Model, Provenance};
+use super::{MlError, Model, Provenance, GENERATOR_VERSION};
 use crate::features::NAMES;
 use crate::model::AntiPattern;
-use crate::synth::GENERATOR_VERSION;
 
 const MAGIC: &[u8; 8] = b"TTAPBASE";
 const FORMAT_VERSION: u32 = 1;
@@ -152,11 +151,11 @@ impl BaseSet {
 
 /// How many base windows one label the user kept counts as: their labels speak of the trace in
 /// front of them, the base set of generated ones.
-pub const KEPT_LABEL_WEIGHT: usize = 25;
+pub(crate) const KEPT_LABEL_WEIGHT: usize = 25;
 
 /// The forests' sizes when retraining in the browser: fewer trees than the committed model, so
 /// that a retrain takes seconds there.
-pub const RETRAIN_PARAMS: Params = Params {
+pub(crate) const RETRAIN_PARAMS: Params = Params {
     trees: 40,
     max_depth: 12,
     min_samples_leaf: 2,

@@ -1,11 +1,11 @@
 //! Window labels: which anti-pattern a window holds. `ttap synth --labels` writes them for a
-//! generated trace (`synth::Label`: `step`, `phase`, `pattern`); the web app writes the same
+//! generated trace (the generator's `Label`: `step`, `phase`, `pattern`); the web app writes the same
 //! entries for the windows of a real trace a person judged (an LLM's verdict on an unexplained
 //! region, confirmed or corrected), with the trace's name and fingerprint so that each label
 //! finds its trace again. `ttap features --labels` and `ttap eval --labels` read both.
 //!
 //! The file is a JSON array of entries; `pattern` is a detector id the generator injects
-//! (`synth::AntiPattern::id`, the classes of the window detector's type forest) or
+//! (`model::AntiPattern::id`, the classes of the window detector's type forest) or
 //! [`NOT_AN_ANTI_PATTERN`].
 
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ pub struct WindowLabel {
     pub step: i64,
     /// The window's phase (`window::Phase::label`).
     pub phase: String,
-    /// A detector id (`synth::AntiPattern::id`) or [`NOT_AN_ANTI_PATTERN`].
+    /// A detector id (`model::AntiPattern::id`) or [`NOT_AN_ANTI_PATTERN`].
     pub pattern: String,
     /// The window's index among its step's windows (several windows of a step can share a
     /// phase); absent in the generator's labels, which name every window of the phase.
@@ -205,52 +205,6 @@ mod tests {
         for p in patterns().filter(|p| *p != NOT_AN_ANTI_PATTERN) {
             assert!(classes.iter().any(|c| c == p), "{p}");
         }
-    }
-
-    #[test]
-    fn labels_round_trip_and_the_generator_s_labels_read() {
-        let labels = vec![WindowLabel {
-            step: 12,
-            phase: "forward".into(),
-            pattern: "host-device-sync".into(),
-            window: Some(1),
-            trace: Some("rank0.pt.trace.json".into()),
-            fingerprint: Some("fp1-0123456789abcdef".into()),
-        }];
-        assert_eq!(parse(&to_json(&labels), "x").unwrap(), labels);
-        let generated = crate::synth::generate(&crate::synth::Config {
-            model: crate::synth::Model::ResNet50,
-            gpu: crate::synth::Gpu::A100,
-            training: true,
-            steps: 3,
-            batch: 8,
-            seed: 1,
-            injections: vec![crate::synth::Injection {
-                pattern: AntiPattern::DataLoader,
-                step: 1,
-                severity: 0.5,
-            }],
-            noise: false,
-        });
-        let text = serde_json::to_string(&generated.labels).unwrap();
-        let read = parse(&text, "synth").unwrap();
-        assert_eq!(read.len(), generated.labels.len());
-        assert_eq!(read[0].pattern, "dataloader-bottleneck");
-        assert!(read[0].names(read[0].step, "data loading", 3));
-        assert_eq!(read[0].fingerprint, None);
-        assert_eq!(
-            for_trace(read.clone(), "fp1-x", "synth", "t").unwrap(),
-            read
-        );
-        let mine = for_trace(labels.clone(), "fp1-0123456789abcdef", "l.json", "t").unwrap();
-        assert_eq!(mine, labels);
-        let e = for_trace(labels, "fp1-other", "l.json", "b.json")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("none of the 1 labels in l.json is for b.json (fingerprint fp1-other)"),
-            "{e}"
-        );
     }
 
     #[test]

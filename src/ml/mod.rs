@@ -2,8 +2,9 @@
 //! giving the probability that a window holds an anti-pattern (the share of its trees voting
 //! "anomalous"), one naming which.
 //!
-//! The forests are trained by smartcore ([`fit`]: natively by `ttap train`, [`train`], and in the
-//! browser's worker on the user's kept labels, [`base_set::retrain`]) and exported into the
+//! The forests are trained by smartcore ([`fit`]: natively by `ttap train`, whose recipe is in
+//! the development crate, `dev/src/ml/train.rs`; and in the browser's worker on the user's kept
+//! labels, [`base_set::retrain`]) and exported into the
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
 //! in the scoring path, so the browser scores windows like the CLI. smartcore's own trees
 //! ([`by_smartcore`]) give the same probabilities on every window of the shared traces in 1.7
@@ -15,14 +16,8 @@
 pub mod base_set;
 pub mod by_smartcore;
 mod error;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod eval;
 pub mod fit;
 pub mod labels;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod real;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod train;
 
 pub use error::MlError;
 
@@ -44,7 +39,7 @@ pub fn applies_to(t: &Trace) -> bool {
 }
 
 /// `feature` of a leaf node.
-pub const LEAF: u8 = u8::MAX;
+pub(crate) const LEAF: u8 = u8::MAX;
 
 /// One decision tree in preorder, as columns: node `i`'s left child is node `i + 1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -111,10 +106,16 @@ impl Forest {
     }
 }
 
+/// The trace generator's version (the development crate's, `dev/src/synth/`): raised whenever the same
+/// configuration and seed would give another trace, so that a model trained on generated traces
+/// ([`Provenance`]) and the base set ([`base_set`]) say which generator made them, and a stale one
+/// is noticed. Here, below the generator, because the browser reads base sets without it.
+pub const GENERATOR_VERSION: u32 = 2;
+
 /// What made a model: enough to make it again, byte for byte, with `ttap train`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
-    /// `synth::GENERATOR_VERSION` of the generator that wrote the training scenarios.
+    /// [`GENERATOR_VERSION`] of the generator that wrote the training scenarios.
     pub generator: u32,
     /// Scenarios `synth::scenario(models, gpus, seed..seed + traces)`.
     pub traces: usize,
@@ -206,7 +207,7 @@ pub struct WindowScore<'m> {
     /// shows, whatever the probability.
     pub kind: &'m str,
     /// The share of the type forest's trees voting for `kind`.
-    pub kind_share: f32,
+    pub(crate) kind_share: f32,
 }
 
 const EMBEDDED: &str = include_str!("../../models/window-forest.json");

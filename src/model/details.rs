@@ -206,7 +206,7 @@ impl<'a> Reader<'a> {
 }
 
 impl Details {
-    pub fn push_kernel(&mut self, k: &KernelDetail) -> u32 {
+    pub(crate) fn push_kernel(&mut self, k: &KernelDetail) -> u32 {
         Record::<2>::new(&mut self.bytes, &[])
             .int(k.device)
             .int(k.stream)
@@ -235,7 +235,7 @@ impl Details {
         }
     }
 
-    pub fn push_copy(&mut self, c: &CopyDetail) -> u32 {
+    pub(crate) fn push_copy(&mut self, c: &CopyDetail) -> u32 {
         Record::<1>::new(&mut self.bytes, &[c.direction as u8, c.host_memory as u8])
             .int(c.device)
             .int(c.stream)
@@ -258,7 +258,7 @@ impl Details {
         }
     }
 
-    pub fn push_runtime(&mut self, d: &RuntimeDetail) -> u32 {
+    pub(crate) fn push_runtime(&mut self, d: &RuntimeDetail) -> u32 {
         Record::<1>::new(&mut self.bytes, &[d.class as u8])
             .uint(d.correlation)
             .finish()
@@ -277,7 +277,7 @@ impl Details {
         RUNTIME_CLASSES[self.bytes[at as usize] as usize]
     }
 
-    pub fn push_op(&mut self, o: &OpDetail) -> u32 {
+    pub(crate) fn push_op(&mut self, o: &OpDetail) -> u32 {
         Record::<1>::new(&mut self.bytes, &[])
             .uint(o.external_id)
             .uint(o.sequence_number)
@@ -300,7 +300,7 @@ impl Details {
         }
     }
 
-    pub fn push_memory(&mut self, m: &MemoryDetail) -> u32 {
+    pub(crate) fn push_memory(&mut self, m: &MemoryDetail) -> u32 {
         Record::<1>::new(&mut self.bytes, &[])
             .int(Some(m.bytes))
             .int(m.total_allocated)
@@ -327,11 +327,11 @@ impl Details {
     }
 
     /// Makes room for `bytes` more, exactly, as far as memory allows.
-    pub fn try_reserve_exact(&mut self, bytes: usize) {
+    pub(crate) fn try_reserve_exact(&mut self, bytes: usize) {
         let _ = self.bytes.try_reserve_exact(bytes);
     }
 
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();
     }
 }

@@ -29,7 +29,7 @@ impl Fnv {
 }
 
 /// 64-bit FNV-1a of `bytes` (a link's checksum: `share::pack_value`).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h = Fnv::new();
     h.bytes(bytes);
     h.0

@@ -81,7 +81,7 @@ static MATMUL: LazyLock<Patterns> = LazyLock::new(|| {
 });
 
 /// Whether a kernel is an fp32 GEMM/convolution on SIMT cores.
-pub fn is_simt_fp32(name: &str) -> bool {
+pub(crate) fn is_simt_fp32(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     SIMT.any_in(&lower)
         && !TENSOR_CORES.any_in(&lower)
@@ -121,26 +121,26 @@ pub fn is_attention(lower: &str) -> bool {
 }
 
 /// Fused attention kernels (not a bare softmax), given the lower-cased name.
-pub fn is_fused_attention(lower: &str) -> bool {
+pub(crate) fn is_fused_attention(lower: &str) -> bool {
     FUSED_ATTENTION.any_in(lower) && !lower.contains("softmax")
 }
 
 /// GEMM and batched-matmul kernels (not convolutions), given the lower-cased name.
-pub fn is_matmul(lower: &str) -> bool {
+pub(crate) fn is_matmul(lower: &str) -> bool {
     MATMUL.any_in(lower) && !CONVOLUTION.any_in(lower) && !FUSED_ATTENTION.any_in(lower)
 }
 
 /// What a kernel's name says, all at once.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KernelTraits {
-    pub simt_fp32: bool,
+pub(crate) struct KernelTraits {
+    pub(crate) simt_fp32: bool,
     pub layout: bool,
     pub convolution: bool,
     pub attention: bool,
     pub elementwise: bool,
     pub matmul: bool,
     pub softmax: bool,
-    pub fused_attention: bool,
+    pub(crate) fused_attention: bool,
 }
 
 impl KernelTraits {
@@ -159,7 +159,7 @@ impl KernelTraits {
     }
 
     /// GEMM, batched matmul or convolution.
-    pub fn matmul_conv(self) -> bool {
+    pub(crate) fn matmul_conv(self) -> bool {
         self.matmul || (self.convolution && !self.layout)
     }
 }
@@ -167,11 +167,11 @@ impl KernelTraits {
 /// [`KernelTraits`] remembered per interned name: a trace repeats a few hundred kernel names
 /// millions of times, so each name is read once.
 #[derive(Default)]
-pub struct KernelNames(FxHashMap<StrId, KernelTraits>);
+pub(crate) struct KernelNames(FxHashMap<StrId, KernelTraits>);
 
 impl KernelNames {
     /// The traits of event `i`'s name.
-    pub fn of_event(&mut self, t: &Trace, i: usize) -> KernelTraits {
+    pub(crate) fn of_event(&mut self, t: &Trace, i: usize) -> KernelTraits {
         let name = t.events.name[i];
         *self
             .0

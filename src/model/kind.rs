@@ -87,7 +87,7 @@ impl EventKind {
     }
 
     /// CPU-side ranges that nest into the per-thread call tree.
-    pub fn nests_on_cpu(self) -> bool {
+    pub(crate) fn nests_on_cpu(self) -> bool {
         matches!(
             self,
             EventKind::CpuOp
@@ -180,7 +180,7 @@ pub enum HostMemory {
 
 /// Reads direction and host memory kind from a Kineto memcpy name such as
 /// `Memcpy HtoD (Pageable -> Device)` or `Memcpy DtoD (Device -> Device)`.
-pub fn classify_memcpy(name: &str) -> (CopyDirection, HostMemory) {
+pub(crate) fn classify_memcpy(name: &str) -> (CopyDirection, HostMemory) {
     let direction = if name.contains("HtoD") {
         CopyDirection::HostToDevice
     } else if name.contains("DtoH") {
@@ -207,7 +207,7 @@ pub fn classify_memcpy(name: &str) -> (CopyDirection, HostMemory) {
 /// True for collective-communication kernels (NCCL, RCCL, PyTorch's symmetric-memory all-reduce
 /// kernels, and expert-parallel all-to-all kernels: DeepEP's `deep_ep::…` dispatch and combine,
 /// custom `all_to_all`/`alltoall` kernels).
-pub fn is_collective_kernel(name: &str) -> bool {
+pub(crate) fn is_collective_kernel(name: &str) -> bool {
     name.starts_with("nccl")
         || name.contains("deep_ep::")
         || name.contains("all_to_all")
@@ -221,7 +221,7 @@ pub fn is_collective_kernel(name: &str) -> bool {
 }
 
 /// Classifies one complete (`X`, or matched `B`/`E`) or instant event from its category and name.
-pub fn classify(cat: &str, name: &str, instant: bool) -> EventKind {
+pub(crate) fn classify(cat: &str, name: &str, instant: bool) -> EventKind {
     match cat {
         "cpu_op" | "Operator" | "operator" => {
             if is_profiler_step(name) {
@@ -261,13 +261,13 @@ pub fn classify(cat: &str, name: &str, instant: bool) -> EventKind {
 }
 
 /// `ProfilerStep#12` and friends.
-pub fn is_profiler_step(name: &str) -> bool {
+pub(crate) fn is_profiler_step(name: &str) -> bool {
     name.starts_with("ProfilerStep#")
 }
 
 /// Categories written by the PyTorch profiler (Kineto) in any era; used to tell a Kineto trace
 /// from other Chrome traces.
-pub fn is_kineto_category(cat: &str) -> bool {
+pub(crate) fn is_kineto_category(cat: &str) -> bool {
     matches!(
         cat,
         "cpu_op"
@@ -298,7 +298,7 @@ pub fn is_kineto_category(cat: &str) -> bool {
 }
 
 /// Flow-event categories that link a CPU launch to the GPU work it queued.
-pub fn is_launch_flow_category(cat: &str) -> bool {
+pub(crate) fn is_launch_flow_category(cat: &str) -> bool {
     matches!(cat, "ac2g" | "async" | "async_gpu" | "async_cpu_to_gpu")
 }
 

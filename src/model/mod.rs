@@ -26,7 +26,7 @@ pub mod footprint;
 pub mod kernels;
 pub mod kind;
 pub mod patterns;
-pub mod strings;
+mod strings;
 
 use serde::{Deserialize, Serialize};
 
@@ -86,7 +86,7 @@ impl Events {
 
     /// Makes room for `rows` more rows in the columns filled while reading, exactly, as far as
     /// memory allows: a column that cannot have it stays as it is (and grows as it fills).
-    pub fn try_reserve_exact(&mut self, rows: usize) {
+    pub(crate) fn try_reserve_exact(&mut self, rows: usize) {
         let _ = self.start.try_reserve_exact(rows);
         let _ = self.dur.try_reserve_exact(rows);
         let _ = self.name.try_reserve_exact(rows);
@@ -97,7 +97,7 @@ impl Events {
     }
 
     /// Frees the room the columns filled while reading hold beyond their rows.
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.start.shrink_to_fit();
         self.dur.shrink_to_fit();
         self.name.shrink_to_fit();
@@ -138,7 +138,7 @@ pub struct KernelDetail {
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
     pub registers_per_thread: Option<u32>,
-    pub shared_memory: Option<u64>,
+    pub(crate) shared_memory: Option<u64>,
     /// `est. achieved occupancy %` (2.x) or `theoretical occupancy %` (1.x).
     pub occupancy_pct: Option<f32>,
     /// Index into [`Trace::collectives`] for collective kernels that carry their arguments.
@@ -152,7 +152,7 @@ pub struct CopyDetail {
     pub stream: Option<i64>,
     pub correlation: Option<u64>,
     pub bytes: Option<u64>,
-    pub bandwidth_gbps: Option<f32>,
+    pub(crate) bandwidth_gbps: Option<f32>,
     pub direction: CopyDirection,
     pub host_memory: HostMemory,
 }
@@ -168,7 +168,7 @@ pub struct RuntimeDetail {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpDetail {
     pub external_id: Option<u64>,
-    pub sequence_number: Option<u64>,
+    pub(crate) sequence_number: Option<u64>,
     /// `Input Dims` as written (interned JSON text, e.g. `[[32, 3, 224, 224], [64, 3, 7, 7]]`).
     pub input_dims: Option<StrId>,
     /// `Input type` as written (interned JSON text, e.g. `["float", "c10::Half"]`).
@@ -182,7 +182,7 @@ pub struct OpDetail {
 
 /// Whether an op's `Concrete Inputs` are kept: convolutions (stride, padding, dilation,
 /// transposed, groups) and attention (causal). Other ops' scalars would only cost memory.
-pub fn keeps_concrete_inputs(name: &str) -> bool {
+pub(crate) fn keeps_concrete_inputs(name: &str) -> bool {
     name.contains("conv") || name.contains("attention")
 }
 
@@ -191,10 +191,10 @@ pub fn keeps_concrete_inputs(name: &str) -> bool {
 pub struct CollectiveDetail {
     pub name: Option<StrId>,
     pub in_elements: Option<u64>,
-    pub out_elements: Option<u64>,
+    pub(crate) out_elements: Option<u64>,
     pub group_size: Option<u64>,
     pub dtype: Option<StrId>,
-    pub process_group: Option<StrId>,
+    pub(crate) process_group: Option<StrId>,
 }
 
 /// One caching-allocator event (`[memory]`).
@@ -203,7 +203,7 @@ pub struct MemoryDetail {
     /// Positive for an allocation, negative for a free.
     pub bytes: i64,
     pub total_allocated: Option<i64>,
-    pub total_reserved: Option<i64>,
+    pub(crate) total_reserved: Option<i64>,
     /// `Device Type` (0 = CPU, 1 = CUDA in Kineto's numbering).
     pub device_type: Option<i64>,
     pub device_id: Option<i64>,
@@ -269,14 +269,14 @@ impl StepSource {
 pub struct Device {
     pub id: Option<i64>,
     pub name: Option<String>,
-    pub total_global_mem: Option<u64>,
+    pub(crate) total_global_mem: Option<u64>,
     pub compute_major: Option<i64>,
-    pub compute_minor: Option<i64>,
+    pub(crate) compute_minor: Option<i64>,
     pub num_sms: Option<i64>,
-    pub max_threads_per_multiprocessor: Option<i64>,
-    pub regs_per_multiprocessor: Option<i64>,
-    pub shared_mem_per_multiprocessor: Option<u64>,
-    pub warp_size: Option<i64>,
+    pub(crate) max_threads_per_multiprocessor: Option<i64>,
+    pub(crate) regs_per_multiprocessor: Option<i64>,
+    pub(crate) shared_mem_per_multiprocessor: Option<u64>,
+    pub(crate) warp_size: Option<i64>,
 }
 
 /// How the JSON was laid out.
@@ -321,8 +321,8 @@ pub struct TraceMeta {
     pub era: Era,
     /// `schemaVersion` as written.
     pub schema_version: Option<String>,
-    pub trace_name: Option<String>,
-    pub display_time_unit: Option<String>,
+    pub(crate) trace_name: Option<String>,
+    pub(crate) display_time_unit: Option<String>,
     pub base_time_ns: Option<i64>,
     pub devices: Vec<Device>,
     pub rank: Option<i64>,
@@ -357,7 +357,7 @@ impl Trace {
 
     /// The events of `event`'s track that start inside it, after it: its descendants in the
     /// call tree (tracks sort by start, longest first).
-    pub fn nested_in(&self, event: usize) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn nested_in(&self, event: usize) -> impl Iterator<Item = usize> + '_ {
         let e = &self.events;
         let last = self.tracks[e.track[event] as usize].events.end as usize;
         (event + 1..last).take_while(move |&j| e.start[j] < e.end(event))
@@ -365,7 +365,7 @@ impl Trace {
 
     /// The module frame `event` opens, if it is one: the `nn.Module`'s name (`Linear_3` for
     /// `nn.Module: Linear_3`, `true`) or a `record_function` label (`false`).
-    pub fn module_frame(&self, event: usize) -> Option<(&str, bool)> {
+    pub(crate) fn module_frame(&self, event: usize) -> Option<(&str, bool)> {
         match self.events.kind[event] {
             EventKind::PythonFunction => self
                 .name_of(event)

@@ -7,7 +7,7 @@
 
 use memchr::memmem::Finder;
 
-pub struct Patterns(Vec<Finder<'static>>);
+pub(crate) struct Patterns(Vec<Finder<'static>>);
 
 impl Patterns {
     pub fn new(patterns: &[&'static str]) -> Patterns {
@@ -15,7 +15,7 @@ impl Patterns {
     }
 
     /// Whether `haystack` contains any of the patterns.
-    pub fn any_in(&self, haystack: &str) -> bool {
+    pub(crate) fn any_in(&self, haystack: &str) -> bool {
         self.0.iter().any(|f| f.find(haystack.as_bytes()).is_some())
     }
 }

@@ -15,7 +15,7 @@ pub struct Strings {
 
 impl Strings {
     /// Returns the id of `s`, adding it if it is new.
-    pub fn intern(&mut self, s: &str) -> StrId {
+    pub(crate) fn intern(&mut self, s: &str) -> StrId {
         if let Some(&id) = self.ids.get(s) {
             return id;
         }

@@ -24,7 +24,7 @@ pub struct Profile {
     pub rank: Option<i64>,
     pub world_size: Option<i64>,
     /// Whether the steps are `ProfilerStep#` ranges (`false`: one step over the whole trace).
-    pub profiler_steps: bool,
+    pub(crate) profiler_steps: bool,
     pub training: bool,
     /// Every step, in order.
     pub steps: Vec<StepFacts>,
@@ -44,7 +44,7 @@ pub struct StepFacts {
     pub warmup: bool,
     pub dur_ns: i64,
     /// GPU busy time on the main device (`None`: no GPU work in the trace).
-    pub busy_ns: Option<i64>,
+    pub(crate) busy_ns: Option<i64>,
     /// The step's split on the main GPU, indexed like [`Part::ALL`] (empty without a GPU).
     pub parts_ns: Vec<i64>,
     /// Collective kernel time on the main device (the union of its collective kernels).
@@ -171,7 +171,7 @@ impl Profile {
     }
 
     /// Number of steps the whole-trace totals are divided by for a per-step figure.
-    pub fn step_count(&self) -> usize {
+    pub(crate) fn step_count(&self) -> usize {
         self.steps.len().max(1)
     }
 }

@@ -22,7 +22,7 @@
 //! 5. runs of spaces become one space, and the ends are trimmed.
 
 /// The normalized form of a kernel or operator name (see the module's rules).
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     let name = name.trim();
     let name = name.strip_prefix("void ").unwrap_or(name);
     let name = template_numbers(name);

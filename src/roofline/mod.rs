@@ -21,7 +21,7 @@ use flops::{Cost, Dtype};
 use peaks::Peaks;
 
 /// Kernels kept in [`Roofline::kernels`].
-pub const TOP_KERNELS: usize = 10;
+pub(crate) const TOP_KERNELS: usize = 10;
 
 /// The roofline of a trace's main GPU.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ impl Roofline {
     }
 
     /// Whether this is [`Roofline::carried`]'s: no steps, no coverage, at most the MFU.
-    pub fn is_carried(&self) -> bool {
+    pub(crate) fn is_carried(&self) -> bool {
         self.steps.is_empty() && self.coverage == Coverage::default()
     }
 
@@ -99,7 +99,7 @@ pub struct StepRoofline {
     pub ms: f64,
     pub kernel_ms: f64,
     /// Matrix, convolution and attention TFLOPs.
-    pub tflop: f64,
+    pub(crate) tflop: f64,
     pub mfu: Option<f64>,
     /// The step's kernels at the roofline (those without a formula as measured).
     pub roofline_ms: Option<f64>,

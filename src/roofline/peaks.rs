@@ -10,7 +10,7 @@ pub struct Peaks {
     /// FP32 on the SIMT (CUDA) or vector cores.
     pub fp32: f64,
     /// FP32 on the tensor / matrix cores: TF32 on NVIDIA and MI300; FP32 matrix on MI100–MI250X.
-    pub tf32: Option<f64>,
+    pub(crate) tf32: Option<f64>,
     /// FP16 and BF16 tensor / matrix cores with FP32 accumulation (V100, T4, RTX 20: FP16 only).
     pub fp16: f64,
     pub fp8: Option<f64>,

@@ -71,12 +71,12 @@ pub struct RunFinding {
     /// Steady steps where it holds, worst first.
     pub steps: Vec<i64>,
     /// Own time beyond the median rank's in the worst step.
-    pub excess_ms: f64,
-    pub excess_pct: f64,
+    pub(crate) excess_ms: f64,
+    pub(crate) excess_pct: f64,
     /// The part of the step (a [`Part::label`]) where the rank spent most beyond the median
     /// rank, in the worst step, and by how much.
     pub part: Option<String>,
-    pub part_excess_ms: f64,
+    pub(crate) part_excess_ms: f64,
     /// The most another rank waited in collectives in the worst step.
     pub others_wait_ms: f64,
     pub severity: String,

@@ -81,7 +81,7 @@ pub struct Layout {
     /// The row of each event; `u32::MAX` for events shown only as a counter (memory events).
     pub row_of: Vec<u32>,
     /// Launch links sorted by the CPU launch (the trace keeps them sorted by GPU event).
-    pub by_launch: Vec<crate::model::Launch>,
+    pub(crate) by_launch: Vec<crate::model::Launch>,
     /// Earliest start and latest end over all events.
     pub span: (i64, i64),
 }

@@ -36,7 +36,7 @@ pub struct Level {
 }
 
 /// Rows with at least this many events get levels.
-pub const LEVELS_FROM: usize = 4096;
+pub(crate) const LEVELS_FROM: usize = 4096;
 /// The finest level cuts the trace's span into this many pixels.
 const FINEST_PIXELS: i64 = 1 << 14;
 /// A level with at most this many spans is the last.

@@ -12,28 +12,28 @@ use crate::profile::{Batch, FindingCost, NameTotal, Profile, StepFacts};
 use crate::share::{quoted, quoted_up_to, ShareError};
 
 /// The most steps a profile in a link may have.
-pub const MAX_STEPS: usize = 5_000;
+pub(crate) const MAX_STEPS: usize = 5_000;
 /// The most names (GPU work or CPU operators) per list.
-pub const MAX_NAMES: usize = 5_000;
+pub(crate) const MAX_NAMES: usize = 5_000;
 /// The most devices per trace.
-pub const MAX_DEVICES: usize = 256;
+pub(crate) const MAX_DEVICES: usize = 256;
 /// The most findings per trace (more than the catalogue has).
-pub const MAX_FINDINGS: usize = 64;
+pub(crate) const MAX_FINDINGS: usize = 64;
 /// The longest step or step part, in ns: 11.6 days.
-pub const MAX_STEP_NS: i64 = 1_000_000_000_000_000;
+pub(crate) const MAX_STEP_NS: i64 = 1_000_000_000_000_000;
 /// The most time one name may total over a trace, in ns (many streams over a long trace).
-pub const MAX_TOTAL_NS: i64 = 100 * MAX_STEP_NS;
+pub(crate) const MAX_TOTAL_NS: i64 = 100 * MAX_STEP_NS;
 /// The longest kernel or operator name kept, in characters (templated kernel names run long).
 pub const MAX_NAME_CHARS: usize = 1024;
 /// The largest rank, world size, batch size or call count accepted.
-pub const MAX_RANK: i64 = 1 << 20;
+pub(crate) const MAX_RANK: i64 = 1 << 20;
 const MAX_BATCH: u64 = 1 << 24;
 const MAX_CALLS: u64 = 1 << 40;
 const MAX_STEP_NUMBER: i64 = 1_000_000_000_000;
 
 /// One trace as a comparison or run link holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProfileFacts {
+pub(crate) struct ProfileFacts {
     label: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     devices: Vec<String>,

@@ -29,7 +29,7 @@ use crate::share::{self, LinkKind, ShareError, ShareOptions};
 use facts::ProfileFacts;
 
 /// Links of a comparison: `ttapc1.`.
-pub const COMPARISON_LINK: LinkKind = LinkKind {
+pub(crate) const COMPARISON_LINK: LinkKind = LinkKind {
     prefix: "ttapc",
     oldest: 1,
     newest: 1,
@@ -38,7 +38,7 @@ pub const COMPARISON_LINK: LinkKind = LinkKind {
 };
 
 /// Links of a run view: `ttapr1.`.
-pub const RUN_LINK: LinkKind = LinkKind {
+pub(crate) const RUN_LINK: LinkKind = LinkKind {
     prefix: "ttapr",
     oldest: 1,
     newest: 1,
@@ -51,7 +51,7 @@ pub const RUN_LINK: LinkKind = LinkKind {
 pub const RUN_MAX_BYTES: usize = 65_536;
 
 /// The most ranks a run link may hold.
-pub const MAX_RANKS: usize = 1024;
+pub(crate) const MAX_RANKS: usize = 1024;
 
 /// The most table rows a comparison link may say it left out (four lists of
 /// [`facts::MAX_NAMES`] names each side could not give more).

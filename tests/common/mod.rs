@@ -3,14 +3,24 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// `$TTAP_SHARED_TRACES`, else `../shared/traces` beside the crate; `None` where it is absent,
+/// The workspace's root (the folder holding `Cargo.lock`): these helpers serve the library's
+/// tests (`tests/`) and the CLI's (`cli/tests/`).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .expect("the tests run inside the workspace, below its Cargo.lock")
+        .to_path_buf()
+}
+
+/// `$TTAP_SHARED_TRACES`, else `../shared/traces` beside the workspace; `None` where it is absent,
 /// after saying loudly that `test` did not run. The line goes straight to the process's stderr:
 /// the test harness captures `eprintln!` of passing tests, not that, so it shows in every
 /// `cargo test` run. With `TTAP_REQUIRE_SHARED_TRACES` set, a missing folder fails the test.
 pub fn shared_traces(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("TTAP_SHARED_TRACES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces"));
+        .unwrap_or_else(|| repo().join("../shared/traces"));
     if dir.is_dir() {
         return Some(dir);
     }

@@ -5,9 +5,7 @@ use std::process::Command;
 
 /// What `tests/oracle/{script}` prints for `files`; a failing oracle fails the test.
 pub fn run<P: AsRef<Path>>(script: &str, files: &[P]) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/oracle")
-        .join(script);
+    let path = crate::common::repo().join("tests/oracle").join(script);
     let out = Command::new("python3")
         .arg(path)
         .args(files.iter().map(|f| f.as_ref()))

@@ -40,7 +40,7 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
         .collect();
     assert_eq!(stalled, [12, 13, 14, 15]);
     // The fingerprint a shared link matches its trace by is the one the native build computes
-    // (`tests/share.rs` checks the recorded one natively).
+    // (`cli/tests/share.rs` checks the recorded one natively).
     let native = include_str!("../../tests/fixtures/sample.fingerprint").trim();
     assert_eq!(a.fingerprint.as_deref(), Some(native));
     // The window detector (the embedded forest) scores every window in wasm, and flags the

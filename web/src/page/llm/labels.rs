@@ -67,7 +67,7 @@ mod tests {
 
     #[wasm_bindgen_test]
     fn a_kept_region_is_exported_in_the_ml_stage_s_label_format() {
-        use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+        use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
         let generated = generate(&Config {
             model: Model::ResNet50,
             gpu: Gpu::A100,

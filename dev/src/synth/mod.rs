@@ -21,9 +21,10 @@ pub mod gpu;
 mod writer;
 mod zoo;
 
-/// The catalogue of injectable anti-patterns lives with the model (`model::anti_pattern`).
-pub use crate::model::AntiPattern;
-pub use config::{scenario, Config, DataParallel, Injection, Label, FIRST_STEP, GENERATOR_VERSION};
+pub use config::{scenario, Config, DataParallel, Injection, Label, FIRST_STEP};
 pub use generate::{generate, generate_ranks, Generated};
 pub use gpu::Gpu;
+pub use torchtraceap::ml::GENERATOR_VERSION;
+/// The catalogue of injectable anti-patterns lives with the model (`model::anti_pattern`).
+pub use torchtraceap::model::AntiPattern;
 pub use zoo::Model;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
 
-use torchtraceap::synth::{
+use torchtraceap_dev::synth::{
     generate, generate_ranks, AntiPattern, Config, DataParallel, Generated, Gpu, Injection, Model,
 };
 

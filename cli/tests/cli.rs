@@ -117,7 +117,7 @@ fn inspect_json_is_machine_readable_and_covers_every_file() {
 fn the_reading_threads_change_nothing_but_the_time() {
     let sample = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
+        "/../www/samples/resnet50-a100-dataloader.pt.trace.json.gz"
     );
     let mut plain = Vec::new();
     std::io::Read::read_to_end(

@@ -9,9 +9,9 @@ use anyhow::Context;
 
 use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::llm::client::send;
-use torchtraceap::llm::eval::{self, grade, row, Case, Skipped, Source, Tally, TABLE_HEADER};
 use torchtraceap::llm::protocol::{without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::DEFAULT_BUDGET;
+use torchtraceap_dev::llm::eval::{self, grade, row, Case, Skipped, Source, Tally, TABLE_HEADER};
 
 use crate::explain::ProtocolArg;
 

@@ -33,7 +33,7 @@ fn fleet_json(root: &Path) -> String {
     run(Command::new(TTAP)
         .args(["synth", "--model", "vit_b16", "--steps", "5", "--out"])
         .arg(root.join("healthy/vit.pt.trace.json")));
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fleet");
+    let scripts = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/fleet"));
     let program = "import json, sys\n\
                    sys.path.insert(0, sys.argv[1])\n\
                    import fleet\n\

@@ -1,14 +1,14 @@
 //! Training the window detector (native only): labelled windows from the generator's scenarios,
-//! the committed recipe, and the model it makes ([`super::fit`] fits the forests).
+//! the committed recipe, and the model it makes ([`torchtraceap::ml::fit`] fits the forests).
 
-use super::fit::{fit, Params};
-use super::{MlError, Model, Provenance};
-use crate::features::{of_trace, WindowFeatures};
-use crate::ingest::{ingest_bytes, IngestOptions};
-use crate::model::AntiPattern;
-use crate::model::Trace;
 use crate::synth::{self, Config, Gpu, Label};
-use crate::window::split;
+use torchtraceap::features::{of_trace, WindowFeatures};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::ml::fit::{fit, Params};
+use torchtraceap::ml::{MlError, Model, Provenance};
+use torchtraceap::model::AntiPattern;
+use torchtraceap::model::Trace;
+use torchtraceap::window::split;
 
 /// The architectures and GPUs the committed model is trained on…
 pub const TRAIN_MODELS: [synth::Model; 5] = [

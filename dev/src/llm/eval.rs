@@ -14,14 +14,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::check::{check, Check};
-use super::protocol::{parse_answer, Usage};
-use super::summary::{prompts, summarize, Flag, Prompt, SummaryOptions};
-use crate::detect::scoring::{read_labelled, RealLabels};
-use crate::detect::{self, Analysis};
-use crate::ingest::{ingest_bytes, IngestOptions, Ingested};
-use crate::report::Report;
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap::detect::scoring::{read_labelled, RealLabels};
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::llm::check::{check, Check};
+use torchtraceap::llm::protocol::{parse_answer, Usage};
+use torchtraceap::llm::summary::{prompts, summarize, Flag, Prompt, SummaryOptions};
+use torchtraceap::report::Report;
 
 /// Where a case comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

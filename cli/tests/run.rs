@@ -3,6 +3,7 @@
 //! loading), on one rank in every step (load imbalance), and none (no finding); the real
 //! per-rank traces of param's 8-rank DLRM job; and the CLI's run view in Markdown and JSON.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 mod profiles;
 mod ttap;
@@ -14,7 +15,7 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};
-use torchtraceap::synth::{
+use torchtraceap_dev::synth::{
     generate_ranks, AntiPattern, Config, DataParallel, Injection, FIRST_STEP,
 };
 use ttap::ttap;

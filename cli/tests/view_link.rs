@@ -5,7 +5,9 @@
 //! mutated links never panic, and what they decode to is bounded and quoted; the CLI's
 //! `compare --share`, `analyze --share` and `share --decode` of them.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/links/mod.rs"]
 mod links;
 mod profiles;
 mod ttap;
@@ -25,9 +27,11 @@ use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::run::RunView;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
-use torchtraceap::synth::{generate, generate_ranks, AntiPattern, Config, DataParallel, Injection};
 use torchtraceap::view_link::facts::MAX_NAME_CHARS;
 use torchtraceap::view_link::{self, View};
+use torchtraceap_dev::synth::{
+    generate, generate_ranks, AntiPattern, Config, DataParallel, Injection,
+};
 
 fn config(injections: Vec<Injection>, seed: u64) -> Config {
     profiles::resnet50(seed, injections, true)
@@ -473,7 +477,7 @@ fn fuzz_input_link(input: &[u8]) -> Option<String> {
 /// them without nightly Rust.
 #[test]
 fn the_view_link_fuzz_seeds_and_regressions_replay() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let root = common::repo().join("fuzz");
     let (mut replayed, mut decoded) = (0, 0);
     for dir in ["view_link_seeds", "regressions/view_link_decode"] {
         let mut files: Vec<_> = std::fs::read_dir(root.join(dir))

@@ -11,11 +11,11 @@
 use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
-use super::{shows_evidence, MlError, Model};
-use crate::detect::scoring::{read_labelled, LabelSet, RealLabels};
-use crate::detect::{self, Analysis};
-use crate::features::{of_trace, WindowFeatures, NAMES};
-use crate::model::AntiPattern;
+use torchtraceap::detect::scoring::{read_labelled, LabelSet, RealLabels};
+use torchtraceap::detect::{self, Analysis};
+use torchtraceap::features::{of_trace, WindowFeatures, NAMES};
+use torchtraceap::ml::{shows_evidence, MlError, Model};
+use torchtraceap::model::AntiPattern;
 
 /// One labelled real trace, scored by the three methods.
 #[derive(Clone, Debug)]

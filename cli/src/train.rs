@@ -10,8 +10,8 @@ use anyhow::Context;
 use torchtraceap::features::NAMES;
 use torchtraceap::ml::base_set::BaseSet;
 use torchtraceap::ml::fit::Params;
-use torchtraceap::ml::train::{train as train_model, Recipe, TRAIN_GPUS, TRAIN_MODELS};
 use torchtraceap::model::AntiPattern;
+use torchtraceap_dev::ml::train::{train as train_model, Recipe, TRAIN_GPUS, TRAIN_MODELS};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -4,8 +4,9 @@
 //! regular expressions); on generated traces the step-time change is judged against the spread
 //! and findings are fixed or new; the CLI's formats and its regression gate.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "common/oracle.rs"]
+#[path = "../../tests/common/oracle.rs"]
 mod oracle;
 mod profiles;
 mod ttap;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use profiles::profile_of_bytes;
 use torchtraceap::compare::{render, Comparison, NameChange};
 use torchtraceap::profile::Profile;
-use torchtraceap::synth::{generate, AntiPattern, Injection};
+use torchtraceap_dev::synth::{generate, AntiPattern, Injection};
 use ttap::ttap;
 
 const HTA: &str = "facebookresearch__HolisticTraceAnalysis";

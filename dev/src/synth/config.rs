@@ -3,7 +3,7 @@
 
 use super::gpu::Gpu;
 use super::zoo::Model;
-use crate::model::AntiPattern;
+use torchtraceap::model::AntiPattern;
 
 /// One anti-pattern at one step (0-based), with a severity in (0, 1].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,11 +51,6 @@ pub struct DataParallel {
     pub world_size: u32,
     pub rank_injections: Vec<(u32, Injection)>,
 }
-
-/// The generator's version: raised whenever the same configuration and seed would give another
-/// trace, so that a model trained on generated traces says which generator made them
-/// (`ml::Provenance`), and a stale one is noticed.
-pub const GENERATOR_VERSION: u32 = 2;
 
 /// The first step's number.
 pub const FIRST_STEP: i64 = 10;

@@ -6,12 +6,12 @@ use smartcore::cluster::kmeans::{KMeans, KMeansParameters};
 use smartcore::linalg::basic::matrix::DenseMatrix;
 
 use super::train::{ingested, label_of, LabelledWindow};
-use super::{MlError, Model};
-use crate::detect::{self, Analysis, Finding};
-use crate::features::{of_trace, NAMES};
-use crate::model::AntiPattern;
 use crate::synth::Config;
-use crate::window::Phase;
+use torchtraceap::detect::{self, Analysis, Finding};
+use torchtraceap::features::{of_trace, NAMES};
+use torchtraceap::ml::{MlError, Model};
+use torchtraceap::model::AntiPattern;
+use torchtraceap::window::Phase;
 
 /// Area under the ROC curve: the probability that a random positive scores above a random
 /// negative, ties counting half (the Mann–Whitney statistic). `None` without both classes.

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
-use torchtraceap::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
-use torchtraceap::synth::{generate, generate_ranks, Config, DataParallel, Gpu, Model};
+use torchtraceap_dev::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
+use torchtraceap_dev::synth::{generate, generate_ranks, Config, DataParallel, Gpu, Model};
 
 use crate::inspect::read_file;
 

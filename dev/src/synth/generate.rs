@@ -8,7 +8,7 @@ use super::config::{Config, DataParallel, Injection, Label, Rng, FIRST_STEP};
 use super::gpu;
 use super::writer::{Comm, Writer, AUTOGRAD, MAIN, PID};
 use super::zoo::{forward_layers, Kernel, Layer, CAST, CAST_BACKWARD};
-use crate::model::AntiPattern;
+use torchtraceap::model::AntiPattern;
 
 /// A generated trace and its labels.
 pub struct Generated {

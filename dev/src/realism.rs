@@ -5,9 +5,9 @@
 //!
 //! Reads only the model.
 
-use crate::features::quantile;
-use crate::metrics::union_ns;
-use crate::model::{kernels, EventKind, Trace, NONE};
+use torchtraceap::features::quantile;
+use torchtraceap::metrics::union_ns;
+use torchtraceap::model::{kernels, EventKind, Trace, NONE};
 
 /// A kind of workload the generator writes and the real traces show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

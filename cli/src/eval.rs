@@ -13,16 +13,16 @@ use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::features::of_trace;
 use torchtraceap::ingest::IngestOptions;
-use torchtraceap::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
 use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
-use torchtraceap::ml::real::{feature_gaps, figures, score_labelled};
-use torchtraceap::ml::train::{
-    data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
-};
 use torchtraceap::ml::{self, Model};
 use torchtraceap::model::AntiPattern;
 use torchtraceap::share::fingerprint;
-use torchtraceap::synth::scenario;
+use torchtraceap_dev::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
+use torchtraceap_dev::ml::real::{feature_gaps, figures, score_labelled};
+use torchtraceap_dev::ml::train::{
+    data_set, LabelledWindow, HELD_OUT_GPUS, HELD_OUT_MODELS, TRAIN_GPUS, TRAIN_MODELS,
+};
+use torchtraceap_dev::synth::scenario;
 
 use crate::features::read_labels;
 use crate::inspect::read_file;

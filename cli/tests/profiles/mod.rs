@@ -4,7 +4,7 @@
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
-use torchtraceap::synth::{Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{Config, Gpu, Injection, Model};
 
 /// The profile of a trace's bytes, as `ttap compare` and the app make it.
 pub fn profile_of_bytes(label: &str, bytes: &[u8]) -> Profile {

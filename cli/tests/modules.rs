@@ -4,6 +4,7 @@
 //! real ResNet-18 training trace the tree is consistent (a node holds at least its children's
 //! GPU time, the top level and the outside add up to all GPU work) and backward is attributed.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;
@@ -13,7 +14,7 @@ use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::modules::{Frames, ModuleNode, ModuleTree};
 use torchtraceap::report::Report;
 use torchtraceap::share;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 const TRACE: &str = r#"{"traceEvents": [
   {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},

@@ -2,6 +2,7 @@
 //! the budget, redacted), Ollama's recorded streams, timeouts and unreachable endpoints.
 //! `tests/llm_server.rs` runs against a real llama-server.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::io::Read;
@@ -16,7 +17,7 @@ use torchtraceap::llm::protocol::{
 };
 use torchtraceap::llm::summary::{self, estimate_tokens, Flag, SummaryOptions};
 use torchtraceap::report::Report;
-use torchtraceap::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 
 /// A generated training trace of 5 steps (the first warm-up): a host sync in every steady step
 /// (a `loss.item()` each step, worst in step 2), and a slow DataLoader in steps 3 and 4 (half
@@ -124,7 +125,7 @@ fn a_finding_is_summarised_at_its_flagged_window() {
         .unwrap();
     // Injected at steps 3 and 4 of the generator: ProfilerStep#(FIRST_STEP + 3) and + 4; the
     // gate holds in those 2 of the 4 steady steps.
-    let first = torchtraceap::synth::FIRST_STEP;
+    let first = torchtraceap_dev::synth::FIRST_STEP;
     let mut held: Vec<i64> = finding.step_costs.iter().map(|c| c.number).collect();
     held.sort();
     assert_eq!(held, [first + 3, first + 4]);
@@ -229,12 +230,7 @@ fn rel(dir: &Path, f: &Path) -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/ollama")
-            .join(name),
-    )
-    .unwrap()
+    std::fs::read(common::repo().join("tests/fixtures/ollama").join(name)).unwrap()
 }
 
 /// The text of a recorded stream fed in pieces of `size` bytes.

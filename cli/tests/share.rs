@@ -3,7 +3,9 @@
 //! report leaves out its least important parts first and says so; every kind of malformed or
 //! hostile link gets its own error; the trace fingerprint.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/links/mod.rs"]
 mod links;
 
 use std::io::Write as _;
@@ -21,7 +23,7 @@ use torchtraceap::roofline::Roofline;
 use torchtraceap::share::{
     self, decode, encode, Part, ShareError, ShareOptions, SharedReport, TimeRange,
 };
-use torchtraceap::synth::{self, AntiPattern, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{self, AntiPattern, Gpu, Injection, Model};
 
 fn read(bytes: &[u8]) -> Ingested {
     ingest_bytes(bytes, IngestOptions::default()).expect("the trace ingests")
@@ -640,7 +642,7 @@ fn tiny(kernel_us: &str, swap: bool) -> String {
 /// checks the wasm build computes from the same bytes: native and wasm32 agree.
 #[test]
 fn the_bundled_sample_s_fingerprint_is_the_recorded_one() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo();
     let sample =
         std::fs::read(root.join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz")).unwrap();
     let recorded = std::fs::read_to_string(root.join("tests/fixtures/sample.fingerprint")).unwrap();

@@ -133,3 +133,45 @@ fn architecture_md_fits_in_one_read() {
          modules' `//!` docs and keep one short row per file"
     );
 }
+
+/// A file's `//!` header says what the file holds and why it is one piece, never how long it is:
+/// a line count is stale by the next commit.
+#[test]
+fn no_file_header_states_a_line_count() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "tests",
+        "cli/src",
+        "cli/tests",
+        "dev/src",
+        "web/src",
+        "web/tests",
+        "python/src",
+    ] {
+        source_files(root, dir, &mut files);
+    }
+    let counted: Vec<String> = files
+        .iter()
+        .filter(|f| f.ends_with(".rs"))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(root.join(f)).unwrap();
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("//!"))
+                .filter(|l| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    words.windows(2).any(|w| {
+                        w[1].trim_end_matches(|c: char| !c.is_alphabetic()) == "lines"
+                            && w[0].trim_start_matches('(').parse::<u64>().is_ok()
+                    })
+                })
+                .map(|l| format!("{f}: {}", l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        counted.is_empty(),
+        "file headers state line counts (say why the file is one piece instead): {counted:#?}"
+    );
+}

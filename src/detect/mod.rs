@@ -503,7 +503,11 @@ impl Outcome {
 
     /// The events `keep` accepts that start in a steady step where the gate holds, in event
     /// order: a finding's evidence.
-    pub(crate) fn events_where(&self, a: &Analysis<'_>, keep: impl Fn(usize) -> bool) -> Vec<usize> {
+    pub(crate) fn events_where(
+        &self,
+        a: &Analysis<'_>,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
         let e = &a.trace.events;
         (0..e.len())
             .filter(|&i| keep(i) && self.holds_at(a, e.start[i]))

@@ -432,3 +432,20 @@ fn labels_round_trip_and_the_generator_s_labels_read() {
         "{e}"
     );
 }
+
+#[test]
+fn the_model_trains_on_every_gpu_but_the_held_out_generation() {
+    let mut split: Vec<&str> = TRAIN_GPUS
+        .iter()
+        .chain(&HELD_OUT_GPUS)
+        .map(|g| g.id())
+        .collect();
+    let mut all: Vec<&str> = torchtraceap_dev::synth::Gpu::ALL
+        .iter()
+        .map(|g| g.id())
+        .collect();
+    split.sort_unstable();
+    all.sort_unstable();
+    assert_eq!(split, all);
+    assert!(TRAIN_GPUS.iter().all(|g| !HELD_OUT_GPUS.contains(g)));
+}

@@ -18,14 +18,8 @@ pub const TRAIN_MODELS: [synth::Model; 5] = [
     synth::Model::Detr,
     synth::Model::Video3d,
 ];
-pub const TRAIN_GPUS: [Gpu; 6] = [
-    Gpu::V100,
-    Gpu::T4,
-    Gpu::A100,
-    Gpu::Rtx4090,
-    Gpu::H100,
-    Gpu::Mi300x,
-];
+/// Every GPU the generator knows but the held-out generation, the last of `Gpu::ALL`.
+pub const TRAIN_GPUS: [Gpu; 6] = *Gpu::ALL.first_chunk().expect("7 GPUs");
 /// …and the ones it is evaluated on: families whose layers run kernels no training family runs
 /// (depthwise convolutions; SiLU, upsampling and concatenation), on a GPU generation whose
 /// library kernels are named like no training GPU's (`sm100_xmma_*`, `nvjet_*`, cuDNN's fused

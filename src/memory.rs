@@ -326,7 +326,7 @@ fn peak(t: &Trace, samples: &[Sample]) -> Option<Peak> {
         .iter()
         .position(|s| s.allocated == Some(allocated))?;
     let enclosing = enclosing(t, samples[sample].event as usize);
-    let chain = || enclosing.into_iter().flat_map(|j| and_parents(t, j));
+    let chain = || enclosing.into_iter().flat_map(|j| t.and_parents(j));
     let op = chain()
         .find(|&j| t.events.kind[j] == EventKind::CpuOp)
         .map(|j| j as u32);
@@ -350,13 +350,6 @@ fn enclosing(t: &Trace, m: usize) -> Option<usize> {
     let first = t.tracks[e.track[m] as usize].events.start as usize;
     let at = e.start[m];
     let nearest = (first..m).rev().find(|&j| e.kind[j].nests_on_cpu())?;
-    and_parents(t, nearest).find(|&j| e.start[j] <= at && at <= e.end(j))
-}
-
-/// Event `j` and its parents in the call tree, innermost first.
-fn and_parents(t: &Trace, j: usize) -> impl Iterator<Item = usize> + '_ {
-    std::iter::successors(Some(j), |&j| {
-        let p = t.events.parent[j];
-        (p != NONE).then_some(p as usize)
-    })
+    t.and_parents(nearest)
+        .find(|&j| e.start[j] <= at && at <= e.end(j))
 }

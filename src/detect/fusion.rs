@@ -64,10 +64,10 @@ impl Detector for FusionCandidates {
                 let mut close = |run: &mut Vec<usize>| {
                     if run.len() >= RUN {
                         runs_total += 1;
-                        let kernel_ns: i64 = run.iter().map(|&i| e.dur[i]).sum();
+                        let chain_ns: i64 = run.iter().map(|&i| e.dur[i]).sum();
                         let longest = run.iter().map(|&i| e.dur[i]).max().unwrap_or(0);
                         let span = (e.start[run[0]], e.end(run[run.len() - 1]));
-                        run_ns += kernel_ns;
+                        run_ns += chain_ns;
                         // One fused kernel still does the longest kernel's work; the rest of
                         // the chain's span (other kernels and the gaps) goes.
                         let saved =
@@ -83,10 +83,10 @@ impl Detector for FusionCandidates {
                     if matches!(e.kind[i], EventKind::GpuKernel | EventKind::Collective) {
                         kernel_ns += e.dur[i];
                     }
-                    let candidate = e.kind[i] == EventKind::GpuKernel
-                        && e.dur[i] < SHORT_NS
-                        && is_elementwise(t.name_of(i))
-                        && !t.name_of(i).starts_with("triton_");
+                    let candidate = e.kind[i] == EventKind::GpuKernel && e.dur[i] < SHORT_NS && {
+                        let name = t.name_of(i);
+                        is_elementwise(name) && !name.starts_with("triton_")
+                    };
                     let breaks = run.last().is_some_and(|&p| !back_to_back(a, p, i));
                     if !candidate || breaks {
                         close(&mut run);

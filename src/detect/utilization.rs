@@ -59,9 +59,8 @@ pub(crate) fn launch_limited(a: &Analysis<'_>, k: usize) -> bool {
 fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
     let t = a.trace;
     let e = &t.events;
-    let outermost_op = |launch: usize| t.outermost_op(launch).map(|op| op as u32);
     let mut durations = Vec::new();
-    let mut ops: Vec<u32> = Vec::new();
+    let mut ops: Vec<usize> = Vec::new();
     let mut replays: FxHashMap<u32, i64> = FxHashMap::default();
     for i in a.gpu_work(k) {
         if e.kind[i] != EventKind::GpuKernel {
@@ -72,13 +71,13 @@ fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
             Some(graph) => *replays.entry(graph).or_default() += e.dur[i],
             None => {
                 durations.push(e.dur[i]);
-                ops.extend(launch.and_then(|l| outermost_op(l as usize)));
+                ops.extend(launch.and_then(|l| t.outermost_op(l as usize)));
             }
         }
     }
     for (graph, ns) in replays {
         durations.push(ns);
-        ops.extend(outermost_op(graph as usize));
+        ops.extend(t.outermost_op(graph as usize));
     }
     ops.sort_unstable();
     // Per kernel, its op's duration over the kernels that op launched.
@@ -86,7 +85,7 @@ fn kernels_outrun_their_ops(a: &Analysis<'_>, k: usize) -> bool {
         .chunk_by(|x, y| x == y)
         .flat_map(|same| {
             let n = same.len() as i64;
-            std::iter::repeat_n(e.dur[same[0] as usize] / n, same.len())
+            std::iter::repeat_n(e.dur[same[0]] / n, same.len())
         })
         .collect();
     match (median(durations), median(per_kernel)) {

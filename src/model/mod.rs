@@ -405,17 +405,19 @@ impl Trace {
 
     /// The outermost CPU operator enclosing `event` on its thread (`aten::conv2d` for a launch
     /// inside `aten::conv2d` → `aten::cudnn_convolution`), if any.
-    pub fn outermost_op(&self, event: usize) -> Option<usize> {
-        let e = &self.events;
-        let mut op = None;
-        let mut i = e.parent[event];
-        while i != NONE {
-            if e.kind[i as usize] == EventKind::CpuOp {
-                op = Some(i as usize);
-            }
-            i = e.parent[i as usize];
-        }
-        op
+    pub(crate) fn outermost_op(&self, event: usize) -> Option<usize> {
+        self.and_parents(event)
+            .skip(1)
+            .filter(|&j| self.events.kind[j] == EventKind::CpuOp)
+            .last()
+    }
+
+    /// Event `event` and its parents in the call tree, innermost first.
+    pub(crate) fn and_parents(&self, event: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(event), |&j| {
+            let p = self.events.parent[j];
+            (p != NONE).then_some(p as usize)
+        })
     }
 
     /// Whether `event` is a graph launch call (`cudaGraphLaunch`, `hipGraphLaunch`): one host

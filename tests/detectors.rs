@@ -1025,6 +1025,25 @@ fn every_gate_threshold_is_stated_from_the_gate() {
     }
 }
 
+/// A fix's terms are what grades an LLM's fix against the rule's (`llm::check`): each is a
+/// change the fix itself names, so that the grade reads the rule's fix and no second list.
+#[test]
+fn every_fix_names_its_terms() {
+    for d in DETECTORS {
+        for fix in d.fixes() {
+            assert!(!fix.terms.is_empty(), "{}: a fix without terms", d.id());
+            let text = format!("{}\n{}", fix.summary, fix.snippet).to_lowercase();
+            for term in fix.terms {
+                assert!(
+                    text.contains(&term.to_lowercase()),
+                    "{}: the term {term:?} is not in its fix: {text}",
+                    d.id()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_slow_first_step_is_warm_up_and_its_dataloader_and_mallocs_are_left_out() {
     // Step 1 takes 17 ms (1.7× the 10 ms median of the others) with 5 ms of DataLoader and

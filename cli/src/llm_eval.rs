@@ -127,7 +127,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                         reply.schema_refused.is_some(),
                     );
                     eprintln!(
-                        "[{model}] {}/{} {}: {:.2} s, names {}, {} of {} citations in the evidence{}{}",
+                        "[{model}] {}/{} {}: {:.2} s, names {}, {} of {} citations in the evidence, {} misread{}{}{}",
                         k + 1,
                         cases.len(),
                         case.name,
@@ -135,8 +135,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                         g.check.anti_pattern.as_deref().unwrap_or("nothing"),
                         g.check.found(),
                         g.check.citations.len(),
+                        g.check.misread().count(),
                         if g.check.valid { ", valid" } else { ", not the schema's object" },
                         if g.key_figure { ", cites the key figure" } else { "" },
+                        match g.check.fix_named {
+                            Some(true) => ", the fix names the rule's change",
+                            Some(false) => ", the fix names another change",
+                            None => "",
+                        },
                     );
                     Some(g)
                 }

@@ -31,6 +31,7 @@ const PRESSURE: f64 = PRESSURE_GATE.threshold / 100.0;
 const FIX_ALLOCATOR_CHURN: Fix = Fix {
     summary: "Let the caching allocator keep memory: remove torch.cuda.empty_cache() from the loop, do not set PYTORCH_NO_CUDA_MEMORY_CACHING, and keep tensor shapes stable (pad variable-size batches).",
     snippet: "# remove from the training loop:\n# torch.cuda.empty_cache()\n# and check: os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") is None",
+    terms: &["empty_cache", "PYTORCH_NO_CUDA_MEMORY_CACHING", "shapes stable", "pad"],
 };
 
 const ALLOCATOR_CHURN_ABOUT: About = About {

@@ -396,6 +396,7 @@ fn block_names(t: &Trace, events: &[Vec<usize>]) -> Vec<String> {
 const FIX_UNFUSED_ATTENTION: Fix = Fix {
     summary: "Call scaled_dot_product_attention (flash or memory-efficient kernels; nn.MultiheadAttention and timm/HF ViTs use it when enabled); pass the bias and mask as attn_mask.",
     snippet: "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias_plus_mask, dropout_p=p if self.training else 0.0)",
+    terms: &["scaled_dot_product_attention", "flash", "memory-efficient"],
 };
 
 const UNFUSED_ATTENTION_ABOUT: About = About {

@@ -20,6 +20,7 @@ const COST: &str = "collective time with no compute kernel alongside, mean over 
 const FIX_EXPOSED_COMMUNICATION: Fix = Fix {
     summary: "Overlap gradient all-reduce with backward (DDP buckets), tune bucket size, and synchronize less often with gradient accumulation.",
     snippet: "model = DDP(model, bucket_cap_mb=50, gradient_as_bucket_view=True)\nwith model.no_sync():          # accumulate without all-reduce\n    loss.backward()",
+    terms: &["overlap", "bucket", "no_sync", "gradient accumulation"],
 };
 
 const EXPOSED_COMMUNICATION_ABOUT: About = About {

@@ -17,6 +17,7 @@ const COST: &str = "device-to-device copy time plus half the host copy time per 
 const FIX_HEAVY_COPIES: Fix = Fix {
     summary: "Avoid copies that only change layout (.contiguous(), .clone(), .to() of tensors already on the device, permute followed by copy); batch small host copies into one pinned buffer.",
     snippet: "# instead of x.permute(0, 2, 3, 1).contiguous() every step:\nmodel = model.to(memory_format=torch.channels_last)",
+    terms: &[".contiguous()", ".clone()", "channels_last", "pinned buffer"],
 };
 
 const HEAVY_COPIES_ABOUT: About = About {

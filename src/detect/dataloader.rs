@@ -26,6 +26,7 @@ const GATE_HOST: Gate = Gate {
 const FIX_DATA_LOADER_BOTTLENECK: Fix = Fix {
     summary: "Load batches in background worker processes, pinned, and keep the workers alive between epochs.",
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)",
+    terms: &["num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "worker processes"],
 };
 
 const DATA_LOADER_BOTTLENECK_ABOUT: About = About {

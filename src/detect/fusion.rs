@@ -35,6 +35,7 @@ const COST: &str = "per chain, its span less its longest kernel (the other kerne
 const FIX_FUSION_CANDIDATES: Fix = Fix {
     summary: "Let torch.compile fuse element-wise chains (activation, bias, residual adds, normalisation) into single kernels.",
     snippet: "model = torch.compile(model)",
+    terms: &["torch.compile", "fuse"],
 };
 
 const FUSION_CANDIDATES_ABOUT: About = About {

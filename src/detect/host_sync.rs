@@ -20,6 +20,7 @@ const COST: &str = "GPU idle during synchronizing calls and in the 1 ms after ea
 const FIX_HOST_SYNC: Fix = Fix {
     summary: "Keep values on the GPU until the end of the step: no .item(), .cpu(), print or Python control flow on tensors inside the step; log accumulated values every N steps.",
     snippet: "running_loss += loss.detach()        # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)  # one sync every 100 steps",
+    terms: &[".item()", ".cpu()", "every N steps", "detach()"],
 };
 
 const HOST_SYNC_ABOUT: About = About {

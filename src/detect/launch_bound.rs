@@ -20,6 +20,7 @@ const COST: &str = "GPU idle between its first and last work of the step that no
 const FIX_LAUNCH_BOUND: Fix = Fix {
     summary: "Launch fewer, larger kernels: capture the step in a CUDA graph, let torch.compile fuse element-wise chains, or raise the batch size.",
     snippet: "model = torch.compile(model, mode=\"reduce-overhead\")\n# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_input)",
+    terms: &["CUDA graph", "torch.compile", "batch size", "reduce-overhead"],
 };
 
 const LAUNCH_BOUND_ABOUT: About = About {

@@ -21,6 +21,7 @@ const COST: &str = "time of the layout conversion kernels per steady-state step:
 const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
     summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
     snippet: "model = model.to(memory_format=torch.channels_last)\nx = x.to(device, memory_format=torch.channels_last, non_blocking=True)",
+    terms: &["channels_last"],
 };
 
 const LAYOUT_TRANSFORMS_ABOUT: About = About {

@@ -327,6 +327,9 @@ pub struct Evidence {
 pub struct Fix {
     pub summary: &'static str,
     pub snippet: &'static str,
+    /// The changes the fix names, each as `summary` or `snippet` write it (case aside): an
+    /// explanation's fix that names none of them proposes another change (`llm::check`).
+    pub terms: &'static [&'static str],
 }
 
 /// A detector's gate: the quantity it measures per steady step and the threshold it must reach.

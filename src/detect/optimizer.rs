@@ -43,11 +43,13 @@ const FIX_UNFUSED_OPTIMIZER: Fix = Fix {
     summary: "Use the fused (or foreach) implementation of the optimizer.",
     snippet:
         "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
+    terms: &["fused=True", "foreach"],
 };
 
 const FIX_ZERO_GRAD_MEMSET: Fix = Fix {
     summary: "Drop the gradients instead of zeroing them (the default since PyTorch 2.0).",
     snippet: "optimizer.zero_grad(set_to_none=True)",
+    terms: &["set_to_none"],
 };
 
 /// The `prefix` ranges (`Optimizer.step#SGD.step`, `Optimizer.zero_grad#…`: every era names

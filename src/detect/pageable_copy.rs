@@ -22,6 +22,7 @@ const COST: &str = "half the pageable copy time, plus the GPU idle while the hos
 const FIX_PAGEABLE_COPY: Fix = Fix {
     summary: "Pin host buffers (DataLoader pin_memory=True) and copy with non_blocking=True.",
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True)\nx = x.to(device, non_blocking=True)",
+    terms: &["pin_memory", "non_blocking", "pin host"],
 };
 
 const PAGEABLE_COPY_ABOUT: About = About {

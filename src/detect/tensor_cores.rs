@@ -35,6 +35,7 @@ fn has_tensor_cores(t: &Trace) -> Option<String> {
 const FIX_NO_TENSOR_CORES: Fix = Fix {
     summary: "Run matrix math on tensor cores: mixed precision (bf16/fp16 autocast), or at least TF32 for fp32.",
     snippet: "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\nwith torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x).loss",
+    terms: &["autocast", "bf16", "fp16", "TF32", "allow_tf32", "mixed precision"],
 };
 
 const NO_TENSOR_CORES_ABOUT: About = About {

@@ -119,11 +119,13 @@ const HOST_ONLY_COST: &str = "GPU idle before the first and after the last GPU w
 const FIX_LOW_UTILIZATION: Fix = Fix {
     summary: "Take Python overhead off the critical path: compile the model, capture CUDA graphs, or raise the batch size so each launch does more work.",
     snippet: "model = torch.compile(model, mode=\"reduce-overhead\")  # fuses ops and uses CUDA graphs",
+    terms: &["torch.compile", "CUDA graph", "batch size", "reduce-overhead"],
 };
 
 const FIX_HOST_ONLY_TIME: Fix = Fix {
     summary: "Prepare inputs ahead of the step: decode and resize in DataLoader workers (or on the GPU), convert to tensors there, and copy pinned batches with non_blocking=True while the previous step runs.",
     snippet: "loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,\n                    collate_fn=preprocess_batch)  # preprocessing runs in the workers",
+    terms: &["DataLoader workers", "num_workers", "pin_memory", "non_blocking", "collate_fn"],
 };
 
 const LOW_UTILIZATION_ABOUT: About = About {

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::protocol::{anti_pattern_ids, follows_schema, Answer, NO_ANTI_PATTERN};
+use super::quantity::{self, Quantity};
 
 /// What a citation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,10 @@ pub struct Citation {
     pub at: Range<usize>,
     /// Whether the request's text holds it.
     pub found: bool,
+    /// Where the request holds the figure only as another quantity than the one the answer
+    /// gives it (`quantity`): what it was cited as and what the request gives it as.
+    #[serde(default)]
+    pub misread: Option<String>,
 }
 
 /// An answer checked against its request.
@@ -55,12 +60,22 @@ pub struct Check {
     pub differs: bool,
     /// The answer is exactly the schema's object (`protocol::follows_schema`).
     pub valid: bool,
+    /// Whether the answer's fix names a change the finding's own fix names (its
+    /// `detect::Fix::terms`): `None` when the request is about no finding, or the answer has
+    /// no fix.
+    #[serde(default)]
+    pub fix_named: Option<bool>,
 }
 
 impl Check {
     /// The citations the request's text does not hold.
     pub fn not_found(&self) -> impl Iterator<Item = &Citation> {
         self.citations.iter().filter(|c| !c.found)
+    }
+
+    /// The figures cited as another quantity than the request gives them as.
+    pub fn misread(&self) -> impl Iterator<Item = &Citation> {
+        self.citations.iter().filter(|c| c.misread.is_some())
     }
 
     /// How many citations the request's text holds.
@@ -127,10 +142,24 @@ pub fn check(sent: &str, answer: &Answer, expected: Option<&str>) -> Check {
             .map(|e| citations(sent, e))
             .unwrap_or_default(),
         anti_pattern,
+        fix_named: expected
+            .zip(answer.fix.as_deref())
+            .map(|(id, fix)| names_the_fix(id, fix)),
         expected: expected.map(str::to_string),
         differs,
         valid: follows_schema(&answer.text),
     }
+}
+
+/// Whether `fix` names one of the changes the fixes of detector `id` name (case aside).
+fn names_the_fix(id: &str, fix: &str) -> bool {
+    let fix = fix.to_lowercase();
+    crate::detect::DETECTORS
+        .iter()
+        .filter(|d| d.id() == id)
+        .flat_map(|d| d.fixes())
+        .flat_map(|f| f.terms)
+        .any(|term| fix.contains(&term.to_lowercase()))
 }
 
 /// The detector id (or `none`) that `said` names: an id in any case or spelling
@@ -159,7 +188,13 @@ pub(crate) fn pattern_id(said: &str) -> Option<&'static str> {
 /// Every name and figure `explanation` cites, each marked found in `sent` or not.
 pub fn citations(sent: &str, explanation: &str) -> Vec<Citation> {
     let sent_lower = sent.to_lowercase();
-    let evidence: Vec<Number> = numbers(sent).into_iter().map(|(_, n)| n).collect();
+    let evidence: Vec<(Number, Option<Quantity>)> = numbers(sent)
+        .into_iter()
+        .map(|(at, n)| {
+            let count = n.decimals == 0 && matches!(n.unit, None | Some(Unit::Times));
+            (n, quantity::in_request(sent, &at, count))
+        })
+        .collect();
     let spans = code_spans(explanation);
     let mut out: Vec<Citation> = names(explanation, &spans)
         .into_iter()
@@ -170,6 +205,7 @@ pub fn citations(sent: &str, explanation: &str) -> Vec<Citation> {
                 found: sent_lower.contains(&text.to_lowercase()),
                 text,
                 at,
+                misread: None,
             }
         })
         .collect();
@@ -178,10 +214,17 @@ pub fn citations(sent: &str, explanation: &str) -> Vec<Citation> {
         if out.iter().any(|c| overlaps(&c.at)) || spans.iter().any(overlaps) {
             continue;
         }
+        let sent_as: Vec<Option<Quantity>> = evidence
+            .iter()
+            .filter(|(e, _)| n.matches(e))
+            .map(|(_, q)| *q)
+            .collect();
+        let timed = matches!(n.unit, Some(Unit::Time(_) | Unit::Percent | Unit::Bytes(_)));
         out.push(Citation {
             kind: Kind::Figure,
             text: explanation[at.clone()].to_string(),
-            found: evidence.iter().any(|e| n.matches(e)),
+            found: !sent_as.is_empty(),
+            misread: quantity::misread(quantity::in_answer(explanation, &at), timed, &sent_as),
             at,
         });
     }
@@ -575,6 +618,101 @@ Kernel #1: void at::native::vectorized_elementwise_kernel<4, at::native::FillFun
         .to_string();
         assert_eq!(sent_text(&body), "12.3 ms");
         assert_eq!(sent_text("not json"), "");
+    }
+
+    /// A request in the phrases `summary` writes, with the figures of the issue's examples: a
+    /// window 27.407 ms long, a finding of 5.20 ms per step, 110 evidence events.
+    const WINDOWED: &str = "Flagged by rule `dataloader-bottleneck` (DataLoader bottleneck): the GPU waits. Severity high, about 5.20 ms per step (17.3% of the step), confidence 0.90.\n\
+Window: step 4, window 2 of 5 (data loading), 3.100–30.507 ms into a 30.000 ms step (27.407 ms long).\n\
+Evidence: GPU idle inside DataLoader ranges (110): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__\n\
+GPU 0: busy 23.307 ms (85% of the window); idle 4.100 ms: before first work 0.000.\n";
+
+    fn misread(explanation: &str) -> Vec<(String, Option<String>)> {
+        check(
+            WINDOWED,
+            &answer(explanation),
+            Some("dataloader-bottleneck"),
+        )
+        .citations
+        .into_iter()
+        .filter(|c| c.kind == Kind::Figure)
+        .map(|c| (c.text, c.misread))
+        .collect()
+    }
+
+    #[test]
+    fn a_figure_cited_as_another_quantity_is_misread() {
+        let read = misread(
+            "The GPU is idle for 27.407 ms per step. It loses 110 ms of idle time in 110 events.",
+        );
+        assert_eq!(
+            read,
+            [
+                (
+                    "27.407 ms".to_string(),
+                    Some(
+                        "cited as time lost per step; the request gives it as the window's length"
+                            .to_string()
+                    )
+                ),
+                (
+                    "110 ms".to_string(),
+                    Some("cited with a unit; the request gives this number as a count".to_string())
+                ),
+                ("110".to_string(), None),
+            ]
+        );
+        // Read as the request gives them: no misreading.
+        for right in [
+            "The window is 27.407 ms long and the step loses 5.20 ms per step.",
+            "The DataLoader stalls the GPU 5.2 ms each step, 17.3% of the 30 ms step.",
+            "The GPU is idle 4.100 ms in this window.",
+            "Work starts 3.100 ms into the step.",
+        ] {
+            assert!(
+                misread(right).iter().all(|(_, m)| m.is_none()),
+                "{right}: {:?}",
+                misread(right)
+            );
+        }
+    }
+
+    #[test]
+    fn the_fix_is_graded_against_the_rules_fix() {
+        let named = |fix: &str, expected: Option<&str>| {
+            let mut a = answer("x");
+            a.fix = Some(fix.to_string());
+            check(WINDOWED, &a, expected).fix_named
+        };
+        assert_eq!(
+            named(
+                "DataLoader(num_workers=8, pin_memory=True)",
+                Some("dataloader-bottleneck")
+            ),
+            Some(true)
+        );
+        assert_eq!(
+            named(
+                "Optimize the data loading process.",
+                Some("dataloader-bottleneck")
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            named(
+                "Remove the cudaStreamSynchronize calls.",
+                Some("host-device-sync")
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            named(
+                "Call loss.item() every 100 steps, not in the step.",
+                Some("host-device-sync")
+            ),
+            Some(true)
+        );
+        assert_eq!(named("num_workers=8", None), None);
     }
 
     #[test]

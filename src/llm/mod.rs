@@ -5,7 +5,9 @@
 //! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
 //! - [`protocol`]: request bodies, stream parsers, answer parsing and error mapping, without a
 //!   transport (the web app sends with `fetch` and feeds the same parsers).
-//! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern).
+//! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern, the
+//!   fix); [`quantity`]: what a figure stands for, so that a figure cited as something else is
+//!   marked misread.
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
 //!
 //! The graded evaluation of endpoints (`ttap llm-eval`) is a development tool, in the
@@ -15,5 +17,6 @@ pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 pub mod protocol;
+pub mod quantity;
 pub mod redact;
 pub mod summary;

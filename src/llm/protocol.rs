@@ -272,6 +272,14 @@ pub fn follows_schema(text: &str) -> bool {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub answer_tokens: u64,
+    /// Of the prompt's tokens, those the server took from its cache (a prefix it had read for
+    /// an earlier request), where it says (OpenAI's `prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+    /// Milliseconds the server spent reading the prompt before its first answer token, where it
+    /// says (llama.cpp's `timings.prompt_ms`, Ollama's `prompt_eval_duration`).
+    #[serde(default)]
+    pub prompt_ms: Option<u64>,
 }
 
 /// The token counts of a whole (non-streamed) response, when the server gives them (OpenAI's
@@ -283,9 +291,20 @@ pub(crate) fn parse_usage(protocol: Protocol, body: &str) -> Option<Usage> {
         Protocol::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),
         Protocol::Ollama => ("/prompt_eval_count", "/eval_count"),
     };
+    let prompt_ms = match protocol {
+        Protocol::OpenAi => v.pointer("/timings/prompt_ms").and_then(Value::as_f64),
+        Protocol::Ollama => v
+            .pointer("/prompt_eval_duration")
+            .and_then(Value::as_f64)
+            .map(|ns| ns / 1e6),
+    };
     Some(Usage {
         prompt_tokens: v.pointer(prompt)?.as_u64()?,
         answer_tokens: v.pointer(answer)?.as_u64()?,
+        cached_tokens: v
+            .pointer("/usage/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64),
+        prompt_ms: prompt_ms.map(|ms| ms.round() as u64),
     })
 }
 
@@ -510,6 +529,40 @@ impl StreamParser {
 
 fn cut(s: &str) -> String {
     s.chars().take(120).collect()
+}
+
+/// Where a model server on the user's own machine is looked for: the port
+/// `scripts/llm-server.sh start-model` starts llama-server with a real model on.
+pub const LOCAL_SERVER: &str = "http://127.0.0.1:8081";
+
+/// The URL that lists a server's models (OpenAI's `/v1/models`).
+pub fn models_url(base: &str) -> String {
+    format!("{}/v1/models", base.trim_end_matches('/'))
+}
+
+/// The model ids of a `/v1/models` response (`{"data": [{"id": …}, …]}`), in order.
+pub fn model_ids(body: &str) -> Vec<String> {
+    let v: Value = serde_json::from_str(body).unwrap_or_default();
+    v.get("data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("id")?.as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+impl Endpoint {
+    /// The endpoint for `model` on the [`LOCAL_SERVER`]: a small model on a laptop's CPU, so
+    /// answers of at most 512 tokens and up to 5 minutes for one (a 1.5B model on two cores
+    /// reads about 35 prompt tokens a second and writes about 10).
+    pub fn local(model: &str) -> Endpoint {
+        Endpoint {
+            max_tokens: 512,
+            timeout_s: 300,
+            ..Endpoint::new(LOCAL_SERVER, Protocol::OpenAi, model)
+        }
+    }
 }
 
 /// `text` with the endpoint's API key written as `<API key>`: for any message that shows what a
@@ -879,15 +932,44 @@ data: [DONE]\n\n";
             parse_usage(Protocol::OpenAi, usage),
             Some(Usage {
                 prompt_tokens: 12,
-                answer_tokens: 34
+                answer_tokens: 34,
+                ..Usage::default()
             })
         );
-        let ollama = r#"{"message":{},"prompt_eval_count":5,"eval_count":6}"#;
+        // llama.cpp's server: the cached prefix and the time it read the prompt.
+        let llama = r#"{"choices":[],"usage":{"prompt_tokens":700,"completion_tokens":90,"prompt_tokens_details":{"cached_tokens":150}},"timings":{"prompt_n":550,"prompt_ms":15234.6}}"#;
         assert_eq!(
-            parse_usage(Protocol::Ollama, ollama).unwrap().answer_tokens,
-            6
+            parse_usage(Protocol::OpenAi, llama),
+            Some(Usage {
+                prompt_tokens: 700,
+                answer_tokens: 90,
+                cached_tokens: Some(150),
+                prompt_ms: Some(15235),
+            })
         );
+        let ollama =
+            r#"{"message":{},"prompt_eval_count":5,"eval_count":6,"prompt_eval_duration":2500000}"#;
+        let ollama = parse_usage(Protocol::Ollama, ollama).unwrap();
+        assert_eq!((ollama.answer_tokens, ollama.prompt_ms), (6, Some(3)));
         assert_eq!(parse_usage(Protocol::OpenAi, "{}"), None);
+    }
+
+    #[test]
+    fn a_servers_models_are_listed() {
+        let listed = r#"{"object":"list","data":[{"id":"qwen2.5-coder-1.5b","object":"model"},{"id":"other"}]}"#;
+        assert_eq!(model_ids(listed), ["qwen2.5-coder-1.5b", "other"]);
+        assert!(model_ids("not json").is_empty());
+        assert!(model_ids(r#"{"data":[{"name":"x"}]}"#).is_empty());
+        assert_eq!(
+            models_url("http://127.0.0.1:8081/"),
+            "http://127.0.0.1:8081/v1/models"
+        );
+        let local = Endpoint::local("m");
+        assert_eq!(
+            local.chat_url(),
+            "http://127.0.0.1:8081/v1/chat/completions"
+        );
+        assert_eq!((local.max_tokens, local.timeout_s), (512, 300));
     }
 
     #[test]

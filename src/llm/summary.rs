@@ -7,7 +7,13 @@
 //! its evidence: `Report::finding_windows`) or one of the report's `unexplained` regions. Its
 //! summary is a list of [`Line`]s, each with an importance; a request that is over its token
 //! budget loses its least important lines first (the last window's first), never its header
-//! lines; a finding's gate and its evidence events inside the window go last.
+//! lines: first the window detector's view, memory, modules and the lesser operators and
+//! kernels, then the window's GPU and host metrics, then the top three operators and kernels; a
+//! finding's gate and its evidence events inside the window go last.
+//!
+//! Every request about one trace begins with the same bytes (the fixed [`SYSTEM`] message, then
+//! the trace's line), so that a server that caches prompt prefixes (llama.cpp's `llama-server`)
+//! reads them once per trace.
 //!
 //! **Token estimate:** `ceil(bytes / 4)` of the UTF-8 text ([`estimate_tokens`]). LLaMA-family
 //! tokenizers average 3.5–4.5 bytes per token on English and identifiers; the default budget
@@ -30,6 +36,13 @@ use crate::window::Window;
 /// Default prompt budget, in estimated tokens: fits a 4096-token context with room for the
 /// answer (`max_tokens`).
 pub const DEFAULT_BUDGET: usize = 3072;
+/// The budget for a small model on the user's own machine (a 0.5–1.5B model on a laptop's
+/// CPU reads 35–100 prompt tokens a second): the finding, its gate and evidence, the top
+/// operators and kernels; the window's metrics, memory and modules go first.
+pub const LOCAL_BUDGET: usize = 800;
+/// The window detector's view of a finding's window is sent only from this probability up: a
+/// small model takes a label beside the finding for the diagnosis, even at probability 0.00.
+const WINDOW_MODEL_SHOWN: f32 = 0.5;
 /// Default number of flagged windows (findings first, then unexplained regions).
 pub const DEFAULT_MAX_WINDOWS: usize = 8;
 /// Operators, kernels and modules listed per window (the first [`KEEP_FIRST`] are more important).
@@ -393,9 +406,10 @@ fn evidence_lines(
         }
     }
     if let Some(e) = report.step_windows(a, step).and_then(|es| es.get(win)) {
-        if let (Some(p), Some(kind)) = (e.anomaly_probability, e.predicted_type.as_deref()) {
+        let likely = e.anomaly_probability.filter(|&p| p >= WINDOW_MODEL_SHOWN);
+        if let (Some(p), Some(kind)) = (likely, e.predicted_type.as_deref()) {
             out.push(Line {
-                importance: 2,
+                importance: 4,
                 text: format!(
                     "Window detector (beside the rule, not what chose the window): probability {p:.2} that the window holds an anti-pattern, most likely `{kind}`."
                 ),
@@ -446,12 +460,18 @@ fn window_summary(
         },
     );
     lines.extend(metric_lines(a.trace, w));
-    lines.extend(ranked_lines("Module", modules(a.trace, w), "in the window"));
-    lines.extend(ranked_lines("Operator", operators(a.trace, w), "total"));
+    lines.extend(ranked_lines(
+        "Module",
+        modules(a.trace, w),
+        "in the window",
+        3,
+    ));
+    lines.extend(ranked_lines("Operator", operators(a.trace, w), "total", 2));
     lines.extend(ranked_lines(
         "Kernel",
         kernels(a, w),
         "GPU time launched from the window",
+        2,
     ));
     WindowSummary {
         key,
@@ -468,7 +488,7 @@ fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
     let mut out = Vec::new();
     if let Some(d) = m.main_device() {
         out.push(Line {
-            importance: 2,
+            importance: 3,
             text: format!(
                 "GPU {}: busy {:.3} ms ({:.0}% of the window; compute {:.3}, communication {:.3} of which exposed {:.3}, memcpy {:.3}, memset {:.3}); idle {:.3} ms: before first work {:.3}, after last work {:.3}, waiting for the host {:.3}, waiting on queued kernels {:.3}, other {:.3}.",
                 d.device.map_or("?".to_string(), |x| x.to_string()),
@@ -509,7 +529,7 @@ fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
         ms(m.dataloader_ns)
     );
     out.push(Line {
-        importance: 2,
+        importance: 3,
         text: host,
     });
     let mut mem = String::new();
@@ -532,7 +552,7 @@ fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
     }
     if !mem.is_empty() {
         out.push(Line {
-            importance: 3,
+            importance: 4,
             text: format!("Memory: {}.", mem.trim_end_matches("; ")),
         });
     }
@@ -550,12 +570,13 @@ fn ranked(totals: BTreeMap<&str, (i64, u64)>) -> Vec<(String, i64, u64)> {
     v
 }
 
-fn ranked_lines(what: &str, items: Vec<(String, i64, u64)>, unit: &str) -> Vec<Line> {
+/// The ranked items as lines: the first [`KEEP_FIRST`] at importance `first`, the rest at 4.
+fn ranked_lines(what: &str, items: Vec<(String, i64, u64)>, unit: &str, first: u8) -> Vec<Line> {
     items
         .into_iter()
         .enumerate()
         .map(|(k, (name, ns, count))| Line {
-            importance: if k < KEEP_FIRST { 3 } else { 4 },
+            importance: if k < KEEP_FIRST { first } else { 4 },
             text: format!(
                 "{what} #{}: {} — {:.3} ms {unit}, {count}×",
                 k + 1,

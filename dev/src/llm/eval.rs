@@ -18,7 +18,7 @@ use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 use torchtraceap::detect::scoring::{read_labelled, RealLabels};
 use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
-use torchtraceap::llm::check::{check, Check};
+use torchtraceap::llm::check::{check, Check, Kind};
 use torchtraceap::llm::protocol::{parse_answer, Usage};
 use torchtraceap::llm::summary::{prompts, summarize, Flag, Prompt, SummaryOptions};
 use torchtraceap::report::Report;
@@ -265,6 +265,38 @@ impl Tally {
         })
     }
 
+    /// Figures cited as another quantity than the request gives them as (`llm::quantity`), and
+    /// the figures found in the evidence.
+    pub fn misread(&self) -> (usize, usize) {
+        self.graded.iter().fold((0, 0), |(m, n), g| {
+            let figures = g
+                .check
+                .citations
+                .iter()
+                .filter(|c| c.found && c.kind == Kind::Figure);
+            (m + g.check.misread().count(), n + figures.count())
+        })
+    }
+
+    /// Answers whose fix names a change the rule's own fix names, and the answers with a fix
+    /// to grade (about a finding).
+    pub fn fixes_named(&self) -> (usize, usize) {
+        let graded = self.graded.iter().filter_map(|g| g.check.fix_named);
+        graded.fold((0, 0), |(y, n), named| (y + usize::from(named), n + 1))
+    }
+
+    /// The median time the server read a prompt before its first answer token, where it said.
+    pub fn first_token(&self) -> Option<Duration> {
+        let mut ms: Vec<u64> = self
+            .graded
+            .iter()
+            .filter_map(|g| g.usage?.prompt_ms)
+            .collect();
+        ms.sort_unstable();
+        ms.get(ms.len().checked_sub(1)? / 2)
+            .map(|&m| Duration::from_millis(m))
+    }
+
     /// The latency at quantile `q` (nearest rank) of the answered cases.
     pub fn latency(&self, q: f64) -> Option<Duration> {
         let mut l: Vec<Duration> = self.graded.iter().map(|g| g.latency).collect();
@@ -297,7 +329,7 @@ pub fn share(part: usize, whole: usize) -> String {
 }
 
 /// The table's header, Markdown.
-pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | key figure cited | valid structured answers | latency median / p90 | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | figures misread | key figure cited | fix names the rule's change | valid structured answers | latency median / p90 | first token (median) | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 
 /// One model's row of the table.
 pub fn row(model: &str, t: &Tally) -> String {
@@ -312,16 +344,21 @@ pub fn row(model: &str, t: &Tally) -> String {
             format!("{i:.0} / {o:.0} ({n} counted)")
         }
     });
+    let (misread, figures) = t.misread();
+    let (named, fixes) = t.fixes_named();
     format!(
-        "| {model} | {} | {} | {} | {} | {} | {} | {} / {} | {tokens} |\n",
+        "| {model} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {tokens} |\n",
         t.cases,
         share(answered, t.cases),
         share(t.right(), t.cases),
         share(found, cited),
+        share(misread, figures),
         share(t.key_figures(), t.with_key_figure),
+        share(named, fixes),
         share(t.valid(), t.cases),
         secs(t.latency(0.5)),
         secs(t.latency(0.9)),
+        secs(t.first_token()),
     )
 }
 
@@ -349,13 +386,15 @@ mod tests {
 
     #[test]
     fn answers_are_graded_and_tallied() {
-        let good = r#"{"anti_pattern":"dataloader-bottleneck","explanation":"12.35 ms per step, 41% of it, in aten::copy_","fix":"f","confidence":0.9}"#;
+        let good = r#"{"anti_pattern":"dataloader-bottleneck","explanation":"12.35 ms per step, 41% of it, in aten::copy_","fix":"num_workers=8","confidence":0.9}"#;
         let wrong = r#"{"anti_pattern":"host-device-sync","explanation":"aten::item takes 3.0 ms","fix":"f","confidence":0.2}"#;
         let mut t = Tally::default();
         let ms = |m| Duration::from_millis(m);
         let usage = Some(Usage {
             prompt_tokens: 100,
             answer_tokens: 50,
+            prompt_ms: Some(40),
+            ..Usage::default()
         });
         t.add(
             &case(Some(12.35)),
@@ -380,9 +419,12 @@ mod tests {
         assert_eq!(t.latency(0.5), Some(ms(200)));
         assert_eq!(t.latency(0.9), Some(ms(300)));
         assert_eq!(t.tokens(), Some((100.0, 50.0, 1)));
+        assert_eq!(t.misread(), (0, 2));
+        assert_eq!(t.fixes_named(), (1, 2));
+        assert_eq!(t.first_token(), Some(ms(40)));
         let r = row("m", &t);
         assert!(
-            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 1/3 (33%) | 2/4 (50%) | 0.20 s / 0.30 s | 100 / 50 (1 counted) |"),
+            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 0/2 (0%) | 1/3 (33%) | 1/2 (50%) | 2/4 (50%) | 0.20 s / 0.30 s | 0.04 s | 100 / 50 (1 counted) |"),
             "{r}"
         );
         assert_eq!(share(0, 0), "–");

@@ -39,6 +39,16 @@ export function lacksServer(t) {
     'no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY: eval "$(scripts/llm-server.sh start)")');
 }
 
+export const REAL_LLM_URL = process.env.TTAP_REAL_LLM_URL;
+
+/** Whether `t` must stop for want of the real model's server where the page looks for one
+ * (http://127.0.0.1:8081, `scripts/llm-server.sh start-model`): it skips, saying so, or fails
+ * where `TTAP_REQUIRE_LLM_SERVER` is set (CI). */
+export function lacksRealModel(t) {
+  return REAL_LLM_URL !== 'http://127.0.0.1:8081' && without(t, 'TTAP_REQUIRE_LLM_SERVER',
+    `no real model server at http://127.0.0.1:8081 (TTAP_REAL_LLM_URL is ${REAL_LLM_URL ?? 'unset'}: eval "$(scripts/llm-server.sh start-model)")`);
+}
+
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript',

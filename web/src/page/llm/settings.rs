@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use torchtraceap::llm::protocol::{Endpoint, Protocol};
-use torchtraceap::llm::summary::SummaryOptions;
+use torchtraceap::llm::summary::{SummaryOptions, LOCAL_BUDGET};
 
 /// Where the settings are kept, the API key left out (the browser's local storage of this
 /// page's origin).
@@ -50,6 +50,26 @@ impl Settings {
             let _ = settings.save();
         }
         settings
+    }
+
+    /// Whether this browser holds settings the user saved (or chose to forget): a local model
+    /// server found when the page opens is used only where it holds none.
+    pub fn stored() -> bool {
+        storage().is_some_and(|s| s.get_item(STORAGE_KEY).ok().flatten().is_some())
+    }
+
+    /// The settings for `model` on the model server on this machine
+    /// ([`Endpoint::local`]): requests within [`LOCAL_BUDGET`] tokens, which a small model on
+    /// a laptop's CPU reads in seconds, not minutes.
+    pub fn local(model: &str) -> Settings {
+        Settings {
+            endpoint: Endpoint::local(model),
+            summary: SummaryOptions {
+                budget: LOCAL_BUDGET,
+                ..SummaryOptions::default()
+            },
+            remember_key: false,
+        }
     }
 
     fn from_json(text: &str) -> Settings {

@@ -15,7 +15,7 @@ use yew::prelude::*;
 
 use super::labels::{labels_file_name, same_window};
 use super::settings::{page_origin, Settings};
-use super::transport::{message, Failure, Request};
+use super::transport::{local_models, message, Failure, Request};
 use crate::page::errors;
 use crate::page::export::download;
 use crate::protocol::{Request as WorkerRequest, RequestError, RetrainError, Retrained, ToWorker};
@@ -83,6 +83,20 @@ pub struct State {
     pub(super) export_error: Option<String>,
     /// The window model scoring the traces: the bundled one, or one retrained on the labels.
     pub(super) retraining: Retraining,
+    /// The model server on this machine, looked for the first time a question is previewed
+    /// while this browser holds no saved settings.
+    pub(super) local: Local,
+}
+
+/// Whether the page looked for a model server on this machine
+/// ([`LOCAL_SERVER`](torchtraceap::llm::protocol::LOCAL_SERVER)), and what it found.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Local {
+    NotLooked,
+    Looking,
+    /// It answered, serving this model: the settings ask it until the user saves others.
+    Found(String),
+    Absent,
 }
 
 /// Where retraining the window model on the kept labels stands (the worker fits it).
@@ -142,6 +156,8 @@ pub enum Msg {
     BundledModel,
     /// Offer the retrained model's file as a download.
     DownloadModel,
+    /// The model the server on this machine serves, or none answered.
+    LocalServer(Option<String>),
 }
 
 /// The retrained model's file name when downloaded.
@@ -161,6 +177,7 @@ impl Default for State {
             labels: Vec::new(),
             export_error: None,
             retraining: Retraining::Bundled,
+            local: Local::NotLooked,
         }
     }
 }
@@ -236,14 +253,38 @@ impl State {
             Msg::ForgetSettings => {
                 Settings::forget();
                 self.storage_error = None;
-                self.settings = Settings::default();
+                self.settings = match &self.local {
+                    Local::Found(model) => Settings::local(model),
+                    _ => Settings::default(),
+                };
                 let files: Vec<usize> = self.prompts.keys().copied().collect();
                 return files.into_iter().filter_map(|f| self.need(f)).collect();
             }
             Msg::NeedPrompts(file) => return self.need(file).into_iter().collect(),
             Msg::Preview(file, key) => {
                 self.exchanges.insert((file, key), Exchange::Preview);
+                if self.local == Local::NotLooked && !Settings::stored() {
+                    self.local = Local::Looking;
+                    let send = send.clone();
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let found = local_models().await.into_iter().next();
+                        send.emit(Msg::LocalServer(found));
+                    });
+                }
                 return self.need(file).into_iter().collect();
+            }
+            Msg::LocalServer(found) => {
+                let Some(model) = found else {
+                    self.local = Local::Absent;
+                    return Vec::new();
+                };
+                self.local = Local::Found(model.clone());
+                // Settings the user saved meanwhile win.
+                if !Settings::stored() {
+                    self.settings = Settings::local(&model);
+                    let files: Vec<usize> = self.prompts.keys().copied().collect();
+                    return files.into_iter().filter_map(|f| self.need(f)).collect();
+                }
             }
             Msg::Close(file, key) => {
                 self.exchanges.remove(&(file, key));

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use gloo_timers::callback::Timeout;
 use js_sys::{Reflect, Uint8Array};
 use torchtraceap::llm::protocol::{
-    error_from_status, parse_response, Endpoint, LlmError, StreamParser, MAX_RESPONSE_BYTES,
+    error_from_status, model_ids, models_url, parse_response, Endpoint, LlmError, StreamParser,
+    LOCAL_SERVER, MAX_RESPONSE_BYTES,
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -212,6 +213,45 @@ impl Request {
             }
         }
     }
+}
+
+/// How long the page waits for the model server on this machine to list its models.
+const LOOK_FOR_LOCAL_MS: u32 = 3000;
+/// The most characters of a model id the page keeps (it is shown as text).
+const MODEL_ID_CHARS: usize = 120;
+
+/// The models the server on this machine ([`LOCAL_SERVER`]) lists at `/v1/models`, when it
+/// answers within [`LOOK_FOR_LOCAL_MS`]; nothing is sent but the GET, with no cookies.
+pub async fn local_models() -> Vec<String> {
+    let url = models_url(LOCAL_SERVER);
+    let (Some(window), Ok(controller)) = (web_sys::window(), AbortController::new()) else {
+        return Vec::new();
+    };
+    if blocked_by_policy(&url).is_some() {
+        return Vec::new();
+    }
+    let _timer = {
+        let controller = controller.clone();
+        Timeout::new(LOOK_FOR_LOCAL_MS, move || controller.abort())
+    };
+    let init = RequestInit::new();
+    init.set_method("GET");
+    init.set_signal(Some(&controller.signal()));
+    init.set_credentials(RequestCredentials::Omit);
+    init.set_referrer_policy(ReferrerPolicy::NoReferrer);
+    let Ok(response) = JsFuture::from(window.fetch_with_str_and_init(&url, &init)).await else {
+        return Vec::new();
+    };
+    let response: Response = response.unchecked_into();
+    let text = match response.text() {
+        Ok(text) if response.ok() => JsFuture::from(text).await.ok(),
+        _ => None,
+    };
+    let listed = text.and_then(|t| t.as_string()).unwrap_or_default();
+    model_ids(&listed)
+        .into_iter()
+        .map(|id| id.chars().take(MODEL_ID_CHARS).collect())
+        .collect()
 }
 
 /// Refuses what `fetch` cannot send, before sending: not a URL, or not http(s).

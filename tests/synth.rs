@@ -275,7 +275,7 @@ fn a_single_injected_step_is_labelled_alone() {
 #[test]
 fn the_bundled_sample_is_this_generator_s_output() {
     // www/samples/resnet50-a100-dataloader.pt.trace.json.gz, served with the site:
-    // ttap synth --model resnet50 --gpu a100 --steps 6 --batch 32 --seed 1
+    // ttap-dev synth --model resnet50 --gpu a100 --steps 6 --batch 32 --seed 1
     //   --inject dataloader-bottleneck@2:0.6 (and @3, @4, @5)
     let injections = (2..6)
         .map(|step| Injection {

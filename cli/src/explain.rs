@@ -11,15 +11,8 @@ use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol}
 use torchtraceap::llm::summary::{self, SummaryOptions};
 use torchtraceap::report::Report;
 
-use crate::inspect::read_trace;
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtocolArg {
-    /// `/v1/chat/completions` (vLLM, TGI, llama.cpp's llama-server, Ollama's /v1).
-    Openai,
-    /// Ollama's native `/api/chat`.
-    Ollama,
-}
+use torchtraceap_cli::read::read_trace;
+use torchtraceap_cli::ProtocolArg;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -10,7 +10,7 @@ use torchtraceap::detect::{self, Analysis};
 use torchtraceap::perfetto;
 use torchtraceap::report::Report;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {

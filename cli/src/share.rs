@@ -11,7 +11,7 @@ use torchtraceap::report::Report;
 use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
 use torchtraceap::view_link;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {

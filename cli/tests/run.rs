@@ -6,6 +6,7 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod profiles;
+mod synth;
 mod ttap;
 
 use std::path::PathBuf;
@@ -155,18 +156,11 @@ fn ttap_analyze_on_a_folder_prints_the_run_view() {
     let dir: PathBuf = std::env::temp_dir().join(format!("ttap-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_str().unwrap();
-    let (code, _) = ttap(&[
-        "synth",
-        "--ranks",
-        "8",
-        "--steps",
-        "8",
-        "--inject",
-        "dataloader-bottleneck@5:0.8@rank5",
-        "--out",
-        d,
-    ]);
-    assert_eq!(code, 0);
+    let dp = DataParallel {
+        world_size: 8,
+        rank_injections: vec![(5, synth::at(AntiPattern::DataLoader, 5, 0.8))],
+    };
+    synth::synth(&dir, &synth::config(8, 1, Vec::new()), Some(dp));
     let (code, md) = ttap(&["analyze", d]);
     assert_eq!(code, 0);
     assert!(md.starts_with("# Run: 8 ranks"), "{md}");

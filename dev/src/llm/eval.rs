@@ -1,4 +1,4 @@
-//! A graded evaluation of an endpoint (`ttap llm-eval`): a labelled set of windows, each with
+//! A graded evaluation of an endpoint (`ttap-dev llm-eval`): a labelled set of windows, each with
 //! the anti-pattern it holds and its key figure, the requests the app would send about them,
 //! and the tally of the answers (right anti-pattern, citations found in the evidence, the key
 //! figure cited, valid structured answers, latency, tokens). The transport is the caller's.

@@ -113,10 +113,10 @@ impl Recipe {
         params: Params::COMMITTED,
     };
 
-    /// The `ttap train` command that runs this recipe.
+    /// The `ttap-dev train` command that runs this recipe.
     pub fn command(&self) -> String {
         format!(
-            "ttap train --traces {} --seed {} --trees {} --max-depth {}",
+            "ttap-dev train --traces {} --seed {} --trees {} --max-depth {}",
             self.traces, self.seed, self.params.trees, self.params.max_depth
         )
     }

@@ -1,4 +1,4 @@
-//! `ttap eval`: the window detector against the rules and k-means on held-out scenarios (unseen
+//! `ttap-dev eval`: the window detector against the rules and k-means on held-out scenarios (unseen
 //! architectures on unseen GPUs), its scoring speed, and its agreement with the rules on the real
 //! traces; written as a Markdown report.
 
@@ -25,11 +25,11 @@ use torchtraceap_dev::ml::train::{
 use torchtraceap_dev::synth::scenario;
 
 use crate::features::read_labels;
-use crate::inspect::read_file;
+use torchtraceap_cli::read::read_file;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A model file written by `ttap train` (default: the embedded model).
+    /// A model file written by `ttap-dev train` (default: the embedded model).
     #[arg(long)]
     model: Option<PathBuf>,
     /// How many held-out scenarios to score.
@@ -38,7 +38,7 @@ pub struct Args {
     /// The first held-out scenario's seed (far from the training seeds).
     #[arg(long, default_value_t = 1_000_000)]
     seed: u64,
-    /// Training scenarios for the k-means baseline (seeds from 1, as `ttap train`).
+    /// Training scenarios for the k-means baseline (seeds from 1, as `ttap-dev train`).
     #[arg(long, default_value_t = 300)]
     kmeans_traces: usize,
     /// Clusters of the k-means baseline.
@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long, default_value = "models/EVALUATION.md")]
     out: PathBuf,
     /// Instead of the held-out scenarios: score the windows of real traces that a person
-    /// labelled (the web app's Export labels, or `ttap synth --labels`) and print how the model
+    /// labelled (the web app's Export labels, or `ttap-dev synth --labels`) and print how the model
     /// agrees with each label. Needs --trace.
     #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "real_labels", "out"])]
     labels: Option<PathBuf>,
@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some(labels) => score_labels(args, labels),
         None => evaluate(args),
     }
-    .context("ttap eval")?;
+    .context("ttap-dev eval")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,7 +96,7 @@ fn evaluate(args: &Args) -> anyhow::Result<()> {
     let _ = writeln!(
         o,
         "# Window detector: evaluation\n\n\
-         Written by `ttap eval --traces {} --seed {} --kmeans-traces {} --clusters {}`.\n\n\
+         Written by `ttap-dev eval --traces {} --seed {} --kmeans-traces {} --clusters {}`.\n\n\
          Held out: {} scenarios (`synth::scenario`, with noise) of {} on {}: architectures and GPUs \
          the model never saw (it is trained on {} on {}).",
         args.traces,
@@ -131,7 +131,7 @@ fn evaluate(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ttap eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
+/// `ttap-dev eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
 /// the model agrees with the label: a window labelled with an anti-pattern when the model flags
 /// it with that type, one labelled "none" when it does not flag it.
 fn score_labels(args: &Args, path: &PathBuf) -> anyhow::Result<()> {

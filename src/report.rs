@@ -20,8 +20,9 @@ pub use windows::{
     evidence_events, evidence_windows, overlaps, FindingWindowEntry, MAX_FINDING_WINDOWS,
 };
 
+use crate::analysis::Analysis;
 use crate::attribution::Part;
-use crate::detect::{Analysis, Detected, Finding};
+use crate::detect::{Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
 use crate::graphs::{self, GraphSummary};
 use crate::memory;

@@ -24,6 +24,8 @@ const LAYERS: &[&[&str]] = &[
     &["metrics", "roofline", "graphs"],
     // One split of each step's time; window features; what a trace holds.
     &["attribution", "features", "summary", "modules"],
+    // A trace prepared for the rules and the views: steps, metrics, splits, memory.
+    &["analysis"],
     // The rules.
     &["detect"],
     // The window detector (trained on generated scenarios by `dev/`, compared with the rules).
@@ -37,6 +39,8 @@ const LAYERS: &[&[&str]] = &[
     &["compare", "run", "fleet"],
     // Comparisons and run views as links.
     &["view_link"],
+    // The door: a trace analyzed once, with the views the front ends show.
+    &["analyzed"],
     // Native: files and folders analyzed as the CLI and the Python package show them.
     &["files"],
 ];
@@ -311,6 +315,60 @@ fn the_users_binary_never_links_the_development_crate() {
          (dev-cli/), a helper both binaries need in cli/src/lib.rs:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The calls that run the analysis stages: only the analyzed trace (`src/analyzed.rs`) makes
+/// them, so that every front end shows the same analysis, made once.
+const STAGE_RUNS: &[&str] = &["detect::run", "Report::new", "Analysis::new"];
+
+/// The stage runs `code` makes itself (a name preceded by a letter, as in `SharedReport::new`,
+/// is another).
+fn stage_runs(code: &str) -> Vec<&'static str> {
+    STAGE_RUNS
+        .iter()
+        .copied()
+        .filter(|run| {
+            code.match_indices(run).any(|(k, _)| {
+                !code[..k]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .collect()
+}
+
+/// One door: the front ends (`ttap`, `ttap-dev`, the web app, the Python module) and the
+/// development tools analyze a trace through `AnalyzedTrace`, never by running the stages
+/// themselves (their tests may).
+#[test]
+fn front_ends_analyze_through_the_analyzed_trace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for dir in ["cli/src", "dev-cli/src", "web/src", "python/src", "dev/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no Rust files in {dir}");
+        for (path, text) in files {
+            for run in stage_runs(code_of(&text)) {
+                wrong.push(format!("{path}: {run}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a front end runs an analysis stage itself; make an `AnalyzedTrace` and ask it (add the \
+         view it lacks to src/analyzed.rs):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_stage_run_is_caught() {
+    let code = "let a = Analysis::new(&t);\nlet r = report::Report::new(&a, &detect::run(&a));";
+    assert_eq!(stage_runs(code), STAGE_RUNS);
+    assert!(stage_runs("let s = SharedReport::new(r, fp);").is_empty());
+    assert!(stage_runs("let a = AnalyzedTrace::new(&ingested);").is_empty());
 }
 
 #[test]

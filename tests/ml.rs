@@ -8,7 +8,8 @@
 #[allow(dead_code)]
 mod common;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::ml::base_set::{retrain, BaseSet};

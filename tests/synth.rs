@@ -1,8 +1,9 @@
 //! The labelled trace generator: deterministic, ingests cleanly for every model, GPU and mode,
 //! and each injected anti-pattern is what the matching rule finds, where the labels say.
 
+use torchtraceap::analysis::Analysis;
 use torchtraceap::attribution::Part;
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::model::EventKind;
 use torchtraceap_dev::synth::{

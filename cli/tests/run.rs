@@ -12,7 +12,8 @@ mod ttap;
 use std::path::PathBuf;
 
 use profiles::profile_of_bytes;
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};

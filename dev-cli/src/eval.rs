@@ -10,13 +10,12 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 
 use torchtraceap::detect::scoring::RealLabels;
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::features::of_trace;
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::{self, Model};
 use torchtraceap::model::AntiPattern;
 use torchtraceap::share::fingerprint;
+use torchtraceap::AnalyzedTrace;
 use torchtraceap_dev::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
 use torchtraceap_dev::ml::real::{feature_gaps, figures, score_labelled};
 use torchtraceap_dev::ml::train::{
@@ -163,9 +162,8 @@ fn score_labels(args: &Args, path: &PathBuf) -> anyhow::Result<()> {
                 "{name} has no GPU work: the window detector does not score it (labels for it cannot be checked)"
             );
         }
-        let a = Analysis::new(t);
         let (mut step, mut index) = (None, 0);
-        for w in of_trace(t, &a.steps) {
+        for w in AnalyzedTrace::new(&ingested).features() {
             index = if step == Some(w.step) { index + 1 } else { 0 };
             step = Some(w.step);
             let Some(l) = mine
@@ -525,9 +523,9 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
             cpu_only += 1;
             continue;
         }
-        let a = Analysis::new(t);
-        let findings = detect::run(&a);
-        let features = of_trace(t, &a.steps);
+        let analyzed = AnalyzedTrace::new(&ingested);
+        let a = analyzed.analysis();
+        let features = analyzed.features();
         let mut model_types: Vec<&str> = Vec::new();
         let mut flagged = 0;
         for (w, f) in a.steps.windows().zip(&features) {
@@ -540,8 +538,8 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
             }
         }
         model_types.sort_unstable();
-        let rule_types: Vec<&str> = findings
-            .findings
+        let rule_types: Vec<&str> = analyzed
+            .findings()
             .iter()
             .map(|f| f.id)
             .filter(|id| AntiPattern::parse(id).is_some())

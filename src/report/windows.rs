@@ -11,8 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
 use crate::attribution::intersect;
-use crate::detect::{Analysis, Finding};
+use crate::detect::Finding;
 use crate::metrics::total;
 
 /// Windows kept per finding, at most (the best first).

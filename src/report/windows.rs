@@ -59,7 +59,10 @@ pub fn overlaps(a: &Analysis<'_>, i: usize, (start, end): (i64, i64)) -> bool {
 
 /// The windows of finding `f`, as `(step index, window index, entry)`, best first, at most
 /// [`MAX_FINDING_WINDOWS`].
-pub fn evidence_windows(a: &Analysis<'_>, f: &Finding) -> Vec<(usize, usize, FindingWindowEntry)> {
+pub(crate) fn evidence_windows(
+    a: &Analysis<'_>,
+    f: &Finding,
+) -> Vec<(usize, usize, FindingWindowEntry)> {
     let events = evidence_events(f);
     let origin = a.trace.meta.span.map_or(0, |s| s.0);
     let mut found: Vec<(usize, usize, FindingWindowEntry)> = Vec::new();

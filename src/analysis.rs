@@ -12,7 +12,7 @@ use crate::metrics::{in_range, measure, pct, RangeMetrics};
 use crate::model::{EventKind, Trace, NONE};
 use crate::window::{split, Steps};
 
-/// What every detector reads: the trace, its steps and windows, their metrics and attribution.
+/// What the rules and the views read of a trace: its steps and windows, their metrics and split.
 pub struct Analysis<'t> {
     pub trace: &'t Trace,
     pub steps: Steps,

@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import { serve, launch, openPage, load, shownFindings, traceFiles, lacksTrace, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
+const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
 
 let site;
 let browser;
@@ -96,7 +97,7 @@ test('a trace made by the generator shows the anti-pattern injected in it; injec
   // In most steady steps: a finding, with its gate and worst steps.
   const out = join(scratch, 'vit-h100-sync.pt.trace.json');
   const inject = [1, 2, 3, 4].flatMap((step) => ['--inject', `host-device-sync@${step}:0.8`]);
-  const made = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', ...inject, '--out', out]);
+  const made = spawnSync(TTAP_DEV, ['synth', '--model', 'vit_b16', '--gpu', 'h100', ...inject, '--out', out]);
   assert.equal(made.status, 0, String(made.stderr));
   const { page, context } = await openPage(browser, site.url);
   await load(page, () => page.setInputFiles('#file-input', out));
@@ -108,7 +109,7 @@ test('a trace made by the generator shows the anti-pattern injected in it; injec
   await page.screenshot({ path: join(SHOTS, 'findings-gate-split.png'), fullPage: true });
   // In one step of five: not a finding, a note.
   const once = join(scratch, 'vit-h100-sync-once.pt.trace.json');
-  const madeOnce = spawnSync(TTAP, ['synth', '--model', 'vit_b16', '--gpu', 'h100', '--inject', 'host-device-sync@2:0.8', '--out', once]);
+  const madeOnce = spawnSync(TTAP_DEV, ['synth', '--model', 'vit_b16', '--gpu', 'h100', '--inject', 'host-device-sync@2:0.8', '--out', once]);
   assert.equal(madeOnce.status, 0, String(madeOnce.stderr));
   await load(page, () => page.setInputFiles('#file-input', once));
   assert.ok(!(await shownFindings(page)).includes('host-device-sync'));
@@ -133,7 +134,7 @@ test('a broken file gets an error panel that says what was found, and the previo
 
 test("a trace past the worker's memory limit (lowered here) gets a panel saying the limit and what to do; the previous analysis stays", async () => {
   const big = join(scratch, 'past-the-limit.pt.trace.json');
-  const made = spawnSync(TTAP, ['synth', '--steps', '100', '--out', big]);
+  const made = spawnSync(TTAP_DEV, ['synth', '--steps', '100', '--out', big]);
   assert.equal(made.status, 0, String(made.stderr));
   const { page, context, errors } = await openPage(browser, site.url);
   await load(page, () => page.click('#sample'));
@@ -160,7 +161,7 @@ test("a trace past the worker's memory limit (lowered here) gets a panel saying 
 test('a long load can be cancelled, and the page keeps what it showed', async () => {
   // A large generated trace: long enough to cancel mid-way.
   const big = join(scratch, 'big.pt.trace.json');
-  const made = spawnSync(TTAP, ['synth', '--model', 'resnet50', '--gpu', 'a100', '--steps', '400', '--out', big]);
+  const made = spawnSync(TTAP_DEV, ['synth', '--model', 'resnet50', '--gpu', 'a100', '--steps', '400', '--out', big]);
   assert.equal(made.status, 0, String(made.stderr));
   const { page, context } = await openPage(browser, site.url);
   await load(page, () => page.click('#sample'));
@@ -208,7 +209,7 @@ test('a shared link opens in a fresh browser without the trace; the trace brings
 
   // The wrong trace is recognised as such.
   const wrong = join(scratch, 'other.pt.trace.json');
-  assert.equal(spawnSync(TTAP, ['synth', '--model', 'resnet50', '--gpu', 't4', '--out', wrong]).status, 0);
+  assert.equal(spawnSync(TTAP_DEV, ['synth', '--model', 'resnet50', '--gpu', 't4', '--out', wrong]).status, 0);
   const c = await openPage(browser, link);
   await load(c.page, () => c.page.setInputFiles('#file-input', wrong));
   assert.match(await c.page.locator('.notice').innerText(), /not the trace the shared link was made from/);

@@ -1,8 +1,8 @@
 // Browser speed: ingest + analysis of a large trace in headless Chromium (the built site, dist/),
 // next to the native CLI on the same file, in the same run. Prints ratios; fails on nothing.
 //
-//   node e2e/bench.mjs [TRACE]     (default: target/bench/bench-1024MiB.json, made by `ttap bench`)
-//   node e2e/bench.mjs DIR         (the ranks of a run, e.g. `ttap synth --ranks 8`: the page
+//   node e2e/bench.mjs [TRACE]     (default: target/bench/bench-1024MiB.json, made by `ttap-dev bench`)
+//   node e2e/bench.mjs DIR         (the ranks of a run, e.g. `ttap-dev synth --ranks 8`: the page
 //                                   analyzes each in its own worker; the CLI on all its threads)
 //   WORKERS=1,2 RUNS=1 node e2e/bench.mjs TRACE   (the browser with 1, then 2 workers per file)
 //   DISTS=/tmp/base-dist,dist node e2e/bench.mjs TRACE   (two builds of the site side by side)
@@ -21,14 +21,16 @@ import { join, resolve } from 'node:path';
 import { serve, launch, openPage, load, workerPhases, ROOT, DIST } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/release/ttap');
+const TTAP_DEV = join(ROOT, 'target/release/ttap-dev');
 const trace = process.argv[2] ?? join(ROOT, 'target/bench/bench-1024MiB.json');
 const runs = Number(process.env.RUNS ?? 2);
 
 if (!existsSync(TTAP)) throw new Error(`${TTAP} is missing: run cargo build --release first`);
 if (!existsSync(trace)) {
-  console.log(`making ${trace} with ttap bench (a real trace repeated to 1 GiB)…`);
-  const made = spawnSync(TTAP, ['bench', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
-  if (made.status !== 0) throw new Error('ttap bench failed');
+  if (!existsSync(TTAP_DEV)) throw new Error(`${TTAP_DEV} is missing: run cargo build --release first`);
+  console.log(`making ${trace} with ttap-dev bench (a real trace repeated to 1 GiB)…`);
+  const made = spawnSync(TTAP_DEV, ['bench', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
+  if (made.status !== 0) throw new Error('ttap-dev bench failed');
 }
 const files = statSync(trace).isDirectory()
   ? readdirSync(trace).filter((f) => /\.json(\.gz)?$/.test(f)).sort().map((f) => join(trace, f))

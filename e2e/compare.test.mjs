@@ -12,6 +12,7 @@ import { deflateSync, inflateSync } from 'node:zlib';
 import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
+const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
 const HTA = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis');
 const CONTROL = join(HTA, 'tests__data__trace_diff__control__control.json.gz');
 const TREATED = join(HTA, 'tests__data__trace_diff__test__test.json.gz');
@@ -42,7 +43,7 @@ function cliVerdict(beforePath, afterPath) {
 /** The 8 rank traces of a generated run with a straggler on rank 5 in step 5, in `scratch/name`. */
 async function synthRun(name) {
   const dir = join(scratch, name);
-  const made = spawnSync(TTAP, ['synth', '--ranks', '8', '--steps', '8',
+  const made = spawnSync(TTAP_DEV, ['synth', '--ranks', '8', '--steps', '8',
     '--inject', 'dataloader-bottleneck@5:0.8@rank5', '--out', dir], { encoding: 'utf8' });
   assert.equal(made.status, 0, made.stderr);
   return (await readdir(dir)).sort().map((f) => join(dir, f));
@@ -174,7 +175,7 @@ test('an 8-rank run with a straggler in the Run view: rank, step and the part of
 function generatedPair() {
   const out = (name, extra) => {
     const file = join(scratch, name);
-    const made = spawnSync(TTAP, ['synth', '--steps', '8', ...extra, '--out', file], { encoding: 'utf8' });
+    const made = spawnSync(TTAP_DEV, ['synth', '--steps', '8', ...extra, '--out', file], { encoding: 'utf8' });
     assert.equal(made.status, 0, made.stderr);
     return file;
   };

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { serve, launch, openPage, load, SHOTS, ROOT } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
+const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
 // A job folder whose name is markup: the page must show it as text.
 const HOSTILE_JOB = '<img src=x onerror="window.pwned=1">';
 
@@ -29,9 +30,9 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'ttap-fleet-e2e-'));
   const traces = join(dir, 'traces');
   const stalls = [1, 2, 3, 4].flatMap((s) => ['--inject', `dataloader-bottleneck@${s}:0.9`]);
-  run(TTAP, ['synth', '--ranks', '2', '--steps', '5', '--out', join(traces, 'loader-job'), ...stalls]);
+  run(TTAP_DEV, ['synth', '--ranks', '2', '--steps', '5', '--out', join(traces, 'loader-job'), ...stalls]);
   await mkdir(join(traces, HOSTILE_JOB), { recursive: true });
-  run(TTAP, ['synth', '--model', 'vit_b16', '--steps', '5', '--out', join(traces, HOSTILE_JOB, 'vit.pt.trace.json')]);
+  run(TTAP_DEV, ['synth', '--model', 'vit_b16', '--steps', '5', '--out', join(traces, HOSTILE_JOB, 'vit.pt.trace.json')]);
   // fleet.py's own functions, without Ray (the Ray half only schedules these calls).
   const program = [
     'import sys',

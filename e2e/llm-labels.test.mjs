@@ -3,7 +3,7 @@
 // skipped, saying so, without it), the user keeps a label for its window with their own choice
 // of anti-pattern (a tiny random model's words name none reliably), a second region is kept as
 // "not an anti-pattern", the labels are exported, and the downloaded file is checked and read by
-// the CLI (`ttap eval --labels`, when target/debug/ttap is built). A scripted endpoint gives a
+// the CLI (`ttap-dev eval --labels`, when target/debug/ttap-dev is built). A scripted endpoint gives a
 // structured answer whose anti-pattern is preselected.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, lacksServer, lacksTrace, cli, SHOTS, SHARED_TRACES, LLM_URL, LLM_KEY } from './support.mjs';
+import { serve, launch, openPage, load, lacksServer, lacksTrace, devCli, SHOTS, SHARED_TRACES, LLM_URL, LLM_KEY } from './support.mjs';
 
 // A real DDP training trace where the window model flags three windows that no finding explains.
 const TRACE_NAME = 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz';
@@ -131,7 +131,7 @@ test('an unexplained region is kept as a label with the user\'s choice, exported
   assert.deepEqual(errors, []);
   await context.close();
 
-  const report = execFileSync(cli(), ['eval', '--labels', file, '--trace', TRACE], { encoding: 'utf8' });
+  const report = execFileSync(devCli(), ['eval', '--labels', file, '--trace', TRACE], { encoding: 'utf8' });
   assert.match(report, /^# Window detector on labelled windows\n\n2 labels from /);
   assert.match(report, new RegExp(`\\| ${step} \\| [\\w ]+ \\| ${window + 1} \\| \`host-device-sync\` \\| [01]\\.\\d\\d \\| yes \\|`));
   assert.match(report, /The model agrees with \d of 2 labelled windows/);

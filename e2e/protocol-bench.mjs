@@ -3,7 +3,7 @@
 // for the timeline's frames, in headless Chromium (the built site, dist/). Prints figures; fails
 // on nothing.
 //
-//   node e2e/protocol-bench.mjs TRACE [FRAMES]   (e.g. a trace made by `ttap synth --steps 100`)
+//   node e2e/protocol-bench.mjs TRACE [FRAMES]   (e.g. a trace made by `ttap-dev synth --steps 100`)
 //
 // The page records each message's cost as a User Timing measure (`web/src/page/cost.rs`); this
 // script collects them with a PerformanceObserver installed before the page starts.

@@ -4,14 +4,14 @@
 // label for a trace that is not loaded), Retrain fits a smartcore forest in the worker on the
 // bundled base set plus those labels, and the labelled windows' scores fall, shown in the
 // table of changed windows and in the report's unexplained regions. Download model gives a
-// model file the CLI reads (`ttap eval --model`), and Back to the bundled model restores every
+// model file the CLI reads (`ttap-dev eval --model`), and Back to the bundled model restores every
 // score. Nothing but the site's own files is requested.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, analyze, labelsFor, lacksTrace, cli, SHOTS, SHARED_TRACES, TTAP } from './support.mjs';
+import { serve, launch, openPage, load, analyze, labelsFor, lacksTrace, cli, devCli, SHOTS, SHARED_TRACES, TTAP_DEV } from './support.mjs';
 
 const TRACE_NAME = 'tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz';
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens', TRACE_NAME);
@@ -46,6 +46,7 @@ const unexplained = (page) => page.locator('.unexplained li').allTextContents();
 test('kept labels retrain the window model in the page, which rescores the trace; the model downloads; the bundled one comes back', async (t) => {
   if (lacksTrace(t, TRACE)) return;
   cli();
+  devCli();
   const analyzed = analyze(TRACE);
   const flagged = (w) => w.anomaly_probability > 0.5;
   // The least suspicious window the model still scores is kept as the anti-pattern it names.
@@ -115,7 +116,7 @@ test('kept labels retrain the window model in the page, which rescores the trace
   assert.match(model.provenance.command, new RegExp(`^retrained in the browser on the base set \\(\\d+ windows\\) and ${labels.length} kept labels$`));
   const mine = join(SHOTS, 'retrain.mine.labels.json');
   await writeFile(mine, JSON.stringify(labels));
-  const evaluated = execFileSync(TTAP, ['eval', '--model', modelFile, '--labels', mine, '--trace', TRACE], { encoding: 'utf8' });
+  const evaluated = execFileSync(TTAP_DEV, ['eval', '--model', modelFile, '--labels', mine, '--trace', TRACE], { encoding: 'utf8' });
   assert.match(evaluated, new RegExp(`^# Window detector on labelled windows\n\n${labels.length} labels from `));
 
   // Back to the bundled model: every score as before.

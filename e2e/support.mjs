@@ -183,11 +183,19 @@ export async function shownFindings(page) {
 
 /** The CLI the tests compare with (`cargo build`). */
 export const TTAP = join(ROOT, 'target', 'debug', 'ttap');
+/** The developers' CLI (`dev-cli/`: the generator, the window model's evaluation). */
+export const TTAP_DEV = join(ROOT, 'target', 'debug', 'ttap-dev');
 
 /** The CLI the page is checked against; built by `cargo test` before the end-to-end tests run. */
 export function cli() {
   assert.ok(existsSync(TTAP), `${TTAP} is missing: build it (cargo build; scripts/test.sh does): the page is checked against it`);
   return TTAP;
+}
+
+/** The developers' CLI, built by `cargo test` with the user's. */
+export function devCli() {
+  assert.ok(existsSync(TTAP_DEV), `${TTAP_DEV} is missing: build it (cargo build; scripts/test.sh does)`);
+  return TTAP_DEV;
 }
 
 /** The report `ttap analyze` writes for `trace`, with its fingerprint. */

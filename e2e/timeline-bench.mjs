@@ -3,7 +3,7 @@
 // fails on nothing.
 //
 //   node e2e/timeline-bench.mjs [TRACE] [--dist DIR]…   (default trace: target/bench/bench-1900MiB.json,
-//                                          ~5.3 M events, made by `ttap bench --size-mib 1900`)
+//                                          ~5.3 M events, made by `ttap-dev bench --size-mib 1900`)
 //
 // Each `--dist` (default: dist/) is a built site measured in turn in the same run, so an old
 // build and a new one can be compared side by side (`cp -r dist /tmp/dist-old` before rebuilding).
@@ -28,7 +28,7 @@ import { existsSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { serve, launch, openPage, load, DIST, ROOT, SHOTS } from './support.mjs';
 
-const TTAP = join(ROOT, 'target/release/ttap');
+const TTAP_DEV = join(ROOT, 'target/release/ttap-dev');
 const argv = process.argv.slice(2);
 const dists = [];
 const positional = [];
@@ -39,10 +39,10 @@ for (let i = 0; i < argv.length; i += 1) {
 if (!dists.length) dists.push(DIST);
 const trace = positional[0] ?? join(ROOT, 'target/bench/bench-1900MiB.json');
 if (!existsSync(trace)) {
-  if (!existsSync(TTAP)) throw new Error(`${TTAP} is missing: run cargo build --release first`);
-  console.log(`making ${trace} with ttap bench (a real trace repeated to 1900 MiB)…`);
-  const made = spawnSync(TTAP, ['bench', '--size-mib', '1900', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
-  if (made.status !== 0) throw new Error('ttap bench failed');
+  if (!existsSync(TTAP_DEV)) throw new Error(`${TTAP_DEV} is missing: run cargo build --release first`);
+  console.log(`making ${trace} with ttap-dev bench (a real trace repeated to 1900 MiB)…`);
+  const made = spawnSync(TTAP_DEV, ['bench', '--size-mib', '1900', '--runs', '1'], { cwd: ROOT, stdio: 'inherit' });
+  if (made.status !== 0) throw new Error('ttap-dev bench failed');
 }
 
 // Apart from the figures of all gestures: the page's main thread busy 10 ms a frame.

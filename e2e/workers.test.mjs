@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { serve, launch, openPage, load, shownFindings, analyze, workerPhases, TTAP } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, analyze, workerPhases, TTAP_DEV } from './support.mjs';
 
 let site;
 let browser;
@@ -88,7 +88,7 @@ async function sameWithThreeWorkers(trace, steps) {
   assert.deepEqual(rounded(three.report), rounded(cli.report), 'the report the CLI writes');
 }
 
-/** `ttap synth` arguments: `steps` steps of ResNet-50 training with noise, the data loader
+/** `ttap-dev synth` arguments: `steps` steps of ResNet-50 training with noise, the data loader
  * stalled in every other step from the fifth on. */
 function stalled(steps) {
   const stalls = [];
@@ -99,7 +99,7 @@ function stalled(steps) {
 test('a large trace read by three workers gives what one worker and the CLI give', async () => {
   // 63 MB: four 16 MiB ranges, each starting between two events.
   const trace = join(scratch, 'ranges.pt.trace.json');
-  const made = spawnSync(TTAP, [...stalled(100), '--out', trace]);
+  const made = spawnSync(TTAP_DEV, [...stalled(100), '--out', trace]);
   assert.equal(made.status, 0, String(made.stderr));
   await sameWithThreeWorkers(trace, 100);
 });
@@ -109,7 +109,7 @@ test('ranges that start inside an event are read again by the merging worker, wi
   // most of the bytes): most range boundaries fall inside one, where a helper's guess that its
   // block starts between two events is wrong.
   const base = join(scratch, 'base.pt.trace.json');
-  const made = spawnSync(TTAP, [...stalled(24), '--out', base]);
+  const made = spawnSync(TTAP_DEV, [...stalled(24), '--out', base]);
   assert.equal(made.status, 0, String(made.stderr));
   const doc = JSON.parse(await readFile(base, 'utf8'));
   const list = Array.from({ length: 80 }, (_, k) => ({ k }));
@@ -125,7 +125,7 @@ test('ranges that end deep inside a long string find their end with a second rea
   // found in every trace seen; here most of the bytes are strings of 1 MB in some events'
   // arguments, so most ranges end more than 64 KiB before the next event and read on to it.
   const base = join(scratch, 'long-base.pt.trace.json');
-  const made = spawnSync(TTAP, [...stalled(24), '--out', base]);
+  const made = spawnSync(TTAP_DEV, [...stalled(24), '--out', base]);
   assert.equal(made.status, 0, String(made.stderr));
   const doc = JSON.parse(await readFile(base, 'utf8'));
   const complete = doc.traceEvents.filter((e) => e.ph === 'X');
@@ -150,7 +150,7 @@ test('a file changed after it was chosen: the page says which bytes could not be
   // streaming the file, helpers reading ranges) must say so, where, and that it must be chosen
   // again, and the page must stay usable.
   const base = join(scratch, 'chosen-base.pt.trace.json');
-  const made = spawnSync(TTAP, [...stalled(100), '--out', base]);
+  const made = spawnSync(TTAP_DEV, [...stalled(100), '--out', base]);
   assert.equal(made.status, 0, String(made.stderr));
   for (const workers of [1, 3]) {
     const trace = join(scratch, `chosen-${workers}.pt.trace.json`);

@@ -91,7 +91,7 @@ TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q -rs pytho
 echo "the Python package: built and tested in $((SECONDS - py_start)) s"
 
 step "fleet job on a local Ray cluster (scripts/fleet; skipped, saying so, without Ray)"
-python3 scripts/fleet/test_fleet.py --ttap target/debug/ttap 2>&1 | tee -a "$log"
+python3 scripts/fleet/test_fleet.py --ttap target/debug/ttap --ttap-dev target/debug/ttap-dev 2>&1 | tee -a "$log"
 
 step "cargo test for wasm32 (the web app: Node.js, and headless Chromium through chromedriver)"
 CHROMEDRIVER=/usr/bin/chromedriver cargo test --locked -p torchtraceap-web --target wasm32-unknown-unknown 2>&1 | tee -a "$log"

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::detect::{self, Analysis, Severity};
+use crate::analyzed::AnalyzedTrace;
+use crate::detect::Severity;
 use crate::ingest::{Ingest, IngestError, IngestOptions, Ingested, Progress, PARALLEL_BLOCK};
 use crate::profile::{Batch, Profile};
 use crate::report::Report;
 use crate::run::{self, RunView};
-use crate::share::fingerprint;
+use crate::share::SharedReport;
 
 /// The bytes read from a file at a time.
 pub const CHUNK: usize = 1 << 20;
@@ -140,6 +141,13 @@ pub struct Kept {
     pub fingerprint: String,
 }
 
+impl Kept {
+    /// The report with the fingerprint, as a link carries it.
+    pub fn shared(&self) -> SharedReport {
+        SharedReport::new(self.report.clone(), self.fingerprint.clone())
+    }
+}
+
 /// One file's `Kept`, or why it could not be read.
 pub type Outcome = Result<Kept, IngestError>;
 
@@ -193,17 +201,15 @@ pub(crate) fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcom
 /// at once (the cores are shared out among them).
 pub(crate) fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> Outcome {
     let ingested = reader.read(path, concurrent)?;
-    let analysis = Analysis::new(&ingested.trace);
-    let findings = detect::run(&analysis);
-    let report = Report::new(&analysis, &findings);
+    let analyzed = AnalyzedTrace::new(&ingested);
     let label = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into(),
     );
     Ok(Kept {
-        profile: Profile::new(&label, &analysis, &findings.findings),
-        fingerprint: fingerprint(&ingested.trace),
-        report,
+        profile: analyzed.profile(&label),
+        fingerprint: analyzed.fingerprint().to_string(),
+        report: analyzed.into_report(),
     })
 }
 

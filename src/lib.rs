@@ -1,16 +1,17 @@
 //! TorchTraceAP: find performance anti-patterns in PyTorch profiler (Kineto) traces.
 //!
-//! An embedder reads a trace, analyzes it and reads the report:
+//! An embedder reads a trace, analyzes it once and asks the analyzed trace for its views:
 //!
 //! ```text
-//! let Ingested { trace, .. } = ingest_bytes(&bytes, IngestOptions::default())?;
-//! let analysis = Analysis::new(&trace);
-//! let report = Report::new(&analysis, &detect::run(&analysis));
+//! let ingested = ingest_bytes(&bytes, IngestOptions::default())?;
+//! let analyzed = AnalyzedTrace::new(&ingested);
+//! let (report, fingerprint) = (analyzed.report(), analyzed.fingerprint());
 //! ```
 //!
-//! The names for that are re-exported here, one line each; everything else is reached through
-//! the stages below, which are public for the workspace's own front ends (`cli/`, `web/`,
-//! `python/`) and tools (`dev/`), not as a promise. A stage names only stages of lower layers
+//! The names for that are re-exported here, one line each; every front end (`cli/`, `web/`,
+//! `python/`) and tool (`dev/`) goes through [`AnalyzedTrace`] rather than running the stages
+//! itself (`tests/layers.rs` checks). The stages below stay public for the front ends' other
+//! needs (links, comparisons, the timeline, the LLM client) and the tests, not as a promise. A stage names only stages of lower layers
 //! (`tests/layers.rs` lists them; ARCHITECTURE.md explains the order and the data flow).
 
 // Reading a trace.
@@ -33,7 +34,9 @@ pub use ingest::Ingested;
 
 // Analyzing it.
 /// A trace prepared for the detectors: its steps, windows, splits and metrics.
-pub use detect::Analysis;
+pub use analysis::Analysis;
+/// A trace analyzed once: its analysis, findings, report, fingerprint and every view of them.
+pub use analyzed::AnalyzedTrace;
 /// The ranked findings and notes of `detect::run`.
 pub use detect::Detected;
 /// One anti-pattern found: its cost, evidence and fixes.
@@ -64,6 +67,8 @@ pub use run::RunView;
 pub use summary::Summary;
 
 // The stages, for the front ends and tools (their layers: `tests/layers.rs`).
+pub mod analysis;
+pub mod analyzed;
 pub mod attribution;
 pub mod compare;
 pub mod detect;

@@ -19,8 +19,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use crate::analysis::Analysis;
 use crate::attribution::Part;
-use crate::detect::Analysis;
 use crate::ml::Model;
 use crate::model::{EventKind, Trace, NONE};
 use crate::report::Report;

@@ -14,14 +14,15 @@
 mod markdown;
 mod windows;
 
-pub use markdown::{is_hidden, md_code, md_code_cell, md_fence, md_text, visible};
+pub(crate) use markdown::md_code_cell;
+pub use markdown::{is_hidden, md_code, md_fence, md_text, visible};
 use serde::{Deserialize, Serialize};
-pub use windows::{
-    evidence_events, evidence_windows, overlaps, FindingWindowEntry, MAX_FINDING_WINDOWS,
-};
+pub(crate) use windows::evidence_windows;
+pub use windows::{evidence_events, overlaps, FindingWindowEntry, MAX_FINDING_WINDOWS};
 
+use crate::analysis::Analysis;
 use crate::attribution::Part;
-use crate::detect::{Analysis, Detected, Finding};
+use crate::detect::{Detected, Finding};
 use crate::features::{of_trace, WindowFeatures};
 use crate::graphs::{self, GraphSummary};
 use crate::memory;

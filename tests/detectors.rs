@@ -12,7 +12,8 @@ use notes::{expect_no_note, expect_note};
 
 use std::path::{Path, PathBuf};
 
-use torchtraceap::detect::{self, Analysis, Detected, Finding, Severity, DETECTORS, OBSERVERS};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect::{self, Detected, Finding, Severity, DETECTORS, OBSERVERS};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
 use torchtraceap::model::{StepSource, Trace};
 

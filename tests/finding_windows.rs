@@ -9,7 +9,8 @@ mod common;
 use std::fs::File;
 
 use common::{shared_traces, trace_files};
-use torchtraceap::detect::{self, Analysis, Finding};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect::{self, Finding};
 use torchtraceap::ingest::{ingest_reader, IngestOptions};
 use torchtraceap::llm::summary::{summarize, Flag, SummaryOptions};
 use torchtraceap::report::{evidence_events, overlaps, Report};

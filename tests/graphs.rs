@@ -10,7 +10,8 @@ mod oracle;
 
 use std::path::{Path, PathBuf};
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::graphs::{self, GraphSummary};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::model::Trace;

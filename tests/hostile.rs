@@ -15,7 +15,8 @@ use base64::Engine as _;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use serde_json::{json, Value};
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::llm::protocol::{
     parse_answer, parse_response, LlmError, Protocol, StreamParser, MAX_RESPONSE_BYTES,

@@ -4,9 +4,10 @@
 //! may use any layer of the library; a binary (`bin/`) any of its crate. ARCHITECTURE.md
 //! ("Layers", and the web app's) explains the orders.
 //!
-//! And the crate boundary: the development tools (`dev/`, `torchtraceap-dev`) sit above the
-//! library and beside the front ends. The library never names them, nor do the web app's and the
-//! Python package's code; their tests may (a dev-dependency).
+//! And the crate boundary: the development tools (`dev/`, `torchtraceap-dev`, and their binary
+//! `ttap-dev` in `dev-cli/`) sit above the library and beside the front ends. The library never
+//! names them, nor do the web app's and the Python package's code, nor the user's `ttap`
+//! (`cli/`); their tests may (a dev-dependency).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,6 +24,8 @@ const LAYERS: &[&[&str]] = &[
     &["metrics", "roofline", "graphs"],
     // One split of each step's time; window features; what a trace holds.
     &["attribution", "features", "summary", "modules"],
+    // A trace prepared for the rules and the views: steps, metrics, splits, memory.
+    &["analysis"],
     // The rules.
     &["detect"],
     // The window detector (trained on generated scenarios by `dev/`, compared with the rules).
@@ -36,6 +39,8 @@ const LAYERS: &[&[&str]] = &[
     &["compare", "run", "fleet"],
     // Comparisons and run views as links.
     &["view_link"],
+    // The door: a trace analyzed once, with the views the front ends show.
+    &["analyzed"],
     // Native: files and folders analyzed as the CLI and the Python package show them.
     &["files"],
 ];
@@ -223,6 +228,153 @@ fn grouped_and_nested_imports_are_read() {
     );
 }
 
+/// The names a module's code (comments left out) reaches through `super::`: `super::a::b` and
+/// `use super::{a, b::c}` name `a` and `b`.
+fn super_names(code: &str) -> BTreeSet<String> {
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = BTreeSet::new();
+    for (k, _) in code.match_indices("super::") {
+        let rest = &code[k + "super::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                out.extend(group.split(',').filter_map(top_name));
+            }
+            None => out.extend(top_name(rest)),
+        }
+    }
+    out
+}
+
+/// The circles among sibling modules (each with the code of its own file), as `a -> b -> a`.
+fn sibling_circles(modules: &[(String, String)]) -> Vec<String> {
+    let names: BTreeSet<&str> = modules.iter().map(|(m, _)| m.as_str()).collect();
+    let edges: Vec<(&str, Vec<String>)> = modules
+        .iter()
+        .map(|(m, code)| {
+            let to = super_names(code)
+                .into_iter()
+                .filter(|n| n != m && names.contains(n.as_str()))
+                .collect();
+            (m.as_str(), to)
+        })
+        .collect();
+    let next = |m: &str| -> &[String] {
+        edges
+            .iter()
+            .find(|(from, _)| *from == m)
+            .map_or(&[], |(_, to)| to.as_slice())
+    };
+    let mut circles = BTreeSet::new();
+    // Depth-first from each module, reporting a path that comes back to a module on it.
+    fn walk<'a>(
+        path: &mut Vec<&'a str>,
+        next: &dyn Fn(&str) -> &'a [String],
+        circles: &mut BTreeSet<String>,
+    ) {
+        let last = *path.last().expect("a path has a start");
+        for to in next(last) {
+            if let Some(k) = path.iter().position(|m| m == to) {
+                let mut circle = path[k..].to_vec();
+                circle.push(to);
+                circles.insert(circle.join(" -> "));
+            } else {
+                path.push(to);
+                walk(path, next, circles);
+                path.pop();
+            }
+        }
+    }
+    for (m, _) in &edges {
+        walk(&mut vec![m], &next, &mut circles);
+    }
+    circles.into_iter().collect()
+}
+
+/// Every folder below `dir` with its modules: each `.rs` file but `mod.rs`, `lib.rs` and
+/// `main.rs`, and each subfolder with a `mod.rs`, with the code of that one file.
+fn rooms(dir: &Path, out: &mut Vec<(String, Vec<(String, String)>)>) {
+    let mut modules = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if let Ok(text) = std::fs::read_to_string(path.join("mod.rs")) {
+                modules.push((name, code_of(&text).to_string()));
+            }
+            rooms(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !["mod", "lib", "main"].contains(&name.as_str())
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            modules.push((name, code_of(&text).to_string()));
+        }
+    }
+    out.push((dir.display().to_string(), modules));
+}
+
+/// Inside a room (`web/src/worker/`, `src/detect/`, …) the submodules that name each other
+/// through `super::` never do so in a circle: one of them is below the other, as the rooms are.
+#[test]
+fn no_circle_between_the_submodules_of_a_room() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for dir in ["src", "web/src", "cli/src", "dev/src", "dev-cli/src"] {
+        let mut found = Vec::new();
+        rooms(&root.join(dir), &mut found);
+        assert!(
+            found.len() > 1 || dir.ends_with("cli/src"),
+            "no rooms in {dir}"
+        );
+        for (room, modules) in found {
+            wrong.extend(
+                sibling_circles(&modules)
+                    .into_iter()
+                    .map(|c| format!("{room}: {c}")),
+            );
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "submodules of one room name each other in a circle (move what both need into a third, \
+         below them):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_circle_between_submodules_is_caught() {
+    let modules = vec![
+        (
+            "session".to_string(),
+            "use super::{draw::Timeline, frames::Frames};".to_string(),
+        ),
+        (
+            "draw".to_string(),
+            "// super::session is only a comment here\nuse super::frames;".to_string(),
+        ),
+        (
+            "frames".to_string(),
+            "fn f(s: &super::session::Kept) {}".to_string(),
+        ),
+    ];
+    assert_eq!(
+        sibling_circles(&modules),
+        [
+            "draw -> frames -> session -> draw",
+            "frames -> session -> draw -> frames",
+            "frames -> session -> frames",
+            "session -> draw -> frames -> session",
+            "session -> frames -> session",
+        ]
+    );
+    assert!(sibling_circles(&modules[1..2]).is_empty());
+}
+
 /// The text of `file` before its first `#[cfg(test)]`: its code, where tests come last.
 fn code_of(text: &str) -> &str {
     text.split("#[cfg(test)]").next().unwrap_or(text)
@@ -278,6 +430,92 @@ fn the_library_and_the_apps_code_never_name_the_development_crate() {
          or an app's code is; move what they need into the library, or the code into dev/:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The user's binary (`ttap`, `cli/`) is thin: its package links the library, never the
+/// development crate (the generator, training, evaluations), which only the developers' `ttap-dev`
+/// (`dev-cli/`) and tests link. What `ttap` depends on besides: the library, which names no
+/// development crate either (above).
+#[test]
+fn the_users_binary_never_links_the_development_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    if depends_on_dev(&std::fs::read_to_string(root.join("cli/Cargo.toml")).unwrap()) {
+        wrong.push("cli/Cargo.toml".to_string());
+    }
+    let mut files = Vec::new();
+    rust_files(&root.join("cli/src"), &mut files);
+    assert!(
+        files.len() > 5,
+        "found only {} files in cli/src",
+        files.len()
+    );
+    wrong.extend(
+        files
+            .into_iter()
+            .filter(|(_, text)| text.contains("torchtraceap_dev"))
+            .map(|(path, _)| path),
+    );
+    assert!(
+        wrong.is_empty(),
+        "`ttap` links the development crate; a developers' command belongs in `ttap-dev` \
+         (dev-cli/), a helper both binaries need in cli/src/lib.rs:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The calls that run the analysis stages: only the analyzed trace (`src/analyzed.rs`) makes
+/// them, so that every front end shows the same analysis, made once.
+const STAGE_RUNS: &[&str] = &["detect::run", "Report::new", "Analysis::new"];
+
+/// The stage runs `code` makes itself (a name preceded by a letter, as in `SharedReport::new`,
+/// is another).
+fn stage_runs(code: &str) -> Vec<&'static str> {
+    STAGE_RUNS
+        .iter()
+        .copied()
+        .filter(|run| {
+            code.match_indices(run).any(|(k, _)| {
+                !code[..k]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .collect()
+}
+
+/// One door: the front ends (`ttap`, `ttap-dev`, the web app, the Python module) and the
+/// development tools analyze a trace through `AnalyzedTrace`, never by running the stages
+/// themselves (their tests may).
+#[test]
+fn front_ends_analyze_through_the_analyzed_trace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for dir in ["cli/src", "dev-cli/src", "web/src", "python/src", "dev/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no Rust files in {dir}");
+        for (path, text) in files {
+            for run in stage_runs(code_of(&text)) {
+                wrong.push(format!("{path}: {run}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a front end runs an analysis stage itself; make an `AnalyzedTrace` and ask it (add the \
+         view it lacks to src/analyzed.rs):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_stage_run_is_caught() {
+    let code = "let a = Analysis::new(&t);\nlet r = report::Report::new(&a, &detect::run(&a));";
+    assert_eq!(stage_runs(code), STAGE_RUNS);
+    assert!(stage_runs("let s = SharedReport::new(r, fp);").is_empty());
+    assert!(stage_runs("let a = AnalyzedTrace::new(&ingested);").is_empty());
 }
 
 #[test]

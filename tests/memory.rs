@@ -9,7 +9,8 @@ mod oracle;
 
 use std::path::Path;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::memory::{DeviceId, Memory};
 use torchtraceap::model::Trace;

@@ -8,7 +8,8 @@
 #[allow(dead_code)]
 mod common;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::ml::base_set::{retrain, BaseSet};
@@ -213,7 +214,7 @@ fn malformed_model_files_are_refused_with_the_reason() {
     let e = refused(&|m| m["features"] = serde_json::json!(["x"]));
     assert!(matches!(e, MlError::ModelFeatures(1)), "{e:?}");
     assert!(
-        e.to_string().contains("retrain it with `ttap train`"),
+        e.to_string().contains("retrain it with `ttap-dev train`"),
         "{e}"
     );
     let e = refused(&|m| m["anomaly"]["trees"][0]["right"][0] = 1_000_000.into());
@@ -236,7 +237,7 @@ fn malformed_model_files_are_refused_with_the_reason() {
 #[test]
 fn the_committed_model_says_what_made_it() {
     // A model trained on another generator, or by another recipe, than the code says: rebuild it
-    // with the command it records (`ttap train`), which the committed recipe reproduces exactly.
+    // with the command it records (`ttap-dev train`), which the committed recipe reproduces exactly.
     let p = &Model::embedded().provenance;
     assert_eq!(p.generator, GENERATOR_VERSION, "retrain: {}", p.command);
     assert_eq!(p.command, Recipe::COMMITTED.command());
@@ -343,7 +344,7 @@ fn a_cpu_only_trace_is_outside_the_detector_s_domain() {
 
 #[test]
 fn retraining_on_the_base_set_and_kept_labels_moves_a_window_toward_its_label() {
-    // The bundled base set (`ttap train` writes it for the web app) and a healthy trace of a
+    // The bundled base set (`ttap-dev train` writes it for the web app) and a healthy trace of a
     // held-out family on the held-out GPU, small enough that its kernels are tiny: the model
     // flags windows of it as launch-bound. The user keeps those windows as "no anti-pattern".
     let bytes = std::fs::read(
@@ -385,7 +386,7 @@ fn retraining_on_the_base_set_and_kept_labels_moves_a_window_toward_its_label() 
     }
 }
 
-/// Window labels round-trip through their file, and the generator's labels (`ttap synth
+/// Window labels round-trip through their file, and the generator's labels (`ttap-dev synth
 /// --labels`) read as the web app's do.
 #[test]
 fn labels_round_trip_and_the_generator_s_labels_read() {

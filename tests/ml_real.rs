@@ -1,5 +1,5 @@
 //! The embedded window model on the hand-labelled **real** traces (`models/real-labels.json`):
-//! the targets its evaluation report (`models/EVALUATION.md`, `ttap eval`) shows, checked on
+//! the targets its evaluation report (`models/EVALUATION.md`, `ttap-dev eval`) shows, checked on
 //! every run: trace AUROC of at least 0.85 and no flagged window on a healthy control.
 
 mod common;

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Instant;
 
-use torchtraceap::detect::Analysis;
+use torchtraceap::analysis::Analysis;
 use torchtraceap::features::of_trace;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::ml::by_smartcore::{matrix, SmartcoreForest};

@@ -12,7 +12,8 @@ mod notes;
 
 use notes::{expect_no_note, expect_note};
 
-use torchtraceap::detect::{self, Analysis, Detected, Finding, Severity, DETECTORS};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect::{self, Detected, Finding, Severity, DETECTORS};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::report::Report;
 

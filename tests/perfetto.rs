@@ -7,7 +7,8 @@ mod common;
 
 use common::{shared_traces, trace_files};
 use serde_json::Value;
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::model::{Era, Trace};
 use torchtraceap::perfetto::{self, ExportError, Exported};

@@ -10,7 +10,8 @@ mod oracle;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::model::{EventKind, Trace};
 use torchtraceap::report::Report;

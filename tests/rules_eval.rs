@@ -1,5 +1,5 @@
 //! The rule detectors on the labelled real traces: the committed tables (`models/RULES.md`)
-//! are what `ttap eval-rules` makes today, and every target of the figures-rubric table holds
+//! are what `ttap-dev eval-rules` makes today, and every target of the figures-rubric table holds
 //! (the independent table's targets are reported in it, not asserted yet).
 
 mod common;
@@ -49,7 +49,7 @@ fn the_committed_rules_table_is_regenerated_and_meets_its_targets() {
         "the independent labels judge at least 60 real traces, found {}",
         evaluation.independent.traces
     );
-    let table = markdown(&evaluation, "ttap eval-rules");
+    let table = markdown(&evaluation, "ttap-dev eval-rules");
     let committed =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/RULES.md"))
             .expect("models/RULES.md is committed");

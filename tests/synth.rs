@@ -1,8 +1,9 @@
 //! The labelled trace generator: deterministic, ingests cleanly for every model, GPU and mode,
 //! and each injected anti-pattern is what the matching rule finds, where the labels say.
 
+use torchtraceap::analysis::Analysis;
 use torchtraceap::attribution::Part;
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::model::EventKind;
 use torchtraceap_dev::synth::{
@@ -275,7 +276,7 @@ fn a_single_injected_step_is_labelled_alone() {
 #[test]
 fn the_bundled_sample_is_this_generator_s_output() {
     // www/samples/resnet50-a100-dataloader.pt.trace.json.gz, served with the site:
-    // ttap synth --model resnet50 --gpu a100 --steps 6 --batch 32 --seed 1
+    // ttap-dev synth --model resnet50 --gpu a100 --steps 6 --batch 32 --seed 1
     //   --inject dataloader-bottleneck@2:0.6 (and @3, @4, @5)
     let injections = (2..6)
         .map(|step| Injection {

@@ -4,7 +4,8 @@
 
 mod common;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;

@@ -8,7 +8,7 @@ use torchtraceap::files::Analyzed;
 use torchtraceap::run::is_run;
 use torchtraceap::view_link;
 
-use crate::inspect::WithProgress;
+use torchtraceap_cli::read::WithProgress;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -9,7 +9,7 @@ use torchtraceap::files;
 use torchtraceap::share::DEFAULT_MAX_BYTES;
 use torchtraceap::view_link;
 
-use crate::inspect::WithProgress;
+use torchtraceap_cli::read::WithProgress;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -4,22 +4,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use torchtraceap::detect::{self, Analysis};
 use torchtraceap::llm::check::{check, expected_of, Check};
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::{self, SummaryOptions};
-use torchtraceap::report::Report;
+use torchtraceap::AnalyzedTrace;
 
-use crate::inspect::read_trace;
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProtocolArg {
-    /// `/v1/chat/completions` (vLLM, TGI, llama.cpp's llama-server, Ollama's /v1).
-    Openai,
-    /// Ollama's native `/api/chat`.
-    Ollama,
-}
+use torchtraceap_cli::read::read_trace;
+use torchtraceap_cli::ProtocolArg;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -72,19 +64,14 @@ pub struct Args {
 /// others still sent, with exit code 1.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let ingested = read_trace(&args.file)?;
-    let analysis = Analysis::new(&ingested.trace);
-    let findings = detect::run(&analysis);
-    let report = Report::new(&analysis, &findings);
+    let analyzed = AnalyzedTrace::new(&ingested);
     let opts = SummaryOptions {
         budget: args.budget,
         max_windows: args.max_windows,
         redact: args.redact || !args.redact_names.is_empty(),
         module_names: args.redact_names.clone(),
     };
-    let prompts = summary::prompts(
-        &summary::summarize(&analysis, &findings.findings, &report, &opts),
-        &opts,
-    );
+    let prompts = analyzed.prompts(&opts);
     if prompts.is_empty() {
         eprintln!(
             "{}: no flagged window (no finding, no unexplained region): nothing to explain",

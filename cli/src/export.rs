@@ -6,11 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::perfetto;
-use torchtraceap::report::Report;
+use torchtraceap::AnalyzedTrace;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,13 +43,12 @@ fn parse_steps(text: &str) -> anyhow::Result<(i64, i64)> {
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let ingested = read_trace(&args.file)?;
-    let analysis = Analysis::new(&ingested.trace);
-    let report = Report::new(&analysis, &detect::run(&analysis));
+    let analyzed = AnalyzedTrace::new(&ingested);
     let written = std::fs::File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))
         .and_then(|file| {
             let mut out = BufWriter::new(file);
-            let done = perfetto::write(&mut out, &analysis, &report, args.steps)?;
+            let done = analyzed.perfetto(&mut out, args.steps)?;
             out.flush()
                 .with_context(|| format!("writing {}", args.output.display()))?;
             Ok(done)
@@ -68,7 +65,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         args.output.display(),
         done.events,
         done.annotations / 2,
-        report.findings.len(),
+        analyzed.report().findings.len(),
         done.flows
     );
     if let Some(cut) = done.cut {

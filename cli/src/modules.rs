@@ -8,7 +8,7 @@ use torchtraceap::metrics::pct;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::share::quoted;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {

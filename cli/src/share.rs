@@ -6,12 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::report::Report;
-use torchtraceap::share::{self, ShareError, ShareOptions, SharedReport, DEFAULT_MAX_BYTES};
+use torchtraceap::share::{self, ShareError, ShareOptions, DEFAULT_MAX_BYTES};
 use torchtraceap::view_link;
+use torchtraceap::AnalyzedTrace;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -97,9 +96,7 @@ fn decode(link: &str) -> anyhow::Result<ExitCode> {
 
 fn encode(args: &Args, path: &Path) -> anyhow::Result<ExitCode> {
     let ingested = read_trace(path)?;
-    let analysis = Analysis::new(&ingested.trace);
-    let report = Report::new(&analysis, &detect::run(&analysis));
-    let shared = SharedReport::new(report, share::fingerprint(&ingested.trace));
+    let shared = AnalyzedTrace::new(&ingested).shared();
     let options = args.link.options(DEFAULT_MAX_BYTES);
     let encoded = share::encode(&shared, &options).with_context(|| path.display().to_string())?;
     crate::out(&format!("{}#{}\n", args.link.base_url, encoded.fragment));

@@ -9,6 +9,7 @@ mod common;
 #[path = "../../tests/common/oracle.rs"]
 mod oracle;
 mod profiles;
+mod synth;
 mod ttap;
 
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use profiles::profile_of_bytes;
 use torchtraceap::compare::{render, Comparison, NameChange};
 use torchtraceap::profile::Profile;
-use torchtraceap_dev::synth::{generate, AntiPattern, Injection};
+use torchtraceap_dev::synth::{generate, AntiPattern, DataParallel, Injection};
 use ttap::ttap;
 
 const HTA: &str = "facebookresearch__HolisticTraceAnalysis";
@@ -436,26 +437,24 @@ fn a_pooled_set_is_its_mean_trace() {
 fn ttap_compare_takes_two_folders_of_ranks() {
     let dir = std::env::temp_dir().join(format!("ttap-compare-sets-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let synth_run = |name: &str, seed: &str, inject: bool| {
-        let mut args = vec![
-            "synth", "--ranks", "2", "--steps", "6", "--seed", seed, "--out",
-        ];
+    let synth_run = |name: &str, seed: u64, inject: bool| {
         let out = dir.join(name);
-        let out = out.to_str().unwrap().to_string();
-        args.push(&out);
-        let injections: Vec<String> = (1..6)
-            .map(|s| format!("dataloader-bottleneck@{s}:0.9"))
-            .collect();
-        if inject {
-            for i in &injections {
-                args.extend(["--inject", i.as_str()]);
-            }
-        }
-        assert_eq!(ttap(&args).0, 0);
-        out
+        let injections = if inject {
+            (1..6)
+                .map(|s| synth::at(AntiPattern::DataLoader, s, 0.9))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let dp = DataParallel {
+            world_size: 2,
+            rank_injections: Vec::new(),
+        };
+        synth::synth(&out, &synth::config(6, seed, injections), Some(dp));
+        out.to_str().unwrap().to_string()
     };
-    let before = synth_run("before", "1", false);
-    let after = synth_run("after", "2", true);
+    let before = synth_run("before", 1, false);
+    let after = synth_run("after", 2, true);
     let (code, json) = ttap(&["compare", &before, &after, "--format", "json"]);
     assert_eq!(code, 0, "{json}");
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");

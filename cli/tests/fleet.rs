@@ -1,11 +1,14 @@
 //! Fleet reports: what `scripts/fleet/fleet.py` writes, read back by `fleet::Fleet` (the app's
 //! reader), and forged ones refused with the place that fails.
 
+mod synth;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
 use torchtraceap::fleet::{Fleet, FleetError};
+use torchtraceap_dev::synth::{AntiPattern, Config, DataParallel, Model};
 
 const TTAP: &str = env!("CARGO_BIN_EXE_ttap");
 
@@ -22,17 +25,24 @@ fn run(command: &mut Command) -> String {
 /// Two generated jobs: a 2-rank run with a DataLoader stall on every rank, and one healthy
 /// trace; and the fleet report `fleet.py`'s own functions make of them (its Ray-free half).
 fn fleet_json(root: &Path) -> String {
-    let mut synth = Command::new(TTAP);
-    synth.args(["synth", "--ranks", "2", "--steps", "5", "--out"]);
-    synth.arg(root.join("loader-job"));
-    for step in 1..5 {
-        synth.args(["--inject", &format!("dataloader-bottleneck@{step}:0.9")]);
-    }
-    run(&mut synth);
+    let stalls = (1..5)
+        .map(|step| synth::at(AntiPattern::DataLoader, step, 0.9))
+        .collect();
+    let dp = DataParallel {
+        world_size: 2,
+        rank_injections: Vec::new(),
+    };
+    synth::synth(
+        &root.join("loader-job"),
+        &synth::config(5, 1, stalls),
+        Some(dp),
+    );
     std::fs::create_dir_all(root.join("healthy")).unwrap();
-    run(Command::new(TTAP)
-        .args(["synth", "--model", "vit_b16", "--steps", "5", "--out"])
-        .arg(root.join("healthy/vit.pt.trace.json")));
+    let vit = Config {
+        model: Model::VitB16,
+        ..synth::config(5, 1, Vec::new())
+    };
+    synth::synth(&root.join("healthy/vit.pt.trace.json"), &vit, None);
     let scripts = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/fleet"));
     let program = "import json, sys\n\
                    sys.path.insert(0, sys.argv[1])\n\

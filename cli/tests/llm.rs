@@ -9,7 +9,8 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{

@@ -10,24 +10,12 @@ use std::process::Command;
 use torchtraceap::llm::client::{send, send_body};
 use torchtraceap::llm::protocol::{follows_schema, parse_answer, Endpoint, LlmError, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt, SYSTEM};
+use torchtraceap_dev::synth::AntiPattern;
 
-/// The running server's URL and key, or `None` (after printing why the test is skipped).
-fn server(test: &str) -> Option<(String, String)> {
-    match (std::env::var("TTAP_LLM_URL"), std::env::var("TTAP_LLM_KEY")) {
-        (Ok(u), Ok(k)) if !u.is_empty() => Some((u, k)),
-        _ => {
-            let why = format!(
-                "{test}: no LLM server (set TTAP_LLM_URL and TTAP_LLM_KEY, e.g. `eval \"$(scripts/llm-server.sh start)\"`)"
-            );
-            assert!(
-                std::env::var_os("TTAP_REQUIRE_LLM_SERVER").is_none(),
-                "TTAP_REQUIRE_LLM_SERVER is set and {why}"
-            );
-            println!("SKIPPED: {why}");
-            None
-        }
-    }
-}
+#[path = "../../tests/common/llm_server.rs"]
+mod llm_server;
+mod synth;
+use llm_server::{server, SCHEMA_TOKENS};
 
 fn endpoint(url: &str, key: Option<&str>, stream: bool) -> Endpoint {
     let mut e = Endpoint::new(url, Protocol::OpenAi, "codellama-test");
@@ -85,10 +73,6 @@ fn streaming_answer() {
     assert!(pieces.len() > 1, "one piece per token expected: {pieces:?}");
     assert_eq!(pieces.concat(), text);
 }
-
-/// Room for the schema's longest answer (its strings are capped in characters; the tiny
-/// model's random text reaches the caps).
-const SCHEMA_TOKENS: u32 = 2048;
 
 #[test]
 fn structured_answers_follow_the_schema() {
@@ -216,26 +200,9 @@ fn ttap_explain_end_to_end() {
     let dir = std::env::temp_dir().join(format!("ttap-explain-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.json");
+    let sync = synth::at(AntiPattern::HostSync, 2, 0.5);
+    synth::synth(&trace, &synth::config(6, 1, vec![sync]), None);
     let ttap = env!("CARGO_BIN_EXE_ttap");
-    let synth = Command::new(ttap)
-        .args([
-            "synth",
-            "--model",
-            "resnet50",
-            "--gpu",
-            "a100",
-            "--inject",
-            "host-device-sync@2",
-        ])
-        .arg("--out")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        synth.status.success(),
-        "{}",
-        String::from_utf8_lossy(&synth.stderr)
-    );
     for stream in [false, true] {
         let mut cmd = Command::new(ttap);
         cmd.arg("explain")
@@ -278,55 +245,4 @@ fn ttap_explain_end_to_end() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn ttap_llm_eval_end_to_end() {
-    let Some((url, key)) = server("ttap_llm_eval_end_to_end") else {
-        return;
-    };
-    let ttap = env!("CARGO_BIN_EXE_ttap");
-    let out = Command::new(ttap)
-        .args(["llm-eval", "generated", "--limit", "2", "--endpoint", &url])
-        .args(["--model", "codellama-test", "--model", "codellama-test"])
-        .args(["--max-tokens", &SCHEMA_TOKENS.to_string()])
-        .env("TTAP_LLM_API_KEY", &key)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stderr}");
-    println!("{stdout}");
-    assert!(
-        stdout.starts_with("2 labelled windows (2 generated, 0 real), 0 skipped"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("| model | windows | answered | right anti-pattern |"));
-    let rows: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| codellama-test |"))
-        .collect();
-    assert_eq!(rows.len(), 2, "one row per --model: {stdout}");
-    for r in rows {
-        // Every request answered, every answer the schema's object; the rest is the tiny
-        // model's noise, not a target.
-        assert!(r.starts_with("| codellama-test | 2 | 2/2 (100%) |"), "{r}");
-        let cells: Vec<&str> = r.split('|').map(str::trim).collect();
-        assert_eq!(cells[7], "2/2 (100%)", "valid structured answers: {r}");
-        assert!(cells[8].ends_with(" s") && cells[9].contains(" / "), "{r}");
-    }
-    assert!(
-        stderr.contains("generated:dataloader-bottleneck"),
-        "{stderr}"
-    );
-    let refused = Command::new(ttap)
-        .args(["llm-eval", "generated", "--limit", "1", "--endpoint", &url])
-        .args(["--model", "codellama-test", "--api-key", "wrong"])
-        .env_remove("TTAP_LLM_API_KEY")
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
 }

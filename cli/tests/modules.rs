@@ -9,7 +9,8 @@ mod common;
 
 use std::process::Command;
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::modules::{Frames, ModuleNode, ModuleTree};
 use torchtraceap::report::Report;

@@ -6,12 +6,14 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod profiles;
+mod synth;
 mod ttap;
 
 use std::path::PathBuf;
 
 use profiles::profile_of_bytes;
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};
@@ -155,18 +157,11 @@ fn ttap_analyze_on_a_folder_prints_the_run_view() {
     let dir: PathBuf = std::env::temp_dir().join(format!("ttap-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_str().unwrap();
-    let (code, _) = ttap(&[
-        "synth",
-        "--ranks",
-        "8",
-        "--steps",
-        "8",
-        "--inject",
-        "dataloader-bottleneck@5:0.8@rank5",
-        "--out",
-        d,
-    ]);
-    assert_eq!(code, 0);
+    let dp = DataParallel {
+        world_size: 8,
+        rank_injections: vec![(5, synth::at(AntiPattern::DataLoader, 5, 0.8))],
+    };
+    synth::synth(&dir, &synth::config(8, 1, Vec::new()), Some(dp));
     let (code, md) = ttap(&["analyze", d]);
     assert_eq!(code, 0);
     assert!(md.starts_with("# Run: 8 ranks"), "{md}");

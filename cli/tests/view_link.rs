@@ -10,6 +10,7 @@ mod common;
 #[path = "../../tests/links/mod.rs"]
 mod links;
 mod profiles;
+mod synth;
 mod ttap;
 
 use std::io::Read as _;
@@ -20,8 +21,9 @@ use base64::Engine as _;
 use flate2::read::ZlibDecoder;
 use profiles::profile_of_bytes;
 use serde_json::{json, Value};
+use torchtraceap::analysis::Analysis;
 use torchtraceap::compare::{Comparison, NameChange};
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
@@ -589,31 +591,18 @@ fn the_cli_makes_and_reads_comparison_and_run_links() {
     let path = |name: &str| dir.join(name).display().to_string();
     let (before, after) = (path("before.pt.trace.json"), path("after.pt.trace.json"));
     let run = path("run");
-    for args in [
-        vec![
-            "synth",
-            "--steps",
-            "8",
-            "--inject",
-            "dataloader-bottleneck@3:0.8",
-            "--out",
-            &before,
-        ],
-        vec!["synth", "--steps", "8", "--seed", "2", "--out", &after],
-        vec![
-            "synth",
-            "--ranks",
-            "4",
-            "--steps",
-            "6",
-            "--inject",
-            "dataloader-bottleneck@4:0.8@rank2",
-            "--out",
-            &run,
-        ],
-    ] {
-        assert_eq!(ttap::ttap(&args).0, 0, "{args:?}");
-    }
+    let dataloader = |step| synth::at(AntiPattern::DataLoader, step, 0.8);
+    synth::synth(
+        Path::new(&before),
+        &synth::config(8, 1, vec![dataloader(3)]),
+        None,
+    );
+    synth::synth(Path::new(&after), &synth::config(8, 2, Vec::new()), None);
+    let dp = DataParallel {
+        world_size: 4,
+        rank_injections: vec![(2, dataloader(4))],
+    };
+    synth::synth(Path::new(&run), &synth::config(6, 1, Vec::new()), Some(dp));
     let (code, link) = ttap::ttap(&[
         "compare",
         "--share",

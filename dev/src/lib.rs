@@ -1,7 +1,7 @@
 //! TorchTraceAP's development tools, over the library (`torchtraceap`): what makes and judges
-//! the analysis, not what analyzes. Used by the CLI's development commands (`ttap synth`,
-//! `realism`, `train`, `eval`, `llm-eval`) and by the tests; never by the web app's code nor
-//! by the Python package (`tests/layers.rs` checks).
+//! the analysis, not what analyzes. Used by the developers' binary `ttap-dev` (`dev-cli/`:
+//! `synth`, `realism`, `train`, `eval`, `llm-eval`) and by the tests; never by the user's `ttap`,
+//! the web app's code nor the Python package (`tests/layers.rs` checks).
 //!
 //! - [`synth`]: the labelled trace generator (writes Kineto JSON; also in wasm32, for the web
 //!   app's tests);

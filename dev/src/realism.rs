@@ -1,7 +1,7 @@
 //! Statistics that say whether a trace looks like a real one: kernel-duration quantiles, kernels
 //! and CPU ops per step, launch gaps and launch delays, GPU busy share, and the share of kernel
 //! time by kernel class; and which of the shared real traces the generator's traces compare with
-//! (`REAL_TRACES`). `ttap realism` compares them on these statistics.
+//! (`REAL_TRACES`). `ttap-dev realism` compares them on these statistics.
 //!
 //! Reads only the model.
 

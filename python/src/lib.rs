@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use torchtraceap::compare::{render, Comparison};
 use torchtraceap::detect::Severity;
 use torchtraceap::files::{self, Analyzed, Quiet};
-use torchtraceap::share::{self, ShareOptions, SharedReport};
+use torchtraceap::share::{self, ShareOptions};
 
 pyo3::create_exception!(
     torchtraceap,
@@ -72,13 +72,12 @@ fn analyze(py: Python<'_>, path: PathBuf, fail_on: Option<&str>) -> PyResult<Ana
         .files
         .iter()
         .filter_map(|(_, o)| o.as_ref().ok())
-        .map(|k| {
-            let shared = SharedReport::new(k.report.clone(), k.fingerprint.clone());
-            match share::encode(&shared, &ShareOptions::default()) {
+        .map(
+            |k| match share::encode(&k.shared(), &ShareOptions::default()) {
                 Ok(e) => (Some(e.fragment), None),
                 Err(e) => (None, Some(e.to_string())),
-            }
-        })
+            },
+        )
         .collect();
     Ok(Analysis {
         json: analyzed.json().to_string(),

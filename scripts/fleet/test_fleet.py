@@ -11,7 +11,7 @@ with anti-patterns injected on all ranks or on one straggler rank), checked thre
 
 Skips, saying so loudly, where Ray is not installed (scripts/setup.sh installs it).
 
-    python3 scripts/fleet/test_fleet.py [--ttap target/debug/ttap]
+    python3 scripts/fleet/test_fleet.py [--ttap target/debug/ttap] [--ttap-dev target/debug/ttap-dev]
 """
 
 import argparse
@@ -48,9 +48,9 @@ def check(condition, message):
         fail(message)
 
 
-def generate(ttap, root):
+def generate(ttap_dev, root):
     for seed, (job, model, injections) in enumerate(JOBS, start=1):
-        args = [ttap, "synth", "--model", model, "--ranks", str(RANKS), "--seed", str(seed),
+        args = [ttap_dev, "synth", "--model", model, "--ranks", str(RANKS), "--seed", str(seed),
                 "--out", str(root / job)]
         for inj in injections:
             pattern, _, where = inj.partition("@")
@@ -67,6 +67,7 @@ def approx(a, b):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ttap", default="target/debug/ttap")
+    parser.add_argument("--ttap-dev", default="target/debug/ttap-dev", help="the developers' CLI (its generator)")
     args = parser.parse_args()
     try:
         import ray  # noqa: F401
@@ -76,9 +77,11 @@ def main():
         return
     ttap = str(Path(args.ttap).resolve())
     check(Path(ttap).is_file(), f"{ttap} is missing: build it (cargo build) first")
+    ttap_dev = str(Path(args.ttap_dev).resolve())
+    check(Path(ttap_dev).is_file(), f"{ttap_dev} is missing: build it (cargo build) first")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "traces"
-        generate(ttap, root)
+        generate(ttap_dev, root)
         # One file that is not a trace: reported as not read, never dropped silently.
         (root / "broken").mkdir()
         (root / "broken" / "notes.json").write_text('{"hello": "world"}')

@@ -2,7 +2,7 @@
 //! as `docs/LABELS.md` says), in two tables, one per way the labels were made
 //! ([`LabelSet`]): per detector, precision and recall over the traces where a label judges it;
 //! the findings on healthy controls; the largest share of a step that a trace's findings claim.
-//! Used by `ttap eval-rules` and by the test that regenerates the committed table
+//! Used by `ttap-dev eval-rules` and by the test that regenerates the committed table
 //! (`models/RULES.md`).
 
 use std::collections::BTreeMap;

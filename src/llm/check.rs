@@ -1,6 +1,6 @@
 //! An answer checked against what was sent: every figure and event name its explanation cites,
 //! found in the request's text or not ("not in the evidence"), and whether the anti-pattern it
-//! names is the finding's. Pure; the CLI (`ttap explain`, `ttap llm-eval`) and the page use it.
+//! names is the finding's. Pure; the CLI (`ttap explain`, `ttap-dev llm-eval`) and the page use it.
 //!
 //! **Figures** are numbers at a word boundary with an optional unit: times (`ns`, `µs`/`us`,
 //! `ms`, `s`, and the words), percentages, bytes (`B` to `GiB`) or none (counts, `×`). One is

@@ -1,4 +1,4 @@
-//! The native transport for `ttap explain` and `ttap llm-eval`: a blocking POST with `ureq`, the
+//! The native transport for `ttap explain` and `ttap-dev llm-eval`: a blocking POST with `ureq`, the
 //! body streamed into [`StreamParser`] as it arrives; a request whose answer schema the server
 //! refuses is sent again without it.
 

@@ -10,7 +10,7 @@
 //!   marked misread.
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
 //!
-//! The graded evaluation of endpoints (`ttap llm-eval`) is a development tool, in the
+//! The graded evaluation of endpoints (`ttap-dev llm-eval`) is a development tool, in the
 //! development crate (`dev/src/llm/eval.rs`).
 
 pub mod check;

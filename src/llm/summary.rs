@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-use crate::detect::{Analysis, Finding};
+use crate::analysis::Analysis;
+use crate::detect::Finding;
 use crate::metrics::measure;
 use crate::model::{EventKind, Trace};
 use crate::report::Report;

@@ -1,6 +1,6 @@
 //! The base set: generated windows' feature vectors and labels, without their traces, bundled
 //! with the web app so that the user can retrain the window model in the browser on it plus the
-//! labels they kept ([`retrain`]). Written by `ttap train --base-set`.
+//! labels they kept ([`retrain`]). Written by `ttap-dev train --base-set`.
 //!
 //! Format (gzip of): `TTAPBASE`, then little-endian `u32`s: format version, generator version,
 //! features per window, windows; then every window's features as `f32`s, then one byte per window:
@@ -34,11 +34,11 @@ pub struct BaseSet {
 /// Why a base set could not be read.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum BaseSetError {
-    #[error("not a base set (no TTAPBASE header): rebuild it with `ttap train --base-set`")]
+    #[error("not a base set (no TTAPBASE header): rebuild it with `ttap-dev train --base-set`")]
     NotABaseSet,
-    #[error("base set format {0}, this build reads {FORMAT_VERSION}: rebuild it with `ttap train --base-set`")]
+    #[error("base set format {0}, this build reads {FORMAT_VERSION}: rebuild it with `ttap-dev train --base-set`")]
     Version(u32),
-    #[error("the base set has {0} features per window, this build's model has {n}: rebuild it with `ttap train --base-set`", n = NAMES.len())]
+    #[error("the base set has {0} features per window, this build's model has {n}: rebuild it with `ttap-dev train --base-set`", n = NAMES.len())]
     Features(u32),
     #[error("the base set is cut short or holds {0} windows (at most {MAX_WINDOWS})")]
     Size(usize),

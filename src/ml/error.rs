@@ -9,11 +9,11 @@ use super::{FORMAT, VERSION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MlError {
-    #[error("not a window-forest model ({0}): write one with `ttap train`")]
+    #[error("not a window-forest model ({0}): write one with `ttap-dev train`")]
     NotAModel(String),
-    #[error("model format {format} version {version}, this build reads {FORMAT} version {VERSION}: retrain it with `ttap train`")]
+    #[error("model format {format} version {version}, this build reads {FORMAT} version {VERSION}: retrain it with `ttap-dev train`")]
     ModelVersion { format: String, version: u32 },
-    #[error("the model was trained on {0} features, this build has the {n} of features::NAMES: retrain it with `ttap train`", n = NAMES.len())]
+    #[error("the model was trained on {0} features, this build has the {n} of features::NAMES: retrain it with `ttap-dev train`", n = NAMES.len())]
     ModelFeatures(usize),
     #[error("the model's {0} forest has no trees or no classes")]
     EmptyForest(&'static str),
@@ -32,7 +32,7 @@ pub enum MlError {
     Smartcore { doing: String, message: String },
     #[error("a kept window has {0} features, the model {n}", n = NAMES.len())]
     KeptWindow(usize),
-    #[error("{file}: not a labels file ({message}); expected a JSON array of {{\"step\", \"phase\", \"pattern\"}} as `ttap synth --labels` or the web app's Export labels write")]
+    #[error("{file}: not a labels file ({message}); expected a JSON array of {{\"step\", \"phase\", \"pattern\"}} as `ttap-dev synth --labels` or the web app's Export labels write")]
     NotLabels { file: String, message: String },
     #[error("{file}: label {index} (step {step} {phase}) has the pattern '{pattern}'; expected one of {expected}")]
     UnknownPattern {

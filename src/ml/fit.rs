@@ -1,5 +1,5 @@
 //! Fitting the window detector's two forests with smartcore and exporting them into
-//! [`Model`]'s compact trees: natively for `ttap train`, and in the browser's worker when the user
+//! [`Model`]'s compact trees: natively for `ttap-dev train`, and in the browser's worker when the user
 //! retrains on their kept labels.
 //!
 //! smartcore's `RandomForestClassifier` votes but gives no class probabilities, and keeps its

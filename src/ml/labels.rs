@@ -1,8 +1,8 @@
-//! Window labels: which anti-pattern a window holds. `ttap synth --labels` writes them for a
+//! Window labels: which anti-pattern a window holds. `ttap-dev synth --labels` writes them for a
 //! generated trace (the generator's `Label`: `step`, `phase`, `pattern`); the web app writes the same
 //! entries for the windows of a real trace a person judged (an LLM's verdict on an unexplained
 //! region, confirmed or corrected), with the trace's name and fingerprint so that each label
-//! finds its trace again. `ttap features --labels` and `ttap eval --labels` read both.
+//! finds its trace again. `ttap-dev features --labels` and `ttap-dev eval --labels` read both.
 //!
 //! The file is a JSON array of entries; `pattern` is a detector id the generator injects
 //! (`model::AntiPattern::id`, the classes of the window detector's type forest) or
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::MlError;
 use crate::model::AntiPattern;
 
-/// `pattern` of a window a person judged normal: the word `ttap features` writes for an
+/// `pattern` of a window a person judged normal: the word `ttap-dev features` writes for an
 /// unlabelled window.
 pub const NOT_AN_ANTI_PATTERN: &str = "none";
 

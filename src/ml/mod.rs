@@ -2,7 +2,7 @@
 //! giving the probability that a window holds an anti-pattern (the share of its trees voting
 //! "anomalous"), one naming which.
 //!
-//! The forests are trained by smartcore ([`fit`]: natively by `ttap train`, whose recipe is in
+//! The forests are trained by smartcore ([`fit`]: natively by `ttap-dev train`, whose recipe is in
 //! the development crate, `dev/src/ml/train.rs`; and in the browser's worker on the user's kept
 //! labels, [`base_set::retrain`]) and exported into the
 //! compact form below, which this module walks: no smartcore, no threads, no clock and no file
@@ -112,7 +112,7 @@ impl Forest {
 /// is noticed. Here, below the generator, because the browser reads base sets without it.
 pub const GENERATOR_VERSION: u32 = 2;
 
-/// What made a model: enough to make it again, byte for byte, with `ttap train`.
+/// What made a model: enough to make it again, byte for byte, with `ttap-dev train`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     /// [`GENERATOR_VERSION`] of the generator that wrote the training scenarios.
@@ -127,7 +127,7 @@ pub struct Provenance {
     pub max_depth: u16,
     pub min_samples_leaf: usize,
     pub forest_seed: u64,
-    /// The `ttap train` command that rebuilds the model.
+    /// The `ttap-dev train` command that rebuilds the model.
     pub command: String,
 }
 
@@ -213,12 +213,12 @@ pub struct WindowScore<'m> {
 const EMBEDDED: &str = include_str!("../../models/window-forest.json");
 
 impl Model {
-    /// The model trained by `ttap train` and committed with the code.
+    /// The model trained by `ttap-dev train` and committed with the code.
     pub fn embedded() -> &'static Model {
         static MODEL: OnceLock<Model> = OnceLock::new();
         MODEL.get_or_init(|| {
             Model::from_json(EMBEDDED).unwrap_or_else(|e| {
-                panic!("models/window-forest.json: {e}; rebuild it with `ttap train`")
+                panic!("models/window-forest.json: {e}; rebuild it with `ttap-dev train`")
             })
         })
     }

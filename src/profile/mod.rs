@@ -11,8 +11,9 @@ mod pool;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
 use crate::attribution::Part;
-use crate::detect::{Analysis, Finding};
+use crate::detect::Finding;
 use crate::model::{EventKind, Trace, NONE};
 
 /// One trace, reduced to what comparisons and run views read.

@@ -413,7 +413,7 @@ pub fn md_code(text: &str) -> String {
 }
 
 /// [`md_code`] for a table cell: its `|` escaped, so that GitHub does not split the cell there.
-pub fn md_code_cell(text: &str) -> String {
+pub(crate) fn md_code_cell(text: &str) -> String {
     md_code(text).replace('|', "\\|")
 }
 

@@ -11,8 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
 use crate::attribution::intersect;
-use crate::detect::{Analysis, Finding};
+use crate::detect::Finding;
 use crate::metrics::total;
 
 /// Windows kept per finding, at most (the best first).
@@ -58,7 +59,10 @@ pub fn overlaps(a: &Analysis<'_>, i: usize, (start, end): (i64, i64)) -> bool {
 
 /// The windows of finding `f`, as `(step index, window index, entry)`, best first, at most
 /// [`MAX_FINDING_WINDOWS`].
-pub fn evidence_windows(a: &Analysis<'_>, f: &Finding) -> Vec<(usize, usize, FindingWindowEntry)> {
+pub(crate) fn evidence_windows(
+    a: &Analysis<'_>,
+    f: &Finding,
+) -> Vec<(usize, usize, FindingWindowEntry)> {
     let events = evidence_events(f);
     let origin = a.trace.meta.span.map_or(0, |s| s.0);
     let mut found: Vec<(usize, usize, FindingWindowEntry)> = Vec::new();

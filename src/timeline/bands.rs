@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{Analysis, Finding};
+use crate::analysis::Analysis;
+use crate::detect::Finding;
 use crate::report::Report;
 
 /// A flagged window on the timeline.

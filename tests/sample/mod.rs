@@ -1,6 +1,7 @@
 //! The bundled sample trace's report, for the tests of saved reports and exports.
 
-use torchtraceap::detect::{self, Analysis};
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::report::Report;
 

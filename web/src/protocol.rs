@@ -33,17 +33,17 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use torchtraceap::fleet::Fleet;
-use torchtraceap::ingest::{IngestError, Ingested};
+use torchtraceap::ingest::IngestError;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::modules::ModuleTree;
 use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
-use torchtraceap::share;
 use torchtraceap::summary::Summary;
 use torchtraceap::timeline::bands::Band;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
+use torchtraceap::AnalyzedTrace;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
 
@@ -733,15 +733,14 @@ pub struct Analyzed {
 }
 
 impl Analyzed {
-    /// What the views show of a trace whose report is made (`worker::session::Kept::new` makes it
-    /// once and keeps the analysis behind it for later requests).
-    /// The profile and the module tree are the worker's to add (`Profile::new` reads the kept
-    /// analysis).
-    pub fn with_report(ingested: &Ingested, report: Report) -> Analyzed {
+    /// What the views show of an analyzed trace (`worker::session::Kept::new` analyzes it once
+    /// and keeps it for later requests): its summary, report and fingerprint. The profile and
+    /// the module tree are the worker's to add.
+    pub fn of(trace: &AnalyzedTrace<'_>) -> Analyzed {
         Analyzed {
-            summary: Some(Summary::of(ingested, TABLE_ROWS)),
-            report,
-            fingerprint: Some(share::fingerprint(&ingested.trace)),
+            summary: Some(trace.summary(TABLE_ROWS)),
+            report: trace.report().clone(),
+            fingerprint: Some(trace.fingerprint().to_string()),
             profile: None,
             modules: None,
         }
@@ -1091,9 +1090,7 @@ mod tests {
             include_bytes!("../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
         let ingested = torchtraceap::ingest::ingest_bytes(SAMPLE, Default::default())
             .expect("the sample ingests");
-        let analysis = torchtraceap::detect::Analysis::new(&ingested.trace);
-        let report = Report::new(&analysis, &torchtraceap::detect::run(&analysis));
-        let analyzed = Analyzed::with_report(&ingested, report);
+        let analyzed = Analyzed::of(&AnalyzedTrace::new(&ingested));
         assert!(!analyzed.report.findings.is_empty());
         let message = FromWorker::Done(Box::new(Outcome {
             file: 0,

@@ -20,7 +20,7 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
     let ingested = ingest.finish().expect("the sample is a Kineto trace");
     assert!(ingested.report.gzip);
     let kept = Kept::new(ingested);
-    let a = Analyzed::with_report(kept.ingested, kept.report.clone());
+    let a = Analyzed::of(&kept.analyzed);
     let summary = a.summary.as_ref().expect("a trace has a summary");
     assert_eq!(summary.steps.count, 6);
     assert!(summary.devices[0].name.contains("A100"));

@@ -1,4 +1,4 @@
-//! A graded evaluation of an endpoint (`ttap llm-eval`): a labelled set of windows, each with
+//! A graded evaluation of an endpoint (`ttap-dev llm-eval`): a labelled set of windows, each with
 //! the anti-pattern it holds and its key figure, the requests the app would send about them,
 //! and the tally of the answers (right anti-pattern, citations found in the evidence, the key
 //! figure cited, valid structured answers, latency, tokens). The transport is the caller's.
@@ -16,12 +16,11 @@ use std::time::Duration;
 
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 use torchtraceap::detect::scoring::{read_labelled, RealLabels};
-use torchtraceap::detect::{self, Analysis};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::llm::check::{check, Check, Kind};
 use torchtraceap::llm::protocol::{parse_answer, Usage};
-use torchtraceap::llm::summary::{prompts, summarize, Flag, Prompt, SummaryOptions};
-use torchtraceap::report::Report;
+use torchtraceap::llm::summary::{prompts, Flag, Prompt, SummaryOptions};
+use torchtraceap::AnalyzedTrace;
 
 /// Where a case comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,11 +153,10 @@ fn case_of(
     labelled: &[(i64, &str)],
     budget: usize,
 ) -> Option<(Prompt, Option<f64>)> {
-    let a = Analysis::new(&ingested.trace);
-    let detected = detect::run(&a);
-    let report = Report::new(&a, &detected);
+    let analyzed = AnalyzedTrace::new(ingested);
+    let a = analyzed.analysis();
     let opts = options(budget);
-    let summaries = summarize(&a, &detected.findings, &report, &opts);
+    let summaries = analyzed.window_summaries(&opts);
     let phase = |step: i64, window: usize| {
         let s = a.steps.steps.iter().find(|s| s.number == step)?;
         Some(s.windows.get(window)?.phase.label())
@@ -175,8 +173,8 @@ fn case_of(
         })
     })?;
     let key = finding.and_then(|_| {
-        detected
-            .findings
+        analyzed
+            .findings()
             .iter()
             .find(|f| f.id == id)
             .map(|f| f.impact.ms_per_step)

@@ -7,11 +7,12 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 
 use super::train::{ingested, label_of, LabelledWindow};
 use crate::synth::Config;
-use torchtraceap::detect::{self, Analysis, Finding};
-use torchtraceap::features::{of_trace, NAMES};
+use torchtraceap::detect::Finding;
+use torchtraceap::features::NAMES;
 use torchtraceap::ml::{MlError, Model};
 use torchtraceap::model::AntiPattern;
 use torchtraceap::window::Phase;
+use torchtraceap::AnalyzedTrace;
 
 /// Area under the ROC curve: the probability that a random positive scores above a random
 /// negative, ties counting half (the Mann–Whitney statistic). `None` without both classes.
@@ -173,15 +174,16 @@ pub fn score_scenario(
     kmeans: &KMeansBaseline,
     c: &Config,
 ) -> Result<Vec<Scored>, MlError> {
-    let (trace, labels) = ingested(c)?;
-    let a = Analysis::new(&trace);
-    let findings = detect::run(&a).findings;
-    Ok(of_trace(&trace, &a.steps)
+    let (read, labels) = ingested(c)?;
+    let analyzed = AnalyzedTrace::new(&read);
+    let findings = analyzed.findings();
+    Ok(analyzed
+        .features()
         .iter()
         .map(|w| {
             let label = label_of(&labels, w);
             let s = model.score(&w.values);
-            let (rules, rules_kind) = rule_score(&findings, w.step, w.phase);
+            let (rules, rules_kind) = rule_score(findings, w.step, w.phase);
             let (kmeans, kmeans_kind) = kmeans.score(&w.values);
             Scored {
                 label,

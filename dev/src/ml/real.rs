@@ -12,10 +12,10 @@ use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
 use torchtraceap::detect::scoring::{read_labelled, LabelSet, RealLabels};
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::features::{of_trace, WindowFeatures, NAMES};
+use torchtraceap::features::{WindowFeatures, NAMES};
 use torchtraceap::ml::{shows_evidence, MlError, Model};
 use torchtraceap::model::AntiPattern;
+use torchtraceap::AnalyzedTrace;
 
 /// One labelled real trace, scored by the three methods.
 #[derive(Clone, Debug)]
@@ -87,10 +87,11 @@ pub fn score_labelled(
         .filter(|l| l.judged_by(LabelSet::Rubric))
     {
         let ingested = read_labelled(dir, &l.trace)?;
-        let t = &ingested.trace;
-        let a = Analysis::new(t);
+        let analyzed = AnalyzedTrace::new(&ingested);
+        let a = analyzed.analysis();
         let steady_steps = a.steps.steady();
-        let steady: Vec<(usize, WindowFeatures)> = of_trace(t, &a.steps)
+        let steady: Vec<(usize, WindowFeatures)> = analyzed
+            .features()
             .into_iter()
             .zip(a.steps.windows())
             .filter(|(_, w)| steady_steps.contains(&w.step))
@@ -112,7 +113,7 @@ pub fn score_labelled(
             .iter()
             .find(|d| d.0 == kmeans_score)
             .and_then(|d| d.1);
-        let findings = detect::run(&a).findings;
+        let findings = analyzed.findings();
         let six: Vec<_> = findings
             .iter()
             .filter(|f| AntiPattern::parse(f.id).is_some())

@@ -3,11 +3,10 @@
 
 use crate::synth::{self, Config, Gpu, Label};
 use torchtraceap::features::{of_trace, WindowFeatures};
-use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::ml::fit::{fit, Params};
 use torchtraceap::ml::{MlError, Model, Provenance};
 use torchtraceap::model::AntiPattern;
-use torchtraceap::model::Trace;
 use torchtraceap::window::split;
 
 /// The architectures and GPUs the committed model is trained on…
@@ -37,7 +36,7 @@ pub struct LabelledWindow {
 }
 
 /// A scenario's trace, ingested, and its labels.
-pub fn ingested(c: &Config) -> Result<(Trace, Vec<Label>), MlError> {
+pub fn ingested(c: &Config) -> Result<(Ingested, Vec<Label>), MlError> {
     let generated = synth::generate(c);
     let ingested =
         ingest_bytes(generated.trace.as_bytes(), IngestOptions::default()).map_err(|error| {
@@ -46,7 +45,7 @@ pub fn ingested(c: &Config) -> Result<(Trace, Vec<Label>), MlError> {
                 error,
             }
         })?;
-    Ok((ingested.trace, generated.labels))
+    Ok((ingested, generated.labels))
 }
 
 /// The anti-pattern injected in a window, if any.
@@ -59,8 +58,9 @@ pub fn label_of(labels: &[Label], w: &WindowFeatures) -> Option<AntiPattern> {
 
 /// The windows of one generated scenario, labelled from the generator's labels.
 pub fn labelled_windows(trace: usize, c: &Config) -> Result<Vec<LabelledWindow>, MlError> {
-    let (t, labels) = ingested(c)?;
-    Ok(of_trace(&t, &split(&t))
+    let (read, labels) = ingested(c)?;
+    let t = &read.trace;
+    Ok(of_trace(t, &split(t))
         .into_iter()
         .map(|features| LabelledWindow {
             trace,
@@ -113,10 +113,10 @@ impl Recipe {
         params: Params::COMMITTED,
     };
 
-    /// The `ttap train` command that runs this recipe.
+    /// The `ttap-dev train` command that runs this recipe.
     pub fn command(&self) -> String {
         format!(
-            "ttap train --traces {} --seed {} --trees {} --max-depth {}",
+            "ttap-dev train --traces {} --seed {} --trees {} --max-depth {}",
             self.traces, self.seed, self.params.trees, self.params.max_depth
         )
     }

@@ -58,7 +58,7 @@ fn copy_to_clipboard(text: &str) -> bool {
     })
 }
 
-/// The sample trace bundled with the site (`www/samples/`, made by `ttap synth`).
+/// The sample trace bundled with the site (`www/samples/`, made by `ttap-dev synth`).
 pub const SAMPLE_URL: &str = "samples/resnet50-a100-dataloader.pt.trace.json.gz";
 
 pub enum Msg {

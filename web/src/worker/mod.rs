@@ -16,8 +16,6 @@ use std::cell::RefCell;
 
 use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::{Ingest, IngestOptions};
-use torchtraceap::modules::ModuleTree;
-use torchtraceap::profile::Profile;
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use wasm_bindgen::prelude::*;
@@ -265,9 +263,9 @@ async fn analyze_trace(
         let ingested = timed("assemble", || ingest.finish())?;
         let kept = timed("analysis", || Kept::new(ingested));
         let analyzed = timed("views", || {
-            let mut analyzed = Analyzed::with_report(kept.ingested, kept.report.clone());
-            analyzed.profile = Some(Profile::new(&progress.name, &kept.analysis, &kept.findings));
-            analyzed.modules = ModuleTree::of(&kept.ingested.trace);
+            let mut analyzed = Analyzed::of(&kept.analyzed);
+            analyzed.profile = Some(kept.analyzed.profile(&progress.name));
+            analyzed.modules = kept.analyzed.modules();
             analyzed
         });
         Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))

@@ -4,18 +4,16 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 
-use torchtraceap::detect::{self, Analysis, Finding};
-use torchtraceap::features::{of_trace, WindowFeatures};
+use torchtraceap::features::WindowFeatures;
 use torchtraceap::ingest::Ingested;
-use torchtraceap::llm::summary::{self, Prompt, SummaryOptions};
+use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::base_set::{self, BaseSet};
 use torchtraceap::ml::labels::{WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::Model;
 use torchtraceap::model::AntiPattern;
-use torchtraceap::perfetto;
 use torchtraceap::report::{Report, WindowEntry};
-use torchtraceap::share;
-use torchtraceap::timeline::{bands, inspect, Layout};
+use torchtraceap::timeline::{inspect, Layout};
+use torchtraceap::AnalyzedTrace;
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
@@ -56,16 +54,11 @@ fn pattern(id: &str) -> Result<Option<AntiPattern>, LeftOut> {
 ///
 /// The trace lives as long as the worker: a worker is never reused for another load (the page
 /// terminates it when another load replaces its analysis, which frees all of its memory at
-/// once). So the trace is leaked to `'static`, and the `Analysis` that borrows it (steps,
-/// windows and metrics, costly on large traces) is kept beside it instead of being made again
-/// for each request.
+/// once). So the trace is leaked to `'static`, and the analyzed trace that borrows it (steps,
+/// windows and metrics, costly on large traces; findings, report, fingerprint) is kept beside
+/// it instead of being made again for each request.
 pub struct Kept {
-    pub ingested: &'static Ingested,
-    pub analysis: Analysis<'static>,
-    pub findings: Vec<Finding>,
-    pub report: Report,
-    /// `share::fingerprint` of the trace (how a kept label finds it), made when first asked.
-    fingerprint: OnceCell<String>,
+    pub analyzed: AnalyzedTrace<'static>,
     /// Laid out on first use, with the time it took (ms).
     timeline: OnceCell<(Timeline, f64)>,
 }
@@ -74,27 +67,22 @@ impl Kept {
     /// Analyzes the trace and keeps it.
     pub fn new(ingested: Ingested) -> Kept {
         let ingested: &'static Ingested = Box::leak(Box::new(ingested));
-        let analysis = Analysis::new(&ingested.trace);
-        let detected = detect::run(&analysis);
-        let report = Report::new(&analysis, &detected);
-        let findings = detected.findings;
         Kept {
-            fingerprint: OnceCell::new(),
-            ingested,
-            analysis,
-            findings,
-            report,
+            analyzed: AnalyzedTrace::new(ingested),
             timeline: OnceCell::new(),
         }
     }
 
     fn fingerprint(&self) -> &str {
-        self.fingerprint
-            .get_or_init(|| share::fingerprint(&self.ingested.trace))
+        self.analyzed.fingerprint()
     }
 
     fn features(&self) -> Vec<WindowFeatures> {
-        of_trace(&self.ingested.trace, &self.analysis.steps)
+        self.analyzed.features()
+    }
+
+    fn report(&self) -> &Report {
+        self.analyzed.report()
     }
 
     /// Scores the trace's windows with `model` (the report's flagged regions and the timeline's
@@ -106,15 +94,14 @@ impl Kept {
         features: &[WindowFeatures],
         labels: &[WindowLabel],
     ) -> Vec<WindowChange> {
-        let before = self.report.windows.clone();
-        self.report
-            .score_windows(&self.analysis, &self.findings, model, features);
+        let before = self.report().windows.clone();
+        self.analyzed.rescore(model, features);
         if let Some((timeline, _)) = self.timeline.get_mut() {
-            timeline.bands = bands::bands(&self.analysis, &self.findings, &self.report);
-            timeline.scores = bands::scores(&self.analysis, &self.report);
+            timeline.bands = self.analyzed.bands();
+            timeline.scores = self.analyzed.window_scores();
         }
         let fingerprint = self.fingerprint().to_string();
-        in_step(&self.report.windows)
+        in_step(&self.report().windows)
             .zip(&before)
             .filter_map(|((e, window), old)| {
                 let (was, now) = (old.anomaly_probability?, e.anomaly_probability?);
@@ -140,26 +127,29 @@ impl Kept {
 
     /// The index of the window a kept label names, when it names one of this trace's.
     fn labelled(&self, label: &WindowLabel) -> Option<usize> {
-        in_step(&self.report.windows).position(|(e, window)| label.names(e.step, &e.phase, window))
+        in_step(&self.report().windows)
+            .position(|(e, window)| label.names(e.step, &e.phase, window))
     }
 
     fn timeline(&self) -> &(Timeline, f64) {
         self.timeline.get_or_init(|| {
             let started = js_sys::Date::now();
-            let t = &self.ingested.trace;
-            let a = &self.analysis;
+            let t = self.analyzed.trace();
             let timeline = Timeline {
                 layout: Layout::new(t),
-                bands: bands::bands(a, &self.findings, &self.report),
-                scores: bands::scores(a, &self.report),
-                steps: a
+                bands: self.analyzed.bands(),
+                scores: self.analyzed.window_scores(),
+                steps: self
+                    .analyzed
+                    .analysis()
                     .steps
                     .steps
                     .iter()
                     .map(|s| (s.start, s.end, s.number))
                     .collect(),
                 evidence: self
-                    .findings
+                    .analyzed
+                    .findings()
                     .iter()
                     .map(|f| {
                         let names = f.evidence.iter().flat_map(|e| &e.events);
@@ -352,7 +342,7 @@ impl Session {
                 let changes = k.rescore(model, f, labels);
                 Some(Rescored {
                     file,
-                    report: k.report.clone(),
+                    report: k.report().clone(),
                     changes,
                 })
             })
@@ -362,19 +352,18 @@ impl Session {
     /// The LLM prompts of file `index`'s flagged windows, one per window.
     fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, RequestError> {
         let kept = self.file(index)?;
-        let windows = summary::summarize(&kept.analysis, &kept.findings, &kept.report, options);
-        Ok(summary::prompts(&windows, options))
+        Ok(kept.analyzed.prompts(options))
     }
 
     /// File `index`'s trace and analysis as a Perfetto export.
     fn perfetto(&self, index: usize) -> Result<String, RequestError> {
         let kept = self.file(index)?;
         let mut out = Vec::new();
-        perfetto::write(&mut out, &kept.analysis, &kept.report, None).map_err(|e| {
-            RequestError::Export {
+        kept.analyzed
+            .perfetto(&mut out, None)
+            .map_err(|e| RequestError::Export {
                 detail: e.to_string(),
-            }
-        })?;
+            })?;
         Ok(String::from_utf8(out).expect("the export writes text"))
     }
 
@@ -409,12 +398,12 @@ impl Session {
                 let kept = self.file(view.file)?;
                 TimelineReply::Picked {
                     file: view.file,
-                    picked: kept.timeline().0.pick(&kept.ingested.trace, &view, x, y),
+                    picked: kept.timeline().0.pick(kept.analyzed.trace(), &view, x, y),
                 }
             }
             TimelineRequest::Details { file, event } => {
                 let kept = self.file(file)?;
-                let t = &kept.ingested.trace;
+                let t = kept.analyzed.trace();
                 if event as usize >= t.events.len() {
                     return Err(RequestError::NoSlice { file, event });
                 }
@@ -426,7 +415,7 @@ impl Session {
             }
             TimelineRequest::Search { file, text } => {
                 let kept = self.file(file)?;
-                let t = &kept.ingested.trace;
+                let t = kept.analyzed.trace();
                 let layout = &kept.timeline().0.layout;
                 let hits = inspect::search(t, layout, &text);
                 TimelineReply::Found(Found {
@@ -462,7 +451,7 @@ impl Session {
             .unchecked_into();
         kept.timeline()
             .0
-            .draw(&kept.ingested.trace, &ctx, view)
+            .draw(kept.analyzed.trace(), &ctx, view)
             .map_err(|e| RequestError::Draw {
                 detail: js::detail(&e),
             })

@@ -87,10 +87,8 @@ mod tests {
             torchtraceap::ingest::IngestOptions::default(),
         )
         .unwrap();
-        let analysis = torchtraceap::detect::Analysis::new(&ingested.trace);
-        let detected = torchtraceap::detect::run(&analysis);
-        let report = torchtraceap::report::Report::new(&analysis, &detected);
-        let analyzed = crate::protocol::Analyzed::with_report(&ingested, report);
+        let trace = torchtraceap::AnalyzedTrace::new(&ingested);
+        let analyzed = crate::protocol::Analyzed::of(&trace);
         let outcome = Outcome {
             file: 0,
             name: "run.pt.trace.json.gz".into(),

@@ -536,7 +536,7 @@ async fn read_labels(file: &web_sys::File) -> Result<Vec<WindowLabel>, String> {
         .find(|(_, l)| l.fingerprint.is_none())
     {
         return Err(format!(
-            "{name}: label {i} names no trace (no fingerprint), as `ttap synth --labels` writes: \
+            "{name}: label {i} names no trace (no fingerprint), as `ttap-dev synth --labels` writes: \
              import labels that this app exported, which name their trace"
         ));
     }

@@ -140,8 +140,8 @@ pub fn labels_bar(state: &State, outcome: &Outcome, on: &Callback<Msg>) -> Html 
                 <button class="llm-retrain" disabled={why_not.is_some()} title={why_not.unwrap_or_default()}
                     onclick={on.reform(|_| Msg::Retrain)}>{"Retrain"}</button>
             </div>
-            <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap eval --labels"}</code>
-                {" and "}<code>{"ttap features --labels"}</code>{" with the trace). Retrain fits a new window model in \
+            <p class="llm-note">{"The file is the ML stage's label format (read by "}<code>{"ttap-dev eval --labels"}</code>
+                {" and "}<code>{"ttap-dev features --labels"}</code>{" with the trace). Retrain fits a new window model in \
                 this page on the bundled base set of generated windows plus the kept labels of the trace shown; \
                 nothing is uploaded."}</p>
             if let Some(why) = why_not.filter(|_| !working) {

@@ -1,4 +1,4 @@
-//! `ttap realism`: the generator's traces next to real ones of the same kind (CNN training,
+//! `ttap-dev realism`: the generator's traces next to real ones of the same kind (CNN training,
 //! vision inference), statistic by statistic; written as a Markdown report.
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap_dev::realism::{KernelClass, Quantiles, RealTrace, Stats, Workload, REAL_TRACES};
 use torchtraceap_dev::synth::{generate, generate_ranks, Config, DataParallel, Gpu, Model};
 
-use crate::inspect::read_file;
+use torchtraceap_cli::read::read_file;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -177,9 +177,9 @@ fn table_row(o: &mut String, first: &str, s: &Stats) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let text = report(&args.real).context("ttap realism")?;
+    let text = report(&args.real).context("ttap-dev realism")?;
     std::fs::write(&args.out, text)
-        .with_context(|| format!("ttap realism: writing {}", args.out.display()))?;
+        .with_context(|| format!("ttap-dev realism: writing {}", args.out.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -187,7 +187,7 @@ fn report(dir: &Path) -> anyhow::Result<String> {
     let mut real: Vec<(Workload, String, Stats)> = Vec::new();
     let mut o = String::from(
         "# The generator against real traces\n\n\
-         Written by `ttap realism`. Statistics of each trace over its steps (`realism::Stats`): \
+         Written by `ttap-dev realism`. Statistics of each trace over its steps (`realism::Stats`): \
          kernels launched per step, CPU ops per step, kernel durations, start-to-start gaps \
          between kernel launches on a thread, launch-to-kernel delays, GPU busy share of the \
          step time, and the share of kernel time per kernel class. Generated traces: 6 steps of a \
@@ -304,7 +304,7 @@ fn data_parallel_section(o: &mut String, real: &[(Workload, String, Stats)]) -> 
     let _ = writeln!(
         o,
         "\n## Data-parallel runs\n\nThe real DDP training traces and rank 0 of a generated \
-         {WORLD_SIZE}-rank ResNet-50 training run (`ttap synth --ranks {WORLD_SIZE}`, no \
+         {WORLD_SIZE}-rank ResNet-50 training run (`ttap-dev synth --ranks {WORLD_SIZE}`, no \
          straggler; seed 1, so each GPU draws the same host overhead).\n"
     );
     table_header(o, "trace");

@@ -1,4 +1,4 @@
-//! `ttap eval-rules`: the rule detectors against the labelled real traces, one table per label
+//! `ttap-dev eval-rules`: the rule detectors against the labelled real traces, one table per label
 //! set (figures-rubric, independent); the exit status follows the first table's targets.
 
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 /// The command line the committed table names as its source.
-pub const COMMAND: &str = "ttap eval-rules";
+pub const COMMAND: &str = "ttap-dev eval-rules";
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.labels)

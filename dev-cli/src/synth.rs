@@ -1,4 +1,4 @@
-//! `ttap synth`: write a labelled synthetic trace, or the rank traces of a data-parallel run.
+//! `ttap-dev synth`: write a labelled synthetic trace, or the rank traces of a data-parallel run.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -209,6 +209,6 @@ fn synthesize(args: &Args) -> anyhow::Result<()> {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    synthesize(args).context("ttap synth")?;
+    synthesize(args).context("ttap-dev synth")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,4 @@
-//! `ttap bench`: ingest throughput on 1, 2 and N threads and peak memory on a large trace,
+//! `ttap-dev bench`: ingest throughput on 1, 2 and N threads and peak memory on a large trace,
 //! against the floor of any serde-based reader (serde_json skimming the same bytes into
 //! `IgnoredAny` on one thread), and gzip input against its decompression alone and against the
 //! least time the cores allow, in one run. Each ingest's time is split where the last input
@@ -20,7 +20,7 @@ use serde_json::Value;
 use torchtraceap::files::CHUNK;
 use torchtraceap::ingest::IngestOptions;
 
-use crate::inspect::read_file_on;
+use torchtraceap_cli::read::read_file_on;
 
 /// The default source: the largest real Kineto trace in the shared set (rank 3 of a recsys
 /// training job on 8×A100, 109 k events, 33 MB of JSON).
@@ -512,7 +512,7 @@ fn measure(args: &Args) -> Result<Report> {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let r = measure(args).context("ttap bench")?;
+    let r = measure(args).context("ttap-dev bench")?;
     if args.json {
         println!(
             "{}",

@@ -1,4 +1,4 @@
-//! `ttap train`: fit the window detector on generated scenarios and write the model with its
+//! `ttap-dev train`: fit the window detector on generated scenarios and write the model with its
 //! training report.
 
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    train(args).context("ttap train")?;
+    train(args).context("ttap-dev train")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -111,7 +111,7 @@ fn train(args: &Args) -> anyhow::Result<()> {
     );
     write(&args.report, report.as_bytes())?;
     eprintln!(
-        "ttap train: {} windows from {} scenarios; model {} bytes in {}; report in {}",
+        "ttap-dev train: {} windows from {} scenarios; model {} bytes in {}; report in {}",
         rows.len(),
         args.traces,
         json.len(),

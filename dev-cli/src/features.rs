@@ -1,5 +1,5 @@
-//! `ttap features FILE`: the feature vector of every window, as JSON lines (with labels from
-//! `ttap synth --labels` or the web app's Export labels when given), for training and inspecting the window detector.
+//! `ttap-dev features FILE`: the feature vector of every window, as JSON lines (with labels from
+//! `ttap-dev synth --labels` or the web app's Export labels when given), for training and inspecting the window detector.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,20 +12,20 @@ use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::share::fingerprint;
 use torchtraceap::window::split;
 
-use crate::inspect::read_trace;
+use torchtraceap_cli::read::read_trace;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// A trace file.
     file: PathBuf,
-    /// Labels written by `ttap synth --labels` or the web app's Export labels: each window gets
+    /// Labels written by `ttap-dev synth --labels` or the web app's Export labels: each window gets
     /// the anti-pattern of its step and phase (and index in the step, when the label has one),
     /// or "none".
     #[arg(long)]
     labels: Option<PathBuf>,
 }
 
-/// A labels file (`ttap synth --labels`, the web app's Export labels), read and checked.
+/// A labels file (`ttap-dev synth --labels`, the web app's Export labels), read and checked.
 pub fn read_labels(path: &PathBuf) -> anyhow::Result<Vec<WindowLabel>> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     Ok(labels::parse(&text, &path.display().to_string())?)
@@ -37,7 +37,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(read_labels)
         .transpose()
-        .context("ttap features")?
+        .context("ttap-dev features")?
         .unwrap_or_default();
     let ingested = read_trace(&args.file)?;
     let labels = labels::for_trace(
@@ -49,7 +49,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .map_or(String::new(), |p| p.display().to_string()),
         &args.file.display().to_string(),
     )
-    .context("ttap features")?;
+    .context("ttap-dev features")?;
     let steps = split(&ingested.trace);
     let mut out = String::new();
     let (mut step, mut index) = (None, 0);

@@ -1,4 +1,4 @@
-//! `ttap eval`: the window detector against the rules and k-means on held-out scenarios (unseen
+//! `ttap-dev eval`: the window detector against the rules and k-means on held-out scenarios (unseen
 //! architectures on unseen GPUs), its scoring speed, and its agreement with the rules on the real
 //! traces; written as a Markdown report.
 
@@ -10,13 +10,12 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 
 use torchtraceap::detect::scoring::RealLabels;
-use torchtraceap::detect::{self, Analysis};
-use torchtraceap::features::of_trace;
 use torchtraceap::ingest::IngestOptions;
 use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::{self, Model};
 use torchtraceap::model::AntiPattern;
 use torchtraceap::share::fingerprint;
+use torchtraceap::AnalyzedTrace;
 use torchtraceap_dev::ml::eval::{auroc, score_scenario, KMeansBaseline, Scored};
 use torchtraceap_dev::ml::real::{feature_gaps, figures, score_labelled};
 use torchtraceap_dev::ml::train::{
@@ -25,11 +24,11 @@ use torchtraceap_dev::ml::train::{
 use torchtraceap_dev::synth::scenario;
 
 use crate::features::read_labels;
-use crate::inspect::read_file;
+use torchtraceap_cli::read::read_file;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A model file written by `ttap train` (default: the embedded model).
+    /// A model file written by `ttap-dev train` (default: the embedded model).
     #[arg(long)]
     model: Option<PathBuf>,
     /// How many held-out scenarios to score.
@@ -38,7 +37,7 @@ pub struct Args {
     /// The first held-out scenario's seed (far from the training seeds).
     #[arg(long, default_value_t = 1_000_000)]
     seed: u64,
-    /// Training scenarios for the k-means baseline (seeds from 1, as `ttap train`).
+    /// Training scenarios for the k-means baseline (seeds from 1, as `ttap-dev train`).
     #[arg(long, default_value_t = 300)]
     kmeans_traces: usize,
     /// Clusters of the k-means baseline.
@@ -54,7 +53,7 @@ pub struct Args {
     #[arg(long, default_value = "models/EVALUATION.md")]
     out: PathBuf,
     /// Instead of the held-out scenarios: score the windows of real traces that a person
-    /// labelled (the web app's Export labels, or `ttap synth --labels`) and print how the model
+    /// labelled (the web app's Export labels, or `ttap-dev synth --labels`) and print how the model
     /// agrees with each label. Needs --trace.
     #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "real_labels", "out"])]
     labels: Option<PathBuf>,
@@ -68,7 +67,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some(labels) => score_labels(args, labels),
         None => evaluate(args),
     }
-    .context("ttap eval")?;
+    .context("ttap-dev eval")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,7 +95,7 @@ fn evaluate(args: &Args) -> anyhow::Result<()> {
     let _ = writeln!(
         o,
         "# Window detector: evaluation\n\n\
-         Written by `ttap eval --traces {} --seed {} --kmeans-traces {} --clusters {}`.\n\n\
+         Written by `ttap-dev eval --traces {} --seed {} --kmeans-traces {} --clusters {}`.\n\n\
          Held out: {} scenarios (`synth::scenario`, with noise) of {} on {}: architectures and GPUs \
          the model never saw (it is trained on {} on {}).",
         args.traces,
@@ -131,7 +130,7 @@ fn evaluate(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ttap eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
+/// `ttap-dev eval --labels L --trace T...`: each labelled window of each trace, scored, and whether
 /// the model agrees with the label: a window labelled with an anti-pattern when the model flags
 /// it with that type, one labelled "none" when it does not flag it.
 fn score_labels(args: &Args, path: &PathBuf) -> anyhow::Result<()> {
@@ -163,9 +162,8 @@ fn score_labels(args: &Args, path: &PathBuf) -> anyhow::Result<()> {
                 "{name} has no GPU work: the window detector does not score it (labels for it cannot be checked)"
             );
         }
-        let a = Analysis::new(t);
         let (mut step, mut index) = (None, 0);
-        for w in of_trace(t, &a.steps) {
+        for w in AnalyzedTrace::new(&ingested).features() {
             index = if step == Some(w.step) { index + 1 } else { 0 };
             step = Some(w.step);
             let Some(l) = mine
@@ -525,9 +523,9 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
             cpu_only += 1;
             continue;
         }
-        let a = Analysis::new(t);
-        let findings = detect::run(&a);
-        let features = of_trace(t, &a.steps);
+        let analyzed = AnalyzedTrace::new(&ingested);
+        let a = analyzed.analysis();
+        let features = analyzed.features();
         let mut model_types: Vec<&str> = Vec::new();
         let mut flagged = 0;
         for (w, f) in a.steps.windows().zip(&features) {
@@ -540,8 +538,8 @@ fn real_section(o: &mut String, model: &Model, dir: &Path) {
             }
         }
         model_types.sort_unstable();
-        let rule_types: Vec<&str> = findings
-            .findings
+        let rule_types: Vec<&str> = analyzed
+            .findings()
             .iter()
             .map(|f| f.id)
             .filter(|id| AntiPattern::parse(id).is_some())

@@ -1,4 +1,4 @@
-//! `ttap llm-eval --endpoint URL --model NAME [SET]`: the requests about a labelled set of
+//! `ttap-dev llm-eval --endpoint URL --model NAME [SET]`: the requests about a labelled set of
 //! windows sent to each model, and a table of how the answers did (`llm::eval`).
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use torchtraceap::llm::protocol::{without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::DEFAULT_BUDGET;
 use torchtraceap_dev::llm::eval::{self, grade, row, Case, Skipped, Source, Tally, TABLE_HEADER};
 
-use crate::explain::ProtocolArg;
+use torchtraceap_cli::ProtocolArg;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Set {

@@ -11,7 +11,7 @@ import { serve, launch, openPage, load, lacksRealModel, SHOTS, REAL_LLM_URL } fr
 
 const FINDING = '#finding-dataloader-bottleneck';
 /** The local budget in estimated tokens (`llm::summary::LOCAL_BUDGET`). */
-const LOCAL_BUDGET = 800;
+const LOCAL_BUDGET = 580;
 
 let site;
 let browser;

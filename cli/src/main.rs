@@ -10,6 +10,7 @@ mod export;
 mod features;
 mod inspect;
 mod llm_eval;
+mod mcp;
 mod modules;
 mod realism;
 mod share;
@@ -85,6 +86,9 @@ enum Command {
     /// figures and names found in the evidence, key figure cited, valid structured answers,
     /// latency and tokens.
     LlmEval(llm_eval::Args),
+    /// Serve the analysis as tools for agents: a Model Context Protocol server on stdio that
+    /// reads traces only under the --root directories.
+    Mcp(mcp::Args),
     /// (internal) Ingest one file and print timing and peak memory as JSON; used by `bench`.
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -124,6 +128,7 @@ fn main() -> ExitCode {
         Command::Realism(args) => realism::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::LlmEval(args) => llm_eval::run(&args),
+        Command::Mcp(args) => mcp::run(&args),
         Command::BenchChild(args) => bench::child(&args),
     };
     outcome.unwrap_or_else(|e| {

@@ -145,3 +145,49 @@ impl Cache {
         Ok(loaded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small trace file named `name` in `dir`, with `ops` operators.
+    fn trace(dir: &Path, name: &str, ops: usize) -> PathBuf {
+        let events: Vec<String> = (0..ops)
+            .map(|i| {
+                format!(
+                    r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::op{i}", "pid": 1, "tid": 1, "ts": {}, "dur": 5}}"#,
+                    1000 + i * 10
+                )
+            })
+            .collect();
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(r#"{{"traceEvents": [{}]}}"#, events.join(",")),
+        )
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn the_cache_keeps_the_last_traces_read_and_reads_a_changed_file_again() {
+        let dir = std::env::temp_dir().join(format!("ttap-mcp-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cache = Cache::default();
+        let paths: Vec<PathBuf> = (0..=CACHED_TRACES)
+            .map(|k| trace(&dir, &format!("t{k}.json"), 3))
+            .collect();
+        let first = cache.get(&paths[0]).unwrap();
+        assert!(Arc::ptr_eq(&first, &cache.get(&paths[0]).unwrap()));
+        for p in &paths[1..] {
+            cache.get(p).unwrap();
+        }
+        assert_eq!(cache.0.lock().unwrap().len(), CACHED_TRACES);
+        assert!(!Arc::ptr_eq(&first, &cache.get(&paths[0]).unwrap()));
+        let before = cache.get(&paths[1]).unwrap();
+        assert_eq!(before.ingested.report.events, 3);
+        trace(&dir, "t1.json", 40);
+        assert_eq!(cache.get(&paths[1]).unwrap().ingested.report.events, 40);
+        assert_eq!(cache.0.lock().unwrap().len(), CACHED_TRACES);
+    }
+}

@@ -308,6 +308,9 @@ fn a_path_outside_the_roots_is_refused_symlinks_included() {
     std::fs::write(&secret, b"{\"traceEvents\": []}").unwrap();
     std::os::unix::fs::symlink(&secret, root.join("link.json")).unwrap();
     std::os::unix::fs::symlink(&outside, root.join("linked-folder")).unwrap();
+    std::fs::create_dir_all(root.join("runs")).unwrap();
+    std::fs::write(root.join("runs/inside.json"), b"{\"traceEvents\": []}").unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("runs/link.json")).unwrap();
     let mut c = Client::start(&[&root]);
     for path in [
         secret.display().to_string(),
@@ -324,6 +327,11 @@ fn a_path_outside_the_roots_is_refused_symlinks_included() {
     let (error, text) = c.call(
         "compare_traces",
         json!({ "before": root.join("link.json"), "after": root.join("link.json") }),
+    );
+    assert!(error && text.contains("refused"), "{text}");
+    let (error, text) = c.call(
+        "compare_traces",
+        json!({ "before": "runs", "after": "runs" }),
     );
     assert!(error && text.contains("refused"), "{text}");
     c.close();

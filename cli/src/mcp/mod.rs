@@ -189,8 +189,8 @@ impl Server {
         Parameters(a): Parameters<CompareArg>,
     ) -> Result<String, String> {
         self.blocking(move |s| {
-            let before = s.roots.resolve(&a.before)?;
-            let after = s.roots.resolve(&a.after)?;
+            let before = s.roots.resolve_all(&a.before)?;
+            let after = s.roots.resolve_all(&a.after)?;
             let profile = |p: &PathBuf| profile_of(p, None, &Quiet).map_err(|e| e.to_string());
             let (before, after) = (profile(&before)?, profile(&after)?);
             Ok(answer::compare(

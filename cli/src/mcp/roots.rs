@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use anyhow::Context as _;
 use torchtraceap::detect::{self, Analysis, Detected};
-use torchtraceap::files::{read_on, threads_for};
+use torchtraceap::files::{expand, read_on, threads_for};
 use torchtraceap::share::fingerprint;
 use torchtraceap::{IngestOptions, Ingested, Report};
 
@@ -69,6 +69,19 @@ impl Roots {
                 self.listed()
             ))
         }
+    }
+
+    /// [`Roots::resolve`], and for a folder each trace file in it too (a symlink inside a root
+    /// may point outside it), as `compare_traces` reads them.
+    pub fn resolve_all(&self, path: &str) -> Result<PathBuf, String> {
+        let canonical = self.resolve(path)?;
+        if canonical.is_dir() {
+            let (files, _) = expand(std::slice::from_ref(&canonical)).map_err(|e| e.to_string())?;
+            for file in files {
+                self.resolve(&file.display().to_string())?;
+            }
+        }
+        Ok(canonical)
     }
 }
 

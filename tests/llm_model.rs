@@ -101,10 +101,12 @@ fn a_real_model_reads_the_evidence_right() {
     let Some(traces) = common::shared_traces("a_real_model_reads_the_evidence_right") else {
         return;
     };
+    // Generous per request: two busy cores write 1–3 tokens a second where idle ones write 5–10.
     let endpoint = Endpoint {
         url,
         stream: false,
         temperature: 0.0,
+        timeout_s: 900,
         ..Endpoint::local(&model)
     };
     let mut tally = Tally::default();

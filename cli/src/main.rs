@@ -5,6 +5,7 @@ mod compare;
 mod explain;
 mod export;
 mod inspect;
+mod mcp;
 mod modules;
 mod share;
 
@@ -51,6 +52,9 @@ enum Command {
     /// Send compact summaries of the flagged windows (never the trace) to an LLM endpoint
     /// (OpenAI-compatible or Ollama) and print its diagnoses; --dry-run prints the requests.
     Explain(explain::Args),
+    /// Serve the analysis as tools for agents: a Model Context Protocol server on stdio that
+    /// reads traces only under the --root directories.
+    Mcp(mcp::Args),
 }
 
 /// Runs the command: its exit code (0, or 1 where a `--fail-on` gate is crossed; 2 where some
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Share(args) => share::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::Mcp(args) => mcp::run(&args),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -142,8 +142,9 @@ pub const SYSTEM: &str =
     "You are a PyTorch performance engineer. You get a summary of one window of a \
 PyTorch profiler trace that an analyzer flagged, with the metrics and evidence that flagged it. \
 Answer with one JSON object and nothing else: {\"anti_pattern\": the id of the anti-pattern \
-(a rule's id such as dataloader-bottleneck, or none), \"explanation\": why this window is slow, citing the numbers, \"fix\": the concrete \
-code or configuration change, \"confidence\": a number from 0 to 1}.";
+(a rule's id such as dataloader-bottleneck, or none), \"explanation\": why this window is slow, citing the numbers \
+with what they measure as the summary says it, \"fix\": the concrete code or configuration change, naming the \
+API and its arguments (start from the rule's fix where the summary gives one), \"confidence\": a number from 0 to 1}.";
 
 fn join<'a>(lines: impl Iterator<Item = &'a Line>) -> String {
     let mut s = String::new();
@@ -152,6 +153,19 @@ fn join<'a>(lines: impl Iterator<Item = &'a Line>) -> String {
         s.push('\n');
     }
     s
+}
+
+/// A code snippet on one line: a line that continues a call (after `,` or `(`) joins it with a
+/// space, the others with `; `.
+fn one_line(snippet: &str) -> String {
+    let mut out = String::new();
+    for line in snippet.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with([',', '(']) { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 fn cut(name: &str) -> String {
@@ -189,6 +203,14 @@ pub fn summarize(
                     f.impact.ms_per_step,
                     f.impact.pct_of_step,
                     f.confidence
+                ),
+            });
+            lines.push(Line {
+                importance: 1,
+                text: format!(
+                    "The rule's fix: {} For example: `{}`",
+                    f.fix.summary,
+                    one_line(f.fix.snippet)
                 ),
             });
             lines.extend(evidence_lines(a, report, f, (step, win)));
@@ -685,6 +707,14 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_snippet_is_one_line() {
+        assert_eq!(
+            one_line("loader = DataLoader(ds, num_workers=8,\n                    pin_memory=True)\nx = x.to(d)"),
+            "loader = DataLoader(ds, num_workers=8, pin_memory=True); x = x.to(d)"
+        );
     }
 
     #[test]

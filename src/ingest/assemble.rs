@@ -7,8 +7,8 @@ use std::cmp::Reverse;
 use super::builder::{Builder, FlowPoint};
 use super::IngestError;
 use crate::model::{
-    Container, Device, Era, EventKind, Events, ForwardBackward, Launch, Step, StepSource, Trace,
-    TraceMeta, Track, NONE,
+    Clipped, Container, Device, Era, EventKind, Events, ForwardBackward, Launch, Step, StepSource,
+    Trace, TraceMeta, Track, NONE,
 };
 
 /// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
@@ -157,10 +157,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     drop(order);
 
     let tracks = track_ranges(&b, &events);
+    let span = span(&events);
+    let clipped = clip_overlaps(&mut events, &tracks);
     // The call trees (on two threads), then the flow points bound to their events (that needs
     // the trees), half on each thread.
     (events.parent, events.depth) = nest(&events, &tracks, parallel);
-    let span = span(&events);
     let (steps, step_source) = find_steps(&b, &events, (&tracks, &launches), span);
     // Cut between two groups.
     let mut half = flows.len() / 2;
@@ -176,7 +177,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     bound.extend(more);
     let forward_backward = link_flows(&flows, &bound, &events, &mut launches);
     link_graph_kernels_by_time(&b, &events, &tracks, &mut launches);
-    let meta = meta(&b, span);
+    let replayed_from = super::replays::tie(&b, &events, &launches);
+    let meta = TraceMeta {
+        clipped,
+        ..meta(&b, span)
+    };
 
     Trace {
         meta,
@@ -187,9 +192,44 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         collectives: std::mem::take(&mut b.collectives),
         launches,
         forward_backward,
+        replayed_from,
         steps,
         step_source,
     }
+}
+
+/// Clips each GPU record (kernel, copy, memset, collective) that runs past the start of the
+/// next one on its stream to that start: a stream runs its work one piece at a time, so the
+/// overlap is the tracer's timestamps, and clipped it is counted once. Of two records starting
+/// together the shorter (sorted second) is clipped to nothing. Returns what was clipped.
+fn clip_overlaps(e: &mut Events, tracks: &[Track]) -> Clipped {
+    let mut clipped = Clipped::default();
+    for track in tracks.iter().filter(|t| t.gpu) {
+        let mut prev: Option<usize> = None;
+        for i in track.events.clone().map(|i| i as usize) {
+            // A zero-length record (an instant) overruns nothing and is nothing to clip.
+            if !e.kind[i].is_gpu_work() || e.dur[i] == 0 {
+                continue;
+            }
+            let Some(p) = prev.filter(|&p| e.end(p) > e.start[i]) else {
+                prev = Some(i);
+                continue;
+            };
+            clipped.records += 1;
+            if e.start[i] > e.start[p] {
+                clipped.ns += e.end(p) - e.start[i];
+                clipped.written.push((p as u32, e.dur[p]));
+                e.dur[p] = e.start[i] - e.start[p];
+                prev = Some(i);
+            } else {
+                clipped.ns += e.dur[i];
+                clipped.written.push((i as u32, e.dur[i]));
+                e.dur[i] = 0;
+            }
+        }
+    }
+    clipped.written.sort_unstable();
+    clipped
 }
 
 /// The order of the events by `(track, start, longest first)`, without the unclosed ones.
@@ -733,6 +773,7 @@ fn meta(b: &Builder, span: Option<(i64, i64)>) -> TraceMeta {
             .and_then(|s| s.as_str())
             .map(str::to_owned),
         span,
+        clipped: Clipped::default(),
     }
 }
 

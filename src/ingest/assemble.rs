@@ -158,7 +158,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
 
     let tracks = track_ranges(&b, &events);
     let span = span(&events);
-    let clipped = clip_overlaps(&mut events, &tracks);
+    let clipped = super::overlaps::clip(&mut events, &tracks);
     // The call trees (on two threads), then the flow points bound to their events (that needs
     // the trees), half on each thread.
     (events.parent, events.depth) = nest(&events, &tracks, parallel);
@@ -196,40 +196,6 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         steps,
         step_source,
     }
-}
-
-/// Clips each GPU record (kernel, copy, memset, collective) that runs past the start of the
-/// next one on its stream to that start: a stream runs its work one piece at a time, so the
-/// overlap is the tracer's timestamps, and clipped it is counted once. Of two records starting
-/// together the shorter (sorted second) is clipped to nothing. Returns what was clipped.
-fn clip_overlaps(e: &mut Events, tracks: &[Track]) -> Clipped {
-    let mut clipped = Clipped::default();
-    for track in tracks.iter().filter(|t| t.gpu) {
-        let mut prev: Option<usize> = None;
-        for i in track.events.clone().map(|i| i as usize) {
-            // A zero-length record (an instant) overruns nothing and is nothing to clip.
-            if !e.kind[i].is_gpu_work() || e.dur[i] == 0 {
-                continue;
-            }
-            let Some(p) = prev.filter(|&p| e.end(p) > e.start[i]) else {
-                prev = Some(i);
-                continue;
-            };
-            clipped.records += 1;
-            if e.start[i] > e.start[p] {
-                clipped.ns += e.end(p) - e.start[i];
-                clipped.written.push((p as u32, e.dur[p]));
-                e.dur[p] = e.start[i] - e.start[p];
-                prev = Some(i);
-            } else {
-                clipped.ns += e.dur[i];
-                clipped.written.push((i as u32, e.dur[i]));
-                e.dur[i] = 0;
-            }
-        }
-    }
-    clipped.written.sort_unstable();
-    clipped
 }
 
 /// The order of the events by `(track, start, longest first)`, without the unclosed ones.

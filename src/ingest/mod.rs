@@ -20,6 +20,7 @@ mod framer;
 mod iterations;
 #[cfg(unix)]
 mod mapped;
+mod overlaps;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
 mod replays;

@@ -22,7 +22,7 @@ def clipped(events):
     """Durations of the GPU records that overrun the next on their stream, by index."""
     streams = {}
     for k, e in enumerate(events):
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0:
             streams.setdefault((e.get("pid"), e.get("tid")), []).append(k)
     out = {}
     for ks in streams.values():

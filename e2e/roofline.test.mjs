@@ -1,6 +1,6 @@
 // End-to-end: the Roofline tab on a real MI300X ResNet-18 training trace that records shapes (the
 // chart's points, roofs and table as `ttap analyze --format json` has the roofline), its step MFU
-// carried by a share link; a device missing from the peaks table (achieved rates only); and the
+// carried by a share link; a device the peaks table cannot tell (achieved rates only); and the
 // bundled sample (no shapes) saying why it has no roofline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,16 +87,17 @@ test('the roofline of a real MI300X trace with shapes: points, roofs and table a
   await shared.context.close();
 });
 
-test('a device missing from the peaks table: achieved rates only, no roofs, no MFU', async (t) => {
+test('a generic device its properties cannot tell apart: achieved rates only, no roofs, no MFU', async (t) => {
   if (lacksTrace(t, UNKNOWN)) return;
   const r = roofline(UNKNOWN);
   assert.equal(r.peaks, null);
   assert.equal(r.device, 'AMD Radeon Graphics');
+  assert.deepEqual(r.ambiguous, ['MI210', 'MI250 (GCD)']);
   const { page, context, errors } = await openPage(served.browser, served.site.url);
   await load(page, () => page.setInputFiles('#file-input', UNKNOWN));
   await page.click('.tab:has-text("Roofline")');
   assert.match(await page.locator('.roofline-device').innerText(),
-    /^AMD Radeon Graphics is not in the peaks table: achieved rates only, without roofs, roofline shares or MFU\.$/);
+    /^AMD Radeon Graphics: its properties \(104 CUs, 64 GiB, arch 9\.0\) fit MI210, MI250 \(GCD\), ambiguous: achieved rates only, without roofs, roofline shares or MFU\.$/);
   const plotted = r.kernels.filter((k) => k.tflops > 0 && k.intensity > 0);
   assert.ok(plotted.length > 0);
   assert.equal(await page.locator('.roofline-chart circle.point.achieved').count(), plotted.length);

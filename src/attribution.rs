@@ -247,16 +247,13 @@ impl HostRanges {
             for i in track.events.clone().map(|i| i as usize) {
                 match e.kind[i] {
                     EventKind::RuntimeCall if e.detail[i] != NONE => {
-                        match t.runtime_class(i) {
-                            RuntimeClass::Malloc | RuntimeClass::Free => {
-                                allocator.push((e.start[i], e.end(i)))
-                            }
-                            RuntimeClass::Synchronize => sync.push(sync_call(t, i)),
-                            // A plain cudaMemcpy (not Async) blocks the host like a synchronize.
-                            RuntimeClass::Memcpy if !t.name_of(i).contains("Async") => {
-                                sync.push(sync_call(t, i))
-                            }
-                            _ => {}
+                        if blocks_host(t, i) {
+                            sync.push(sync_call(t, i));
+                        } else if matches!(
+                            t.runtime_class(i),
+                            RuntimeClass::Malloc | RuntimeClass::Free
+                        ) {
+                            allocator.push((e.start[i], e.end(i)));
                         }
                     }
                     EventKind::CpuOp | EventKind::UserAnnotation
@@ -277,6 +274,18 @@ impl HostRanges {
             },
         }
     }
+}
+
+/// Whether event `i` is a synchronizing runtime call: a synchronize, or a plain (not `Async`)
+/// memcpy, which blocks the host like one.
+pub(crate) fn blocks_host(t: &Trace, i: usize) -> bool {
+    t.events.kind[i] == EventKind::RuntimeCall
+        && t.events.detail[i] != NONE
+        && match t.runtime_class(i) {
+            RuntimeClass::Synchronize => true,
+            RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
+            _ => false,
+        }
 }
 
 /// Synchronizing call `i` as `(waits_from, start, end)` (see [`HostRanges::sync`]).

@@ -26,6 +26,12 @@ pub struct GraphSummary {
     /// steps without a graph launch are left out.
     #[serde(default)]
     pub steps: Vec<GraphStep>,
+    /// Replayed kernels tied to the operator that launched the same kernel where the trace
+    /// records it (`Trace::replayed_from`), and their GPU time; the rest is unattributed.
+    #[serde(default)]
+    pub tied_kernels: u64,
+    #[serde(default)]
+    pub tied_ms: f64,
 }
 
 /// A step's graph launches.
@@ -38,15 +44,25 @@ pub struct GraphStep {
 }
 
 impl GraphSummary {
-    /// "412 kernels in 3 graph launches (9.66 ms of GPU time)".
+    /// "412 kernels in 3 graph launches (9.66 ms of GPU time); 400 of them (9.20 ms) tied to
+    /// the operators that launched them, 0.46 ms unattributed".
     pub fn line(&self) -> String {
+        let unattributed = (self.gpu_ms - self.tied_ms).max(0.0);
         format!(
-            "{} kernel{} in {} graph launch{} ({:.2} ms of GPU time)",
+            "{} kernel{} in {} graph launch{} ({:.2} ms of GPU time); {}",
             self.kernels,
             if self.kernels == 1 { "" } else { "s" },
             self.launches,
             if self.launches == 1 { "" } else { "es" },
-            self.gpu_ms
+            self.gpu_ms,
+            if self.tied_kernels == 0 {
+                format!("none tied to the operator that launched it (the trace records no capture or run of the same kernels): {unattributed:.2} ms unattributed, without shapes, FLOPs or module below the graph launch")
+            } else {
+                format!(
+                    "{} of them ({:.2} ms) tied by kernel order and name to the operators that launched the same kernels, {unattributed:.2} ms unattributed",
+                    self.tied_kernels, self.tied_ms
+                )
+            }
         )
     }
 
@@ -114,6 +130,13 @@ pub fn summarize(t: &Trace, steps: &[(i64, i64, i64)]) -> Option<GraphSummary> {
             .fold((0, 0), |(k, ns), (k2, ns2)| (k + k2, ns + ns2))
     };
     let (kernels, ns) = total(&calls);
+    let (tied_kernels, tied_ns) = t
+        .replayed_from
+        .iter()
+        .filter(|l| is_kernel(t, l.gpu))
+        .fold((0, 0), |(k, ns), l| {
+            (k + 1, ns + t.events.dur[l.gpu as usize])
+        });
     let steps = steps
         .iter()
         .filter_map(|&(number, start, end)| {
@@ -133,6 +156,8 @@ pub fn summarize(t: &Trace, steps: &[(i64, i64, i64)]) -> Option<GraphSummary> {
         kernels,
         gpu_ms: ns as f64 / NS_PER_MS,
         steps,
+        tied_kernels,
+        tied_ms: tied_ns as f64 / NS_PER_MS,
     })
 }
 

@@ -148,10 +148,11 @@ impl Frames {
     }
 
     /// The event whose frame event `i` counts for: for GPU work, the call that launched it
-    /// (`None` without a known launch); else itself.
+    /// (for graph-replayed work tied to a recorded launch, that launch: `Trace::origin_of`;
+    /// `None` without a known launch); else itself.
     fn counted_at(t: &Trace, i: usize) -> Option<usize> {
         if t.events.kind[i].is_gpu_work() {
-            t.launch_of(i as u32).map(|l| l as usize)
+            t.origin_of(i as u32).map(|l| l as usize)
         } else {
             Some(i)
         }

@@ -314,10 +314,11 @@ impl<W: Write> Writer<'_, W> {
                 let timing = if instant {
                     format!(r#""ph": "i", "s": "t", "ts": {}"#, micros(start))
                 } else {
+                    // As written: reading the export back clips the same records again.
                     format!(
                         r#""ph": "X", "ts": {}, "dur": {}"#,
                         micros(start),
-                        micros(e.dur[i])
+                        micros(t.written_dur(i))
                     )
                 };
                 let args: Vec<String> = args

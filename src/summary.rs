@@ -86,6 +86,9 @@ pub struct KernelTime {
     pub mean_us: f64,
     /// Share of all kernel time.
     pub pct: f64,
+    /// What an Inductor kernel's name says ("Inductor reduction fusing add_mean_mul").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -212,6 +215,7 @@ impl Summary {
                 } else {
                     0.0
                 },
+                compiled: crate::model::kernels::compiled_label(t.strings.get(name)),
             })
             .collect();
         keep_largest(&mut top_kernels, top, |k| (k.total_ms, &k.name));

@@ -122,13 +122,15 @@ fn the_report_and_its_markdown_say_how_many_kernels_graphs_replayed() {
     let a = Analysis::new(&t);
     let r = Report::new(&a, &detect::run(&a));
     let g = r.graphs.as_ref().expect("a graph summary");
-    assert_eq!(
-        g.line(),
-        "544 kernels in 1 graph launch (9.66 ms of GPU time)"
+    // The trace records no run of the replayed kernels: all of their time is unattributed.
+    let line = "544 kernels in 1 graph launch (9.66 ms of GPU time); none tied to the operator that launched it (the trace records no capture or run of the same kernels): 9.66 ms unattributed, without shapes, FLOPs or module below the graph launch";
+    assert_eq!(g.line(), line);
+    let md = r.to_markdown("sglang");
+    assert!(md.contains(&format!("CUDA/HIP graphs: {line}.")), "{md}");
+    assert!(
+        md.contains("Graph replays run 99% of it, 99% in kernels not tied to the operator that launched them (9.656 ms)."),
+        "{md}"
     );
-    assert!(r
-        .to_markdown("sglang")
-        .contains("CUDA/HIP graphs: 544 kernels in 1 graph launch (9.66 ms of GPU time)."));
     // A report saved before the field reads back without it.
     let mut json: serde_json::Value = serde_json::to_value(&r).unwrap();
     json.as_object_mut().unwrap().remove("graphs");
@@ -218,4 +220,151 @@ fn a_replayed_kernel_and_its_graph_launch_are_one_click_apart_on_the_timeline() 
         kernel.graph.as_deref(),
         Some(format!("launched by graph launch 3 of 70 (of {replayed} kernels)").as_str())
     );
+}
+
+/// A written capture and replay: a module `Block_0` runs `aten::mm` (fp16 4096², shapes
+/// recorded), `aten::add` and `aten::relu` one launch each (the warm-up before a capture), then
+/// outside any module one `cudaGraphLaunch` replays kernels named `replayed` (1 ms each).
+fn capture_and_replay(replayed: [&str; 3]) -> Trace {
+    let host = |cat: &str, name: &str, span: (i64, i64), args: &str| {
+        kineto::complete(cat, name, (100, 100), span, args)
+    };
+    let kernel = |name: &str, ts: i64, correlation: u64| {
+        kineto::complete(
+            "kernel",
+            name,
+            (0, 7),
+            (ts, 1000),
+            &format!(r#""correlation": {correlation}, "device": 0, "stream": 7"#),
+        )
+    };
+    let mm =
+        r#""Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::Half", "c10::Half"]"#;
+    let mut events = vec![
+        host("user_annotation", "ProfilerStep#1", (0, 5000), ""),
+        host("python_function", "nn.Module: Block_0", (10, 100), ""),
+        host("cpu_op", "aten::mm", (20, 20), mm),
+        host(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (25, 5),
+            r#""correlation": 1"#,
+        ),
+        host("cpu_op", "aten::add", (50, 20), ""),
+        host(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (55, 5),
+            r#""correlation": 2"#,
+        ),
+        host("cpu_op", "aten::relu", (80, 20), ""),
+        host(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (85, 5),
+            r#""correlation": 3"#,
+        ),
+        kernel("gemm_fp16_tensorop", 200, 1),
+        kernel("add_kernel", 1300, 2),
+        kernel("relu_kernel", 2400, 3),
+        host("user_annotation", "ProfilerStep#2", (5000, 5000), ""),
+        host(
+            "cuda_runtime",
+            "cudaGraphLaunch",
+            (5010, 10),
+            r#""correlation": 9"#,
+        ),
+    ];
+    for (k, name) in replayed.iter().enumerate() {
+        events.push(kernel(name, 5100 + 1100 * k as i64, 9));
+    }
+    let doc = kineto::document(
+        &[kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 80 << 30)],
+        "",
+        &events,
+        "capture.pt.trace.json",
+    );
+    ingest(doc.as_bytes())
+}
+
+/// The replayed kernel named `name` and the operator its work is charged to.
+fn operator_of(t: &Trace, name: &str) -> (u32, Option<String>) {
+    let k = (0..t.events.len())
+        .rev()
+        .find(|&i| t.name_of(i) == name)
+        .expect(name) as u32;
+    let op = t.origin_of(k).and_then(|l| {
+        let p = t.events.parent[l as usize];
+        (p != torchtraceap::model::NONE).then(|| t.name_of(p as usize).to_string())
+    });
+    (k, op)
+}
+
+#[test]
+fn each_replayed_kernel_gets_the_operator_and_module_that_launched_it_before_the_capture() {
+    let t = capture_and_replay(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
+    for (kernel, op) in [
+        ("gemm_fp16_tensorop", "aten::mm"),
+        ("add_kernel", "aten::add"),
+        ("relu_kernel", "aten::relu"),
+    ] {
+        let (k, got) = operator_of(&t, kernel);
+        assert_eq!(got.as_deref(), Some(op), "{kernel}");
+        let launch = t.launch_of(k).expect("a launch");
+        assert_eq!(t.name_of(launch as usize), "cudaGraphLaunch", "{kernel}");
+    }
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    assert!((g.tied_ms - 3.0).abs() < 1e-12, "{g:?}");
+    // The roofline charges the replayed GEMM its op's FLOPs; the module tree counts the replay
+    // for the module that ran its operators.
+    let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[(2, 5_000_000, 10_000_000)])
+        .expect("a GPU");
+    assert_eq!(
+        (r.coverage.graph_ms, r.coverage.graph_unattributed_ms),
+        (3.0, 0.0)
+    );
+    assert_eq!(r.coverage.shapes_ms, 2.0, "{:?}", r.coverage);
+    let mfu = r.steps[0].mfu.expect("an MFU");
+    assert!(
+        (mfu - 2.0 * 4096f64.powi(3) / 312e12 / 5e-3).abs() < 1e-9,
+        "{mfu}"
+    );
+    let tree = torchtraceap::modules::ModuleTree::of(&t).expect("a module tree");
+    let block = tree
+        .nodes
+        .iter()
+        .find(|n| n.name == "Block_0")
+        .expect("Block_0");
+    assert_eq!(block.gpu_ns, 6_000_000, "{block:?}");
+    assert_eq!(tree.outside_gpu_ns, 0);
+}
+
+#[test]
+fn a_replayed_kernel_whose_name_differs_stays_unattributed_and_counted() {
+    // The replay's second kernel is not the run's: it is left to its graph launch, the others
+    // keep their operators.
+    let t = capture_and_replay(["gemm_fp16_tensorop", "fused_add_kernel", "relu_kernel"]);
+    assert_eq!(
+        operator_of(&t, "gemm_fp16_tensorop").1.as_deref(),
+        Some("aten::mm")
+    );
+    assert_eq!(
+        operator_of(&t, "relu_kernel").1.as_deref(),
+        Some("aten::relu")
+    );
+    // Left to its graph launch, whose parent is the step, not an operator.
+    let (k, op) = operator_of(&t, "fused_add_kernel");
+    assert_eq!(op.as_deref(), Some("ProfilerStep#2"));
+    assert_eq!(t.origin_of(k), t.launch_of(k));
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 2));
+    assert!(g.line().ends_with("2 of them (2.00 ms) tied by kernel order and name to the operators that launched the same kernels, 1.00 ms unattributed"), "{}", g.line());
+    let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[(2, 5_000_000, 10_000_000)])
+        .expect("a GPU");
+    assert_eq!(r.coverage.graph_unattributed_ms, 1.0);
+    // Replays that agree with no recorded run at half their kernels are not tied at all.
+    let t = capture_and_replay(["gemm_fp16_tensorop", "a_kernel", "b_kernel"]);
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!(g.tied_kernels, 0);
 }

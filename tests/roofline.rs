@@ -112,6 +112,11 @@ fn matrix_and_attention_flops_agree_with_the_oracle_on_every_shared_trace() {
 /// A written trace: one `aten::mm` of 4096² fp16 matrices launching one 1 ms kernel on
 /// `device`, and `more` kernels after it.
 fn one_gemm(device: &str, more: &[String]) -> Roofline {
+    gemm_on(&kineto::device(0, device, 8, 85_899_345_920), more)
+}
+
+/// [`one_gemm`] on the device `deviceProperties` entry `device` describes.
+fn gemm_on(device: &str, more: &[String]) -> Roofline {
     let c = |cat: &str, name: &str, tid: i64, span: (i64, i64), args: &str| {
         kineto::complete(cat, name, (1, tid), span, args)
     };
@@ -142,12 +147,7 @@ fn one_gemm(device: &str, more: &[String]) -> Roofline {
     .into_iter()
     .chain(more.iter().cloned())
     .collect::<Vec<_>>();
-    let text = kineto::document(
-        &[kineto::device(0, device, 8, 85_899_345_920)],
-        "",
-        &events,
-        "roofline.pt.trace.json",
-    );
+    let text = kineto::document(&[device.to_string()], "", &events, "roofline.pt.trace.json");
     let ingested = ingest_bytes(text.as_bytes(), IngestOptions::default()).expect("a trace");
     torchtraceap::roofline::analyze(&ingested.trace, Some(Some(0)), &[(1, 0, 2_000_000)])
         .expect("a GPU")
@@ -192,6 +192,58 @@ fn a_gemm_kernel_is_charged_its_op_and_meets_the_devices_roofline() {
     assert_eq!(r.mfu, None);
     assert!((r.kernels[0].tflops - flop / 1e-3 / 1e12).abs() < 1e-6);
     assert_eq!(r.kernels[0].lost_ms, None);
+}
+
+#[test]
+fn a_device_without_a_name_is_matched_by_its_properties_or_said_ambiguous() {
+    // As vLLM's MI300X traces describe their devices: no name, 304 CUs, 192 GiB, gfx942.
+    let mi300x = r#"{"id": 0, "name": "", "totalGlobalMem": 206141652992, "computeMajor": 9, "computeMinor": 4, "numSms": 304, "warpSize": 64}"#;
+    let r = gemm_on(mi300x, &[]);
+    assert_eq!(r.peaks.as_ref().map(|p| p.device.as_str()), Some("MI300X"));
+    assert_eq!(r.matched_by.as_deref(), Some("304 CUs, 192 GiB, gfx942"));
+    assert!(r.ambiguous.is_empty());
+    let at_peak_ms = 2.0 * 4096f64.powi(3) / 1307.4e12 * 1e3;
+    assert!(
+        (r.mfu.unwrap() - at_peak_ms / 2.0).abs() < 1e-9,
+        "{:?}",
+        r.mfu
+    );
+    // 108 SMs, compute 8.0, 80 GiB and no name: an A100 80GB, PCIe or SXM, which the
+    // properties cannot tell apart: no peaks, no MFU, both named.
+    let r = one_gemm("", &[]);
+    assert_eq!((r.peaks.as_ref(), r.mfu), (None, None));
+    assert_eq!(r.ambiguous, ["A100 80GB PCIe", "A100 80GB SXM"]);
+    assert_eq!(
+        r.matched_by.as_deref(),
+        Some("108 compute units, 80 GiB, arch 8.0")
+    );
+    // A name the table lacks keeps its name's verdict: no peaks, nothing matched.
+    let r = one_gemm("NVIDIA H800", &[]);
+    assert_eq!((r.peaks.as_ref(), r.matched_by.as_ref()), (None, None));
+}
+
+#[test]
+fn the_vllm_mi300x_traces_get_an_mfu_and_say_how_the_device_was_matched() {
+    for trace in [
+        "AMD-AGI__TraceLens/tests__traces__inference__vllm_decode_full__graph_execution.json.gz",
+        "AMD-AGI__TraceLens/tests__traces__inference__vllm_prefilldecode_piecewise__graph_execution.json.gz",
+    ] {
+        let Some(r) = report_of(trace) else { return };
+        let roof = r.roofline.as_ref().expect("a GPU trace has a roofline");
+        assert_eq!(roof.device, "", "{trace}");
+        assert_eq!(
+            roof.peaks.as_ref().map(|p| p.device.as_str()),
+            Some("MI300X"),
+            "{trace}"
+        );
+        assert!(roof.mfu.is_some(), "{trace}");
+        let md = r.to_markdown(trace);
+        assert!(
+            md.contains("Peaks of the MI300X, matched by 304 CUs, 192 GiB, gfx942 (the trace names no device)"),
+            "{md}"
+        );
+        assert!(md.contains("Step MFU"), "{md}");
+    }
 }
 
 #[test]
@@ -272,19 +324,23 @@ fn the_report_holds_the_roofline_of_real_traces() {
 }
 
 #[test]
-fn an_unknown_device_says_so_and_keeps_its_achieved_rates() {
+fn an_ambiguous_device_says_so_and_keeps_its_achieved_rates() {
     let Some(r) = report_of(
         "facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     ) else {
         return;
     };
     let roof = r.roofline.as_ref().expect("a GPU trace has a roofline");
+    // A generic name on 104 CUs, 64 GiB, arch 9.0: an MI210 or an MI250's GCD.
     assert_eq!(roof.device, "AMD Radeon Graphics");
-    assert_eq!(roof.peaks, None);
+    assert_eq!((roof.peaks.as_ref(), roof.mfu), (None, None));
+    assert_eq!(roof.ambiguous, ["MI210", "MI250 (GCD)"]);
     assert!(roof.kernels.iter().all(|k| k.tflops > 0.0 || k.gbps > 0.0));
-    assert!(r
-        .to_markdown("minitoy")
-        .contains("is not in the peaks table"));
+    let md = r.to_markdown("minitoy");
+    assert!(
+        md.contains("The device is ambiguous: the trace names it `AMD Radeon Graphics`, and its properties (104 CUs, 64 GiB, arch 9.0) fit MI210, MI250 \\(GCD\\); achieved rates only, no MFU."),
+        "{md}"
+    );
 }
 
 #[test]

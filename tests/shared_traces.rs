@@ -281,3 +281,40 @@ fn a_non_pytorch_chrome_trace_is_read_when_asked_for() {
         .any(|t| got.trace.strings.get(t.tid) == "15514734831341844875"));
     assert!(got.report.skipped.is_empty(), "{:?}", got.report.skipped);
 }
+
+#[test]
+fn inductor_kernels_are_named_by_the_ops_they_fuse() {
+    let Some(dir) = shared_traces("Inductor kernel names") else {
+        return;
+    };
+    let path = dir.join("AMD-AGI__TraceLens/tests__traces__torch_compile_triton__trace.json.gz");
+    let ingested = torchtraceap::ingest::ingest_bytes(
+        &std::fs::read(path).expect("readable"),
+        IngestOptions::default(),
+    )
+    .expect("a trace");
+    let summary = torchtraceap::summary::Summary::of(&ingested, 20);
+    let compiled = |name: &str| {
+        summary
+            .top_kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("{name} among the top kernels"))
+            .compiled
+            .clone()
+    };
+    assert_eq!(
+        compiled("triton_red_fused_add_mean_mul_pow_rsqrt_0").as_deref(),
+        Some("Inductor reduction fusing add_mean_mul_pow_rsqrt")
+    );
+    assert_eq!(
+        compiled("triton_poi_fused__unsafe_view_mul_silu_2").as_deref(),
+        Some("Inductor element-wise fusing _unsafe_view_mul_silu")
+    );
+    // Other kernels say nothing of the kind.
+    assert!(summary
+        .top_kernels
+        .iter()
+        .filter(|k| !k.name.starts_with("triton_"))
+        .all(|k| k.compiled.is_none()));
+}

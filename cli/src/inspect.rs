@@ -242,8 +242,15 @@ pub fn render(path: &Path, s: &Summary) -> String {
             };
             let _ = writeln!(
                 o,
-                "    {:>9.3} ms {:>5.1}% {:>6}× {:>9.1} µs  {}",
-                k.total_ms, k.pct, k.count, k.mean_us, name
+                "    {:>9.3} ms {:>5.1}% {:>6}× {:>9.1} µs  {}{}",
+                k.total_ms,
+                k.pct,
+                k.count,
+                k.mean_us,
+                name,
+                k.compiled
+                    .as_ref()
+                    .map_or(String::new(), |c| format!(" ({c})"))
             );
         }
     }

@@ -466,6 +466,7 @@ pub static OBSERVERS: &[&dyn Observer] = &[
     &distributed::DdpWithoutNccl,
     &attention::AttentionHotSpot,
     &compile::GraphBreaks,
+    &host_sync::UnrecordedWork,
 ];
 
 /// The findings, ranked by time recoverable per step, and the notes.

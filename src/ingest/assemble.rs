@@ -7,8 +7,8 @@ use std::cmp::Reverse;
 use super::builder::{Builder, FlowPoint};
 use super::IngestError;
 use crate::model::{
-    Container, Device, Era, EventKind, Events, ForwardBackward, Launch, Step, StepSource, Trace,
-    TraceMeta, Track, NONE,
+    Clipped, Container, Device, Era, EventKind, Events, ForwardBackward, Launch, Step, StepSource,
+    Trace, TraceMeta, Track, NONE,
 };
 
 /// Refuses inputs that are not PyTorch profiler traces (unless `accept_other` allows any Chrome
@@ -157,10 +157,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     drop(order);
 
     let tracks = track_ranges(&b, &events);
+    let span = span(&events);
+    let clipped = super::overlaps::clip(&mut events, &tracks);
     // The call trees (on two threads), then the flow points bound to their events (that needs
     // the trees), half on each thread.
     (events.parent, events.depth) = nest(&events, &tracks, parallel);
-    let span = span(&events);
     let (steps, step_source) = find_steps(&b, &events, (&tracks, &launches), span);
     // Cut between two groups.
     let mut half = flows.len() / 2;
@@ -176,7 +177,11 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     bound.extend(more);
     let forward_backward = link_flows(&flows, &bound, &events, &mut launches);
     link_graph_kernels_by_time(&b, &events, &tracks, &mut launches);
-    let meta = meta(&b, span);
+    let replayed_from = super::replays::tie(&b, &events, &launches);
+    let meta = TraceMeta {
+        clipped,
+        ..meta(&b, span)
+    };
 
     Trace {
         meta,
@@ -187,6 +192,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         collectives: std::mem::take(&mut b.collectives),
         launches,
         forward_backward,
+        replayed_from,
         steps,
         step_source,
     }
@@ -733,6 +739,7 @@ fn meta(b: &Builder, span: Option<(i64, i64)>) -> TraceMeta {
             .and_then(|s| s.as_str())
             .map(str::to_owned),
         span,
+        clipped: Clipped::default(),
     }
 }
 

@@ -20,8 +20,10 @@ mod framer;
 mod iterations;
 #[cfg(unix)]
 mod mapped;
+mod overlaps;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
+mod replays;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};
@@ -527,6 +529,14 @@ impl Ingest {
         let json_bytes = framer.offset();
         drop(framer);
         let trace = assemble::assemble(builder, &unclosed, self.threads);
+        let clipped = &trace.meta.clipped;
+        if clipped.records > 0 {
+            warnings.push(format!(
+                "{} GPU records overran the next on their stream ({:.3} ms in all); each was clipped to the next one's start, so that no time counts twice.",
+                clipped.records,
+                clipped.ns as f64 / 1e6
+            ));
+        }
         let report = IngestReport {
             gzip,
             input_bytes: self.input_bytes,

@@ -56,7 +56,8 @@ pub fn fingerprint(trace: &Trace) -> String {
         let mut h = Fnv::new();
         h.u64(name);
         h.u64(ev.start[i] as u64);
-        h.u64(ev.dur[i] as u64);
+        // As written: a record clipped where it overran the next one keeps its identity.
+        h.u64(trace.written_dur(i) as u64);
         events = events.wrapping_add(h.0);
     }
     let mut h = Fnv::new();

@@ -62,6 +62,7 @@ impl Trace {
             part("collectives", &self.collectives),
             part("launches", &self.launches),
             part("forward_backward", &self.forward_backward),
+            part("replayed_from", &self.replayed_from),
             part("tracks", &self.tracks),
             part("steps", &self.steps),
             strings(&self.strings),

@@ -1,6 +1,6 @@
 //! What a kernel's name says: fp32 on SIMT cores or tensor cores, a layout conversion, a
-//! convolution, element-wise work. One place for the spellings of every vendor and generation,
-//! read by the detectors and the window features.
+//! convolution, element-wise work, an Inductor Triton kernel's class and fused ops. One place for
+//! the spellings of every vendor and generation, read by the detectors and the window features.
 
 use std::sync::LazyLock;
 
@@ -130,6 +130,61 @@ pub(crate) fn is_matmul(lower: &str) -> bool {
     MATMUL.any_in(lower) && !CONVOLUTION.any_in(lower) && !FUSED_ATTENTION.any_in(lower)
 }
 
+/// What Inductor's Triton kernel names say of the kernel: `triton_poi_` (pointwise),
+/// `triton_red_` (a reduction looping over its axis), `triton_per_` (a persistent reduction:
+/// the axis in one block), `triton_tem_` (a template: GEMM, or a convolution where the fused
+/// ops say so).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compiled {
+    Pointwise,
+    Reduction,
+    PersistentReduction,
+    Template,
+}
+
+impl Compiled {
+    pub fn label(self) -> &'static str {
+        match self {
+            Compiled::Pointwise => "element-wise",
+            Compiled::Reduction => "reduction",
+            Compiled::PersistentReduction => "persistent reduction",
+            Compiled::Template => "GEMM template",
+        }
+    }
+}
+
+/// An Inductor kernel's class and the ops its name says it fuses, as written (`add_mean_mul`
+/// of `triton_red_fused_add_mean_mul_0`; op names hold `_` too, so they are not split); `""`
+/// where the name fuses none (`triton_poi_fused_0`). `None` for any other kernel.
+pub fn inductor(name: &str) -> Option<(Compiled, &str)> {
+    let rest = name.strip_prefix("triton_")?;
+    let (class, rest) = [
+        ("poi_", Compiled::Pointwise),
+        ("red_", Compiled::Reduction),
+        ("per_", Compiled::PersistentReduction),
+        ("tem_", Compiled::Template),
+    ]
+    .into_iter()
+    .find_map(|(prefix, class)| rest.strip_prefix(prefix).map(|r| (class, r)))?;
+    let ops = rest.strip_prefix("fused").unwrap_or(rest);
+    // The trailing `_<n>` numbers kernels of the same fusion.
+    let ops = ops
+        .rsplit_once('_')
+        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(ops, |(ops, _)| ops);
+    Some((class, ops.strip_prefix('_').unwrap_or(ops)))
+}
+
+/// "Inductor reduction fusing add_mean_mul" for an Inductor kernel; `None` for any other.
+pub fn compiled_label(name: &str) -> Option<String> {
+    let (class, ops) = inductor(name)?;
+    Some(if ops.is_empty() {
+        format!("Inductor {}", class.label())
+    } else {
+        format!("Inductor {} fusing {ops}", class.label())
+    })
+}
+
 /// What a kernel's name says, all at once.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct KernelTraits {
@@ -152,7 +207,10 @@ impl KernelTraits {
             convolution: is_convolution(&lower),
             attention: is_attention(&lower),
             elementwise: is_elementwise(name),
-            matmul: is_matmul(&lower),
+            matmul: is_matmul(&lower)
+                || inductor(name).is_some_and(|(class, ops)| {
+                    class == Compiled::Template && !is_convolution(ops)
+                }),
             softmax: lower.contains("softmax"),
             fused_attention: is_fused_attention(&lower),
         }
@@ -205,6 +263,50 @@ mod tests {
         ] {
             assert!(!is_simt_fp32(tc), "{tc}");
         }
+    }
+
+    #[test]
+    fn inductor_kernels_are_classed_and_named_by_the_ops_they_fuse() {
+        // Names from the shared traces (TraceLens torch_compile_triton, vLLM, HTA) and
+        // Inductor's template kernels.
+        let cases = [
+            (
+                "triton_red_fused__unsafe_view_add_mean_mul_pow_rsqrt_1",
+                Some((Compiled::Reduction, "_unsafe_view_add_mean_mul_pow_rsqrt")),
+            ),
+            (
+                "triton_poi_fused_constant_pad_nd_moe_forward_0",
+                Some((Compiled::Pointwise, "constant_pad_nd_moe_forward")),
+            ),
+            ("triton_poi_fused_0", Some((Compiled::Pointwise, ""))),
+            (
+                "triton_per_fused_native_layer_norm_3",
+                Some((Compiled::PersistentReduction, "native_layer_norm")),
+            ),
+            (
+                "triton_tem_fused_addmm_relu_5",
+                Some((Compiled::Template, "addmm_relu")),
+            ),
+            ("triton__0d1d2d3d", None),
+            ("triton_mm", None),
+            ("volta_sgemm_128x64_nn", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(inductor(name), want, "{name}");
+        }
+        assert_eq!(
+            compiled_label("triton_red_fused_add_mean_mul_pow_rsqrt_0").as_deref(),
+            Some("Inductor reduction fusing add_mean_mul_pow_rsqrt")
+        );
+        assert_eq!(
+            compiled_label("triton_poi_fused_0").as_deref(),
+            Some("Inductor element-wise")
+        );
+        // A GEMM template is matrix work; a convolution template is a convolution.
+        assert!(KernelTraits::of("triton_tem_fused_addmm_relu_5").matmul);
+        let conv = KernelTraits::of("triton_tem_fused_convolution_2");
+        assert!(!conv.matmul && conv.convolution && conv.matmul_conv());
+        assert!(!KernelTraits::of("triton_red_fused_sum_0").matmul);
     }
 
     #[test]

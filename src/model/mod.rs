@@ -331,6 +331,18 @@ pub struct TraceMeta {
     pub backend: Option<String>,
     /// Earliest start and latest end over all timed events.
     pub span: Option<(i64, i64)>,
+    /// GPU records clipped where they overran the next on their stream.
+    pub clipped: Clipped,
+}
+
+/// GPU records that overran the next one on their stream, and by how much in all: each was
+/// clipped to that one's start (`ingest::assemble`), so that no time counts twice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Clipped {
+    pub records: u64,
+    pub ns: i64,
+    /// Each clipped record with its duration as written, by event: what the fingerprint reads.
+    pub(crate) written: Vec<(u32, i64)>,
 }
 
 /// The whole normalized trace.
@@ -346,6 +358,10 @@ pub struct Trace {
     /// Launch links, sorted by GPU event.
     pub launches: Vec<Launch>,
     pub forward_backward: Vec<ForwardBackward>,
+    /// Graph-replayed GPU records tied to the recorded launch of the same work
+    /// (`ingest::replays`): `launch` is that launch call, `gpu` the replayed record; sorted
+    /// by GPU event.
+    pub replayed_from: Vec<Launch>,
     pub steps: Vec<Step>,
     pub step_source: StepSource,
 }
@@ -401,6 +417,27 @@ impl Trace {
             .get(i)
             .filter(|l| l.gpu == gpu_event)
             .map(|l| l.launch)
+    }
+
+    /// The launch call whose operators and module `gpu_event` ran for: for a graph-replayed
+    /// record tied to a recorded launch of the same work, that launch; else its own launch.
+    pub fn origin_of(&self, gpu_event: u32) -> Option<u32> {
+        let i = self.replayed_from.partition_point(|l| l.gpu < gpu_event);
+        self.replayed_from
+            .get(i)
+            .filter(|l| l.gpu == gpu_event)
+            .map(|l| l.launch)
+            .or_else(|| self.launch_of(gpu_event))
+    }
+
+    /// `event`'s duration as the trace wrote it: a GPU record clipped where it overran the next
+    /// on its stream (`TraceMeta::clipped`) keeps its own here.
+    pub fn written_dur(&self, event: usize) -> i64 {
+        let written = &self.meta.clipped.written;
+        match written.binary_search_by_key(&(event as u32), |c| c.0) {
+            Ok(k) => written[k].1,
+            Err(_) => self.events.dur[event],
+        }
     }
 
     /// The outermost CPU operator enclosing `event` on its thread (`aten::conv2d` for a launch

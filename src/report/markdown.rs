@@ -193,21 +193,40 @@ impl Report {
         let pct = |ms: f64| 100.0 * ms / c.kernel_ms.max(1e-9);
         let _ = writeln!(
             o,
-            "\n## Roofline (main GPU)\n\nShapes recorded for {:.0}% of GPU kernel time; FLOPs and bytes counted for {:.0}%. {}",
+            "\n## Roofline (main GPU)\n\nShapes recorded for {:.0}% of GPU kernel time; FLOPs and bytes counted for {:.0}%.{} {}",
             pct(c.shapes_ms),
             pct(c.counted_ms),
+            if c.graph_ms > 0.0 {
+                format!(
+                    " Graph replays run {:.0}% of it, {:.0}% in kernels not tied to the operator that launched them ({:.3} ms).",
+                    pct(c.graph_ms),
+                    pct(c.graph_unattributed_ms),
+                    c.graph_unattributed_ms
+                )
+            } else {
+                String::new()
+            },
             if c.memory_events == 0 {
                 "No memory events (record with `profile_memory=True`).".to_string()
             } else {
                 format!("{} memory events.", c.memory_events)
             }
         );
-        match &r.peaks {
-            Some(p) => {
+        let named = if r.device.is_empty() {
+            "the trace names no device".to_string()
+        } else {
+            format!("the trace names it {}", md_code(&r.device))
+        };
+        match (&r.peaks, &r.matched_by) {
+            (Some(p), by) => {
                 let _ = writeln!(
                     o,
-                    "\nPeaks of the {} ({}): fp32 {} TFLOP/s, TF32 {}, fp16/bf16 {}, fp8 {}, {} GB/s.",
+                    "\nPeaks of the {}{} ({}): fp32 {} TFLOP/s, TF32 {}, fp16/bf16 {}, fp8 {}, {} GB/s.",
                     md_text(&p.device),
+                    by.as_ref().map_or(String::new(), |by| format!(
+                        ", matched by {} ({named})",
+                        md_text(by)
+                    )),
                     md_text(&p.source),
                     p.fp32_tflops,
                     p.tf32_tflops.map_or("-".to_string(), |v| v.to_string()),
@@ -216,7 +235,15 @@ impl Report {
                     p.gbps
                 );
             }
-            None => {
+            (None, Some(by)) if !r.ambiguous.is_empty() => {
+                let _ = writeln!(
+                    o,
+                    "\nThe device is ambiguous: {named}, and its properties ({}) fit {}; achieved rates only, no MFU.",
+                    md_text(by),
+                    md_text(&r.ambiguous.join(", "))
+                );
+            }
+            (None, _) => {
                 let _ = writeln!(
                     o,
                     "\nDevice {} is not in the peaks table: achieved rates only, no MFU.",

@@ -30,6 +30,13 @@ pub struct Roofline {
     pub device: String,
     /// Its row of the peaks table; `None` when the table lacks it (achieved rates only).
     pub peaks: Option<PeaksEntry>,
+    /// Where the name is missing or generic, the properties that found its row
+    /// ("304 CUs, 192 GiB, gfx942") or that several rows fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched_by: Option<String>,
+    /// The devices those properties fit, where several do: no peaks, no MFU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ambiguous: Vec<String>,
     pub coverage: Coverage,
     /// The steps asked for (the steady ones), in order.
     pub steps: Vec<StepRoofline>,
@@ -91,6 +98,17 @@ pub struct Coverage {
     pub counted_ms: f64,
     /// `[memory]` events (`profile_memory=True`).
     pub memory_events: u64,
+    /// Kernel time a CUDA/HIP graph replayed…
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub graph_ms: f64,
+    /// …of which not tied to the operator that launched the same kernel
+    /// (`Trace::replayed_from`): no shapes, FLOPs or module below the graph launch.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub graph_unattributed_ms: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -206,23 +224,31 @@ pub fn analyze(
 ) -> Option<Roofline> {
     let device = device?;
     let e = &t.events;
-    let name = t
+    let described = t
         .meta
         .devices
         .iter()
         .find(|d| d.id == device)
-        .or_else(|| t.meta.devices.first().filter(|_| t.meta.devices.len() == 1))
-        .and_then(|d| d.name.clone())
-        .unwrap_or_default();
-    let peaks = peaks::of(&name);
+        .or_else(|| t.meta.devices.first().filter(|_| t.meta.devices.len() == 1));
+    let name = described.and_then(|d| d.name.clone()).unwrap_or_default();
+    let found = peaks::find(
+        &name,
+        &described.map_or_else(peaks::Properties::default, |d| peaks::Properties {
+            warp_size: d.warp_size,
+            arch: d.compute_major.zip(d.compute_minor),
+            units: d.num_sms,
+            memory: d.total_global_mem,
+        }),
+    );
+    let peaks = found.peaks();
     let mut costs: FxHashMap<[StrId; 4], Option<Cost>> = FxHashMap::default();
     let mut traits = kernels::KernelNames::default();
     let mut coverage = Coverage {
         memory_events: e.kind.iter().filter(|&&k| k == EventKind::Memory).count() as u64,
         ..Coverage::default()
     };
-    let mut charged: Vec<(Charged, u32)> = Vec::new();
-    let mut op_ns: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
+    let mut charged: Vec<(Charged, (u32, u32))> = Vec::new();
+    let mut op_ns: FxHashMap<(u32, u32), (i64, i64)> = FxHashMap::default();
     let mut kernel_starts: Vec<(i64, i64)> = Vec::new();
     for track in t.tracks.iter().filter(|tr| tr.gpu && tr.device == device) {
         for g in track.events.clone() {
@@ -232,9 +258,17 @@ pub fn analyze(
             }
             let dur = e.dur[gi];
             coverage.kernel_ms += dur as f64 / 1e6;
+            if t.launch_of(g)
+                .is_some_and(|l| t.is_graph_launch(l as usize))
+            {
+                coverage.graph_ms += dur as f64 / 1e6;
+                if t.origin_of(g) == t.launch_of(g) {
+                    coverage.graph_unattributed_ms += dur as f64 / 1e6;
+                }
+            }
             kernel_starts.push((e.start[gi], dur));
             let (shapes, op) = t
-                .launch_of(g)
+                .origin_of(g)
                 .map_or((false, None), |l| charged_op(t, l, &mut costs));
             if shapes {
                 coverage.shapes_ms += dur as f64 / 1e6;
@@ -244,7 +278,14 @@ pub fn analyze(
             let kernel = traits.of_event(t, gi);
             let matrix =
                 cost.family.tensor_cores() && (kernel.matmul_conv() || kernel.fused_attention);
-            let ns = op_ns.entry(op).or_default();
+            // Each replay of a graph runs its operators' work again: a replayed kernel shares
+            // its op's work with the kernels of the same replay only.
+            let run = if t.origin_of(g) == t.launch_of(g) {
+                NONE
+            } else {
+                t.launch_of(g).unwrap_or(NONE)
+            };
+            let ns = op_ns.entry((op, run)).or_default();
             ns.0 += dur;
             ns.1 += if matrix { dur } else { 0 };
             charged.push((
@@ -259,7 +300,7 @@ pub fn analyze(
                     matrix,
                     simt: kernel.simt_fp32,
                 },
-                op,
+                (op, run),
             ));
         }
     }
@@ -289,6 +330,18 @@ pub fn analyze(
             gbps: p.gbps,
             source: p.source.to_string(),
         }),
+        matched_by: match &found {
+            peaks::Found::Properties { by, .. } | peaks::Found::Ambiguous { by, .. } => {
+                Some(by.clone())
+            }
+            peaks::Found::Name(_) | peaks::Found::None => None,
+        },
+        ambiguous: match found {
+            peaks::Found::Ambiguous { devices, .. } => {
+                devices.into_iter().map(str::to_string).collect()
+            }
+            _ => Vec::new(),
+        },
         coverage,
         mfu: (!mfus.is_empty()).then(|| mfus.iter().sum::<f64>() / mfus.len() as f64),
         steps,

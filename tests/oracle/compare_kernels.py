@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Independent oracle for `ttap compare`: GPU work (kernels, copies, memsets) of two traces by
 normalized name, read with Python's stock json module and normalized with regular expressions and a bracket count
-(not the project's parser or its normalizer), per profiler step.
+(not the project's parser or its normalizer), per profiler step. A record that runs past the start
+of the next one on its stream (pid, tid) counts only up to it; of two starting together the
+shorter counts nothing.
 
 Usage: compare_kernels.py BEFORE AFTER   Prints one JSON object:
 {"before_steps": n, "after_steps": n,
@@ -80,18 +82,43 @@ def load(path):
     return doc.get("traceEvents", []) if isinstance(doc, dict) else doc
 
 
+def clipped(events):
+    """Durations (µs) of the GPU records that overrun the next on their stream, by index."""
+    streams = defaultdict(list)
+    for k, e in enumerate(events):
+        if e.get("cat") in GPU_WORK and float(e.get("dur", 0)) > 0:
+            streams[(e.get("pid"), e.get("tid"))].append(k)
+    out = {}
+    for ks in streams.values():
+        ks.sort(key=lambda k: (float(events[k]["ts"]), -float(events[k]["dur"])))
+        prev = None
+        for k in ks:
+            ts = float(events[k]["ts"])
+            if prev is not None:
+                pts = float(events[prev]["ts"])
+                if pts + out.get(prev, float(events[prev]["dur"])) > ts:
+                    if ts > pts:
+                        out[prev] = ts - pts
+                    else:
+                        out[k] = 0.0
+                        continue
+            prev = k
+    return out
+
+
 def totals(path):
     events = [e for e in load(path) if isinstance(e, dict) and e.get("ph") == "X"]
+    counted = clipped(events)
     steps = sum(
         1 for e in events
         if e.get("cat") in STEP_CATS and str(e.get("name", "")).startswith("ProfilerStep#")
     )
     out = defaultdict(lambda: [0, 0.0])
-    for e in events:
+    for k, e in enumerate(events):
         if e.get("cat") in GPU_WORK:
             entry = out[normalize(str(e.get("name", "")))]
             entry[0] += 1
-            entry[1] += float(e.get("dur", 0)) / 1e3  # microseconds to milliseconds
+            entry[1] += counted.get(k, float(e.get("dur", 0))) / 1e3  # µs to ms
     return max(steps, 1), out
 
 

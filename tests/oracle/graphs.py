@@ -2,7 +2,9 @@
 
 For each trace file given, prints one JSON line: the cudaGraphLaunch / hipGraphLaunch runtime
 calls, the kernels carrying their correlation ids, the kernels' summed duration (µs), and the
-same per `ProfilerStep#N` range (a launch belongs to the step its call starts in).
+same per `ProfilerStep#N` range (a launch belongs to the step its call starts in). A GPU record
+(kernel, copy, memset) that runs past the start of the next one on its stream (pid, tid) counts
+only up to it; of two starting together the shorter counts nothing.
 """
 import gzip
 import json
@@ -16,6 +18,33 @@ def load(path):
     return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
+def clipped(events):
+    """Durations of the GPU records that overrun the next on their stream, by index."""
+    streams = {}
+    for k, e in enumerate(events):
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0:
+            streams.setdefault((e.get("pid"), e.get("tid")), []).append(k)
+    out = {}
+    for ks in streams.values():
+        ks.sort(key=lambda k: (float(events[k]["ts"]), -float(events[k]["dur"])))
+        prev = None
+        for k in ks:
+            ts, dur = float(events[k]["ts"]), float(events[k]["dur"])
+            if prev is None:
+                prev = k
+                continue
+            pts = float(events[prev]["ts"])
+            pend = pts + out.get(prev, float(events[prev]["dur"]))
+            if pend <= ts:
+                prev = k
+            elif ts > pts:
+                out[prev] = ts - pts
+                prev = k
+            else:
+                out[k] = 0.0
+    return out
+
+
 def main():
     for path in sys.argv[1:]:
         events = [e for e in load(path) if e.get("ph") == "X"]
@@ -23,12 +52,13 @@ def main():
         for e in events:
             if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("name", "").endswith("GraphLaunch"):
                 calls[e["args"]["correlation"]] = e
+        counted = clipped(events)
         kernels = {c: [0, 0.0] for c in calls}
-        for e in events:
+        for k, e in enumerate(events):
             c = e.get("args", {}).get("correlation")
             if e.get("cat") == "kernel" and c in kernels:
                 kernels[c][0] += 1
-                kernels[c][1] += float(e["dur"])
+                kernels[c][1] += counted.get(k, float(e["dur"]))
         steps = {}
         for e in events:
             name = e.get("name", "")

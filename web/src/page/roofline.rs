@@ -304,18 +304,28 @@ fn coverage(r: &Roofline) -> String {
 
 /// The device's line: its peaks and their source, or that it is unknown.
 fn device(r: &Roofline) -> String {
+    let named = if r.device.is_empty() {
+        "The trace names no device".to_string()
+    } else {
+        r.device.clone()
+    };
     let Some(p) = &r.peaks else {
-        let which = if r.device.is_empty() {
-            "The trace names no device".to_string()
-        } else {
-            format!("{} is not in the peaks table", r.device)
+        let which = match &r.matched_by {
+            Some(by) if !r.ambiguous.is_empty() => format!(
+                "{named}: its properties ({by}) fit {}, ambiguous",
+                r.ambiguous.join(", ")
+            ),
+            _ if r.device.is_empty() => named,
+            _ => format!("{} is not in the peaks table", r.device),
         };
         return format!("{which}: achieved rates only, without roofs, roofline shares or MFU.");
     };
     format!(
-        "{}: peaks of the {} from the {}: {}; memory {} GB/s.",
-        r.device,
+        "{named}: peaks of the {}{} from the {}: {}; memory {} GB/s.",
         p.device,
+        r.matched_by
+            .as_ref()
+            .map_or(String::new(), |by| format!(" (matched by {by})")),
         p.source,
         ceilings(p)
             .iter()

@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 use torchtraceap::analysis::Analysis;
 use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
-use torchtraceap::llm::protocol::{
-    parse_answer, parse_response, LlmError, Protocol, StreamParser, MAX_RESPONSE_BYTES,
-};
+use torchtraceap::llm::answer::parse_answer;
+use torchtraceap::llm::protocol::{LlmError, Protocol, MAX_RESPONSE_BYTES};
+use torchtraceap::llm::stream::{parse_response, StreamParser};
 use torchtraceap::report::{is_hidden, Report};
 use torchtraceap::share::{self, ShareOptions, SharedReport, QUOTED_MAX_CHARS};
 use torchtraceap_dev::synth::{self, AntiPattern, Gpu, Injection, Model};

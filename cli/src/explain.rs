@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::check::{check, expected_of, Check};
 use torchtraceap::llm::client::send;
-use torchtraceap::llm::protocol::{parse_answer, without_key, Endpoint, Protocol};
+use torchtraceap::llm::protocol::{without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::{self, SummaryOptions};
 use torchtraceap::AnalyzedTrace;
 

@@ -12,10 +12,10 @@ use std::path::Path;
 use torchtraceap::analysis::Analysis;
 use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::client::send;
-use torchtraceap::llm::protocol::{
-    parse_answer, parse_response, Endpoint, LlmError, Protocol, StreamParser,
-};
+use torchtraceap::llm::protocol::{Endpoint, LlmError, Protocol};
+use torchtraceap::llm::stream::{parse_response, StreamParser};
 use torchtraceap::llm::summary::{self, estimate_tokens, Flag, SummaryOptions};
 use torchtraceap::report::Report;
 use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};

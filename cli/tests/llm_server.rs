@@ -7,8 +7,9 @@
 use std::net::TcpListener;
 use std::process::Command;
 
+use torchtraceap::llm::answer::{follows_schema, parse_answer};
 use torchtraceap::llm::client::{send, send_body};
-use torchtraceap::llm::protocol::{follows_schema, parse_answer, Endpoint, LlmError, Protocol};
+use torchtraceap::llm::protocol::{Endpoint, LlmError, Protocol};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt, SYSTEM};
 use torchtraceap_dev::synth::AntiPattern;
 

@@ -8,7 +8,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use torchtraceap::llm::protocol::{parse_answer, parse_response, Protocol, StreamParser};
+use torchtraceap::llm::answer::parse_answer;
+use torchtraceap::llm::protocol::Protocol;
+use torchtraceap::llm::stream::{parse_response, StreamParser};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, payload)) = data.split_first() else {

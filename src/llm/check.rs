@@ -20,7 +20,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::protocol::{anti_pattern_ids, follows_schema, Answer, NO_ANTI_PATTERN};
+use super::answer::{anti_pattern_ids, follows_schema, Answer, NO_ANTI_PATTERN};
 use super::quantity::{self, Quantity};
 
 /// What a citation is.
@@ -58,7 +58,7 @@ pub struct Check {
     pub expected: Option<String>,
     /// The answer names an anti-pattern other than the finding's.
     pub differs: bool,
-    /// The answer is exactly the schema's object (`protocol::follows_schema`).
+    /// The answer is exactly the schema's object (`answer::follows_schema`).
     pub valid: bool,
     /// Whether the answer's fix names a change the finding's own fix names (its
     /// `detect::Fix::terms`): `None` when the request is about no finding, or the answer has
@@ -488,7 +488,7 @@ fn names(text: &str, spans: &[Range<usize>]) -> Vec<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::protocol::parse_answer;
+    use crate::llm::answer::parse_answer;
 
     const SENT: &str = "Flagged by rule `dataloader-bottleneck` (DataLoader bottleneck): the GPU waits for the next batch. Severity high, about 12.35 ms per step (41.2% of the step), confidence 0.90.\n\
 Window: step 12, window 1 of 4 (data loading), 0.000–12.345 ms into a 30.000 ms step (12.345 ms long).\n\

@@ -6,9 +6,10 @@ use std::io::Read;
 use std::time::Duration;
 
 use super::protocol::{
-    error_from_status, parse_response, parse_usage, schema_refused, without_schema, Endpoint,
-    LlmError, StreamParser, Usage, MAX_RESPONSE_BYTES,
+    error_from_status, parse_usage, schema_refused, without_schema, Endpoint, LlmError, Usage,
+    MAX_RESPONSE_BYTES,
 };
+use super::stream::{parse_response, StreamParser};
 use super::summary::Prompt;
 
 /// An answer, and how it came.

@@ -3,8 +3,9 @@
 //!
 //! - [`summary`]: the flagged windows as bounded, deterministic text; the prompts.
 //! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
-//! - [`protocol`]: request bodies, stream parsers, answer parsing and error mapping, without a
-//!   transport (the web app sends with `fetch` and feeds the same parsers).
+//! - [`protocol`]: request bodies, stream parsers and error mapping, without a transport (the
+//!   web app sends with `fetch` and feeds the same [`stream`] parsers); [`answer`]: the answer's
+//!   schema and its lenient reading.
 //! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern, the
 //!   fix); [`quantity`]: what a figure stands for, so that a figure cited as something else is
 //!   marked misread.
@@ -13,10 +14,12 @@
 //! The graded evaluation of endpoints (`ttap-dev llm-eval`) is a development tool, in the
 //! development crate (`dev/src/llm/eval.rs`).
 
+pub mod answer;
 pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 pub mod protocol;
 pub mod quantity;
 pub mod redact;
+pub mod stream;
 pub mod summary;

@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::answer::answer_schema;
 use super::summary::Prompt;
 
 /// The most bytes of a response (streamed or whole, error bodies too) any front end reads: an
@@ -141,87 +142,6 @@ impl Endpoint {
 /// The keys of a request body that ask for a structured answer (OpenAI's, Ollama's).
 const FORMAT_KEYS: [&str; 2] = ["response_format", "format"];
 
-/// The ids an answer's `anti_pattern` may take: every detector's, and `none`.
-pub(crate) fn anti_pattern_ids() -> Vec<&'static str> {
-    let mut ids: Vec<&'static str> = crate::detect::DETECTORS.iter().map(|d| d.id()).collect();
-    ids.push(NO_ANTI_PATTERN);
-    ids
-}
-
-/// The `anti_pattern` of an answer that finds none.
-pub(crate) const NO_ANTI_PATTERN: &str = crate::ml::labels::NOT_AN_ANTI_PATTERN;
-
-/// The most characters of the explanation and the fix an answer that follows the schema holds
-/// ([`follows_schema`]): a paragraph or two. The schema's pattern itself is unbounded (`*`):
-/// llama.cpp's grammar for a bounded repetition (`{0,1200}`) made its sampling about twice as
-/// slow (0.39 against 0.67 tokens/s for the same 120-token answer of Qwen2.5-Coder-1.5B on two
-/// busy cores); the answer's `max_tokens` bounds it there.
-const EXPLANATION_CHARS: usize = 1200;
-const FIX_CHARS: usize = 600;
-
-/// The characters the schema's strings may hold, as ranges: printable ASCII but `"` and `\`
-/// (text that JSON carries without escapes), Latin (`µ`, `×`), Greek, punctuation (`–`, `’`,
-/// `…`), arrows and mathematical signs (`≈`, `≤`). A grammar-constrained server then writes no
-/// escape, control character or exotic code point, which some servers' own JSON readers refuse
-/// (llama.cpp's server answered HTTP 500 to 9 of 16 replies of the random test model with free
-/// strings, and to none of 28 with these characters).
-const TEXT_CHARS: [(char, char); 8] = [
-    (' ', '!'),
-    ('#', '['),
-    (']', '~'),
-    ('\u{a0}', '\u{24f}'),
-    ('\u{370}', '\u{3ff}'),
-    ('\u{2010}', '\u{2027}'),
-    ('\u{2030}', '\u{205e}'),
-    ('\u{2190}', '\u{22ff}'),
-];
-
-/// The schema's `pattern` for a string of [`TEXT_CHARS`].
-fn text_pattern() -> String {
-    let class: String = TEXT_CHARS
-        .iter()
-        .map(|&(a, b)| {
-            let escape = |c: char| match c {
-                '[' | ']' | '\\' | '^' | '-' => format!("\\{c}"),
-                c if c.is_ascii() => c.to_string(),
-                c => format!("\\u{:04x}", c as u32),
-            };
-            format!("{}-{}", escape(a), escape(b))
-        })
-        .collect();
-    format!("^[{class}]*$")
-}
-
-/// Whether `text` is what [`text_pattern`] allows, in at most `chars` characters.
-fn is_text(text: &str, chars: usize) -> bool {
-    text.chars().count() <= chars
-        && text
-            .chars()
-            .all(|c| TEXT_CHARS.iter().any(|&(a, b)| (a..=b).contains(&c)))
-}
-
-/// The confidences an answer may give: tenths. A grammar-constrained server writes any number
-/// for a bare `number` (llama.cpp ignores `minimum` and `maximum` there; the test model wrote
-/// `4.2e6365789816802869`, which no JSON reader takes).
-const CONFIDENCES: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
-
-/// The JSON schema of the answer the app reads ([`parse_answer`], [`follows_schema`]): the
-/// anti-pattern's id, the explanation and the fix (plain text, [`text_pattern`]) and a
-/// confidence from 0 to 1 in tenths, all required.
-pub(crate) fn answer_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "anti_pattern": {"type": "string", "enum": anti_pattern_ids()},
-            "explanation": {"type": "string", "pattern": text_pattern()},
-            "fix": {"type": "string", "pattern": text_pattern()},
-            "confidence": {"type": "number", "enum": CONFIDENCES},
-        },
-        "required": ["anti_pattern", "explanation", "fix", "confidence"],
-        "additionalProperties": false,
-    })
-}
-
 /// `body` without its request for a structured answer, for a server that refused it; `None`
 /// when it asks for none (or is not a JSON object).
 pub fn without_schema(body: &str) -> Option<String> {
@@ -244,30 +164,6 @@ pub fn schema_refused(e: &LlmError) -> bool {
             ..
         }
     )
-}
-
-/// Whether `text` is exactly an answer in [`answer_schema`] (in a Markdown code fence or
-/// not): an object with the four fields of their types, a known anti-pattern id, plain text
-/// within its length, a confidence from 0 to 1, and no other field.
-pub fn follows_schema(text: &str) -> bool {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .and_then(|t| t.strip_suffix("```"))
-        .unwrap_or(t)
-        .trim();
-    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) else {
-        return false;
-    };
-    let string = |k: &str| o.get(k).and_then(Value::as_str);
-    o.len() == 4
-        && string("anti_pattern").is_some_and(|p| anti_pattern_ids().contains(&p))
-        && string("explanation").is_some_and(|e| is_text(e, EXPLANATION_CHARS))
-        && string("fix").is_some_and(|f| is_text(f, FIX_CHARS))
-        && o.get("confidence")
-            .and_then(Value::as_f64)
-            .is_some_and(|c| (0.0..=1.0).contains(&c))
 }
 
 /// The tokens of an exchange, as the server counted them.
@@ -400,140 +296,6 @@ pub fn error_from_status(status: u16, body: &str) -> LlmError {
     }
 }
 
-/// The text of a whole (non-streamed) response.
-pub fn parse_response(protocol: Protocol, body: &str) -> Result<String, LlmError> {
-    if body.len() > MAX_RESPONSE_BYTES {
-        return Err(LlmError::TooLong { bytes: body.len() });
-    }
-    let v: Value = serde_json::from_str(body).map_err(|e| LlmError::Malformed {
-        message: format!("the response is not JSON: {e}"),
-    })?;
-    if let Some(e) = v.get("error") {
-        return Err(error_from_status(500, &json!({ "error": e }).to_string()));
-    }
-    let text = match protocol {
-        Protocol::OpenAi => v.pointer("/choices/0/message/content"),
-        Protocol::Ollama => v.pointer("/message/content"),
-    };
-    text.and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| LlmError::Malformed {
-            message: "no message content in the response".to_string(),
-        })
-}
-
-/// An incremental parser of a streamed answer: feed the bytes as they come, in any pieces.
-#[derive(Clone, Debug)]
-pub struct StreamParser {
-    protocol: Protocol,
-    line: Vec<u8>,
-    done: bool,
-    /// Bytes fed so far.
-    bytes: usize,
-}
-
-impl StreamParser {
-    pub fn new(protocol: Protocol) -> StreamParser {
-        StreamParser {
-            protocol,
-            line: Vec::new(),
-            done: false,
-            bytes: 0,
-        }
-    }
-
-    /// Whether the stream said it is complete (`data: [DONE]`, `"done": true`).
-    pub fn done(&self) -> bool {
-        self.done
-    }
-
-    /// The pieces of answer text completed by `bytes`; [`LlmError::TooLong`] once the stream
-    /// passes [`MAX_RESPONSE_BYTES`] (the pieces before are already handed out).
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, LlmError> {
-        self.bytes = self.bytes.saturating_add(bytes.len());
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::TooLong {
-                bytes: MAX_RESPONSE_BYTES,
-            });
-        }
-        let mut out = Vec::new();
-        for &b in bytes {
-            if b == b'\n' {
-                let line = std::mem::take(&mut self.line);
-                self.line_done(&line, &mut out)?;
-            } else {
-                self.line.push(b);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The end of the stream: the last unterminated line, and an error when the stream stopped
-    /// before its end marker.
-    pub fn finish(&mut self) -> Result<Vec<String>, LlmError> {
-        let mut out = Vec::new();
-        let line = std::mem::take(&mut self.line);
-        self.line_done(&line, &mut out)?;
-        if self.done {
-            Ok(out)
-        } else {
-            Err(LlmError::Malformed {
-                message: match self.protocol {
-                    Protocol::OpenAi => "the event stream ended before `data: [DONE]`",
-                    Protocol::Ollama => "the stream ended before a `\"done\": true` object",
-                }
-                .to_string(),
-            })
-        }
-    }
-
-    fn line_done(&mut self, line: &[u8], out: &mut Vec<String>) -> Result<(), LlmError> {
-        let line = std::str::from_utf8(line).map_err(|e| LlmError::Malformed {
-            message: format!("a stream line is not UTF-8: {e}"),
-        })?;
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || self.done {
-            return Ok(());
-        }
-        let json = match self.protocol {
-            Protocol::OpenAi => {
-                if line.starts_with(':') || !line.starts_with("data:") {
-                    // Comments, and `event:`, `id:`, `retry:` fields: nothing to read.
-                    return Ok(());
-                }
-                let data = line["data:".len()..].trim();
-                if data == "[DONE]" {
-                    self.done = true;
-                    return Ok(());
-                }
-                data
-            }
-            Protocol::Ollama => line.trim(),
-        };
-        let v: Value = serde_json::from_str(json).map_err(|e| LlmError::Malformed {
-            message: format!("a stream chunk is not JSON ({e}): {}", cut(json)),
-        })?;
-        if let Some(e) = v.get("error") {
-            return Err(error_from_status(500, &json!({ "error": e }).to_string()));
-        }
-        let text = match self.protocol {
-            Protocol::OpenAi => v.pointer("/choices/0/delta/content"),
-            Protocol::Ollama => {
-                self.done = v.get("done").and_then(Value::as_bool) == Some(true);
-                v.pointer("/message/content")
-            }
-        };
-        if let Some(t) = text.and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            out.push(t.to_string());
-        }
-        Ok(())
-    }
-}
-
-fn cut(s: &str) -> String {
-    s.chars().take(120).collect()
-}
-
 /// Where a model server on the user's own machine is looked for: the port
 /// `scripts/llm-server.sh start-model` starts llama-server with a real model on.
 pub const LOCAL_SERVER: &str = "http://127.0.0.1:8081";
@@ -577,181 +339,9 @@ pub fn without_key(text: &str, endpoint: &Endpoint) -> String {
     }
 }
 
-/// The model's answer, read leniently: the fields of the first JSON object in the text when
-/// there is one, and the text itself always.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    pub anti_pattern: Option<String>,
-    pub explanation: Option<String>,
-    pub fix: Option<String>,
-    /// 0 to 1 when given as a number (or a number in a string; percentages are scaled).
-    pub confidence: Option<f32>,
-    /// The whole answer as the model wrote it.
-    pub text: String,
-}
-
-impl Answer {
-    /// Whether the model followed the format (an object with at least one known field).
-    pub fn structured(&self) -> bool {
-        self.anti_pattern.is_some() || self.explanation.is_some() || self.fix.is_some()
-    }
-}
-
-/// Reads an answer: a JSON object anywhere in it (in a code fence or after prose), with keys
-/// in any case and `_`/`-`/camel spelling; free text is kept as is.
-pub fn parse_answer(text: &str) -> Answer {
-    let mut a = Answer {
-        text: text.to_string(),
-        ..Answer::default()
-    };
-    let Some(obj) = first_object(text) else {
-        return a;
-    };
-    for (k, v) in obj {
-        let key: String = k
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-            .to_lowercase();
-        let s = match &v {
-            Value::String(s) => Some(s.trim().to_string()),
-            Value::Null => None,
-            other => Some(other.to_string()),
-        };
-        match key.as_str() {
-            "antipattern" | "pattern" | "issue" => a.anti_pattern = s,
-            "explanation" | "reason" | "why" => a.explanation = s,
-            "fix" | "suggestion" | "remedy" => a.fix = s,
-            "confidence" => {
-                let c = v
-                    .as_f64()
-                    .or_else(|| s.as_deref()?.trim_end_matches('%').trim().parse().ok());
-                a.confidence = c
-                    .map(|c| if c > 1.0 { c / 100.0 } else { c })
-                    .filter(|c| (0.0..=1.0).contains(c))
-                    .map(|c| c as f32);
-            }
-            _ => {}
-        }
-    }
-    a
-}
-
-/// Where [`first_object`] looks for the answer's object: at most this many `{`, each with at
-/// most this many bytes after it. An answer's object is a few hundred bytes; without the bounds
-/// a reply where an object seems to start everywhere (`{"a":[{"a":[…`) costs quadratic time.
-const OBJECT_STARTS: usize = 64;
-const OBJECT_BYTES: usize = 64 << 10;
-
-/// The first `{…}` in `text` that parses as a JSON object (within [`OBJECT_STARTS`] and
-/// [`OBJECT_BYTES`]).
-fn first_object(text: &str) -> Option<serde_json::Map<String, Value>> {
-    let mut from = 0;
-    for _ in 0..OBJECT_STARTS {
-        let start = from + text[from..].find('{')?;
-        let end = text.floor_char_boundary(start.saturating_add(OBJECT_BYTES));
-        let mut stream = serde_json::Deserializer::from_str(&text[start..end]).into_iter::<Value>();
-        if let Some(Ok(Value::Object(m))) = stream.next() {
-            return Some(m);
-        }
-        from = start + 1;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SSE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
-: keep-alive\n\
-data: {\"choices\":[{\"delta\":{\"content\":\"Hé\"}}]}\r\n\r\n\
-data: {\"choices\":[{\"delta\":{\"content\":\"llo \\\"wörld\\\"\"}}]}\n\n\
-data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
-data: [DONE]\n\n";
-
-    const NDJSON: &str = "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"Hé\"},\"done\":false}\n\
-{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"llo \\\"wörld\\\"\"},\"done\":false}\n\
-{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"eval_count\":2}";
-
-    /// The whole text of `input` fed in pieces split at `cuts`.
-    fn parse_split(protocol: Protocol, input: &[u8], cuts: &[usize]) -> Result<String, LlmError> {
-        let mut p = StreamParser::new(protocol);
-        let mut text = String::new();
-        let mut at = 0;
-        for &c in cuts.iter().chain(std::iter::once(&input.len())) {
-            text.extend(p.feed(&input[at..c])?);
-            at = c;
-        }
-        text.extend(p.finish()?);
-        Ok(text)
-    }
-
-    #[test]
-    fn streams_parse_the_same_at_every_chunk_boundary() {
-        for (protocol, input) in [(Protocol::OpenAi, SSE), (Protocol::Ollama, NDJSON)] {
-            let b = input.as_bytes();
-            assert_eq!(parse_split(protocol, b, &[]).unwrap(), "Héllo \"wörld\"");
-            for i in 0..=b.len() {
-                assert_eq!(
-                    parse_split(protocol, b, &[i]).unwrap(),
-                    "Héllo \"wörld\"",
-                    "{protocol:?} cut at {i}"
-                );
-                for j in (i..=b.len()).step_by(7) {
-                    assert_eq!(
-                        parse_split(protocol, b, &[i, j]).unwrap(),
-                        "Héllo \"wörld\""
-                    );
-                }
-            }
-            let bytewise: Vec<usize> = (1..b.len()).collect();
-            assert_eq!(
-                parse_split(protocol, b, &bytewise).unwrap(),
-                "Héllo \"wörld\""
-            );
-        }
-    }
-
-    #[test]
-    fn answers_are_cut_at_the_byte_cap_with_what_came_before_kept() {
-        let piece = "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
-        let mut p = StreamParser::new(Protocol::OpenAi);
-        let mut text = String::new();
-        // Bounded loops: a parser without the cap fails the test rather than hanging it.
-        let e = (0..2 * MAX_RESPONSE_BYTES / piece.len())
-            .find_map(|_| match p.feed(piece.as_bytes()) {
-                Ok(pieces) => {
-                    text.extend(pieces);
-                    None
-                }
-                Err(e) => Some(e),
-            })
-            .expect("cut at the cap");
-        assert_eq!(
-            e,
-            LlmError::TooLong {
-                bytes: MAX_RESPONSE_BYTES
-            }
-        );
-        assert!(e.to_string().contains("cut after"), "{e}");
-        assert_eq!(text.len(), 2 * (MAX_RESPONSE_BYTES / piece.len()));
-        // One endless line, no newline ever: cut too, its bytes never all held.
-        let mut p = StreamParser::new(Protocol::Ollama);
-        let chunk = vec![b'x'; 1 << 16];
-        let fed = (0..2 * MAX_RESPONSE_BYTES / chunk.len())
-            .find(|_| p.feed(&chunk).is_err())
-            .expect("cut at the cap");
-        assert_eq!(fed, MAX_RESPONSE_BYTES / chunk.len());
-        let whole = format!(
-            "{{\"message\":{{\"content\":\"{}\"}}}}",
-            "y".repeat(MAX_RESPONSE_BYTES)
-        );
-        assert!(matches!(
-            parse_response(Protocol::Ollama, &whole),
-            Err(LlmError::TooLong { .. })
-        ));
-    }
 
     #[test]
     fn the_key_is_never_in_a_message() {
@@ -765,42 +355,6 @@ data: [DONE]\n\n";
         );
         endpoint.api_key = None;
         assert_eq!(without_key("sk-secret-123", &endpoint), "sk-secret-123");
-    }
-
-    #[test]
-    fn broken_streams_are_errors() {
-        let cut = &SSE[..SSE.find("data: [DONE]").unwrap()];
-        let e = parse_split(Protocol::OpenAi, cut.as_bytes(), &[]).unwrap_err();
-        assert!(matches!(e, LlmError::Malformed { .. }), "{e}");
-        let e = parse_split(Protocol::OpenAi, b"data: {not json\n\n", &[]).unwrap_err();
-        assert!(e.to_string().contains("not JSON"), "{e}");
-        let e = parse_split(
-            Protocol::Ollama,
-            b"{\"message\":{\"content\":\"a\"}}\n",
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("done"), "{e}");
-        let e = parse_split(
-            Protocol::OpenAi,
-            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n",
-            &[],
-        )
-        .unwrap_err();
-        assert_eq!(
-            e,
-            LlmError::Http {
-                status: 500,
-                message: "boom".into()
-            }
-        );
-        let e = parse_split(
-            Protocol::Ollama,
-            b"{\"error\":\"model 'x' not found\"}\n",
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("model 'x' not found"), "{e}");
     }
 
     #[test]
@@ -837,25 +391,6 @@ data: [DONE]\n\n";
         assert!(error_from_status(500, "")
             .to_string()
             .contains("no message"));
-    }
-
-    #[test]
-    fn answers_are_read_leniently() {
-        let a = parse_answer(
-            "Sure! ```json\n{\"anti_pattern\": \"host sync\", \"Explanation\": \"item() each step\", \"fix\": \"drop .item()\", \"confidence\": 0.8}\n```",
-        );
-        assert_eq!(a.anti_pattern.as_deref(), Some("host sync"));
-        assert_eq!(a.explanation.as_deref(), Some("item() each step"));
-        assert_eq!(a.fix.as_deref(), Some("drop .item()"));
-        assert_eq!(a.confidence, Some(0.8));
-        assert!(a.structured());
-        let b = parse_answer("{\"antiPattern\": \"x\", \"confidence\": \"85%\"}");
-        assert_eq!(b.anti_pattern.as_deref(), Some("x"));
-        assert_eq!(b.confidence, Some(0.85));
-        let c = parse_answer("the window {is} slow because of { the loader");
-        assert!(!c.structured());
-        assert_eq!(c.text, "the window {is} slow because of { the loader");
-        assert_eq!(parse_answer("").text, "");
     }
 
     fn prompt() -> Prompt {
@@ -908,28 +443,7 @@ data: [DONE]\n\n";
     }
 
     #[test]
-    fn answers_follow_the_schema_or_not() {
-        let ok =
-            r#"{"anti_pattern":"host-device-sync","explanation":"e","fix":"f","confidence":0.5}"#;
-        assert!(follows_schema(ok));
-        assert!(follows_schema(&format!("```json\n{ok}\n```")));
-        assert!(follows_schema(
-            r#"{"anti_pattern":"none","explanation":"5.2 µs × 3 ≈ 16 µs – ‘ok’","fix":"","confidence":1}"#
-        ));
-        assert_eq!(
-            text_pattern(),
-            r"^[ -!#-\[\]-~\u00a0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e\u2190-\u22ff]*$"
-        );
-        for bad in [
-            r#"{"anti_pattern":"host sync","explanation":"e","fix":"f","confidence":0.5}"#,
-            r#"{"anti_pattern":"none","explanation":"e","fix":"f","confidence":5}"#,
-            r#"{"anti_pattern":"none","explanation":"e","fix":"f"}"#,
-            r#"{"anti_pattern":"none","explanation":"e","fix":"f","confidence":0.5,"x":1}"#,
-            r#"Sure: {"anti_pattern":"none","explanation":"e","fix":"f","confidence":0.5}"#,
-            r#"{"anti_pattern":"none","explanation":"a \"quote\"","fix":"f","confidence":0.5}"#,
-        ] {
-            assert!(!follows_schema(bad), "{bad}");
-        }
+    fn usage_is_read_where_the_server_gives_it() {
         let usage = r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34}}"#;
         assert_eq!(
             parse_usage(Protocol::OpenAi, usage),

@@ -17,8 +17,9 @@ use std::time::Duration;
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 use torchtraceap::detect::scoring::{read_labelled, RealLabels};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::check::{check, Check, Kind};
-use torchtraceap::llm::protocol::{parse_answer, Usage};
+use torchtraceap::llm::protocol::Usage;
 use torchtraceap::llm::summary::{prompts, Flag, Prompt, SummaryOptions};
 use torchtraceap::AnalyzedTrace;
 

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use torchtraceap::llm::answer::{parse_answer, Answer};
 use torchtraceap::llm::check::{check, expected_of, sent_text, Check};
-use torchtraceap::llm::protocol::{
-    parse_answer, schema_refused, without_key, without_schema, Answer, LlmError,
-};
+use torchtraceap::llm::protocol::{schema_refused, without_key, without_schema, LlmError};
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::{self, WindowLabel};
 use yew::prelude::*;

@@ -1,6 +1,6 @@
 //! The browser transport of the LLM stage: the previewed request body POSTed with `fetch`, the
 //! response read as it arrives (a `ReadableStream` reader) into the core's
-//! [`StreamParser`](torchtraceap::llm::protocol::StreamParser), or whole when not streaming; an
+//! [`StreamParser`](torchtraceap::llm::stream::StreamParser), or whole when not streaming; an
 //! `AbortController` for Cancel and for the timeout. The protocol itself (URL, headers, parsing,
 //! HTTP statuses to [`LlmError`]) is the core's `llm::protocol`, shared with the CLI; this
 //! module adds only what the browser needs: the transport, and messages that name the page's
@@ -12,9 +12,9 @@ use std::rc::Rc;
 use gloo_timers::callback::Timeout;
 use js_sys::{Reflect, Uint8Array};
 use torchtraceap::llm::protocol::{
-    error_from_status, model_ids, models_url, parse_response, Endpoint, LlmError, StreamParser,
-    LOCAL_SERVER, MAX_RESPONSE_BYTES,
+    error_from_status, model_ids, models_url, Endpoint, LlmError, LOCAL_SERVER, MAX_RESPONSE_BYTES,
 };
+use torchtraceap::llm::stream::{parse_response, StreamParser};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{

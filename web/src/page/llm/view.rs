@@ -4,8 +4,9 @@
 
 use std::rc::Rc;
 
+use torchtraceap::llm::answer::Answer;
 use torchtraceap::llm::check::Check;
-use torchtraceap::llm::protocol::{Answer, Protocol, LOCAL_SERVER};
+use torchtraceap::llm::protocol::{Protocol, LOCAL_SERVER};
 use torchtraceap::llm::summary::{estimate_tokens, Prompt};
 use torchtraceap::ml::labels::{self, WindowLabel};
 use web_sys::{HtmlInputElement, HtmlSelectElement};

@@ -127,7 +127,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                         reply.schema_refused.is_some(),
                     );
                     eprintln!(
-                        "[{model}] {}/{} {}: {:.2} s, names {}, {} of {} citations in the evidence, {} misread{}{}{}",
+                        "[{model}] {}/{} {}: {:.2} s, names {}, {} of {} citations in the evidence, {} misread{}{}{}{}",
                         k + 1,
                         cases.len(),
                         case.name,
@@ -141,6 +141,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                         match g.check.fix_named {
                             Some(true) => ", the fix names the rule's change",
                             Some(false) => ", the fix names another change",
+                            None => "",
+                        },
+                        match g.check.call_site_named {
+                            Some(true) => ", names the call site",
+                            Some(false) => ", does not name the call site",
                             None => "",
                         },
                     );

@@ -65,6 +65,11 @@ pub struct Check {
     /// no fix.
     #[serde(default)]
     pub fix_named: Option<bool>,
+    /// Whether the answer names the user's line of code the request gives (its file and line,
+    /// from the trace's Python stack: `summary`'s "to apply at `train.py(41): main`"): `None`
+    /// when the request gives none.
+    #[serde(default)]
+    pub call_site_named: Option<bool>,
 }
 
 impl Check {
@@ -145,10 +150,29 @@ pub fn check(sent: &str, answer: &Answer, expected: Option<&str>) -> Check {
         fix_named: expected
             .zip(answer.fix.as_deref())
             .map(|(id, fix)| names_the_fix(id, fix)),
+        call_site_named: call_site_sent(sent).map(|(file, line)| {
+            let said = format!(
+                "{} {}",
+                answer.explanation.as_deref().unwrap_or_default(),
+                answer.fix.as_deref().unwrap_or_default()
+            );
+            let base = file.rsplit('/').next().unwrap_or(file);
+            said.contains(base)
+                && numbers(&said)
+                    .iter()
+                    .any(|(_, n)| n.value == f64::from(line))
+        }),
         expected: expected.map(str::to_string),
         differs,
         valid: follows_schema(&answer.text),
     }
+}
+
+/// The file and line of the user's code the request gives (`to apply at `file.py(41): f``).
+fn call_site_sent(sent: &str) -> Option<(&str, u32)> {
+    let (_, rest) = sent.split_once("to apply at `")?;
+    let (site, _) = rest.split_once('`')?;
+    super::call_site::frame(site)
 }
 
 /// Whether `fix` names one of the changes the fixes of detector `id` name (case aside).
@@ -675,6 +699,34 @@ GPU 0: busy 23.307 ms (85% of the window); idle 4.100 ms: before first work 0.00
                 misread(right)
             );
         }
+    }
+
+    #[test]
+    fn the_call_site_is_named_or_not() {
+        let sent = format!("{WINDOWED}The rule's fix, to apply at `scripts/train.py(41): main` (the user's code): raise num_workers.\n");
+        let named = |fix: &str| {
+            let mut a = answer("The loader stalls.");
+            a.fix = Some(fix.to_string());
+            check(&sent, &a, Some("dataloader-bottleneck")).call_site_named
+        };
+        assert_eq!(
+            named("In train.py, line 41, pass num_workers=8."),
+            Some(true)
+        );
+        assert_eq!(
+            named("In train.py(41): DataLoader(num_workers=8)"),
+            Some(true)
+        );
+        assert_eq!(named("Pass num_workers=8 to the DataLoader."), Some(false));
+        assert_eq!(
+            named("In train.py, line 14, pass num_workers=8."),
+            Some(false)
+        );
+        assert_eq!(
+            check(WINDOWED, &answer("x"), Some("dataloader-bottleneck")).call_site_named,
+            None,
+            "a request without a call site"
+        );
     }
 
     #[test]

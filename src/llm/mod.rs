@@ -1,7 +1,8 @@
 //! The LLM stage: compact summaries of the flagged windows, sent to an endpoint the user
 //! chooses, and the answers read back.
 //!
-//! - [`summary`]: the flagged windows as bounded, deterministic text; the prompts.
+//! - [`summary`]: the flagged windows as bounded, deterministic text; the prompts (`contents`:
+//!   what a window holds, as lines; `call_site`: the user's line of code behind an event).
 //! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
 //! - [`protocol`]: request bodies, stream parsers and error mapping, without a transport (the
 //!   web app sends with `fetch` and feeds the same [`stream`] parsers); [`answer`]: the answer's
@@ -15,9 +16,11 @@
 //! development crate (`dev/src/llm/eval.rs`).
 
 pub mod answer;
+mod call_site;
 pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
+mod contents;
 pub mod protocol;
 pub mod quantity;
 pub mod redact;

@@ -22,17 +22,12 @@
 //! Reads the analysis, the findings and the report; pure (no clock, no I/O): the same trace gives
 //! the same prompts, natively and in wasm32.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 use crate::analysis::Analysis;
 use crate::detect::Finding;
-use crate::metrics::measure;
-use crate::model::{EventKind, Trace};
 use crate::report::Report;
-use crate::window::Window;
 
 /// Default prompt budget, in estimated tokens: fits a 4096-token context with room for the
 /// answer (`max_tokens`).
@@ -48,9 +43,6 @@ pub const LOCAL_BUDGET: usize = 580;
 const WINDOW_MODEL_SHOWN: f32 = 0.5;
 /// Default number of flagged windows (findings first, then unexplained regions).
 pub const DEFAULT_MAX_WINDOWS: usize = 8;
-/// Operators, kernels and modules listed per window (the first [`KEEP_FIRST`] are more important).
-const TOP: usize = 6;
-const KEEP_FIRST: usize = 3;
 /// Names (kernels are C++ templates) are cut to this many characters.
 const MAX_NAME: usize = 120;
 /// Nanoseconds per millisecond.
@@ -144,7 +136,8 @@ PyTorch profiler trace that an analyzer flagged, with the metrics and evidence t
 Answer with one JSON object and nothing else: {\"anti_pattern\": the id of the anti-pattern \
 (a rule's id such as dataloader-bottleneck, or none), \"explanation\": why this window is slow, citing the numbers \
 with what they measure as the summary says it, \"fix\": the concrete code or configuration change, naming the \
-API and its arguments (start from the rule's fix where the summary gives one), \"confidence\": a number from 0 to 1}.";
+API and its arguments (start from the rule's fix where the summary gives one) and the file and line to change \
+where the summary gives a call site, \"confidence\": a number from 0 to 1}.";
 
 fn join<'a>(lines: impl Iterator<Item = &'a Line>) -> String {
     let mut s = String::new();
@@ -168,14 +161,14 @@ fn one_line(snippet: &str) -> String {
     out
 }
 
-fn cut(name: &str) -> String {
+pub(super) fn cut(name: &str) -> String {
     match name.char_indices().nth(MAX_NAME) {
         Some((i, _)) => format!("{}…", &name[..i]),
         None => name.to_string(),
     }
 }
 
-fn ms(ns: i64) -> f64 {
+pub(super) fn ms(ns: i64) -> f64 {
     ns as f64 / NS_PER_MS
 }
 
@@ -203,14 +196,6 @@ pub fn summarize(
                     f.impact.ms_per_step,
                     f.impact.pct_of_step,
                     f.confidence
-                ),
-            });
-            lines.push(Line {
-                importance: 1,
-                text: format!(
-                    "The rule's fix: {} For example: `{}`",
-                    f.fix.summary,
-                    one_line(f.fix.snippet)
                 ),
             });
             lines.extend(evidence_lines(a, report, f, (step, win)));
@@ -408,6 +393,24 @@ fn evidence_lines(
             ),
         });
     }
+    let site = events
+        .first()
+        .and_then(|&i| super::call_site::call_site(a.trace, i))
+        .map(|site| {
+            format!(
+                ", to apply at `{}` (the user's code around the longest evidence event, from the trace's Python stack)",
+                cut(site)
+            )
+        });
+    out.push(Line {
+        importance: 1,
+        text: format!(
+            "The rule's fix{}: {} For example: `{}`",
+            site.unwrap_or_default(),
+            f.fix.summary,
+            one_line(f.fix.snippet)
+        ),
+    });
     if held > EVIDENCE_IN_WINDOW {
         out.push(Line {
             importance: 1,
@@ -484,20 +487,7 @@ fn window_summary(
             ),
         },
     );
-    lines.extend(metric_lines(a.trace, w));
-    lines.extend(ranked_lines(
-        "Module",
-        modules(a.trace, w),
-        "in the window",
-        3,
-    ));
-    lines.extend(ranked_lines("Operator", operators(a.trace, w), "total", 2));
-    lines.extend(ranked_lines(
-        "Kernel",
-        kernels(a, w),
-        "GPU time launched from the window",
-        2,
-    ));
+    lines.extend(super::contents::window_lines(a, w));
     WindowSummary {
         key,
         title,
@@ -506,186 +496,6 @@ fn window_summary(
         window: win,
         lines,
     }
-}
-
-fn metric_lines(t: &Trace, w: &Window) -> Vec<Line> {
-    let m = measure(t, w.start, w.end);
-    let mut out = Vec::new();
-    if let Some(d) = m.main_device() {
-        out.push(Line {
-            importance: 3,
-            text: format!(
-                "GPU {}: busy {:.3} ms ({:.0}% of the window; compute {:.3}, communication {:.3} of which exposed {:.3}, memcpy {:.3}, memset {:.3}); idle {:.3} ms: before first work {:.3}, after last work {:.3}, waiting for the host {:.3}, waiting on queued kernels {:.3}, other {:.3}.",
-                d.device.map_or("?".to_string(), |x| x.to_string()),
-                ms(d.busy),
-                100.0 * d.busy as f64 / (m.dur().max(1)) as f64,
-                ms(d.compute),
-                ms(d.communication),
-                ms(d.communication_exposed),
-                ms(d.memcpy),
-                ms(d.memset),
-                ms(d.idle),
-                ms(d.before_first_work),
-                ms(d.after_last_work),
-                ms(d.idle_host_wait),
-                ms(d.idle_kernel_wait),
-                ms(d.idle_other)
-            ),
-        });
-    }
-    let mut host = format!(
-        "Host: {} kernels ({} under 10 µs, {:.3} ms), {} launch calls ({:.3} ms",
-        m.kernels,
-        m.short_kernels,
-        ms(m.kernel_ns),
-        m.launch_calls,
-        ms(m.launch_call_ns)
-    );
-    if let Some(d) = m.launch_delay_median_ns {
-        let _ = write!(host, ", median launch delay {:.1} µs", d as f64 / 1e3);
-    }
-    let _ = write!(
-        host,
-        "), {} synchronize calls ({:.3} ms, GPU idle {:.3} ms after them), {} aten::item calls, DataLoader {:.3} ms.",
-        m.sync_calls,
-        ms(m.sync_ns),
-        ms(m.idle_after_sync_ns),
-        m.item_calls,
-        ms(m.dataloader_ns)
-    );
-    out.push(Line {
-        importance: 3,
-        text: host,
-    });
-    let mut mem = String::new();
-    for c in &m.copies {
-        let _ = write!(
-            mem,
-            "{} {:?} copies ({:?} host memory): {} bytes, {:.3} ms; ",
-            c.count,
-            c.direction,
-            c.host_memory,
-            c.bytes,
-            ms(c.ns)
-        );
-    }
-    if m.mallocs + m.frees > 0 || m.peak_allocated.is_some() {
-        let _ = write!(mem, "{} device mallocs, {} frees", m.mallocs, m.frees);
-        if let Some(p) = m.peak_allocated {
-            let _ = write!(mem, ", peak allocated {:.1} MiB", p as f64 / 1048576.0);
-        }
-    }
-    if !mem.is_empty() {
-        out.push(Line {
-            importance: 4,
-            text: format!("Memory: {}.", mem.trim_end_matches("; ")),
-        });
-    }
-    out
-}
-
-/// Name → (total ns, count), ranked by time, then name.
-fn ranked(totals: BTreeMap<&str, (i64, u64)>) -> Vec<(String, i64, u64)> {
-    let mut v: Vec<(String, i64, u64)> = totals
-        .into_iter()
-        .map(|(n, (ns, c))| (n.to_string(), ns, c))
-        .collect();
-    v.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
-    v.truncate(TOP);
-    v
-}
-
-/// The ranked items as lines: the first [`KEEP_FIRST`] at importance `first`, the rest at 4.
-fn ranked_lines(what: &str, items: Vec<(String, i64, u64)>, unit: &str, first: u8) -> Vec<Line> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(k, (name, ns, count))| Line {
-            importance: if k < KEEP_FIRST { first } else { 4 },
-            text: format!(
-                "{what} #{}: {} — {:.3} ms {unit}, {count}×",
-                k + 1,
-                cut(&name),
-                ms(ns)
-            ),
-        })
-        .collect()
-}
-
-/// The events of the CPU tracks that start in the window.
-fn cpu_events<'t>(t: &'t Trace, w: &Window) -> impl Iterator<Item = usize> + 't {
-    let (from, to) = (w.start, w.end);
-    t.tracks.iter().filter(|tr| !tr.gpu).flat_map(move |tr| {
-        let r = tr.events.start as usize..tr.events.end as usize;
-        let starts = &t.events.start[r.clone()];
-        let a = r.start + starts.partition_point(|&s| s < from);
-        let b = r.start + starts.partition_point(|&s| s < to);
-        a..b
-    })
-}
-
-/// Outermost CPU operators starting in the window, by total time.
-fn operators(t: &Trace, w: &Window) -> Vec<(String, i64, u64)> {
-    let e = &t.events;
-    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
-    for i in cpu_events(t, w) {
-        let p = e.parent[i];
-        let nested = p != crate::model::NONE && e.kind[p as usize] == EventKind::CpuOp;
-        if e.kind[i] == EventKind::CpuOp && !nested {
-            let v = totals.entry(t.name_of(i)).or_default();
-            v.0 += e.dur[i];
-            v.1 += 1;
-        }
-    }
-    ranked(totals)
-}
-
-fn is_module(t: &Trace, i: usize) -> bool {
-    match t.events.kind[i] {
-        EventKind::UserAnnotation => !t.name_of(i).starts_with("ProfilerStep#"),
-        EventKind::PythonFunction => t.name_of(i).starts_with("nn.Module: "),
-        _ => false,
-    }
-}
-
-/// Annotated ranges and `nn.Module` frames around the window's CPU work: those starting in it
-/// and the enclosing ones, by their time inside the window.
-fn modules(t: &Trace, w: &Window) -> Vec<(String, i64, u64)> {
-    let e = &t.events;
-    let mut seen = std::collections::BTreeSet::new();
-    for i in cpu_events(t, w) {
-        let mut j = i;
-        loop {
-            if is_module(t, j) && !seen.insert(j) {
-                break;
-            }
-            let p = e.parent[j];
-            if p == crate::model::NONE {
-                break;
-            }
-            j = p as usize;
-        }
-    }
-    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
-    for &i in seen.iter().filter(|&&i| is_module(t, i)) {
-        let inside = e.end(i).min(w.end) - e.start[i].max(w.start);
-        let v = totals.entry(t.name_of(i)).or_default();
-        v.0 += inside.max(0);
-        v.1 += 1;
-    }
-    ranked(totals)
-}
-
-/// GPU work launched from the window, by kernel (or copy) name.
-fn kernels(a: &Analysis<'_>, w: &Window) -> Vec<(String, i64, u64)> {
-    let t = a.trace;
-    let mut totals: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
-    for g in a.steps.launched_in(w) {
-        let v = totals.entry(t.name_of(g as usize)).or_default();
-        v.0 += t.events.dur[g as usize];
-        v.1 += 1;
-    }
-    ranked(totals)
 }
 
 #[cfg(test)]

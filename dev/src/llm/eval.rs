@@ -284,6 +284,13 @@ impl Tally {
         graded.fold((0, 0), |(y, n), named| (y + usize::from(named), n + 1))
     }
 
+    /// Answers that name the user's line of code their request gives, and the answers whose
+    /// request gives one (the trace records Python frames).
+    pub fn call_sites_named(&self) -> (usize, usize) {
+        let graded = self.graded.iter().filter_map(|g| g.check.call_site_named);
+        graded.fold((0, 0), |(y, n), named| (y + usize::from(named), n + 1))
+    }
+
     /// The median time the server read a prompt before its first answer token, where it said.
     pub fn first_token(&self) -> Option<Duration> {
         let mut ms: Vec<u64> = self
@@ -328,7 +335,7 @@ pub fn share(part: usize, whole: usize) -> String {
 }
 
 /// The table's header, Markdown.
-pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | figures misread | key figure cited | fix names the rule's change | valid structured answers | latency median / p90 | first token (median) | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | figures misread | key figure cited | fix names the rule's change | call site named | valid structured answers | latency median / p90 | first token (median) | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 
 /// One model's row of the table.
 pub fn row(model: &str, t: &Tally) -> String {
@@ -345,8 +352,9 @@ pub fn row(model: &str, t: &Tally) -> String {
     });
     let (misread, figures) = t.misread();
     let (named, fixes) = t.fixes_named();
+    let (sites, with_site) = t.call_sites_named();
     format!(
-        "| {model} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {tokens} |\n",
+        "| {model} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {tokens} |\n",
         t.cases,
         share(answered, t.cases),
         share(t.right(), t.cases),
@@ -354,6 +362,7 @@ pub fn row(model: &str, t: &Tally) -> String {
         share(misread, figures),
         share(t.key_figures(), t.with_key_figure),
         share(named, fixes),
+        share(sites, with_site),
         share(t.valid(), t.cases),
         secs(t.latency(0.5)),
         secs(t.latency(0.9)),
@@ -423,7 +432,7 @@ mod tests {
         assert_eq!(t.first_token(), Some(ms(40)));
         let r = row("m", &t);
         assert!(
-            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 0/2 (0%) | 1/3 (33%) | 1/2 (50%) | 2/4 (50%) | 0.20 s / 0.30 s | 0.04 s | 100 / 50 (1 counted) |"),
+            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 0/2 (0%) | 1/3 (33%) | 1/2 (50%) | – | 2/4 (50%) | 0.20 s / 0.30 s | 0.04 s | 100 / 50 (1 counted) |"),
             "{r}"
         );
         assert_eq!(share(0, 0), "–");

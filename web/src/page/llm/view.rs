@@ -649,9 +649,19 @@ fn evidence_view(check: &Check) -> Html {
             )
         }
     });
+    let site = check.call_site_named.map(|named| {
+        if named {
+            "The answer names the line of code the request gives (from the trace's Python stack).".to_string()
+        } else {
+            "The answer does not name the line of code the request gives (from the trace's Python stack).".to_string()
+        }
+    });
     html! {
         <>
             <p class={class}>{text}</p>
+            if let Some(site) = site {
+                <p class="llm-call-site">{site}</p>
+            }
             if !misread.is_empty() {
                 <p class="llm-misread">{format!("Cited as something else than the request gives: {}.", misread.join("; "))}</p>
             }

@@ -39,13 +39,34 @@ fn ttap_llm_eval_end_to_end() {
         .filter(|l| l.starts_with("| codellama-test |"))
         .collect();
     assert_eq!(rows.len(), 2, "one row per --model: {stdout}");
+    let header: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.starts_with("| model |"))
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name:?}: {header:?}"))
+    };
     for r in rows {
         // Every request answered, every answer the schema's object; the rest is the tiny
         // model's noise, not a target.
         assert!(r.starts_with("| codellama-test | 2 | 2/2 (100%) |"), "{r}");
         let cells: Vec<&str> = r.split('|').map(str::trim).collect();
-        assert_eq!(cells[7], "2/2 (100%)", "valid structured answers: {r}");
-        assert!(cells[8].ends_with(" s") && cells[9].contains(" / "), "{r}");
+        assert_eq!(
+            cells[column("valid structured answers")],
+            "2/2 (100%)",
+            "valid structured answers: {r}"
+        );
+        assert!(
+            cells[column("latency median / p90")].contains(" / ")
+                && cells[column("first token (median)")].ends_with(" s"),
+            "{r}"
+        );
     }
     assert!(
         stderr.contains("generated:dataloader-bottleneck"),

@@ -16,11 +16,11 @@ pub(crate) fn anti_pattern_ids() -> Vec<&'static str> {
 /// The `anti_pattern` of an answer that finds none.
 pub(crate) const NO_ANTI_PATTERN: &str = crate::ml::labels::NOT_AN_ANTI_PATTERN;
 
-/// The most characters of the explanation and the fix an answer that follows the schema holds
-/// ([`follows_schema`]): a paragraph or two. The schema's pattern itself is unbounded (`*`):
-/// llama.cpp's grammar for a bounded repetition (`{0,1200}`) made its sampling about twice as
-/// slow (0.39 against 0.67 tokens/s for the same 120-token answer of Qwen2.5-Coder-1.5B on two
-/// busy cores); the answer's `max_tokens` bounds it there.
+/// The most characters of the explanation and the fix the schema allows: a paragraph or two (a
+/// grammar-constrained server stops the string there, so that a model that rambles still closes
+/// its object within `max_tokens`). The bound costs llama.cpp's sampling some speed: 0.39
+/// against 0.67 tokens/s unbounded for one 120-token answer of Qwen2.5-Coder-1.5B, on two cores
+/// busy with other work (one run each: noisy).
 const EXPLANATION_CHARS: usize = 1200;
 const FIX_CHARS: usize = 600;
 
@@ -41,8 +41,8 @@ const TEXT_CHARS: [(char, char); 8] = [
     ('\u{2190}', '\u{22ff}'),
 ];
 
-/// The schema's `pattern` for a string of [`TEXT_CHARS`].
-fn text_pattern() -> String {
+/// The schema's `pattern` for a string of at most `chars` [`TEXT_CHARS`].
+fn text_pattern(chars: usize) -> String {
     let class: String = TEXT_CHARS
         .iter()
         .map(|&(a, b)| {
@@ -54,10 +54,10 @@ fn text_pattern() -> String {
             format!("{}-{}", escape(a), escape(b))
         })
         .collect();
-    format!("^[{class}]*$")
+    format!("^[{class}]{{0,{chars}}}$")
 }
 
-/// Whether `text` is what [`text_pattern`] allows, in at most `chars` characters.
+/// Whether `text` is what [`text_pattern`] allows.
 fn is_text(text: &str, chars: usize) -> bool {
     text.chars().count() <= chars
         && text
@@ -78,8 +78,8 @@ pub(crate) fn answer_schema() -> Value {
         "type": "object",
         "properties": {
             "anti_pattern": {"type": "string", "enum": anti_pattern_ids()},
-            "explanation": {"type": "string", "pattern": text_pattern()},
-            "fix": {"type": "string", "pattern": text_pattern()},
+            "explanation": {"type": "string", "pattern": text_pattern(EXPLANATION_CHARS)},
+            "fix": {"type": "string", "pattern": text_pattern(FIX_CHARS)},
             "confidence": {"type": "number", "enum": CONFIDENCES},
         },
         "required": ["anti_pattern", "explanation", "fix", "confidence"],
@@ -226,8 +226,8 @@ mod tests {
             r#"{"anti_pattern":"none","explanation":"5.2 µs × 3 ≈ 16 µs – ‘ok’","fix":"","confidence":1}"#
         ));
         assert_eq!(
-            text_pattern(),
-            r"^[ -!#-\[\]-~\u00a0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e\u2190-\u22ff]*$"
+            text_pattern(10),
+            r"^[ -!#-\[\]-~\u00a0-\u024f\u0370-\u03ff\u2010-\u2027\u2030-\u205e\u2190-\u22ff]{0,10}$"
         );
         for bad in [
             r#"{"anti_pattern":"host sync","explanation":"e","fix":"f","confidence":0.5}"#,

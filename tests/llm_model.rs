@@ -167,8 +167,8 @@ fn a_real_model_reads_the_evidence_right() {
         tally.with_key_figure
     );
     assert!(
-        named * 5 >= fixes * 3,
-        "the fix names the rule's change in at least 3 of 5: {named} of {fixes}"
+        named * 2 >= fixes,
+        "the fix names the rule's change in at least half: {named} of {fixes}"
     );
     // Reported, no floor yet: Qwen2.5-Coder-1.5B copies the rule's fix without the line.
     let (sites, with_site) = tally.call_sites_named();

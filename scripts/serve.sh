@@ -26,7 +26,9 @@ done
 bash scripts/setup.sh
 
 model_port=8081
-if [ -n "$with_llm" ]; then
+if [ -n "$with_llm" ] && curl -sf "http://127.0.0.1:$model_port/health" >/dev/null 2>&1; then
+  echo "serve: a model server already answers on http://127.0.0.1:$model_port; the page will ask it"
+elif [ -n "$with_llm" ]; then
   echo "serve: starting the local model server (bash scripts/llm-server.sh start-model $model_port)"
   if bash scripts/llm-server.sh start-model "$model_port" >/dev/null; then
     trap 'bash scripts/llm-server.sh stop "$model_port"' EXIT

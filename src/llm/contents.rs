@@ -1,11 +1,11 @@
 //! What a flagged window holds, as summary lines: the GPU's and the host's metrics, memory, and
 //! the top modules, operators and kernels with their times (each line with the importance the
-//! budget drops it by, `summary::Line`).
+//! budget drops it by, `line::Line`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::summary::{cut, ms, Line};
+use super::line::{cut, ms, Line};
 use crate::analysis::Analysis;
 use crate::metrics::measure;
 use crate::model::{EventKind, Trace};

@@ -2,7 +2,8 @@
 //! chooses, and the answers read back.
 //!
 //! - [`summary`]: the flagged windows as bounded, deterministic text; the prompts (`contents`:
-//!   what a window holds, as lines; `call_site`: the user's line of code behind an event).
+//!   what a window holds, as lines; `call_site`: the user's line of code behind an event;
+//!   [`line`]: a summary's line and the formatting the lines share).
 //! - [`redact`]: names, paths and hosts replaced by placeholders before anything is sent.
 //! - [`protocol`]: request bodies, stream parsers and error mapping, without a transport (the
 //!   web app sends with `fetch` and feeds the same [`stream`] parsers); [`answer`]: the answer's
@@ -21,6 +22,7 @@ pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 mod contents;
+pub mod line;
 pub mod protocol;
 pub mod quantity;
 pub mod redact;

@@ -25,6 +25,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+use super::line::{cut, ms, Line};
 use crate::analysis::Analysis;
 use crate::detect::Finding;
 use crate::report::Report;
@@ -43,10 +44,6 @@ pub const LOCAL_BUDGET: usize = 580;
 const WINDOW_MODEL_SHOWN: f32 = 0.5;
 /// Default number of flagged windows (findings first, then unexplained regions).
 pub const DEFAULT_MAX_WINDOWS: usize = 8;
-/// Names (kernels are C++ templates) are cut to this many characters.
-const MAX_NAME: usize = 120;
-/// Nanoseconds per millisecond.
-const NS_PER_MS: f64 = 1e6;
 
 /// The estimated token count of `text`: one token per 4 bytes, rounded up.
 pub fn estimate_tokens(text: &str) -> usize {
@@ -75,13 +72,6 @@ impl Default for SummaryOptions {
             module_names: Vec::new(),
         }
     }
-}
-
-/// One line of a summary: lower `importance` is kept longer (0: never dropped).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Line {
-    pub(crate) importance: u8,
-    pub text: String,
 }
 
 /// Why a window is flagged.
@@ -159,17 +149,6 @@ fn one_line(snippet: &str) -> String {
         out.push_str(line);
     }
     out
-}
-
-pub(super) fn cut(name: &str) -> String {
-    match name.char_indices().nth(MAX_NAME) {
-        Some((i, _)) => format!("{}…", &name[..i]),
-        None => name.to_string(),
-    }
-}
-
-pub(super) fn ms(ns: i64) -> f64 {
-    ns as f64 / NS_PER_MS
 }
 
 /// The flagged windows of an analysis, summarised: findings in rank order, then the report's
@@ -454,7 +433,7 @@ fn locate(a: &Analysis<'_>, number: i64, start_ms: f64) -> Option<(usize, usize)
     let win = a.steps.steps[step]
         .windows
         .iter()
-        .position(|w| ((w.start - origin) as f64 / NS_PER_MS - start_ms).abs() < 1e-6)?;
+        .position(|w| (ms(w.start - origin) - start_ms).abs() < 1e-6)?;
     Some((step, win))
 }
 

@@ -135,23 +135,25 @@ apt_install() {
 # are started and stopped independently.
 pidfile() { echo "$CACHE/server-$1.pid"; }
 
-start() {
-  local port="${1:-$DEFAULT_PORT}"
+# Runs the server command "${@:4}" on 127.0.0.1:$1 in the background, polls its /health up to
+# $2 times (0.2 s apart) and prints `export $3` once it answers; else shows its log, stops it and
+# exits 1.
+launch() {
+  local port="$1" tries="$2" exports="$3"
+  shift 3
   local pid_file log
   pid_file="$(pidfile "$port")"
   log="$CACHE/server-$port.log"
-  build
   command -v curl >/dev/null || apt_install curl
   if [[ -s "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
     echo "llama-server already running on port $port (pid $(cat "$pid_file")); run: $0 stop $port" >&2
     exit 1
   fi
-  "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$port" -a codellama-test -c 32768 -np 2 \
-    -t 1 -tb 1 --api-key "$KEY" >"$log" 2>&1 &
+  "$@" --host 127.0.0.1 --port "$port" >"$log" 2>&1 &
   echo $! >"$pid_file"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 "$tries"); do
     if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
-      echo "export TTAP_LLM_URL=http://127.0.0.1:$port TTAP_LLM_KEY=$KEY"
+      echo "export $exports"
       return 0
     fi
     kill -0 "$(cat "$pid_file")" 2>/dev/null || break
@@ -163,35 +165,21 @@ start() {
   exit 1
 }
 
+start() {
+  local port="${1:-$DEFAULT_PORT}"
+  build
+  launch "$port" 100 "TTAP_LLM_URL=http://127.0.0.1:$port TTAP_LLM_KEY=$KEY" \
+    "$BIN" -m "$MODEL" -a codellama-test -c 32768 -np 2 -t 1 -tb 1 --api-key "$KEY"
+}
+
 # llama-server with the real model NAME on PORT (127.0.0.1, no key): one slot, so that a request
 # reuses the cached prompt prefix of the one before (the fixed system message, the trace's line).
 start_model() {
   local port="${1:-$MODEL_PORT}" name="${2:-$DEFAULT_MODEL}"
-  local pid_file log
-  pid_file="$(pidfile "$port")"
-  log="$CACHE/server-$port.log"
   build_server
   model "$name"
-  command -v curl >/dev/null || apt_install curl
-  if [[ -s "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
-    echo "llama-server already running on port $port (pid $(cat "$pid_file")); run: $0 stop $port" >&2
-    exit 1
-  fi
-  "$BIN" -m "$CACHE/models/$name.gguf" --host 127.0.0.1 --port "$port" -a "$name" -c 8192 -np 1 \
-    -t "${TTAP_LLM_THREADS:-2}" >"$log" 2>&1 &
-  echo $! >"$pid_file"
-  for _ in $(seq 1 600); do
-    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
-      echo "export TTAP_REAL_LLM_URL=http://127.0.0.1:$port TTAP_REAL_LLM_MODEL=$name"
-      return 0
-    fi
-    kill -0 "$(cat "$pid_file")" 2>/dev/null || break
-    sleep 0.2
-  done
-  echo "llama-server with $name did not become healthy on port $port (is the port taken?); its log:" >&2
-  tail -n 30 "$log" >&2
-  stop "$port"
-  exit 1
+  launch "$port" 600 "TTAP_REAL_LLM_URL=http://127.0.0.1:$port TTAP_REAL_LLM_MODEL=$name" \
+    "$BIN" -m "$CACHE/models/$name.gguf" -a "$name" -c 8192 -np 1 -t "${TTAP_LLM_THREADS:-2}"
 }
 
 stop() {

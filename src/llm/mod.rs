@@ -9,7 +9,7 @@
 //!   web app sends with `fetch` and feeds the same [`stream`] parsers); [`answer`]: the answer's
 //!   schema and its lenient reading.
 //! - [`check`]: an answer checked against what was sent (figures, names, the anti-pattern, the
-//!   fix); [`quantity`]: what a figure stands for, so that a figure cited as something else is
+//!   fix); `figure`: a figure as written and its precision; [`quantity`]: what a figure stands for, so that a figure cited as something else is
 //!   marked misread.
 //! - [`client`] (native only): the CLI's blocking HTTP transport.
 //!
@@ -22,6 +22,7 @@ pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 mod contents;
+mod figure;
 pub mod line;
 pub mod protocol;
 pub mod quantity;

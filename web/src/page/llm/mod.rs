@@ -20,8 +20,10 @@
 //!
 //! One job per file: [`settings`] (the endpoint and prompt options, and where the browser keeps
 //! them), [`state`] (the prompts, the exchanges and the kept labels, and the messages that
-//! change them), [`labels`] (a region's window as the ML stage's label), [`view`] (the panels).
+//! change them), [`labels`] (a region's window as the ML stage's label), [`view`] (the panels),
+//! [`answered`] (an answer and its check).
 
+mod answered;
 mod labels;
 mod settings;
 mod state;

@@ -421,6 +421,17 @@ impl Tally {
             (sum(|u| u.prompt_tokens), sum(|u| u.answer_tokens), n)
         })
     }
+
+    /// Mean prompt tokens the server took from its cache (a prefix read for an earlier
+    /// request), over the answers where it said.
+    pub fn cached_tokens(&self) -> Option<f64> {
+        let said: Vec<u64> = self
+            .graded
+            .iter()
+            .filter_map(|g| g.usage?.cached_tokens)
+            .collect();
+        (!said.is_empty()).then(|| said.iter().sum::<u64>() as f64 / said.len() as f64)
+    }
 }
 
 /// `part of whole (percent)`, or `–` for none.
@@ -436,7 +447,7 @@ pub fn share(part: usize, whole: usize) -> String {
 }
 
 /// The table's header, Markdown.
-pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | figures misread | key figure cited | fix names the rule's change | call site named | valid structured answers | latency median / p90 | first token (median) | tokens in / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+pub const TABLE_HEADER: &str = "| model | windows | answered | right anti-pattern | cited figures and names in the evidence | figures misread | key figure cited | fix names the rule's change | call site named | valid structured answers | latency median / p90 | first token (median) | tokens in (from the cache) / out (mean) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 
 /// One model's row of the table.
 pub fn row(model: &str, t: &Tally) -> String {
@@ -444,11 +455,14 @@ pub fn row(model: &str, t: &Tally) -> String {
     let answered = t.graded.len();
     let secs =
         |d: Option<Duration>| d.map_or("–".into(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let cached = t
+        .cached_tokens()
+        .map_or(String::new(), |c| format!(" ({c:.0})"));
     let tokens = t.tokens().map_or("–".into(), |(i, o, n)| {
         if n == answered {
-            format!("{i:.0} / {o:.0}")
+            format!("{i:.0}{cached} / {o:.0}")
         } else {
-            format!("{i:.0} / {o:.0} ({n} counted)")
+            format!("{i:.0}{cached} / {o:.0} ({n} counted)")
         }
     });
     let (misread, figures) = t.misread();
@@ -503,6 +517,7 @@ mod tests {
         let usage = Some(Usage {
             prompt_tokens: 100,
             answer_tokens: 50,
+            cached_tokens: Some(30),
             prompt_ms: Some(40),
             ..Usage::default()
         });
@@ -529,12 +544,13 @@ mod tests {
         assert_eq!(t.latency(0.5), Some(ms(200)));
         assert_eq!(t.latency(0.9), Some(ms(300)));
         assert_eq!(t.tokens(), Some((100.0, 50.0, 1)));
+        assert_eq!(t.cached_tokens(), Some(30.0));
         assert_eq!(t.misread(), (0, 2));
         assert_eq!(t.fixes_named(), (1, 2));
         assert_eq!(t.first_token(), Some(ms(40)));
         let r = row("m", &t);
         assert!(
-            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 0/2 (0%) | 1/3 (33%) | 1/2 (50%) | – | 2/4 (50%) | 0.20 s / 0.30 s | 0.04 s | 100 / 50 (1 counted) |"),
+            r.starts_with("| m | 4 | 3/4 (75%) | 1/4 (25%) | 3/5 (60%) | 0/2 (0%) | 1/3 (33%) | 1/2 (50%) | – | 2/4 (50%) | 0.20 s / 0.30 s | 0.04 s | 100 (30) / 50 (1 counted) |"),
             "{r}"
         );
         assert_eq!(share(0, 0), "–");

@@ -238,8 +238,9 @@ pub(super) fn host_call_lines(t: &Trace, w: &Window) -> Vec<Line> {
             if p != crate::model::NONE {
                 let _ = write!(text, " under {}", cut(t.name_of(p as usize)));
             }
+            // As a finding's evidence lines: kept before the window's other lines.
             Line {
-                importance: 2,
+                importance: 1,
                 text: text + ".",
             }
         })

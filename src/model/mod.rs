@@ -230,7 +230,7 @@ pub struct Step {
     pub number: i64,
     pub start: i64,
     pub end: i64,
-    /// The `ProfilerStep#N` event, or `NONE` for the fallback.
+    /// The `ProfilerStep#N` event, or the range marking a serving iteration; `NONE` otherwise.
     pub event: u32,
 }
 
@@ -250,6 +250,9 @@ pub enum StepSource {
     RepeatedAnnotations,
     /// …or by a top-level op that starts the same sequence of ops again and again.
     RepeatedOps,
+    /// No `ProfilerStep#` range: one step per iteration of a serving engine (vLLM, SGLang,
+    /// TGI), marked by its model runner's range (`ingest::serving`).
+    ServingIterations,
 }
 
 impl StepSource {
@@ -260,6 +263,7 @@ impl StepSource {
             StepSource::WholeTrace => "whole_trace",
             StepSource::RepeatedAnnotations => "repeated_annotations",
             StepSource::RepeatedOps => "repeated_ops",
+            StepSource::ServingIterations => "serving_iterations",
         }
     }
 }

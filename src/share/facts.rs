@@ -304,6 +304,7 @@ impl Facts {
                 roofline: self.mfu.map(Roofline::carried),
                 graphs: None,
                 memory: None,
+                serving: None,
             },
             omitted: self
                 .omitted

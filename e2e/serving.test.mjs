@@ -1,11 +1,12 @@
 // End-to-end: a serving capture's iterations on the Overview, as `ttap analyze --format json`
 // has them: the generated vLLM capture (scripts/serving_trace.py: 2 prefill, 6 decode, 1 mixed
-// iterations) and the real vLLM piecewise prefill+decode capture (one mixed iteration); a
-// training trace has no serving table.
+// iterations), also through its share link (the figures per kind), and the real vLLM piecewise
+// prefill+decode capture (one mixed iteration); a training trace has no serving table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { servedSite, openPage, load, lacksTrace, analyze, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
+import { servedSite, openPage, load, lacksTrace, analyze, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const GENERATED = join(ROOT, 'tests/fixtures/vllm-serving.pt.trace.json');
 const REAL = join(SHARED_TRACES,
@@ -14,10 +15,17 @@ const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz
 
 const served = servedSite();
 
-/** The Overview's serving table for `trace`, its rows as cell texts. */
-async function shownRows(trace, shot) {
-  const { page, context, errors } = await openPage(served.browser, served.site.url);
-  await load(page, () => page.setInputFiles('#file-input', trace));
+/** The Overview's serving table for `trace` (opened, or its share link with `viaLink`), its
+ * rows as cell texts. */
+async function shownRows(trace, shot, viaLink = false) {
+  let url = served.site.url;
+  if (viaLink) {
+    const made = spawnSync(cli(), ['share', trace, '--base-url', url], { encoding: 'utf8' });
+    assert.equal(made.status, 0, made.stderr);
+    url = made.stdout.trim();
+  }
+  const { page, context, errors } = await openPage(served.browser, url);
+  if (!viaLink) await load(page, () => page.setInputFiles('#file-input', trace));
   await page.click('.tab:has-text("Overview")');
   const table = page.locator('.serving');
   await table.waitFor();
@@ -56,6 +64,10 @@ test('a generated vLLM capture: its iterations by kind, as the CLI has them', as
   // Tokens per second aside (JS and Rust may round a half differently), the cells are the CLI's.
   assert.deepEqual(rows.map((r) => r.slice(0, 6)), serving.kinds.map((k) => expected(k).slice(0, 6)));
   rows.forEach((r, i) => assert.ok(Math.abs(Number(r[6]) - serving.kinds[i].tokens_per_s) <= 1, r[6]));
+  // Its share link carries the same figures per kind.
+  const shared = await shownRows(GENERATED, 'serving-link.png', true);
+  assert.equal(shared.heading, 'Serving iterations (9)');
+  assert.deepEqual(shared.rows, rows);
 });
 
 test('the real vLLM piecewise capture: one mixed iteration', async (t) => {

@@ -120,6 +120,11 @@ impl Serving {
         Some(Serving { kinds, iterations })
     }
 
+    /// The iterations counted by kind (a link carries the kinds, not each iteration).
+    pub fn count(&self) -> usize {
+        self.kinds.iter().map(|k| k.time.n).sum()
+    }
+
     /// Indices of the decode iterations among the steps.
     pub fn decode_steps(&self) -> Vec<usize> {
         (0..self.iterations.len())

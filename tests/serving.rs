@@ -260,3 +260,25 @@ fn every_real_serving_capture_is_split_and_typed() {
         );
     }
 }
+
+#[test]
+fn a_link_carries_the_figures_per_kind() {
+    use torchtraceap::share::{decode, encode, ShareOptions};
+    let bytes = std::fs::read(common::repo().join("tests/fixtures/vllm-serving.pt.trace.json"))
+        .expect("readable");
+    let ingested = ingest_bytes(&bytes, IngestOptions::default()).expect("a trace");
+    let analyzed = AnalyzedTrace::new(&ingested);
+    let link = encode(&analyzed.shared(), &ShareOptions::default()).expect("a link");
+    let read = decode(&link.fragment).expect("read back");
+    let (sent, got) = (
+        analyzed.report().serving.as_ref().expect("serving"),
+        read.report.serving.as_ref().expect("carried"),
+    );
+    assert_eq!(got.kinds, sent.kinds);
+    assert!(got.iterations.is_empty(), "not each iteration");
+    assert_eq!(got.count(), 9);
+    assert!(read
+        .report
+        .to_markdown("link")
+        .contains("## Serving iterations\n\n9 iterations"));
+}

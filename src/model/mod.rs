@@ -10,7 +10,8 @@
 //!   kernel, copy, runtime call, op or memory), or `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
 //!
-//! Steps are the `ProfilerStep#N` ranges when recorded; without any, the iterations of a loop
+//! Steps are the `ProfilerStep#N` ranges when recorded; without any, a serving engine's
+//! iterations (its model runner's ranges: `ingest::serving`), else the iterations of a loop
 //! (a repeating `record_function` range or sequence of ops: `ingest::iterations`), else (single
 //! forward passes) one step over the GPU's work, from the first batch loaded before it
 //! (`StepSource::WholeTrace`; the whole span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared

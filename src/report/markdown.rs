@@ -159,7 +159,7 @@ impl Report {
              the host time is from an iteration's model run to the next iteration.\n\n\
              | kind | iterations | time per iteration | GPU busy | host time between iterations | graph replays per iteration | tokens/s |\n\
              |---|---|---|---|---|---|---|",
-            match s.iterations.len() {
+            match s.count() {
                 1 => "1 iteration".to_string(),
                 n => format!("{n} iterations"),
             }

@@ -65,7 +65,8 @@ fn memory_table(m: &Summary) -> Html {
     }
 }
 
-/// A serving capture's figures per kind of iteration (the report's, as the CLI prints them).
+/// A serving capture's figures per kind of iteration (the report's, as the CLI prints them; a
+/// link carries these, not each iteration).
 fn serving_table(s: &Serving) -> Html {
     const COLUMNS: [&str; 7] = [
         "kind",
@@ -78,7 +79,7 @@ fn serving_table(s: &Serving) -> Html {
     ];
     html! {
         <div class="serving">
-            <h3>{format!("Serving iterations ({})", count(s.iterations.len() as u64))}</h3>
+            <h3>{format!("Serving iterations ({})", count(s.count() as u64))}</h3>
             <table class="table">
                 <thead><tr>{ for COLUMNS.iter().map(|c| html! { <th>{*c}</th> }) }</tr></thead>
                 <tbody>

@@ -1,6 +1,7 @@
 //! A trace prepared for the rules and the views: its steps and windows, each step's metrics and
 //! time split on the main GPU, the steady steps, whether it trains, its main device, whether it
-//! records the host alone, and the allocator's memory. Made once per trace
+//! records the host alone, the allocator's memory, and a serving capture's typed iterations
+//! (`serving`). Made once per trace
 //! (`AnalyzedTrace`, the door, holds it); the detectors, the report, the profile, the
 //! timeline's bands, the Perfetto export and the LLM summaries read it. The per-step arithmetic
 //! that only the detectors use (a finding's impact, evidence references) is theirs, in
@@ -10,9 +11,11 @@ use crate::attribution::{main_device, split_steps, StepSplit};
 use crate::memory::Memory;
 use crate::metrics::{in_range, measure, pct, RangeMetrics};
 use crate::model::{EventKind, Trace, NONE};
+use crate::serving::Serving;
 use crate::window::{split, Steps};
 
 /// What the rules and the views read of a trace: its steps and windows, their metrics and split.
+#[derive(Clone)]
 pub struct Analysis<'t> {
     pub trace: &'t Trace,
     pub steps: Steps,
@@ -31,6 +34,8 @@ pub struct Analysis<'t> {
     pub cpu_only: bool,
     /// The allocator's memory per device (empty without `[memory]` events).
     pub memory: Memory,
+    /// A serving capture's iterations, typed and measured (`None` for any other capture).
+    pub serving: Option<Serving>,
 }
 
 impl<'t> Analysis<'t> {
@@ -44,6 +49,8 @@ impl<'t> Analysis<'t> {
         let ranges: Vec<(i64, i64)> = steps.steps.iter().map(|s| (s.start, s.end)).collect();
         let splits = split_steps(trace, &ranges);
         let steady = steps.steady();
+        let busy: Vec<i64> = splits.iter().map(StepSplit::busy_ns).collect();
+        let serving = Serving::of(trace, &busy);
         Analysis {
             trace,
             steps,
@@ -54,7 +61,25 @@ impl<'t> Analysis<'t> {
             main_device: main_device(trace),
             cpu_only: is_cpu_only(trace),
             memory: Memory::of(trace),
+            serving,
         }
+    }
+
+    /// A serving capture's decode iterations as the steady steps, where it has any steady
+    /// one: what launch overhead and host syncs cost is a decode iteration's (`None`
+    /// otherwise: the rules read every steady step).
+    pub fn decode_view(&self) -> Option<Analysis<'t>> {
+        let decode = self.serving.as_ref()?.decode_steps();
+        let steady: Vec<usize> = self
+            .steady
+            .iter()
+            .copied()
+            .filter(|k| decode.binary_search(k).is_ok())
+            .collect();
+        (!steady.is_empty()).then(|| Analysis {
+            steady,
+            ..self.clone()
+        })
     }
 
     /// `total`, counted over the steady-state steps, per steady step (`total` itself without

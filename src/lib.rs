@@ -89,6 +89,7 @@ pub mod profile;
 pub mod report;
 pub mod roofline;
 pub mod run;
+pub mod serving;
 pub mod share;
 pub mod summary;
 pub mod timeline;

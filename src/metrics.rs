@@ -19,6 +19,48 @@ pub fn pct(part: i64, whole: i64) -> f64 {
     }
 }
 
+/// Mean, spread and range of a set of times, in milliseconds (steps, iterations).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    pub n: usize,
+    pub mean_ms: f64,
+    /// Sample standard deviation (0 with one value).
+    pub sd_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n.max(1) as f64;
+        let var = if n > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        Spread {
+            n,
+            mean_ms: mean,
+            sd_ms: var.sqrt(),
+            min_ms: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max_ms: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+
+    /// `mean ± sd ms (min–max)`; the mean alone for one value.
+    pub fn line(&self) -> String {
+        if self.n > 1 {
+            format!(
+                "{:.3} ± {:.3} ms ({:.3}–{:.3})",
+                self.mean_ms, self.sd_ms, self.min_ms, self.max_ms
+            )
+        } else {
+            format!("{:.3} ms", self.mean_ms)
+        }
+    }
+}
+
 /// Kernels shorter than this are "short" (the launch overhead is of the same order).
 pub(crate) const SHORT_KERNEL_NS: i64 = 10_000;
 /// An idle gap no longer than this, before work that was already queued, is launch overhead

@@ -9,7 +9,9 @@
 //! Version 3: findings claim exclusive time from the step attribution (`split`, per step and as
 //! the steady-state mean), and carry their `gate` (the inputs of their confidence) and
 //! `worst_steps`; observations without a time cost are `notes`, never ranked with findings.
-//! Readers take versions 1 and 2 with those fields empty.
+//! Readers take versions 1 and 2 with those fields empty. Fields added since, optional (no new
+//! version): `roofline`, `graphs`, `memory`, and `serving` (a serving capture's iterations by
+//! kind), absent from other captures' reports.
 
 mod markdown;
 mod windows;
@@ -29,6 +31,7 @@ use crate::memory;
 use crate::metrics::{measure, pct};
 use crate::ml::{self, Model};
 use crate::roofline::{self, Roofline};
+use crate::serving::Serving;
 use crate::window::StepWindows;
 
 /// The report format's name and version; readers check both.
@@ -93,6 +96,10 @@ pub struct Report {
     /// `[memory]` events; `None` in reports written before it.
     #[serde(default)]
     pub memory: Option<memory::Summary>,
+    /// A serving capture's iterations and their figures per kind (`serving::Serving`); absent
+    /// from other captures' reports, and from reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<Serving>,
 }
 
 /// One part of a step's time ([`Part::id`]) and its length.
@@ -493,6 +500,7 @@ impl Report {
             roofline: roofline::analyze(t, a.main_device, &steady_ranges),
             graphs: graphs::summarize(t, &a.steps.steps.iter().map(range).collect::<Vec<_>>()),
             memory: Some(a.memory.summary(t, &steady_ranges)),
+            serving: a.serving.clone(),
         };
         report.score_windows(a, findings, Model::embedded(), &of_trace(t, &a.steps));
         report

@@ -194,9 +194,17 @@ pub fn split(t: &Trace) -> Steps {
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            let warmup = (k == 0 && judged >= 2 && is_warmup(&durations, &mallocs[..judged]))
+            // A serving capture's iterations differ by kind (a prefill is no warm-up).
+            let warmup = (k == 0
+                && judged >= 2
+                && t.step_source != StepSource::ServingIterations
+                && is_warmup(&durations, &mallocs[..judged]))
                 || (empty_last && k + 1 == t.steps.len());
-            let structured = structure(t, &mut phases, k, s.event);
+            let structured = if t.step_source == StepSource::ProfilerSteps {
+                structure(t, &mut phases, k, s.event)
+            } else {
+                Vec::new()
+            };
             let windows = if structured.len() >= 2 {
                 structured
             } else {

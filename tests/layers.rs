@@ -22,8 +22,8 @@ const LAYERS: &[&[&str]] = &[
     &["window", "memory"],
     // Numbers about a time range; CUDA/HIP graph launches and their kernels.
     &["metrics", "roofline", "graphs"],
-    // One split of each step's time; window features; what a trace holds.
-    &["attribution", "features", "summary", "modules"],
+    // One split of each step's time; window features; what a trace holds; serving iterations.
+    &["attribution", "features", "summary", "modules", "serving"],
     // A trace prepared for the rules and the views: steps, metrics, splits, memory.
     &["analysis"],
     // The rules.

@@ -61,6 +61,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 d.threshold(),
                 if d.training_only() {
                     "; training traces only"
+                } else if d.assumes_training() {
+                    "; off for serving captures"
+                } else if d.reads_decode() {
+                    "; on serving captures, their decode iterations"
                 } else {
                     ""
                 }

@@ -172,10 +172,16 @@ pub fn render(path: &Path, s: &Summary) -> String {
             "iterations (no ProfilerStep#: a repeating record_function range)"
         }
         StepSource::RepeatedOps => "iterations (no ProfilerStep#: a repeating sequence of ops)",
+        StepSource::ServingIterations => {
+            "serving iterations (no ProfilerStep#: a serving engine's model-runner ranges)"
+        }
         StepSource::WholeTrace => "",
     };
     match s.steps.source {
-        StepSource::ProfilerSteps | StepSource::RepeatedAnnotations | StepSource::RepeatedOps => {
+        StepSource::ProfilerSteps
+        | StepSource::RepeatedAnnotations
+        | StepSource::RepeatedOps
+        | StepSource::ServingIterations => {
             let mut list: Vec<String> = s
                 .steps
                 .durations_ms

@@ -345,3 +345,54 @@ fn export_writes_a_perfetto_trace_that_reads_back_and_says_what_a_range_cuts() {
     );
     assert!(!out.exists(), "no half-written file is left");
 }
+
+#[test]
+fn a_serving_capture_is_shown_as_its_iterations_by_kind() {
+    // The generated vLLM capture (scripts/serving_trace.py): 2 prefill, 6 decode, 1 mixed.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/vllm-serving.pt.trace.json")
+        .to_string_lossy()
+        .into_owned();
+    let inspected = stdout(&ttap(&["inspect", &fixture]));
+    assert!(
+        inspected.contains("steps       9 serving iterations (no ProfilerStep#"),
+        "{inspected}"
+    );
+    let md = stdout(&ttap(&["analyze", &fixture]));
+    let table = md
+        .split_once("## Serving iterations\n\n9 iterations of the engine's model runner")
+        .unwrap_or_else(|| panic!("no serving section in:\n{md}"))
+        .1;
+    // The table's rows: after its header and rule, up to the blank line.
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("|---"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let kinds: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let cells: Vec<&str> = r.split(" | ").collect();
+            (cells[0].trim_start_matches("| "), cells[1])
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("prefill", "2"), ("decode", "6"), ("mixed", "1")],
+        "{md}"
+    );
+    // The decode row: time ± sd (min–max), 1 graph replay per iteration.
+    assert!(
+        rows[1].contains(" ms (") && rows[1].contains("| 1.0 |"),
+        "{}",
+        rows[1]
+    );
+    // The detectors list says which rules serving captures leave off or read in decode.
+    let list = stdout(&ttap(&["analyze", "--list"]));
+    assert!(list.contains("; off for serving captures"), "{list}");
+    assert!(
+        list.contains("; on serving captures, their decode iterations"),
+        "{list}"
+    );
+}

@@ -31,6 +31,7 @@ __all__ = [
     "Report",
     "RunReport",
     "Finding",
+    "ServingKind",
     "Comparison",
     "TraceError",
     "FindingsAtOrAbove",
@@ -72,6 +73,43 @@ class Finding:
         )
 
 
+class ServingKind:
+    """A serving capture's iterations of one kind (``prefill``, ``decode``, ``mixed`` or
+    ``untyped``): their count, time per iteration (mean, sample sd, min, max, in ms), the main
+    GPU's busy share, the host time between one and the next iteration (mean ms; ``None`` when
+    only the last is of this kind), graph replays per iteration, tokens per second (``None``
+    where the tokens are not recorded). ``json`` holds the report's entry."""
+
+    def __init__(self, entry: Dict[str, Any]):
+        self.json = entry
+        self.kind: str = entry["kind"] or "untyped"
+        time = entry["time"]
+        self.iterations: int = time["n"]
+        self.ms_per_iteration: float = time["mean_ms"]
+        self.sd_ms: float = time["sd_ms"]
+        self.min_ms: float = time["min_ms"]
+        self.max_ms: float = time["max_ms"]
+        self.gpu_busy_pct: float = entry["gpu_busy_pct"]
+        gap = entry.get("host_gap")
+        self.host_gap_ms: Optional[float] = gap["mean_ms"] if gap else None
+        self.graph_replays_per_iteration: float = entry["graph_replays_per_iteration"]
+        self.tokens_per_s: Optional[float] = entry.get("tokens_per_s")
+
+    def line(self) -> str:
+        """The figures in one line, as ``Report.summary`` prints them."""
+        gap = "-" if self.host_gap_ms is None else f"{self.host_gap_ms:.3f} ms"
+        tokens = "-" if self.tokens_per_s is None else f"{self.tokens_per_s:.0f}"
+        return (
+            f"{self.kind}: {self.iterations} iteration(s), {self.ms_per_iteration:.3f} ± "
+            f"{self.sd_ms:.3f} ms, GPU busy {self.gpu_busy_pct:.1f}%, host time between "
+            f"iterations {gap}, {self.graph_replays_per_iteration:.1f} graph replays per "
+            f"iteration, tokens/s {tokens}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<ServingKind {self.line()}>"
+
+
 def _cell(value: Any) -> str:
     return f"<td>{html.escape(str(value))}</td>"
 
@@ -88,6 +126,11 @@ class Report:
         self.findings: List[Finding] = [Finding(f) for f in self.json["findings"]]
         self.split: Dict[str, float] = {p["part"]: p["ms"] for p in self.json.get("split", [])}
         self.mean_step_ms: float = self.json["trace"]["mean_step_ms"]
+        serving = self.json.get("serving")
+        # A serving capture's iterations by kind (vLLM, SGLang, TGI); None for other traces.
+        self.serving: Optional[List[ServingKind]] = (
+            [ServingKind(k) for k in serving["kinds"]] if serving else None
+        )
         self._markdown = markdown
         self._fragment = link
         self._link_error = link_error
@@ -113,6 +156,8 @@ class Report:
             f"torchtraceap: {self.file}: {len(self.findings)} finding(s), "
             f"mean step {self.mean_step_ms:.2f} ms"
         ]
+        for k in self.serving or []:
+            lines.append(f"  serving {k.line()}")
         for f in self.findings:
             lines.append(f"  {f.severity:<6} {f.id:<28} {f.ms_per_step:8.2f} ms/step  {f.title}")
         if self._fragment is not None:
@@ -136,6 +181,25 @@ class Report:
             f"<p><b>{html.escape(self.file)}</b>: {len(self.findings)} finding(s), "
             f"mean step {self.mean_step_ms:.2f} ms</p>"
         )
+        if self.serving:
+            head += (
+                "<table><thead><tr><th>iterations</th><th>count</th><th>ms per iteration</th>"
+                "<th>GPU busy %</th><th>host ms between</th><th>graph replays</th>"
+                "<th>tokens/s</th></tr></thead><tbody>"
+                + "".join(
+                    "<tr>"
+                    + _cell(k.kind)
+                    + _cell(k.iterations)
+                    + _cell(f"{k.ms_per_iteration:.3f} ± {k.sd_ms:.3f}")
+                    + _cell(f"{k.gpu_busy_pct:.1f}")
+                    + _cell("-" if k.host_gap_ms is None else f"{k.host_gap_ms:.3f}")
+                    + _cell(f"{k.graph_replays_per_iteration:.1f}")
+                    + _cell("-" if k.tokens_per_s is None else f"{k.tokens_per_s:.0f}")
+                    + "</tr>"
+                    for k in self.serving
+                )
+                + "</tbody></table>"
+            )
         if not self.findings:
             return head
         return (

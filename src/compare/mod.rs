@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Part;
+pub use crate::metrics::Spread;
 use crate::profile::{NameTotal, Profile, StepFacts};
 
 /// A step-time difference is significant beyond this many standard errors…
@@ -52,36 +53,6 @@ pub struct Side {
     pub steps: usize,
     pub warmup_steps: Vec<i64>,
     pub batch: Option<crate::profile::Batch>,
-}
-
-/// Mean, spread and range of the steady steps' time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub n: usize,
-    pub mean_ms: f64,
-    /// Sample standard deviation (0 with one step).
-    pub(crate) sd_ms: f64,
-    pub(crate) min_ms: f64,
-    pub(crate) max_ms: f64,
-}
-
-impl Spread {
-    fn of(values: &[f64]) -> Spread {
-        let n = values.len();
-        let mean = values.iter().sum::<f64>() / n.max(1) as f64;
-        let var = if n > 1 {
-            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        Spread {
-            n,
-            mean_ms: mean,
-            sd_ms: var.sqrt(),
-            min_ms: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max_ms: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -42,6 +42,10 @@ impl Detector for DataLoaderBottleneck {
         &DATA_LOADER_BOTTLENECK_ABOUT
     }
 
+    fn assumes_training(&self) -> bool {
+        true
+    }
+
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let (gate, checks, method, waits) = if a.cpu_only {
             let data = HostRanges::of(a.trace).data;

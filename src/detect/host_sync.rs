@@ -53,6 +53,10 @@ impl Detector for HostSync {
         &HOST_SYNC_ABOUT
     }
 
+    fn reads_decode(&self) -> bool {
+        true
+    }
+
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let checks = part_checks(a, &[Part::IdleSync], |_| true);
         let o = judge(self, a, ledger, GATE, checks, COST)?;

@@ -36,6 +36,10 @@ impl Detector for LaunchBound {
         &LAUNCH_BOUND_ABOUT
     }
 
+    fn reads_decode(&self) -> bool {
+        true
+    }
+
     fn symptom(&self) -> bool {
         true
     }

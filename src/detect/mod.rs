@@ -412,6 +412,17 @@ pub trait Detector: Sync {
     fn training_only(&self) -> bool {
         false
     }
+    /// Whether the rule assumes a training loop (a data loader feeding each step, host-only
+    /// edges that are the step's own): off for a serving capture, whose iterations the
+    /// scheduler feeds (its host time between them is the serving figures').
+    fn assumes_training(&self) -> bool {
+        self.training_only()
+    }
+    /// Whether, on a serving capture, the rule reads its decode iterations only (where they
+    /// are steady), not the prefill ones: launch overhead and host syncs are decode's cost.
+    fn reads_decode(&self) -> bool {
+        false
+    }
     /// Whether the finding names a symptom (idle GPU, short kernels, host-only time) rather than
     /// a cause: symptoms claim time after every cause, and say which causes explain part of it.
     fn symptom(&self) -> bool {
@@ -483,11 +494,16 @@ pub struct Detected {
 pub fn run(a: &Analysis<'_>) -> Detected {
     let mut ledger = Ledger::new(a.steps.steps.len());
     let mut out = Detected::default();
+    let decode = a.decode_view();
     for d in DETECTORS {
-        if d.training_only() && !a.training {
+        if (d.training_only() && !a.training) || (a.serving.is_some() && d.assumes_training()) {
             continue;
         }
-        match d.detect(a, &mut ledger) {
+        let read = match &decode {
+            Some(decode) if d.reads_decode() => decode,
+            _ => a,
+        };
+        match d.detect(read, &mut ledger) {
             Ok(f) => out.findings.push(*f),
             Err(Rejected(Some(n))) => out.notes.push(n),
             Err(Rejected(None)) => {}

@@ -207,6 +207,10 @@ impl Detector for HostOnlyTime {
         &HOST_ONLY_TIME_ABOUT
     }
 
+    fn assumes_training(&self) -> bool {
+        true
+    }
+
     fn symptom(&self) -> bool {
         true
     }

@@ -630,6 +630,9 @@ fn find_steps(
         })
         .collect();
     if steps.is_empty() {
+        if let Some(found) = super::serving::iterations(&b.strings, e, tracks, launches) {
+            return (found, StepSource::ServingIterations);
+        }
         if let Some(found) = super::iterations::iterations(&b.strings, e, tracks, launches) {
             return found;
         }

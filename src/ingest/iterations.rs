@@ -151,25 +151,27 @@ fn steps(
         .map(|&i| e.end(i))
         .max()
         .unwrap_or(0);
-    let last_start = e.start[level[last]];
-    let gpu_end = launches
-        .iter()
-        .filter(|l| (last_start..cpu_end).contains(&e.start[l.launch as usize]))
-        .map(|l| e.end(l.gpu as usize))
-        .max()
-        .unwrap_or(cpu_end);
+    let end = gpu_end(e, launches, e.start[level[last]], cpu_end);
     anchors
         .iter()
         .enumerate()
         .map(|(k, &a)| Step {
             number: k as i64 + 1,
             start: e.start[level[a]],
-            end: anchors
-                .get(k + 1)
-                .map_or(cpu_end.max(gpu_end), |&next| e.start[level[next]]),
+            end: anchors.get(k + 1).map_or(end, |&next| e.start[level[next]]),
             event: NONE,
         })
         .collect()
+}
+
+/// The end of a last iteration whose host work runs `from..to`: the later of `to` and the end of
+/// the GPU work launched in it.
+pub(super) fn gpu_end(e: &Events, launches: &[Launch], from: i64, to: i64) -> i64 {
+    launches
+        .iter()
+        .filter(|l| (from..to).contains(&e.start[l.launch as usize]))
+        .map(|l| e.end(l.gpu as usize))
+        .fold(to, i64::max)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod overlaps;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
 mod replays;
+pub mod serving;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};

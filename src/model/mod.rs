@@ -10,7 +10,8 @@
 //!   kernel, copy, runtime call, op or memory), or `NONE`;
 //! - names and categories are interned in `strings`; no event owns a `String`.
 //!
-//! Steps are the `ProfilerStep#N` ranges when recorded; without any, the iterations of a loop
+//! Steps are the `ProfilerStep#N` ranges when recorded; without any, a serving engine's
+//! iterations (its model runner's ranges: `ingest::serving`), else the iterations of a loop
 //! (a repeating `record_function` range or sequence of ops: `ingest::iterations`), else (single
 //! forward passes) one step over the GPU's work, from the first batch loaded before it
 //! (`StepSource::WholeTrace`; the whole span on CPU-only traces). Launch links join a runtime call and its GPU work by their shared
@@ -230,7 +231,7 @@ pub struct Step {
     pub number: i64,
     pub start: i64,
     pub end: i64,
-    /// The `ProfilerStep#N` event, or `NONE` for the fallback.
+    /// The `ProfilerStep#N` event, or the range marking a serving iteration; `NONE` otherwise.
     pub event: u32,
 }
 
@@ -250,6 +251,9 @@ pub enum StepSource {
     RepeatedAnnotations,
     /// …or by a top-level op that starts the same sequence of ops again and again.
     RepeatedOps,
+    /// No `ProfilerStep#` range: one step per iteration of a serving engine (vLLM, SGLang,
+    /// TGI), marked by its model runner's range (`ingest::serving`).
+    ServingIterations,
 }
 
 impl StepSource {
@@ -260,6 +264,7 @@ impl StepSource {
             StepSource::WholeTrace => "whole_trace",
             StepSource::RepeatedAnnotations => "repeated_annotations",
             StepSource::RepeatedOps => "repeated_ops",
+            StepSource::ServingIterations => "serving_iterations",
         }
     }
 }

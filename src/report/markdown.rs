@@ -5,6 +5,7 @@
 
 use super::{Report, WindowEntry};
 use crate::memory;
+use crate::metrics::Spread;
 
 /// Windows listed in the Markdown's window-detector table.
 const TOP_WINDOWS: usize = 5;
@@ -42,6 +43,7 @@ impl Report {
         if let Some(g) = &self.graphs {
             let _ = writeln!(o, "CUDA/HIP graphs: {}.{}\n", g.line(), g.per_step());
         }
+        self.serving_markdown(&mut o);
         if self.findings.is_empty() {
             let _ = writeln!(o, "No anti-pattern found.");
         } else {
@@ -145,6 +147,39 @@ impl Report {
     }
 
     /// The allocator's memory per device: peaks, the op at the peak, allocations per step.
+    /// A serving capture's iterations: the figures of each kind, in a table.
+    fn serving_markdown(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let Some(s) = &self.serving else {
+            return;
+        };
+        let _ = writeln!(
+            o,
+            "## Serving iterations\n\n{} of the engine's model runner (its ranges); \
+             the host time is from an iteration's model run to the next iteration.\n\n\
+             | kind | iterations | time per iteration | GPU busy | host time between iterations | graph replays per iteration | tokens/s |\n\
+             |---|---|---|---|---|---|---|",
+            match s.count() {
+                1 => "1 iteration".to_string(),
+                n => format!("{n} iterations"),
+            }
+        );
+        for k in &s.kinds {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.1}% | {} | {:.1} | {} |",
+                k.kind.map_or("untyped", |k| k.label()),
+                k.time.n,
+                k.time.line(),
+                k.gpu_busy_pct,
+                k.host_gap.as_ref().map_or("-".into(), Spread::line),
+                k.graph_replays_per_iteration,
+                k.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}")),
+            );
+        }
+        let _ = writeln!(o);
+    }
+
     fn memory_markdown(&self, o: &mut String) {
         use std::fmt::Write as _;
         let Some(m) = &self.memory else { return };

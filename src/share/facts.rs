@@ -11,6 +11,7 @@ use crate::report::{
     Report, SplitEntry, StepCostEntry, StepEntry, TraceFacts, UnexplainedEntry, WindowEntry,
 };
 use crate::roofline::Roofline;
+use crate::serving::{KindFigures, Serving};
 
 /// A finding's evidence windows a link carries, at most (the best first).
 const WINDOWS_PER_FINDING: usize = 3;
@@ -48,6 +49,10 @@ pub(super) struct Facts {
     /// The step MFU (steady-state mean) where FLOPs were counted; links before it have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mfu: Option<f64>,
+    /// A serving capture's figures per kind of iteration (figures and kinds, no text; not each
+    /// iteration); links before it, and of other captures, have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    serving: Option<Vec<KindFigures>>,
 }
 
 /// A finding as a link holds it.
@@ -151,6 +156,7 @@ impl Facts {
             selected_finding: shared.selected_finding.clone(),
             selected_range: shared.selected_range,
             mfu: r.roofline.as_ref().and_then(Roofline::measured_mfu),
+            serving: r.serving.as_ref().map(|s| s.kinds.clone()),
         }
     }
 
@@ -304,6 +310,10 @@ impl Facts {
                 roofline: self.mfu.map(Roofline::carried),
                 graphs: None,
                 memory: None,
+                serving: self.serving.clone().map(|kinds| Serving {
+                    kinds,
+                    iterations: Vec::new(),
+                }),
             },
             omitted: self
                 .omitted

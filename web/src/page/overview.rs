@@ -1,9 +1,12 @@
-//! The overview: what the trace is (devices, rank, steps, format) and where each step's time goes.
+//! The overview: what the trace is (devices, rank, steps, format), where each step's time goes,
+//! and a serving capture's iterations by kind.
 
 use std::rc::Rc;
 
 use torchtraceap::memory::{self, Summary};
+use torchtraceap::metrics::Spread;
 use torchtraceap::roofline::Roofline;
+use torchtraceap::serving::Serving;
 use yew::prelude::*;
 
 use super::charts::{heat_strip, percent_area, stacked_bars, Bar, Cell, Series};
@@ -62,6 +65,41 @@ fn memory_table(m: &Summary) -> Html {
     }
 }
 
+/// A serving capture's figures per kind of iteration (the report's, as the CLI prints them; a
+/// link carries these, not each iteration).
+fn serving_table(s: &Serving) -> Html {
+    const COLUMNS: [&str; 7] = [
+        "kind",
+        "iterations",
+        "time per iteration",
+        "GPU busy",
+        "host time between iterations",
+        "graph replays per iteration",
+        "tokens/s",
+    ];
+    html! {
+        <div class="serving">
+            <h3>{format!("Serving iterations ({})", count(s.count() as u64))}</h3>
+            <table class="table">
+                <thead><tr>{ for COLUMNS.iter().map(|c| html! { <th>{*c}</th> }) }</tr></thead>
+                <tbody>
+                    { for s.kinds.iter().map(|k| html! {
+                        <tr>
+                            <td>{k.kind.map_or("untyped", |k| k.label())}</td>
+                            <td>{k.time.n}</td>
+                            <td>{k.time.line()}</td>
+                            <td>{pct(k.gpu_busy_pct)}</td>
+                            <td>{k.host_gap.as_ref().map_or("-".into(), Spread::line)}</td>
+                            <td>{format!("{:.1}", k.graph_replays_per_iteration)}</td>
+                            <td>{k.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}"))}</td>
+                        </tr>
+                    }) }
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
 #[function_component(Overview)]
 pub fn overview(props: &OverviewProps) -> Html {
     let Some(a) = props.file.analyzed() else {
@@ -102,6 +140,8 @@ pub fn overview(props: &OverviewProps) -> Html {
                 "repeated_annotations" =>
                     ", no ProfilerStep: iterations of a repeating record_function range",
                 "repeated_ops" => ", no ProfilerStep: iterations of a repeating sequence of ops",
+                "serving_iterations" =>
+                    ", no ProfilerStep: a serving engine's iterations (its model runner's ranges)",
                 _ => "",
             }
         ),
@@ -181,6 +221,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { for r.graphs.as_ref().map(|g| fact("CUDA/HIP graphs", g.line())) }
                 { for trace_facts }
             </dl>
+            { for r.serving.as_ref().map(serving_table) }
             { for r.memory.as_ref().map(memory_table) }
             if let Some(s) = s.filter(|s| !s.warnings.is_empty()) {
                 <ul class="warnings">

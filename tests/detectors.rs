@@ -731,10 +731,18 @@ fn host_device_sync() {
 }
 
 #[test]
-fn a_sync_after_the_steps_last_kernel_costs_nothing() {
-    // aten::item waits on the last of the 35 kernels: no work follows it in the step, so the
-    // GPU's idle after it is the step's tail (host-only time), not the sync's drain.
-    expect_none(&sync(Some((34, 1_500))), "host-device-sync");
+fn a_sync_after_the_steps_last_kernel_costs_the_refill_before_the_next_step() {
+    // aten::item waits on the last of the 35 kernels: the host queues the next step's work only
+    // once it returns, so the GPU's idle in the 1 ms after it is the sync's drain (a cause),
+    // not host-only time (a symptom): 1 ms in each of the first three steps. The last step's
+    // sync drains the trace's last work, with nothing to refill: 3 ms over 4 steps.
+    let found = findings(&sync(Some((34, 1_500))));
+    let f = found
+        .iter()
+        .find(|f| f.id == "host-device-sync")
+        .unwrap_or_else(|| panic!("no host-device-sync in {:?}", summaries(&found)));
+    assert!((f.impact.ms_per_step - 0.75).abs() < 1e-3, "{}", f.summary);
+    assert_eq!((f.gate.held_steps, f.gate.steady_steps), (3, 4));
 }
 
 #[test]

@@ -1,0 +1,222 @@
+//! The shapes of captures nobody tuned for (issue 41), written here as loops of PyTorch's own
+//! events: host syncs in loops without `ProfilerStep`, pageable copies in one long capture, fp32
+//! GEMMs on SIMT cores under `xmma` names, PyTorch 1.8's per-parameter SGD, a capture dominated by
+//! its cold start, and a capture whose GPU record ends early. Each has a positive trace and the
+//! nearest healthy one.
+
+mod kineto;
+
+use torchtraceap::analysis::Analysis;
+use torchtraceap::detect::{self, Detected};
+use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+
+const PID: i64 = 4410;
+const STREAM: i64 = 7;
+const MM: &str = "ampere_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn";
+const RELU: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)";
+
+/// A capture written event by event, times in µs: `gpu` is where the stream's last work ends.
+#[derive(Default)]
+struct Capture {
+    events: Vec<String>,
+    correlation: u64,
+    gpu: i64,
+}
+
+impl Capture {
+    /// A host range (op, annotation) on the main thread.
+    fn range(&mut self, cat: &str, name: &str, ts: i64, dur: i64) {
+        self.events
+            .push(kineto::complete(cat, name, (PID, PID), (ts, dur), ""));
+    }
+
+    /// A runtime call over `(ts, dur)` that queues `(cat, name)` for `gpu_us` on the stream,
+    /// no earlier than 5 µs after the call starts.
+    fn queue(&mut self, call: &str, (ts, dur): (i64, i64), (cat, name): (&str, &str), gpu_us: i64) {
+        self.correlation += 1;
+        let corr = self.correlation;
+        self.events.push(kineto::complete(
+            "cuda_runtime",
+            call,
+            (PID, PID),
+            (ts, dur),
+            &format!(r#""correlation": {corr}"#),
+        ));
+        let start = self.gpu.max(ts + 5);
+        let bytes = if cat == "gpu_memcpy" {
+            format!(r#", "bytes": {}"#, gpu_us * 12_000)
+        } else {
+            String::new()
+        };
+        self.events.push(kineto::complete(
+            cat,
+            name,
+            (0, STREAM),
+            (start, gpu_us),
+            &format!(r#""correlation": {corr}, "device": 0, "stream": {STREAM}{bytes}"#),
+        ));
+        self.gpu = start + gpu_us;
+    }
+
+    /// An op over `(ts, dur)` launching kernel `name` of `gpu_us` from its middle.
+    fn op(&mut self, op: &str, (ts, dur): (i64, i64), name: &str, gpu_us: i64) {
+        self.range("cpu_op", op, ts, dur);
+        self.queue(
+            "cudaLaunchKernel",
+            (ts + 2, dur - 4),
+            ("kernel", name),
+            gpu_us,
+        );
+    }
+
+    /// A host call that returns when the stream has drained (at least `min_us` long).
+    fn synchronize(&mut self, call: &str, ts: i64, min_us: i64) -> i64 {
+        let end = (self.gpu + 3).max(ts + min_us);
+        self.correlation += 1;
+        self.events.push(kineto::complete(
+            "cuda_runtime",
+            call,
+            (PID, PID),
+            (ts, end - ts),
+            &format!(r#""correlation": {}"#, self.correlation),
+        ));
+        end
+    }
+
+    fn json(&self, device: (&str, i64)) -> String {
+        kineto::document(
+            &[kineto::device(0, device.0, device.1, 85_899_345_920)],
+            "",
+            &self.events,
+            "untuned",
+        )
+    }
+}
+
+fn detected(json: &str) -> Detected {
+    let trace = ingest_bytes(json.as_bytes(), IngestOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .trace;
+    detect::run(&Analysis::new(&trace))
+}
+
+fn fired(found: &Detected) -> Vec<String> {
+    found
+        .findings
+        .iter()
+        .map(|f| format!("{} ({:.1}%)", f.id, f.impact.pct_of_step))
+        .collect()
+}
+
+fn has(found: &Detected, id: &str) -> bool {
+    found.findings.iter().any(|f| f.id == id)
+}
+
+const A100: (&str, i64) = ("NVIDIA A100-SXM4-80GB", 8);
+
+/// An inference loop without `ProfilerStep`: each of `n` iterations runs a GEMM and a ReLU and,
+/// where `sync` names one, waits for them with it; 60 µs of Python follow before the next.
+fn inference_loop(n: i64, sync: Option<&str>) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..n {
+        c.range("user_annotation", "forward", t, 50);
+        c.op("aten::mm", (t + 1, 24), MM, 140);
+        c.op("aten::relu", (t + 26, 20), RELU, 30);
+        t += 52;
+        if let Some(call) = sync {
+            t = c.synchronize(call, t, 4);
+        }
+        t += 60;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn a_sync_per_iteration_of_a_loop_without_profiler_steps_is_found() {
+    let found = detected(&inference_loop(101, Some("cudaDeviceSynchronize")));
+    assert!(
+        has(&found, "host-device-sync"),
+        "101 cudaDeviceSynchronize, one per iteration, drain the GPU: {:?}",
+        fired(&found)
+    );
+    let healthy = detected(&inference_loop(101, None));
+    assert!(
+        !has(&healthy, "host-device-sync"),
+        "no sync, no finding: {:?}",
+        fired(&healthy)
+    );
+}
+
+/// `.cpu()` of a result: `cudaMemcpyAsync` into pageable memory, which returns only when the copy
+/// (and everything queued before it) is done.
+fn readback_loop(n: i64, readback: &str) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..n {
+        c.op("aten::mm", (t, 24), MM, 300);
+        c.op("aten::relu", (t + 25, 20), RELU, 30);
+        c.range("cpu_op", "aten::to", t + 47, 10);
+        let host = if readback.contains("Pageable") {
+            // The call returns once the GPU has run everything queued and the copy.
+            c.gpu + 8 - (t + 48)
+        } else {
+            6
+        };
+        c.queue(
+            "cudaMemcpyAsync",
+            (t + 48, host),
+            ("gpu_memcpy", readback),
+            4,
+        );
+        t += 48 + host + 80;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn a_copy_into_pageable_memory_blocks_the_host_like_a_sync() {
+    let found = detected(&readback_loop(50, "Memcpy DtoH (Device -> Pageable)"));
+    assert!(
+        has(&found, "host-device-sync"),
+        "each .cpu() waits for the GPU: {:?}",
+        fired(&found)
+    );
+    let pinned = detected(&readback_loop(50, "Memcpy DtoH (Device -> Pinned)"));
+    assert!(
+        !has(&pinned, "host-device-sync"),
+        "a copy into pinned memory returns at once: {:?}",
+        fired(&pinned)
+    );
+}
+
+/// fp32 GEMMs as cuBLAS names them on Ampere: `xmma` kernels on SIMT cores (`ffma`) or on tensor
+/// cores (`tf32`, `tensor16x8x8`), each 200 µs per iteration beside 100 µs of ReLU.
+fn gemm_loop(gemm: &str) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..40 {
+        c.op("aten::mm", (t, 20), gemm, 200);
+        c.op("aten::relu", (t + 21, 20), RELU, 100);
+        t = c.gpu - 20;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn xmma_gemms_on_simt_cores_are_fp32_without_tensor_cores() {
+    let ffma = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas";
+    let found = detected(&gemm_loop(ffma));
+    assert!(
+        has(&found, "fp32-without-tensor-cores"),
+        "ffma xmma GEMMs run on SIMT cores: {:?}",
+        fired(&found)
+    );
+    let tf32 = "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas";
+    let healthy = detected(&gemm_loop(tf32));
+    assert!(
+        !has(&healthy, "fp32-without-tensor-cores"),
+        "TF32 xmma GEMMs run on tensor cores: {:?}",
+        fired(&healthy)
+    );
+}

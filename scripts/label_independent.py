@@ -120,6 +120,8 @@ SYNC_RE = re.compile(
     r"^(cuda|hip|cu)(Device|Stream|Event|Ctx)Synchronize|^(cuda|hip)Memcpy(2D|3D)?$|"
     r"^hipMemcpyWithStream$"
 )
+# `.item()` synchronises only on a GPU tensor, where it issues a copy and a sync (runtime calls
+# inside the op); on a CPU tensor it reads memory and returns in a microsecond.
 SYNC_OP_RE = re.compile(r"^aten::(item|_local_scalar_dense)$")
 ALLOC_RE = re.compile(r"^(cuda|hip)(Malloc|Free)|^cuMem(Alloc|Free)|HostAlloc|MallocHost|FreeHost")
 DL_RE = re.compile(r"dataloader|_next_data", re.I)
@@ -146,6 +148,9 @@ TC_KERNEL_RE = re.compile(
 # SIMT fp32 by name only: cuBLAS/cuDNN single-precision kernels (sgemm, scudnn, gemmSN),
 # CUTLASS SIMT, ROCm Tensile single precision (`Cijk_…_S_`/`_SB_`) without MFMA (`_MI…`).
 SIMT_FP32_RE = re.compile(r"sgemm|scudnn|gemmSN|_simt_|^Cijk_.*_SB?_")
+# cuBLAS/cuDNN `xmma` kernels that run fp32 on the SIMT cores say so: `…_ffma_…` (fused
+# multiply-add), whatever tensor-core word (`xmma`) the rest of the name carries.
+FFMA_RE = re.compile(r"_ffma")
 SOFTMAX_KERNEL_RE = re.compile(r"softmax", re.I)
 BACKWARD_RE = re.compile(r"backward|bwd|_grad", re.I)
 FUSED_ATTN_RE = re.compile(
@@ -387,8 +392,19 @@ def measure(doc, events):
     f["dataloader_ranges"] = sum(1 for e in cpu if DL_RE.search(e["name"]))
 
     # Syncs
+    runtime_by_thread = {}
+    for r in runtime:
+        runtime_by_thread.setdefault(r["tid"], []).append(r["ts"])
+    for v in runtime_by_thread.values():
+        v.sort()
+
+    def issues_runtime_call(e):
+        v = runtime_by_thread.get(e["tid"], [])
+        k = bisect.bisect_left(v, e["ts"])
+        return k < len(v) and v[k] < e["end"]
+
     sync_calls = [e for e in runtime if SYNC_RE.search(e["name"])] + [
-        e for e in cpu if SYNC_OP_RE.match(e["name"])
+        e for e in cpu if SYNC_OP_RE.match(e["name"]) and issues_runtime_call(e)
     ]
     starts = sorted(e["ts"] for e in gpu)
 
@@ -473,7 +489,7 @@ def measure(doc, events):
     # fp32 SIMT
     gemmconv = [k for k in kernels if (GEMM_KERNEL_RE.search(k["name"]) or CONV_KERNEL_RE.search(k["name"])) and not COLL_RE.search(k["name"])]
     gc_time = sum(k["end"] - k["ts"] for k in gemmconv)
-    simt = sum(k["end"] - k["ts"] for k in gemmconv if SIMT_FP32_RE.search(k["name"]) and not TC_KERNEL_RE.search(k["name"]))
+    simt = sum(k["end"] - k["ts"] for k in gemmconv if FFMA_RE.search(k["name"]) or (SIMT_FP32_RE.search(k["name"]) and not TC_KERNEL_RE.search(k["name"])))
     f["gemm_conv_frac_of_kernel_time"] = round(gc_time / ktime, 4) if ktime else 0.0
     f["simt_fp32_frac_of_gemm_conv"] = round(simt / gc_time, 4) if gc_time else 0.0
     props = doc.get("deviceProperties") if isinstance(doc.get("deviceProperties"), list) else []

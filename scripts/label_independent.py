@@ -443,8 +443,61 @@ def measure(doc, events):
     f["pageable_frac_of_active"] = round(total(union([(c["ts"], c["end"]) for c in pageable])) / active_time, 5) if active_time else 0.0
     f["memcpy_frac_of_active"] = round(total(intersect(union([(c["ts"], c["end"]) for c in copies]), active_u)) / active_time, 4) if active_time else 0.0
 
+    # optimizer and zero_grad
+    foreach = lambda n: "_foreach_" in n or "_fused_" in n or "multi_tensor_apply" in n or "fused_adam" in n.lower()
+    corr_kernels = {}
+    for k in gpu:
+        c = k["args"].get("correlation")
+        if c is not None:
+            corr_kernels.setdefault(c, []).append(k)
+
+    def inside(i):
+        r = cpu[i]
+        ops = [j for j in by_tid[(r["pid"], r["tid"])] if r["ts"] <= cpu[j]["ts"] and cpu[j]["end"] <= r["end"] and j != i]
+        rts = [e for e in runtime if e["tid"] == r["tid"] and r["ts"] <= e["ts"] and e["end"] <= r["end"]]
+        launched = [k for e in rts for k in corr_kernels.get(e["args"].get("correlation"), [])]
+        return ops, launched
+
+    # Ops whose recorded inputs are all 0-dim (`state["step"] += 1`, `.item()`) are bookkeeping
+    # every optimizer does per parameter, fused ones included (apex's and TorchRec's FusedAdam):
+    # the single-tensor loop is ops over the parameters themselves (first version counted them:
+    # a rule change, see docs/LABELS.md).
+    def scalars_only(e):
+        dims = e.get("args", {}).get("Input Dims")
+        return isinstance(dims, list) and len(dims) > 0 and all(d == [] for d in dims)
+
+    # An Optimizer.step call that is the single-tensor loop (no _foreach_/_fused_ work, at least
+    # OPT_PRESENT ops or kernels) is a cause of its own: the GPU idle
+    # while the host is in it is explained, and its element-wise kernels are not a chain
+    # waiting for a compiler (the fused optimizer is their fix).
+    per_call, unfused_opt, unfused_opt_kernels = [], [], set()
+    for i in opt_calls:
+        ops, launched = inside(i)
+        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j)) and not scalars_only(cpu[j])]
+        fused = any(foreach(cpu[j]["name"]) for j in ops) or any(foreach(k["name"]) for k in launched)
+        per_call.append((len(tops), len(launched), fused))
+        if not fused and max(len(tops), len(launched)) >= OPT_PRESENT:
+            unfused_opt.append((cpu[i]["ts"], cpu[i]["end"]))
+            unfused_opt_kernels.update(id(k) for k in launched)
+    f["optimizer_calls"] = len(per_call)
+    if per_call:
+        f["optimizer_top_aten_ops_per_call"] = statistics.median(p[0] for p in per_call)
+        f["optimizer_kernels_per_call"] = statistics.median(p[1] for p in per_call)
+        f["optimizer_calls_with_foreach_or_fused"] = sum(p[2] for p in per_call)
+    zg = [i for i, e in enumerate(cpu) if "zero_grad" in e["name"]]
+    zg = [i for i in zg if not any("zero_grad" in cpu[a]["name"] for a in ancestors(parent, i))]
+    zcounts = []
+    for i in zg:
+        ops, launched = inside(i)
+        z = sum(1 for j in ops if ZERO_OP_RE.match(cpu[j]["name"])) + sum(1 for k in launched if ZERO_GPU_RE.search(k["name"]) or "memset" in k["cat"])
+        zcounts.append(z)
+    f["zero_grad_calls"] = len(zcounts)
+    if zcounts:
+        f["zero_grad_zero_ops_per_call"] = statistics.median(zcounts)
+        f["zero_grad_calls_writing_zeros"] = sum(1 for z in zcounts if z >= ZERO_PRESENT)
+
     # gaps: launch-bound and low utilisation
-    explained = union(dl + sync_idle + [list(x) for x in alloc_u])
+    explained = union(dl + sync_idle + [list(x) for x in alloc_u] + [list(x) for x in unfused_opt])
     idle = [seg for lo, hi in active_u for seg in complement(busy, lo, hi)]
     short_gap, long_gap = 0.0, 0.0
     for s, e in idle:
@@ -512,7 +565,7 @@ def measure(doc, events):
         ks.sort(key=lambda k: k["ts"])
         run = []
         for k in ks + [None]:
-            if k is not None and ELEMENTWISE_RE.search(k["name"]) and k["end"] - k["ts"] < FUSION_KERNEL_US:
+            if k is not None and ELEMENTWISE_RE.search(k["name"]) and k["end"] - k["ts"] < FUSION_KERNEL_US and id(k) not in unfused_opt_kernels:
                 run.append(k)
                 continue
             if len(run) >= FUSION_RUN:
@@ -559,51 +612,6 @@ def measure(doc, events):
             attn_k += count_attention(seq, ATTN_GAP_KERNELS)
     f["attention_kernel_blocks"] = attn_k
 
-    # optimizer and zero_grad
-    foreach = lambda n: "_foreach_" in n or "_fused_" in n or "multi_tensor_apply" in n or "fused_adam" in n.lower()
-    corr_kernels = {}
-    for k in gpu:
-        c = k["args"].get("correlation")
-        if c is not None:
-            corr_kernels.setdefault(c, []).append(k)
-
-    def inside(i):
-        r = cpu[i]
-        ops = [j for j in by_tid[(r["pid"], r["tid"])] if r["ts"] <= cpu[j]["ts"] and cpu[j]["end"] <= r["end"] and j != i]
-        rts = [e for e in runtime if e["tid"] == r["tid"] and r["ts"] <= e["ts"] and e["end"] <= r["end"]]
-        launched = [k for e in rts for k in corr_kernels.get(e["args"].get("correlation"), [])]
-        return ops, launched
-
-    # Ops whose recorded inputs are all 0-dim (`state["step"] += 1`, `.item()`) are bookkeeping
-    # every optimizer does per parameter, fused ones included (apex's and TorchRec's FusedAdam):
-    # the single-tensor loop is ops over the parameters themselves (first version counted them:
-    # a rule change, see docs/LABELS.md).
-    def scalars_only(e):
-        dims = e.get("args", {}).get("Input Dims")
-        return isinstance(dims, list) and len(dims) > 0 and all(d == [] for d in dims)
-
-    per_call = []
-    for i in opt_calls:
-        ops, launched = inside(i)
-        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j)) and not scalars_only(cpu[j])]
-        fused = any(foreach(cpu[j]["name"]) for j in ops) or any(foreach(k["name"]) for k in launched)
-        per_call.append((len(tops), len(launched), fused))
-    f["optimizer_calls"] = len(per_call)
-    if per_call:
-        f["optimizer_top_aten_ops_per_call"] = statistics.median(p[0] for p in per_call)
-        f["optimizer_kernels_per_call"] = statistics.median(p[1] for p in per_call)
-        f["optimizer_calls_with_foreach_or_fused"] = sum(p[2] for p in per_call)
-    zg = [i for i, e in enumerate(cpu) if "zero_grad" in e["name"]]
-    zg = [i for i in zg if not any("zero_grad" in cpu[a]["name"] for a in ancestors(parent, i))]
-    zcounts = []
-    for i in zg:
-        ops, launched = inside(i)
-        z = sum(1 for j in ops if ZERO_OP_RE.match(cpu[j]["name"])) + sum(1 for k in launched if ZERO_GPU_RE.search(k["name"]) or "memset" in k["cat"])
-        zcounts.append(z)
-    f["zero_grad_calls"] = len(zcounts)
-    if zcounts:
-        f["zero_grad_zero_ops_per_call"] = statistics.median(zcounts)
-        f["zero_grad_calls_writing_zeros"] = sum(1 for z in zcounts if z >= ZERO_PRESENT)
     return f
 
 

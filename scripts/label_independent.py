@@ -70,8 +70,9 @@ DL_PRESENT, DL_ABSENT, DL_MIN_MS = 0.10, 0.02, 5.0
 # CPU-only: the DataLoader's share of the capture (the same process does the model work).
 DL_CPU_PRESENT, DL_CPU_ABSENT = 0.15, 0.03
 # Allocator: host time inside cudaMalloc/cudaFree (and hip/cu equivalents) after the GPU's
-# first work (a cold first cudaFree is CUDA's lazy initialisation, not churn), as a share of
-# the window, with calls repeating (at least 10 calls after the first GPU work).
+# first kernel (a cold first cudaFree is CUDA's lazy initialisation, not churn, and cuDNN's
+# set-up memsets its workspace before it), as a share of the window, with calls repeating (at
+# least 10 calls after the first kernel).
 ALLOC_PRESENT, ALLOC_ABSENT, ALLOC_MIN_CALLS = 0.05, 0.005, 10
 # Syncs: GPU idle while the host is blocked in a synchronising call and from its end to the
 # next GPU work (that part capped at 20 ms: beyond it the host is doing something else), not
@@ -429,10 +430,10 @@ def measure(doc, events):
     f["sync_idle_frac_of_active"] = round(total(sync_idle_net) / active_time, 4) if active_time else 0.0
 
     # Allocator
-    first_gpu = busy[0][0] if busy else None
-    allocs = [e for e in runtime if ALLOC_RE.search(e["name"]) and first_gpu is not None and e["ts"] >= first_gpu]
+    first_kernel = min((k["ts"] for k in kernels), default=None)
+    allocs = [e for e in runtime if ALLOC_RE.search(e["name"]) and first_kernel is not None and e["ts"] >= first_kernel]
     alloc_u = intersect(union([(e["ts"], e["end"]) for e in allocs]), wins_u)
-    f["alloc_calls_after_first_gpu_work"] = len(allocs)
+    f["alloc_calls_after_first_kernel"] = len(allocs)
     f["alloc_time_frac_of_window"] = round(total(alloc_u) / win_time, 4) if win_time else 0.0
 
     # Copies
@@ -688,10 +689,10 @@ def judge(f):
         elif x < DL_ABSENT:
             put("dataloader-bottleneck", "absent", f"host in DataLoader while no GPU work runs = {x:.2%} of the window (< {DL_ABSENT:.0%})")
         a = f["alloc_time_frac_of_window"]
-        if a >= ALLOC_PRESENT and f["alloc_calls_after_first_gpu_work"] >= ALLOC_MIN_CALLS:
-            put("allocator-churn", "present", f"host in malloc/free calls = {a:.2%} of the window, {f['alloc_calls_after_first_gpu_work']} calls after the first GPU work")
+        if a >= ALLOC_PRESENT and f["alloc_calls_after_first_kernel"] >= ALLOC_MIN_CALLS:
+            put("allocator-churn", "present", f"host in malloc/free calls = {a:.2%} of the window, {f['alloc_calls_after_first_kernel']} calls after the first kernel")
         elif a < ALLOC_ABSENT:
-            put("allocator-churn", "absent", f"host in malloc/free calls after the first GPU work = {a:.2%} of the window")
+            put("allocator-churn", "absent", f"host in malloc/free calls after the first kernel = {a:.2%} of the window")
         s = f["sync_idle_frac_of_active"]
         if s >= SYNC_PRESENT and f["sync_calls_followed_by_gpu_idle"] >= f["iterations"]:
             put("host-device-sync", "present", f"GPU idle after {f['sync_calls_followed_by_gpu_idle']} synchronising calls = {s:.2%} of GPU-active time")
@@ -769,7 +770,7 @@ def judge(f):
 # The figures each id's label rests on (recorded with the label).
 FIGURES_OF = {
     "dataloader-bottleneck": ["dataloader_ranges", "dataloader_gpu_idle_frac_of_window", "dataloader_gpu_idle_ms", "dataloader_frac_of_window", "windows_from", "window_ms"],
-    "allocator-churn": ["alloc_calls_after_first_gpu_work", "alloc_time_frac_of_window", "windows_from", "window_ms"],
+    "allocator-churn": ["alloc_calls_after_first_kernel", "alloc_time_frac_of_window", "windows_from", "window_ms"],
     "host-device-sync": ["sync_calls", "sync_calls_followed_by_gpu_idle", "sync_idle_frac_of_active", "iterations", "gpu_active_ms"],
     "pageable-memcpy": ["pageable_copies", "pageable_bytes_per_iteration", "pageable_frac_of_active", "iterations", "iterations_from"],
     "host-only-time": ["step_edge_idle_frac_median", "windows_from"],

@@ -56,7 +56,18 @@ pub struct StepWindows {
     /// step that launches no GPU work in a trace that has some (what the last `prof.step()`
     /// opens).
     pub warmup: bool,
+    /// What a first step spent starting up before its first launch, left out of it.
+    pub cold_start: Option<ColdStart>,
     pub windows: Vec<Window>,
+}
+
+/// A capture's cold start (see [`cold_start`]): `[start, end)`, left out of its first step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColdStart {
+    pub start: i64,
+    pub end: i64,
+    /// The longest one-off call or range in it.
+    pub longest: u32,
 }
 
 impl StepWindows {
@@ -105,6 +116,11 @@ pub(crate) const WARMUP_SLOWDOWN: f64 = 1.25;
 /// A first step with more than this many times the median device allocations of the others is
 /// warm-up (the caching allocator filling up).
 pub(crate) const WARMUP_ALLOCATIONS: f64 = 2.0;
+/// One-off host work of at least this long before a first step's first launch (CUDA's lazy
+/// initialisation in a `cudaFree`, cuDNN's first handle, a DataLoader starting its workers)…
+pub(crate) const COLD_CALL_NS: i64 = 100_000_000;
+/// …that fills at least this share of the step is the capture's cold start.
+pub(crate) const COLD_SHARE: f64 = 0.25;
 /// Steps without structure are cut into slices of about this length…
 pub(crate) const SLICE_NS: i64 = 10_000_000;
 /// …but into no more than this many.
@@ -196,17 +212,24 @@ pub fn split(t: &Trace) -> Steps {
         .map(|(k, s)| {
             let warmup = (k == 0 && judged >= 2 && is_warmup(&durations, &mallocs[..judged]))
                 || (empty_last && k + 1 == t.steps.len());
+            let cold = if k == 0 && !warmup && s.event == NONE {
+                cold_start(t, &mut phases, s)
+            } else {
+                None
+            };
+            let start = cold.map_or(s.start, |c| c.end);
             let structured = structure(t, &mut phases, k, s.event);
             let windows = if structured.len() >= 2 {
                 structured
             } else {
-                slices(k, s.start, s.end)
+                slices(k, start, s.end)
             };
             StepWindows {
                 number: s.number,
-                start: s.start,
+                start,
                 end: s.end,
                 warmup,
+                cold_start: cold,
                 windows,
             }
         })
@@ -222,6 +245,58 @@ pub fn split(t: &Trace) -> Steps {
         source: t.step_source,
         steps,
     }
+}
+
+/// The cold start of a step recorded without a `ProfilerStep#` range (a whole capture, or a
+/// loop's first iteration): its lead before the first kernel's launch, where one-off host work of
+/// at least [`COLD_CALL_NS`] each (runtime calls, DataLoader ranges; the part of them in the lead)
+/// fills [`COLD_SHARE`] of the step. The
+/// step then holds its steady part, from the first kernel's launch on.
+fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<ColdStart> {
+    let e = &t.events;
+    // The first kernel's launch: set-up copies and memsets (cuDNN's workspace) come earlier.
+    let first = t
+        .launches
+        .iter()
+        .filter(|l| {
+            matches!(
+                e.kind[l.gpu as usize],
+                EventKind::GpuKernel | EventKind::Collective
+            )
+        })
+        .map(|l| e.start[l.launch as usize])
+        .filter(|&x| x >= s.start && x < s.end)
+        .min()?;
+    let mut spans: Vec<(i64, i64, usize)> = Vec::new();
+    for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+        for i in track.events.clone().map(|i| i as usize) {
+            let one_off = e.dur[i] >= COLD_CALL_NS
+                && e.end(i) > s.start
+                && e.start[i] < first
+                && match e.kind[i] {
+                    EventKind::RuntimeCall => true,
+                    EventKind::CpuOp | EventKind::UserAnnotation => {
+                        phases.of_event(t, i) == Some(Phase::DataLoading)
+                    }
+                    _ => false,
+                };
+            if one_off {
+                spans.push((e.start[i].max(s.start), e.end(i).min(first), i));
+            }
+        }
+    }
+    spans.sort_unstable();
+    let (mut covered, mut reach) = (0i64, i64::MIN);
+    for &(start, end, _) in &spans {
+        covered += (end - start.max(reach)).max(0);
+        reach = reach.max(end);
+    }
+    let longest = spans.iter().max_by_key(|x| x.1 - x.0)?.2;
+    (covered as f64 >= COLD_SHARE * (s.end - s.start) as f64).then_some(ColdStart {
+        start: s.start,
+        end: first,
+        longest: longest as u32,
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

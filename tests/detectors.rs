@@ -972,14 +972,19 @@ fn cases_of(sources: &str, id: &str) -> (bool, bool) {
 }
 
 /// Every detector and observer of the catalogue has a case that must find (or note) it and one
-/// that must not, in this file, `tests/op_patterns.rs` or `tests/unrecorded.rs`.
+/// that must not, in this file, `tests/op_patterns.rs`, `tests/unrecorded.rs` or `tests/untuned.rs`.
 #[test]
 fn every_detector_and_observer_has_a_positive_and_a_negative_case() {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let sources: String = ["detectors.rs", "op_patterns.rs", "unrecorded.rs"]
-        .iter()
-        .map(|f| std::fs::read_to_string(tests.join(f)).unwrap())
-        .collect();
+    let sources: String = [
+        "detectors.rs",
+        "op_patterns.rs",
+        "unrecorded.rs",
+        "untuned.rs",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(tests.join(f)).unwrap())
+    .collect();
     let ids = DETECTORS.iter().map(|d| d.id());
     let missing: Vec<String> = ids
         .chain(OBSERVERS.iter().map(|o| o.about().id))

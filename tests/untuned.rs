@@ -5,7 +5,9 @@
 //! nearest healthy one.
 
 mod kineto;
+mod notes;
 
+use notes::{expect_no_note, expect_note};
 use torchtraceap::analysis::Analysis;
 use torchtraceap::detect::{self, Detected};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
@@ -219,4 +221,55 @@ fn xmma_gemms_on_simt_cores_are_fp32_without_tensor_cores() {
         "TF32 xmma GEMMs run on tensor cores: {:?}",
         fired(&healthy)
     );
+}
+
+const SOFTMAX: &str = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, float const*, int, int, int, bool const*, int, bool)";
+const DIV: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >, at::detail::Array<char*, 3> >(int, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >, at::detail::Array<char*, 3>)";
+const BMM: &str = "ampere_sgemm_128x64_tn";
+
+/// An inference capture without steps: the first DataLoader batch (`first_batch_ms`: worker
+/// start-up when long), then one forward pass of 12 layers whose attention is written by hand
+/// (`matmul` → `bmm`, `/ sqrt(d)`, `softmax`, `matmul` → `bmm`) between two 300 ms projections.
+fn cold_vit(first_batch_ms: i64) -> String {
+    let mut c = Capture::default();
+    c.range(
+        "user_annotation",
+        "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+        1_000,
+        first_batch_ms * 1_000,
+    );
+    let mut t = 1_100 + first_batch_ms * 1_000;
+    for _ in 0..12 {
+        c.op("aten::linear", (t, 30), MM, 300_000);
+        c.range("cpu_op", "aten::matmul", t + 31, 30);
+        c.op("aten::bmm", (t + 32, 28), BMM, 1_000);
+        c.op("aten::div", (t + 62, 20), DIV, 500);
+        c.op("aten::softmax", (t + 83, 20), SOFTMAX, 2_000);
+        c.range("cpu_op", "aten::matmul", t + 104, 30);
+        c.op("aten::bmm", (t + 105, 28), BMM, 1_000);
+        c.op("aten::linear", (t + 135, 30), MM, 300_000);
+        t = c.gpu - 100;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn a_capture_dominated_by_its_cold_start_is_read_from_its_first_launch() {
+    // 4.5 s of DataLoader start-up, then 7.25 s of forward pass: the attention blocks claim
+    // 12 × (2 + 0.5 + 1) ms = 42 ms, 0.36% of the whole capture and 0.58% of its steady part (a
+    // finding must cost 0.5% of the step).
+    let found = detected(&cold_vit(4_500));
+    assert!(
+        has(&found, "unfused-attention"),
+        "hand-written attention in the steady part: {:?}",
+        fired(&found)
+    );
+    assert!(
+        !has(&found, "dataloader-bottleneck"),
+        "the first batch's worker start-up is no steady DataLoader wait: {:?}",
+        fired(&found)
+    );
+    let note = expect_note(found, "cold-start");
+    assert!(note.text.contains("4500.1 ms"), "{}", note.text);
+    expect_no_note(&detected(&cold_vit(20)), "cold-start");
 }

@@ -54,7 +54,8 @@ pub struct StepWindows {
     pub end: i64,
     /// Warm-up steps are reported apart and kept out of steady-state statistics; so is a last
     /// step that launches no GPU work in a trace that has some (what the last `prof.step()`
-    /// opens).
+    /// opens), and a step with kernel launches after the capture's GPU record stopped (its GPU
+    /// work is not all recorded: see [`unrecorded_launches`]).
     pub warmup: bool,
     /// What a first step spent starting up before its first launch, left out of it.
     pub cold_start: Option<ColdStart>,
@@ -202,6 +203,7 @@ pub fn split(t: &Trace) -> Steps {
     let empty_last = t.steps.len() >= 2
         && !launch_times.is_empty()
         && t.steps.last().is_some_and(|s| !launches_in(s));
+    let unrecorded = unrecorded_launches(t);
     let judged = t.steps.len() - usize::from(empty_last);
     let durations: Vec<i64> = t.steps[..judged].iter().map(|s| s.end - s.start).collect();
     let mut phases = Phases::new(t);
@@ -211,7 +213,9 @@ pub fn split(t: &Trace) -> Steps {
         .enumerate()
         .map(|(k, s)| {
             let warmup = (k == 0 && judged >= 2 && is_warmup(&durations, &mallocs[..judged]))
-                || (empty_last && k + 1 == t.steps.len());
+                || (empty_last && k + 1 == t.steps.len())
+                || unrecorded.partition_point(|&x| x < s.end)
+                    > unrecorded.partition_point(|&x| x < s.start);
             let cold = if k == 0 && !warmup && s.event == NONE {
                 cold_start(t, &mut phases, s)
             } else {
@@ -297,6 +301,29 @@ fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<
         end: first,
         longest: longest as u32,
     })
+}
+
+/// Kernel launches with no GPU record that start after the last launch that has one, sorted:
+/// the capture's GPU record stopped before its host side did.
+fn unrecorded_launches(t: &Trace) -> Vec<i64> {
+    let e = &t.events;
+    let Some(last) = t.launches.iter().map(|l| e.start[l.launch as usize]).max() else {
+        return Vec::new();
+    };
+    let mut recorded: Vec<u32> = t.launches.iter().map(|l| l.launch).collect();
+    recorded.sort_unstable();
+    let mut lost: Vec<i64> = (0..e.len())
+        .filter(|&i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.start[i] > last
+                && e.detail[i] != NONE
+                && t.runtime_class(i).launches()
+                && recorded.binary_search(&(i as u32)).is_err()
+        })
+        .map(|i| e.start[i])
+        .collect();
+    lost.sort_unstable();
+    lost
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

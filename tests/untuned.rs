@@ -1,8 +1,9 @@
 //! The shapes of captures nobody tuned for (issue 41), written here as loops of PyTorch's own
-//! events: host syncs in loops without `ProfilerStep`, pageable copies in one long capture, fp32
-//! GEMMs on SIMT cores under `xmma` names, PyTorch 1.8's per-parameter SGD, a capture dominated by
-//! its cold start, and a capture whose GPU record ends early. Each has a positive trace and the
-//! nearest healthy one.
+//! events: host syncs and `.cpu()` readbacks in loops without `ProfilerStep`, fp32 GEMMs on SIMT
+//! cores under `xmma` names, a capture dominated by its cold start, a capture whose GPU record
+//! ends early; and, found before this file was written (kept as guards), pageable copies in one
+//! long capture, PyTorch 1.8's per-parameter SGD and a single-process DataLoader on the CPU. Each
+//! has a positive trace and the nearest healthy one.
 
 mod kineto;
 mod notes;
@@ -272,4 +273,190 @@ fn a_capture_dominated_by_its_cold_start_is_read_from_its_first_launch() {
     let note = expect_note(found, "cold-start");
     assert!(note.text.contains("4500.1 ms"), "{}", note.text);
     expect_no_note(&detected(&cold_vit(20)), "cold-start");
+}
+
+const SGD_ADD: &str = "void at::native::unrolled_elementwise_kernel<at::native::AddFunctor<float>, at::detail::Array<char*, 3>, OffsetCalculator<2, unsigned int>, OffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, at::native::memory::StoreWithoutCast>(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>, OffsetCalculator<2, unsigned int>, OffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, at::native::memory::StoreWithoutCast)";
+
+/// Training in PyTorch 1.8's words (`Operator`, `Runtime`, `Kernel` categories), without
+/// `ProfilerStep`: 6 iterations of a forward GEMM, its backward, then `SGD.step` updating each of
+/// `params` parameters with its own `aten::add_` (one kernel each), then `zero_grad`.
+fn sgd_1_8(params: i64) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..6 {
+        c.op("aten::linear", (t, 30), MM, 2_000);
+        c.range(
+            "cpu_op",
+            "autograd::engine::evaluate_function: AddmmBackward",
+            t + 40,
+            60,
+        );
+        c.op("aten::mm", (t + 45, 50), MM, 4_000);
+        t += 110;
+        c.range("cpu_op", "Optimizer.step#SGD.step", t, params * 12 + 10);
+        for p in 0..params {
+            c.op("aten::add_", (t + 5 + p * 12, 10), SGD_ADD, 3);
+        }
+        t += params * 12 + 20;
+        c.range("cpu_op", "Optimizer.zero_grad#SGD.zero_grad", t, 30);
+        t = c.gpu.max(t + 40) + 200;
+    }
+    [
+        ("cpu_op", "Operator"),
+        ("cuda_runtime", "Runtime"),
+        ("kernel", "Kernel"),
+    ]
+    .iter()
+    .fold(c.json(("Tesla V100-SXM2-16GB", 7)), |text, (new, old)| {
+        text.replace(&format!(r#""cat": "{new}""#), &format!(r#""cat": "{old}""#))
+    })
+}
+
+#[test]
+fn pytorch_1_8s_per_parameter_sgd_is_an_unfused_optimizer() {
+    let found = detected(&sgd_1_8(120));
+    assert!(
+        has(&found, "optimizer-not-fused"),
+        "120 add_ kernels per SGD.step: {:?}",
+        fired(&found)
+    );
+    let small = detected(&sgd_1_8(8));
+    assert!(
+        !has(&small, "optimizer-not-fused"),
+        "8 parameters: {:?}",
+        fired(&small)
+    );
+}
+
+/// A data-pipeline experiment without `ProfilerStep`: `iterations` batches, each 20 ms in the
+/// DataLoader, then copied to the GPU (`copy`, 350 µs for 4.2 MB) and normalised by one kernel.
+fn pipeline(iterations: i64, copy: &str) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..iterations {
+        c.range(
+            "user_annotation",
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            t,
+            20_000,
+        );
+        t += 20_010;
+        c.range("cpu_op", "aten::to", t, 370);
+        let host = if copy.contains("Pageable") { 360 } else { 8 };
+        c.queue("cudaMemcpyAsync", (t + 2, host), ("gpu_memcpy", copy), 350);
+        c.op("aten::sub", (t + 380, 20), RELU, 40);
+        t += 420;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn pageable_copies_in_one_long_capture_are_found() {
+    let found = detected(&pipeline(40, "Memcpy HtoD (Pageable -> Device)"));
+    assert!(
+        has(&found, "pageable-memcpy"),
+        "4.2 MB from pageable memory per batch: {:?}",
+        fired(&found)
+    );
+    let pinned = detected(&pipeline(40, "Memcpy HtoD (Pinned -> Device)"));
+    assert!(
+        !has(&pinned, "pageable-memcpy"),
+        "pinned batches: {:?}",
+        fired(&pinned)
+    );
+}
+
+/// CPU-only training without `ProfilerStep`: 10 iterations, each `loading_ms` in a
+/// single-process DataLoader, then a convolution's forward and backward and an SGD step.
+fn cpu_training(loading_ms: i64) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for _ in 0..10 {
+        c.range(
+            "user_annotation",
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            t,
+            loading_ms * 1_000,
+        );
+        t += loading_ms * 1_000 + 10;
+        c.range("cpu_op", "aten::conv2d", t, 10_000);
+        c.range("cpu_op", "aten::mkldnn_convolution", t + 5, 9_990);
+        t += 10_010;
+        c.range(
+            "cpu_op",
+            "autograd::engine::evaluate_function: ConvolutionBackward0",
+            t,
+            12_000,
+        );
+        t += 12_010;
+        c.range("cpu_op", "Optimizer.step#SGD.step", t, 1_000);
+        t += 1_100;
+    }
+    kineto::document(&[], "", &c.events, "untuned")
+}
+
+#[test]
+fn a_single_process_dataloader_on_the_cpu_is_a_bottleneck() {
+    let found = detected(&cpu_training(8));
+    assert!(
+        has(&found, "dataloader-bottleneck"),
+        "8 ms of a 31 ms iteration in the DataLoader: {:?}",
+        fired(&found)
+    );
+    let quick = detected(&cpu_training(0));
+    assert!(
+        !has(&quick, "dataloader-bottleneck"),
+        "a DataLoader that returns at once: {:?}",
+        fired(&quick)
+    );
+}
+
+const TO_NHWC: &str = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnn::dnn::kernel_class)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)";
+const CONV: &str = "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel";
+
+/// Two `ProfilerStep`s of 1 ms, each converting to NHWC (10 µs), convolving (2 × 250 µs) and
+/// converting a second tensor (where `truncated`, 23 µs). Where `truncated`, the capture's GPU
+/// record ends after the second step's first convolution: the launches after it have none.
+fn short_steps(truncated: bool) -> String {
+    let mut c = Capture::default();
+    for (k, t) in [(1, 1_000), (2, 2_000)] {
+        c.range("user_annotation", &format!("ProfilerStep#{k}"), t, 1_000);
+        let second = if truncated && k == 2 { 23 } else { 10 };
+        c.op("aten::contiguous", (t + 10, 20), TO_NHWC, second);
+        c.op("aten::cudnn_convolution", (t + 40, 20), CONV, 250);
+        if truncated && k == 2 {
+            // Launched, never recorded.
+            for (n, ts) in [(1, t + 70), (2, t + 100)] {
+                c.events.push(kineto::complete(
+                    "cuda_runtime",
+                    "cudaLaunchKernel",
+                    (PID, PID),
+                    (ts, 16),
+                    &format!(r#""correlation": {}"#, 1_000 + n),
+                ));
+            }
+        } else {
+            c.op("aten::cudnn_convolution", (t + 70, 20), CONV, 250);
+            c.op("aten::contiguous", (t + 100, 20), TO_NHWC, 10);
+        }
+    }
+    c.json(A100)
+}
+
+#[test]
+fn a_step_whose_gpu_record_ends_early_is_no_steady_step() {
+    let found = detected(&short_steps(true));
+    assert!(
+        !has(&found, "layout-transforms"),
+        "the second step's kernels are not all recorded: {:?}",
+        fired(&found)
+    );
+    let whole = Analysis::new(
+        &ingest_bytes(short_steps(false).as_bytes(), IngestOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .trace,
+    )
+    .steady
+    .len();
+    assert_eq!(whole, 2, "both steps are recorded whole");
 }

@@ -115,7 +115,25 @@ fn has(found: &Detected, id: &str) -> bool {
     found.findings.iter().any(|f| f.id == id)
 }
 
+/// `id` must be among the findings of the trace `positive.0` (because of `positive.1`), and not
+/// among those of `negative.0` (because of `negative.1`).
+fn found_only_in(id: &str, positive: (&str, &str), negative: (&str, &str)) {
+    let found = detected(positive.0);
+    assert!(has(&found, id), "{id}: {}: {:?}", positive.1, fired(&found));
+    let found = detected(negative.0);
+    assert!(
+        !has(&found, id),
+        "{id}: {}: {:?}",
+        negative.1,
+        fired(&found)
+    );
+}
+
 const A100: (&str, i64) = ("NVIDIA A100-SXM4-80GB", 8);
+const TO_PAGEABLE: &str = "Memcpy DtoH (Device -> Pageable)";
+const TO_PINNED: &str = "Memcpy DtoH (Device -> Pinned)";
+const FROM_PAGEABLE: &str = "Memcpy HtoD (Pageable -> Device)";
+const FROM_PINNED: &str = "Memcpy HtoD (Pinned -> Device)";
 
 /// An inference loop without `ProfilerStep`: each of `n` iterations runs a GEMM and a ReLU and,
 /// where `sync` names one, waits for them with it; 60 µs of Python follow before the next.
@@ -137,17 +155,13 @@ fn inference_loop(n: i64, sync: Option<&str>) -> String {
 
 #[test]
 fn a_sync_per_iteration_of_a_loop_without_profiler_steps_is_found() {
-    let found = detected(&inference_loop(101, Some("cudaDeviceSynchronize")));
-    assert!(
-        has(&found, "host-device-sync"),
-        "101 cudaDeviceSynchronize, one per iteration, drain the GPU: {:?}",
-        fired(&found)
-    );
-    let healthy = detected(&inference_loop(101, None));
-    assert!(
-        !has(&healthy, "host-device-sync"),
-        "no sync, no finding: {:?}",
-        fired(&healthy)
+    found_only_in(
+        "host-device-sync",
+        (
+            &inference_loop(101, Some("cudaDeviceSynchronize")),
+            "101 cudaDeviceSynchronize, one per iteration, drain the GPU",
+        ),
+        (&inference_loop(101, None), "no sync, no finding"),
     );
 }
 
@@ -179,17 +193,12 @@ fn readback_loop(n: i64, readback: &str) -> String {
 
 #[test]
 fn a_copy_into_pageable_memory_blocks_the_host_like_a_sync() {
-    let found = detected(&readback_loop(50, "Memcpy DtoH (Device -> Pageable)"));
-    assert!(
-        has(&found, "host-device-sync"),
-        "each .cpu() waits for the GPU: {:?}",
-        fired(&found)
-    );
-    let pinned = detected(&readback_loop(50, "Memcpy DtoH (Device -> Pinned)"));
-    assert!(
-        !has(&pinned, "host-device-sync"),
-        "a copy into pinned memory returns at once: {:?}",
-        fired(&pinned)
+    let (pageable, pinned) = (readback_loop(50, TO_PAGEABLE), readback_loop(50, TO_PINNED));
+    let waits = "each .cpu() waits for the GPU";
+    found_only_in(
+        "host-device-sync",
+        (&pageable, waits),
+        (&pinned, "pinned: no wait"),
     );
 }
 
@@ -209,18 +218,11 @@ fn gemm_loop(gemm: &str) -> String {
 #[test]
 fn xmma_gemms_on_simt_cores_are_fp32_without_tensor_cores() {
     let ffma = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas";
-    let found = detected(&gemm_loop(ffma));
-    assert!(
-        has(&found, "fp32-without-tensor-cores"),
-        "ffma xmma GEMMs run on SIMT cores: {:?}",
-        fired(&found)
-    );
     let tf32 = "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas";
-    let healthy = detected(&gemm_loop(tf32));
-    assert!(
-        !has(&healthy, "fp32-without-tensor-cores"),
-        "TF32 xmma GEMMs run on tensor cores: {:?}",
-        fired(&healthy)
+    found_only_in(
+        "fp32-without-tensor-cores",
+        (&gemm_loop(ffma), "ffma xmma GEMMs run on SIMT cores"),
+        (&gemm_loop(tf32), "TF32 xmma GEMMs run on tensor cores"),
     );
 }
 
@@ -314,17 +316,10 @@ fn sgd_1_8(params: i64) -> String {
 
 #[test]
 fn pytorch_1_8s_per_parameter_sgd_is_an_unfused_optimizer() {
-    let found = detected(&sgd_1_8(120));
-    assert!(
-        has(&found, "optimizer-not-fused"),
-        "120 add_ kernels per SGD.step: {:?}",
-        fired(&found)
-    );
-    let small = detected(&sgd_1_8(8));
-    assert!(
-        !has(&small, "optimizer-not-fused"),
-        "8 parameters: {:?}",
-        fired(&small)
+    found_only_in(
+        "optimizer-not-fused",
+        (&sgd_1_8(120), "120 add_ kernels per SGD.step"),
+        (&sgd_1_8(8), "8 parameters"),
     );
 }
 
@@ -352,17 +347,12 @@ fn pipeline(iterations: i64, copy: &str) -> String {
 
 #[test]
 fn pageable_copies_in_one_long_capture_are_found() {
-    let found = detected(&pipeline(40, "Memcpy HtoD (Pageable -> Device)"));
-    assert!(
-        has(&found, "pageable-memcpy"),
-        "4.2 MB from pageable memory per batch: {:?}",
-        fired(&found)
-    );
-    let pinned = detected(&pipeline(40, "Memcpy HtoD (Pinned -> Device)"));
-    assert!(
-        !has(&pinned, "pageable-memcpy"),
-        "pinned batches: {:?}",
-        fired(&pinned)
+    let (pageable, pinned) = (pipeline(40, FROM_PAGEABLE), pipeline(40, FROM_PINNED));
+    let batches = "4.2 MB from pageable memory per batch";
+    found_only_in(
+        "pageable-memcpy",
+        (&pageable, batches),
+        (&pinned, "pinned batches"),
     );
 }
 
@@ -397,17 +387,13 @@ fn cpu_training(loading_ms: i64) -> String {
 
 #[test]
 fn a_single_process_dataloader_on_the_cpu_is_a_bottleneck() {
-    let found = detected(&cpu_training(8));
-    assert!(
-        has(&found, "dataloader-bottleneck"),
-        "8 ms of a 31 ms iteration in the DataLoader: {:?}",
-        fired(&found)
-    );
-    let quick = detected(&cpu_training(0));
-    assert!(
-        !has(&quick, "dataloader-bottleneck"),
-        "a DataLoader that returns at once: {:?}",
-        fired(&quick)
+    found_only_in(
+        "dataloader-bottleneck",
+        (
+            &cpu_training(8),
+            "8 ms of a 31 ms iteration in the DataLoader",
+        ),
+        (&cpu_training(0), "a DataLoader that returns at once"),
     );
 }
 

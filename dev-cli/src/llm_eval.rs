@@ -11,7 +11,9 @@ use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::DEFAULT_BUDGET;
-use torchtraceap_dev::llm::eval::{self, grade, row, Case, Skipped, Source, Tally, TABLE_HEADER};
+use torchtraceap_dev::llm::eval::{
+    self, grade, row, Case, Graded, Skipped, Source, Tally, UnexplainedLabels, TABLE_HEADER,
+};
 
 use torchtraceap_cli::ProtocolArg;
 
@@ -23,6 +25,9 @@ pub enum Set {
     Real,
     /// Both.
     All,
+    /// The real windows the window model flags and no rule explains, labelled by hand
+    /// (models/unexplained-labels.json): a diagnosis only the LLM can give.
+    Unexplained,
 }
 
 #[derive(clap::Args)]
@@ -44,6 +49,12 @@ pub struct Args {
     /// The hand labels of the real traces.
     #[arg(long, default_value = "models/real-labels.json")]
     labels: PathBuf,
+    /// The hand labels of the unexplained windows.
+    #[arg(long, default_value = "models/unexplained-labels.json")]
+    unexplained_labels: PathBuf,
+    /// Also write every request and answer, graded, as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
     /// The folder the labels' trace paths are relative to.
     #[arg(long, env = "TTAP_SHARED_TRACES", default_value = "../shared/traces")]
     traces: PathBuf,
@@ -75,7 +86,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         cases.extend(c);
         skipped.extend(s);
     }
-    if matches!(args.set, Set::Real | Set::All) {
+    if matches!(args.set, Set::Real | Set::All | Set::Unexplained) && !args.traces.is_dir() {
+        eprintln!(
+            "SKIPPED: the real traces: {} is not a folder (pass --traces DIR or set TTAP_SHARED_TRACES)",
+            args.traces.display()
+        );
+    } else if matches!(args.set, Set::Real | Set::All) {
         let labels = std::fs::read_to_string(&args.labels)
             .map_err(anyhow::Error::from)
             .and_then(|t| Ok(RealLabels::from_json(&t)?))
@@ -85,16 +101,22 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     args.labels.display()
                 )
             })?;
-        if args.traces.is_dir() {
-            let (c, s) = eval::real(&labels, &args.traces, args.budget);
-            cases.extend(c);
-            skipped.extend(s);
-        } else {
-            eprintln!(
-                "SKIPPED: the real traces: {} is not a folder (pass --traces DIR or set TTAP_SHARED_TRACES)",
-                args.traces.display()
-            );
-        }
+        let (c, s) = eval::real(&labels, &args.traces, args.budget);
+        cases.extend(c);
+        skipped.extend(s);
+    } else if args.set == Set::Unexplained {
+        let labels: UnexplainedLabels = std::fs::read_to_string(&args.unexplained_labels)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(serde_json::from_str(&t)?))
+            .with_context(|| {
+                format!(
+                    "the labels of the unexplained windows, {} (pass --unexplained-labels FILE, as models/unexplained-labels.json)",
+                    args.unexplained_labels.display()
+                )
+            })?;
+        let (c, s) = eval::unexplained(&labels, &args.traces, args.budget);
+        cases.extend(c);
+        skipped.extend(s);
     }
     for s in &skipped {
         eprintln!("skipped {}: {}", s.name, s.why);
@@ -110,6 +132,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut table = String::from(TABLE_HEADER);
     let mut refused = Vec::new();
     let mut none_answered = true;
+    let mut answers = match &args.answers {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| {
+                format!(
+                    "the answers' file, {} (pass another --answers FILE)",
+                    path.display()
+                )
+            })?,
+        )),
+        None => None,
+    };
     for model in &args.models {
         let endpoint = endpoint(args, model);
         let mut tally = Tally::default();
@@ -149,6 +182,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                             None => "",
                         },
                     );
+                    if let Some(w) = &mut answers {
+                        record(w, model, case, &reply.text, &g)?;
+                    }
                     Some(g)
                 }
                 Err(e) => {
@@ -187,6 +223,36 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One graded answer as a JSON line of the `--answers` file.
+fn record(
+    w: &mut impl std::io::Write,
+    model: &str,
+    case: &Case,
+    answer: &str,
+    g: &Graded,
+) -> anyhow::Result<()> {
+    let line = serde_json::json!({
+        "model": model,
+        "case": case.name,
+        "accepted": case.accepted,
+        "request": case.prompt.user,
+        "answer": answer,
+        "named": g.check.anti_pattern,
+        "right": g.right,
+        "valid": g.check.valid,
+        "citations_found": g.check.found(),
+        "citations": g.check.citations.len(),
+        "misread": g.check.misread().count(),
+        "key_figure": g.key_figure,
+        "fix_named": g.check.fix_named,
+        "call_site_named": g.check.call_site_named,
+        "latency_s": g.latency.as_secs_f64(),
+        "usage": g.usage,
+    });
+    writeln!(w, "{line}").context("writing the answers' file")?;
+    w.flush().context("writing the answers' file")
 }
 
 fn endpoint(args: &Args, model: &str) -> Endpoint {

@@ -202,6 +202,50 @@ fn modules(t: &Trace, w: &Window) -> Vec<(String, i64, u64)> {
     ranked(totals)
 }
 
+/// The runtime calls that held the host longest in window `w` (a blocking copy, a sync, a slow
+/// first launch), each with its longest call and the operator around that call: what an
+/// unexplained window's diagnosis needs, since no rule's evidence events name them.
+pub(super) fn host_call_lines(t: &Trace, w: &Window) -> Vec<Line> {
+    let e = &t.events;
+    // Name → (total ns, count, the longest call).
+    let mut calls: BTreeMap<&str, (i64, u64, usize)> = BTreeMap::new();
+    for i in cpu_events(t, w).filter(|&i| e.kind[i] == EventKind::RuntimeCall) {
+        let v = calls.entry(t.name_of(i)).or_insert((0, 0, i));
+        v.0 += e.dur[i];
+        v.1 += 1;
+        if e.dur[i] > e.dur[v.2] {
+            v.2 = i;
+        }
+    }
+    let mut ranked: Vec<_> = calls.into_iter().collect();
+    ranked.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then_with(|| x.0.cmp(y.0)));
+    ranked
+        .into_iter()
+        .take(KEEP_FIRST)
+        .enumerate()
+        .map(|(k, (name, (ns, count, longest)))| {
+            let mut text = format!(
+                "Runtime call #{}: {} — {:.3} ms total, {count}×, the longest {:.3} ms",
+                k + 1,
+                cut(name),
+                ms(ns),
+                ms(e.dur[longest])
+            );
+            let mut p = e.parent[longest];
+            while p != crate::model::NONE && e.kind[p as usize] != EventKind::CpuOp {
+                p = e.parent[p as usize];
+            }
+            if p != crate::model::NONE {
+                let _ = write!(text, " under {}", cut(t.name_of(p as usize)));
+            }
+            Line {
+                importance: 2,
+                text: text + ".",
+            }
+        })
+        .collect()
+}
+
 /// GPU work launched from the window, by kernel (or copy) name.
 fn kernels(a: &Analysis<'_>, w: &Window) -> Vec<(String, i64, u64)> {
     let t = a.trace;

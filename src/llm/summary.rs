@@ -467,6 +467,9 @@ fn window_summary(
         },
     );
     lines.extend(super::contents::window_lines(a, w));
+    if matches!(flag, Flag::Unexplained(_)) {
+        lines.extend(super::contents::host_call_lines(a.trace, w));
+    }
     WindowSummary {
         key,
         title,

@@ -10,9 +10,16 @@
 //! whose finding the rules miss asks about the labelled window as an unexplained region when
 //! the window model flags it; a case with neither is skipped, and said so. The key figure is
 //! the time per step the finding claims, as its request states it (two decimals, ms).
+//!
+//! A third set, **unexplained**, asks for what only the LLM can add: a diagnosis of the real
+//! windows the window model flags and no rule explains (`models/unexplained-labels.json`, judged
+//! by hand from `scripts/window_stats.py`'s raw figures), graded against the anti-patterns each
+//! label accepts.
 
 use std::path::Path;
 use std::time::Duration;
+
+use serde::Deserialize;
 
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
 use torchtraceap::detect::scoring::{read_labelled, RealLabels};
@@ -36,8 +43,12 @@ pub struct Case {
     /// `generated:<id>` or `<trace path>:<id>`.
     pub name: String,
     pub source: Source,
-    /// The anti-pattern it holds (a detector id).
-    pub expected: String,
+    /// The anti-patterns a right answer names: the finding's id, or those an unexplained
+    /// window's label accepts (`none` among them where the window is no problem to fix).
+    pub accepted: Vec<String>,
+    /// The rule whose own fix the answer's fix is graded against; none for a real unexplained
+    /// window.
+    pub rule: Option<String>,
     /// The time per step its finding claims (ms), when the request is about a finding.
     pub key_figure_ms: Option<f64>,
     pub prompt: Prompt,
@@ -99,7 +110,8 @@ pub fn generated(budget: usize) -> (Vec<Case>, Vec<Skipped>) {
             Some((prompt, key)) => cases.push(Case {
                 name,
                 source: Source::Generated,
-                expected: pattern.id().to_string(),
+                accepted: vec![pattern.id().to_string()],
+                rule: Some(pattern.id().to_string()),
                 key_figure_ms: key,
                 prompt,
             }),
@@ -132,7 +144,8 @@ pub fn real(labels: &RealLabels, dir: &Path, budget: usize) -> (Vec<Case>, Vec<S
                 Some((prompt, key)) => cases.push(Case {
                     name,
                     source: Source::Real,
-                    expected: id.clone(),
+                    accepted: vec![id.clone()],
+                    rule: Some(id.clone()),
                     key_figure_ms: key,
                     prompt,
                 }),
@@ -144,6 +157,91 @@ pub fn real(labels: &RealLabels, dir: &Path, budget: usize) -> (Vec<Case>, Vec<S
         }
     }
     (cases, skipped)
+}
+
+/// The hand labels of unexplained windows (`models/unexplained-labels.json`).
+#[derive(Clone, Debug, Deserialize)]
+pub struct UnexplainedLabels {
+    /// How the labels were judged.
+    pub method: String,
+    pub regions: Vec<UnexplainedLabel>,
+}
+
+/// One window the window model flags and no rule explains, labelled.
+#[derive(Clone, Debug, Deserialize)]
+pub struct UnexplainedLabel {
+    /// The trace, relative to the shared traces' folder.
+    pub trace: String,
+    pub step: i64,
+    /// Where the window starts, ms from the trace's first timestamp (as the report says).
+    pub start_ms: f64,
+    /// The anti-patterns a careful reader could defend as its cause, the first the label's own.
+    pub accepted: Vec<String>,
+    /// The raw figures the label was judged from.
+    pub why: String,
+}
+
+/// The unexplained-window cases: each region of `labels` whose trace is under `dir`, asked
+/// about as the app would (the unexplained region's request), graded against what its label
+/// accepts.
+pub fn unexplained(
+    labels: &UnexplainedLabels,
+    dir: &Path,
+    budget: usize,
+) -> (Vec<Case>, Vec<Skipped>) {
+    let (mut cases, mut skipped) = (Vec::new(), Vec::new());
+    for l in &labels.regions {
+        let name = format!("{}:step {} at {:.3} ms", l.trace, l.step, l.start_ms);
+        let ingested = match read_labelled(dir, &l.trace) {
+            Ok(i) => i,
+            Err(e) => {
+                skipped.push(Skipped {
+                    name,
+                    why: e.to_string(),
+                });
+                continue;
+            }
+        };
+        match unexplained_prompt(&ingested, l, budget) {
+            Some(prompt) => cases.push(Case {
+                name,
+                source: Source::Real,
+                accepted: l.accepted.clone(),
+                rule: None,
+                key_figure_ms: None,
+                prompt,
+            }),
+            None => skipped.push(Skipped {
+                name,
+                why: "the report has no unexplained region there (the rules or the window model changed: label it again)".into(),
+            }),
+        }
+    }
+    (cases, skipped)
+}
+
+/// The request about the unexplained region `label` names, if the report still has it.
+fn unexplained_prompt(
+    ingested: &Ingested,
+    label: &UnexplainedLabel,
+    budget: usize,
+) -> Option<Prompt> {
+    let analyzed = AnalyzedTrace::new(ingested);
+    let a = analyzed.analysis();
+    let origin = analyzed.trace().meta.span.map_or(0, |s| s.0);
+    let starts_at = |step: i64, window: usize| {
+        let s = a.steps.steps.iter().find(|s| s.number == step)?;
+        let start_ms = (s.windows.get(window)?.start - origin) as f64 / 1e6;
+        Some((start_ms - label.start_ms).abs() < 0.01)
+    };
+    let opts = options(budget);
+    let summaries = analyzed.window_summaries(&opts);
+    let chosen = summaries.iter().position(|s| {
+        matches!(s.flag, Flag::Unexplained(_))
+            && s.step == label.step
+            && starts_at(s.step, s.window) == Some(true)
+    })?;
+    prompts(&summaries[chosen..=chosen], &opts).pop()
 }
 
 /// The request about `id` in `ingested`: its finding's (with the finding's time per step), else
@@ -207,9 +305,12 @@ pub fn grade(
     schema_refused: bool,
 ) -> Graded {
     let answer = parse_answer(text);
-    let check = check(&case.prompt.user, &answer, Some(&case.expected));
+    let check = check(&case.prompt.user, &answer, case.rule.as_deref());
     Graded {
-        right: check.anti_pattern.as_deref() == Some(case.expected.as_str()),
+        right: check
+            .anti_pattern
+            .as_ref()
+            .is_some_and(|said| case.accepted.contains(said)),
         key_figure: case
             .key_figure_ms
             .is_some_and(|ms| check.cites(ms, "ms", 2)),
@@ -378,7 +479,8 @@ mod tests {
         Case {
             name: "c".into(),
             source: Source::Generated,
-            expected: "dataloader-bottleneck".into(),
+            accepted: vec!["dataloader-bottleneck".into()],
+            rule: Some("dataloader-bottleneck".into()),
             key_figure_ms: key,
             prompt: Prompt {
                 key: "finding:dataloader-bottleneck".into(),

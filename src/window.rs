@@ -253,8 +253,8 @@ pub fn split(t: &Trace) -> Steps {
 
 /// The cold start of a step recorded without a `ProfilerStep#` range (a whole capture, or a
 /// loop's first iteration): its lead before the first kernel's launch, where one-off host work of
-/// at least [`COLD_CALL_NS`] each (runtime calls, DataLoader ranges; the part of them in the lead)
-/// fills [`COLD_SHARE`] of the step. The
+/// at least [`COLD_CALL_NS`] each (runtime calls, a multiprocessing DataLoader's ranges; the part
+/// of them in the lead) fills [`COLD_SHARE`] of the step. The
 /// step then holds its steady part, from the first kernel's launch on.
 fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<ColdStart> {
     let e = &t.events;
@@ -279,8 +279,11 @@ fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<
                 && e.start[i] < first
                 && match e.kind[i] {
                     EventKind::RuntimeCall => true,
+                    // Workers start only under a multiprocessing iterator: a single-process
+                    // DataLoader's first batch is as slow as the others.
                     EventKind::CpuOp | EventKind::UserAnnotation => {
                         phases.of_event(t, i) == Some(Phase::DataLoading)
+                            && t.name_of(i).contains("MultiProcessing")
                     }
                     _ => false,
                 };

@@ -226,21 +226,19 @@ fn xmma_gemms_on_simt_cores_are_fp32_without_tensor_cores() {
     );
 }
 
+const WORKERS: &str = "_MultiProcessingDataLoaderIter";
 const SOFTMAX: &str = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, float const*, int, int, int, bool const*, int, bool)";
 const DIV: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >, at::detail::Array<char*, 3> >(int, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >, at::detail::Array<char*, 3>)";
 const BMM: &str = "ampere_sgemm_128x64_tn";
 
-/// An inference capture without steps: the first DataLoader batch (`first_batch_ms`: worker
-/// start-up when long), then one forward pass of 12 layers whose attention is written by hand
-/// (`matmul` → `bmm`, `/ sqrt(d)`, `softmax`, `matmul` → `bmm`) between two 300 ms projections.
-fn cold_vit(first_batch_ms: i64) -> String {
+/// An inference capture without steps: the first batch of a DataLoader (`iterator`), taking
+/// `first_batch_ms` (worker start-up when long and multiprocessing), then one forward pass of 12
+/// layers whose attention is written by hand (`matmul` → `bmm`, `/ sqrt(d)`, `softmax`, `matmul`
+/// → `bmm`) between two 300 ms projections.
+fn cold_vit(iterator: &str, first_batch_ms: i64) -> String {
     let mut c = Capture::default();
-    c.range(
-        "user_annotation",
-        "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
-        1_000,
-        first_batch_ms * 1_000,
-    );
+    let next = format!("enumerate(DataLoader)#{iterator}.__next__");
+    c.range("user_annotation", &next, 1_000, first_batch_ms * 1_000);
     let mut t = 1_100 + first_batch_ms * 1_000;
     for _ in 0..12 {
         c.op("aten::linear", (t, 30), MM, 300_000);
@@ -261,7 +259,7 @@ fn a_capture_dominated_by_its_cold_start_is_read_from_its_first_launch() {
     // 4.5 s of DataLoader start-up, then 7.25 s of forward pass: the attention blocks claim
     // 12 × (2 + 0.5 + 1) ms = 42 ms, 0.36% of the whole capture and 0.58% of its steady part (a
     // finding must cost 0.5% of the step).
-    let found = detected(&cold_vit(4_500));
+    let found = detected(&cold_vit(WORKERS, 4_500));
     assert!(
         has(&found, "unfused-attention"),
         "hand-written attention in the steady part: {:?}",
@@ -274,7 +272,15 @@ fn a_capture_dominated_by_its_cold_start_is_read_from_its_first_launch() {
     );
     let note = expect_note(found, "cold-start");
     assert!(note.text.contains("4500.1 ms"), "{}", note.text);
-    expect_no_note(&detected(&cold_vit(20)), "cold-start");
+    expect_no_note(&detected(&cold_vit(WORKERS, 20)), "cold-start");
+    // A single-process DataLoader starts no workers: its first batch is the workload's.
+    let single = detected(&cold_vit("_SingleProcessDataLoaderIter", 4_500));
+    assert!(
+        has(&single, "dataloader-bottleneck"),
+        "{:?}",
+        fired(&single)
+    );
+    expect_no_note(&single, "cold-start");
 }
 
 const SGD_ADD: &str = "void at::native::unrolled_elementwise_kernel<at::native::AddFunctor<float>, at::detail::Array<char*, 3>, OffsetCalculator<2, unsigned int>, OffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, at::native::memory::StoreWithoutCast>(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>, OffsetCalculator<2, unsigned int>, OffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, at::native::memory::StoreWithoutCast)";

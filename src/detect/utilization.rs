@@ -242,7 +242,7 @@ pub(crate) struct ColdStartLeftOut;
 
 /// One-off host calls or DataLoader ranges this long, before a first step's first launch…
 const COLD_CALL: Gate = Gate {
-    quantity: "one-off host call or DataLoader range before the first launch, ms",
+    quantity: "one-off host call or multiprocessing DataLoader range before the first launch, ms",
     threshold: (COLD_CALL_NS / 1_000_000) as f64,
 };
 /// …filling this share of the step: its cold start, left out.
@@ -254,7 +254,7 @@ const COLD_LEAD: Gate = Gate {
 const COLD_START_ABOUT: About = About {
     id: "cold-start",
     title: "The capture's cold start, left out",
-    rule: "a capture without ProfilerStep ranges whose first step spends at least {1}% of its time, before its first launch, in one-off host calls or DataLoader ranges of at least {0} ms each (CUDA's lazy initialisation in cudaFree, cuDNN's first handle, DataLoader workers starting): the step is read from its first launch on",
+    rule: "a capture without ProfilerStep ranges whose first step spends at least {1}% of its time, before its first launch, in one-off host calls or multiprocessing DataLoader ranges of at least {0} ms each (CUDA's lazy initialisation in cudaFree, cuDNN's first handle, DataLoader workers starting): the step is read from its first kernel's launch on",
     gates: &[COLD_CALL, COLD_LEAD],
     fixes: &[],
 };

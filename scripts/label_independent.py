@@ -70,8 +70,9 @@ DL_PRESENT, DL_ABSENT, DL_MIN_MS = 0.10, 0.02, 5.0
 # CPU-only: the DataLoader's share of the capture (the same process does the model work).
 DL_CPU_PRESENT, DL_CPU_ABSENT = 0.15, 0.03
 # Allocator: host time inside cudaMalloc/cudaFree (and hip/cu equivalents) after the GPU's
-# first work (a cold first cudaFree is CUDA's lazy initialisation, not churn), as a share of
-# the window, with calls repeating (at least 10 calls after the first GPU work).
+# first kernel (a cold first cudaFree is CUDA's lazy initialisation, not churn, and cuDNN's
+# set-up memsets its workspace before it), as a share of the window, with calls repeating (at
+# least 10 calls after the first kernel).
 ALLOC_PRESENT, ALLOC_ABSENT, ALLOC_MIN_CALLS = 0.05, 0.005, 10
 # Syncs: GPU idle while the host is blocked in a synchronising call and from its end to the
 # next GPU work (that part capped at 20 ms: beyond it the host is doing something else), not
@@ -120,6 +121,8 @@ SYNC_RE = re.compile(
     r"^(cuda|hip|cu)(Device|Stream|Event|Ctx)Synchronize|^(cuda|hip)Memcpy(2D|3D)?$|"
     r"^hipMemcpyWithStream$"
 )
+# `.item()` synchronises only on a GPU tensor, where it issues a copy and a sync (runtime calls
+# inside the op); on a CPU tensor it reads memory and returns in a microsecond.
 SYNC_OP_RE = re.compile(r"^aten::(item|_local_scalar_dense)$")
 ALLOC_RE = re.compile(r"^(cuda|hip)(Malloc|Free)|^cuMem(Alloc|Free)|HostAlloc|MallocHost|FreeHost")
 DL_RE = re.compile(r"dataloader|_next_data", re.I)
@@ -146,6 +149,9 @@ TC_KERNEL_RE = re.compile(
 # SIMT fp32 by name only: cuBLAS/cuDNN single-precision kernels (sgemm, scudnn, gemmSN),
 # CUTLASS SIMT, ROCm Tensile single precision (`Cijk_…_S_`/`_SB_`) without MFMA (`_MI…`).
 SIMT_FP32_RE = re.compile(r"sgemm|scudnn|gemmSN|_simt_|^Cijk_.*_SB?_")
+# cuBLAS/cuDNN `xmma` kernels that run fp32 on the SIMT cores say so: `…_ffma_…` (fused
+# multiply-add), whatever tensor-core word (`xmma`) the rest of the name carries.
+FFMA_RE = re.compile(r"_ffma")
 SOFTMAX_KERNEL_RE = re.compile(r"softmax", re.I)
 BACKWARD_RE = re.compile(r"backward|bwd|_grad", re.I)
 FUSED_ATTN_RE = re.compile(
@@ -387,8 +393,19 @@ def measure(doc, events):
     f["dataloader_ranges"] = sum(1 for e in cpu if DL_RE.search(e["name"]))
 
     # Syncs
+    runtime_by_thread = {}
+    for r in runtime:
+        runtime_by_thread.setdefault(r["tid"], []).append(r["ts"])
+    for v in runtime_by_thread.values():
+        v.sort()
+
+    def issues_runtime_call(e):
+        v = runtime_by_thread.get(e["tid"], [])
+        k = bisect.bisect_left(v, e["ts"])
+        return k < len(v) and v[k] < e["end"]
+
     sync_calls = [e for e in runtime if SYNC_RE.search(e["name"])] + [
-        e for e in cpu if SYNC_OP_RE.match(e["name"])
+        e for e in cpu if SYNC_OP_RE.match(e["name"]) and issues_runtime_call(e)
     ]
     starts = sorted(e["ts"] for e in gpu)
 
@@ -413,10 +430,10 @@ def measure(doc, events):
     f["sync_idle_frac_of_active"] = round(total(sync_idle_net) / active_time, 4) if active_time else 0.0
 
     # Allocator
-    first_gpu = busy[0][0] if busy else None
-    allocs = [e for e in runtime if ALLOC_RE.search(e["name"]) and first_gpu is not None and e["ts"] >= first_gpu]
+    first_kernel = min((k["ts"] for k in kernels), default=None)
+    allocs = [e for e in runtime if ALLOC_RE.search(e["name"]) and first_kernel is not None and e["ts"] >= first_kernel]
     alloc_u = intersect(union([(e["ts"], e["end"]) for e in allocs]), wins_u)
-    f["alloc_calls_after_first_gpu_work"] = len(allocs)
+    f["alloc_calls_after_first_kernel"] = len(allocs)
     f["alloc_time_frac_of_window"] = round(total(alloc_u) / win_time, 4) if win_time else 0.0
 
     # Copies
@@ -427,8 +444,61 @@ def measure(doc, events):
     f["pageable_frac_of_active"] = round(total(union([(c["ts"], c["end"]) for c in pageable])) / active_time, 5) if active_time else 0.0
     f["memcpy_frac_of_active"] = round(total(intersect(union([(c["ts"], c["end"]) for c in copies]), active_u)) / active_time, 4) if active_time else 0.0
 
+    # optimizer and zero_grad
+    foreach = lambda n: "_foreach_" in n or "_fused_" in n or "multi_tensor_apply" in n or "fused_adam" in n.lower()
+    corr_kernels = {}
+    for k in gpu:
+        c = k["args"].get("correlation")
+        if c is not None:
+            corr_kernels.setdefault(c, []).append(k)
+
+    def inside(i):
+        r = cpu[i]
+        ops = [j for j in by_tid[(r["pid"], r["tid"])] if r["ts"] <= cpu[j]["ts"] and cpu[j]["end"] <= r["end"] and j != i]
+        rts = [e for e in runtime if e["tid"] == r["tid"] and r["ts"] <= e["ts"] and e["end"] <= r["end"]]
+        launched = [k for e in rts for k in corr_kernels.get(e["args"].get("correlation"), [])]
+        return ops, launched
+
+    # Ops whose recorded inputs are all 0-dim (`state["step"] += 1`, `.item()`) are bookkeeping
+    # every optimizer does per parameter, fused ones included (apex's and TorchRec's FusedAdam):
+    # the single-tensor loop is ops over the parameters themselves (first version counted them:
+    # a rule change, see docs/LABELS.md).
+    def scalars_only(e):
+        dims = e.get("args", {}).get("Input Dims")
+        return isinstance(dims, list) and len(dims) > 0 and all(d == [] for d in dims)
+
+    # An Optimizer.step call that is the single-tensor loop (no _foreach_/_fused_ work, at least
+    # OPT_PRESENT ops or kernels) is a cause of its own: the GPU idle
+    # while the host is in it is explained, and its element-wise kernels are not a chain
+    # waiting for a compiler (the fused optimizer is their fix).
+    per_call, unfused_opt, unfused_opt_kernels = [], [], set()
+    for i in opt_calls:
+        ops, launched = inside(i)
+        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j)) and not scalars_only(cpu[j])]
+        fused = any(foreach(cpu[j]["name"]) for j in ops) or any(foreach(k["name"]) for k in launched)
+        per_call.append((len(tops), len(launched), fused))
+        if not fused and max(len(tops), len(launched)) >= OPT_PRESENT:
+            unfused_opt.append((cpu[i]["ts"], cpu[i]["end"]))
+            unfused_opt_kernels.update(id(k) for k in launched)
+    f["optimizer_calls"] = len(per_call)
+    if per_call:
+        f["optimizer_top_aten_ops_per_call"] = statistics.median(p[0] for p in per_call)
+        f["optimizer_kernels_per_call"] = statistics.median(p[1] for p in per_call)
+        f["optimizer_calls_with_foreach_or_fused"] = sum(p[2] for p in per_call)
+    zg = [i for i, e in enumerate(cpu) if "zero_grad" in e["name"]]
+    zg = [i for i in zg if not any("zero_grad" in cpu[a]["name"] for a in ancestors(parent, i))]
+    zcounts = []
+    for i in zg:
+        ops, launched = inside(i)
+        z = sum(1 for j in ops if ZERO_OP_RE.match(cpu[j]["name"])) + sum(1 for k in launched if ZERO_GPU_RE.search(k["name"]) or "memset" in k["cat"])
+        zcounts.append(z)
+    f["zero_grad_calls"] = len(zcounts)
+    if zcounts:
+        f["zero_grad_zero_ops_per_call"] = statistics.median(zcounts)
+        f["zero_grad_calls_writing_zeros"] = sum(1 for z in zcounts if z >= ZERO_PRESENT)
+
     # gaps: launch-bound and low utilisation
-    explained = union(dl + sync_idle + [list(x) for x in alloc_u])
+    explained = union(dl + sync_idle + [list(x) for x in alloc_u] + [list(x) for x in unfused_opt])
     idle = [seg for lo, hi in active_u for seg in complement(busy, lo, hi)]
     short_gap, long_gap = 0.0, 0.0
     for s, e in idle:
@@ -473,7 +543,7 @@ def measure(doc, events):
     # fp32 SIMT
     gemmconv = [k for k in kernels if (GEMM_KERNEL_RE.search(k["name"]) or CONV_KERNEL_RE.search(k["name"])) and not COLL_RE.search(k["name"])]
     gc_time = sum(k["end"] - k["ts"] for k in gemmconv)
-    simt = sum(k["end"] - k["ts"] for k in gemmconv if SIMT_FP32_RE.search(k["name"]) and not TC_KERNEL_RE.search(k["name"]))
+    simt = sum(k["end"] - k["ts"] for k in gemmconv if FFMA_RE.search(k["name"]) or (SIMT_FP32_RE.search(k["name"]) and not TC_KERNEL_RE.search(k["name"])))
     f["gemm_conv_frac_of_kernel_time"] = round(gc_time / ktime, 4) if ktime else 0.0
     f["simt_fp32_frac_of_gemm_conv"] = round(simt / gc_time, 4) if gc_time else 0.0
     props = doc.get("deviceProperties") if isinstance(doc.get("deviceProperties"), list) else []
@@ -496,7 +566,7 @@ def measure(doc, events):
         ks.sort(key=lambda k: k["ts"])
         run = []
         for k in ks + [None]:
-            if k is not None and ELEMENTWISE_RE.search(k["name"]) and k["end"] - k["ts"] < FUSION_KERNEL_US:
+            if k is not None and ELEMENTWISE_RE.search(k["name"]) and k["end"] - k["ts"] < FUSION_KERNEL_US and id(k) not in unfused_opt_kernels:
                 run.append(k)
                 continue
             if len(run) >= FUSION_RUN:
@@ -543,51 +613,6 @@ def measure(doc, events):
             attn_k += count_attention(seq, ATTN_GAP_KERNELS)
     f["attention_kernel_blocks"] = attn_k
 
-    # optimizer and zero_grad
-    foreach = lambda n: "_foreach_" in n or "_fused_" in n or "multi_tensor_apply" in n or "fused_adam" in n.lower()
-    corr_kernels = {}
-    for k in gpu:
-        c = k["args"].get("correlation")
-        if c is not None:
-            corr_kernels.setdefault(c, []).append(k)
-
-    def inside(i):
-        r = cpu[i]
-        ops = [j for j in by_tid[(r["pid"], r["tid"])] if r["ts"] <= cpu[j]["ts"] and cpu[j]["end"] <= r["end"] and j != i]
-        rts = [e for e in runtime if e["tid"] == r["tid"] and r["ts"] <= e["ts"] and e["end"] <= r["end"]]
-        launched = [k for e in rts for k in corr_kernels.get(e["args"].get("correlation"), [])]
-        return ops, launched
-
-    # Ops whose recorded inputs are all 0-dim (`state["step"] += 1`, `.item()`) are bookkeeping
-    # every optimizer does per parameter, fused ones included (apex's and TorchRec's FusedAdam):
-    # the single-tensor loop is ops over the parameters themselves (first version counted them:
-    # a rule change, see docs/LABELS.md).
-    def scalars_only(e):
-        dims = e.get("args", {}).get("Input Dims")
-        return isinstance(dims, list) and len(dims) > 0 and all(d == [] for d in dims)
-
-    per_call = []
-    for i in opt_calls:
-        ops, launched = inside(i)
-        tops = [j for j in ops if cpu[j]["name"].startswith("aten::") and not any(cpu[a]["name"].startswith("aten::") for a in ancestors(parent, j)) and not scalars_only(cpu[j])]
-        fused = any(foreach(cpu[j]["name"]) for j in ops) or any(foreach(k["name"]) for k in launched)
-        per_call.append((len(tops), len(launched), fused))
-    f["optimizer_calls"] = len(per_call)
-    if per_call:
-        f["optimizer_top_aten_ops_per_call"] = statistics.median(p[0] for p in per_call)
-        f["optimizer_kernels_per_call"] = statistics.median(p[1] for p in per_call)
-        f["optimizer_calls_with_foreach_or_fused"] = sum(p[2] for p in per_call)
-    zg = [i for i, e in enumerate(cpu) if "zero_grad" in e["name"]]
-    zg = [i for i in zg if not any("zero_grad" in cpu[a]["name"] for a in ancestors(parent, i))]
-    zcounts = []
-    for i in zg:
-        ops, launched = inside(i)
-        z = sum(1 for j in ops if ZERO_OP_RE.match(cpu[j]["name"])) + sum(1 for k in launched if ZERO_GPU_RE.search(k["name"]) or "memset" in k["cat"])
-        zcounts.append(z)
-    f["zero_grad_calls"] = len(zcounts)
-    if zcounts:
-        f["zero_grad_zero_ops_per_call"] = statistics.median(zcounts)
-        f["zero_grad_calls_writing_zeros"] = sum(1 for z in zcounts if z >= ZERO_PRESENT)
     return f
 
 
@@ -664,10 +689,10 @@ def judge(f):
         elif x < DL_ABSENT:
             put("dataloader-bottleneck", "absent", f"host in DataLoader while no GPU work runs = {x:.2%} of the window (< {DL_ABSENT:.0%})")
         a = f["alloc_time_frac_of_window"]
-        if a >= ALLOC_PRESENT and f["alloc_calls_after_first_gpu_work"] >= ALLOC_MIN_CALLS:
-            put("allocator-churn", "present", f"host in malloc/free calls = {a:.2%} of the window, {f['alloc_calls_after_first_gpu_work']} calls after the first GPU work")
+        if a >= ALLOC_PRESENT and f["alloc_calls_after_first_kernel"] >= ALLOC_MIN_CALLS:
+            put("allocator-churn", "present", f"host in malloc/free calls = {a:.2%} of the window, {f['alloc_calls_after_first_kernel']} calls after the first kernel")
         elif a < ALLOC_ABSENT:
-            put("allocator-churn", "absent", f"host in malloc/free calls after the first GPU work = {a:.2%} of the window")
+            put("allocator-churn", "absent", f"host in malloc/free calls after the first kernel = {a:.2%} of the window")
         s = f["sync_idle_frac_of_active"]
         if s >= SYNC_PRESENT and f["sync_calls_followed_by_gpu_idle"] >= f["iterations"]:
             put("host-device-sync", "present", f"GPU idle after {f['sync_calls_followed_by_gpu_idle']} synchronising calls = {s:.2%} of GPU-active time")
@@ -745,7 +770,7 @@ def judge(f):
 # The figures each id's label rests on (recorded with the label).
 FIGURES_OF = {
     "dataloader-bottleneck": ["dataloader_ranges", "dataloader_gpu_idle_frac_of_window", "dataloader_gpu_idle_ms", "dataloader_frac_of_window", "windows_from", "window_ms"],
-    "allocator-churn": ["alloc_calls_after_first_gpu_work", "alloc_time_frac_of_window", "windows_from", "window_ms"],
+    "allocator-churn": ["alloc_calls_after_first_kernel", "alloc_time_frac_of_window", "windows_from", "window_ms"],
     "host-device-sync": ["sync_calls", "sync_calls_followed_by_gpu_idle", "sync_idle_frac_of_active", "iterations", "gpu_active_ms"],
     "pageable-memcpy": ["pageable_copies", "pageable_bytes_per_iteration", "pageable_frac_of_active", "iterations", "iterations_from"],
     "host-only-time": ["step_edge_idle_frac_median", "windows_from"],

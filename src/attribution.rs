@@ -8,7 +8,7 @@
 
 use crate::metrics::{in_range, merge, total, KERNEL_WAIT_NS};
 use crate::model::kernels::KernelNames;
-use crate::model::{EventKind, RuntimeClass, Trace, NONE};
+use crate::model::{CopyDirection, EventKind, HostMemory, RuntimeClass, Trace, NONE};
 use crate::window::{Phase, Phases};
 
 /// Sorted, disjoint `[start, end)` intervals in trace nanoseconds.
@@ -243,11 +243,12 @@ impl HostRanges {
         let e = &t.events;
         let (mut data, mut allocator, mut sync) = (Vec::new(), Vec::new(), Vec::new());
         let mut phases = Phases::new(t);
+        let blocking = Blocking::of(t);
         for track in t.tracks.iter().filter(|tr| !tr.gpu) {
             for i in track.events.clone().map(|i| i as usize) {
                 match e.kind[i] {
                     EventKind::RuntimeCall if e.detail[i] != NONE => {
-                        if blocks_host(t, i) {
+                        if blocking.blocks(t, i) {
                             sync.push(sync_call(t, i));
                         } else if matches!(
                             t.runtime_class(i),
@@ -276,16 +277,47 @@ impl HostRanges {
     }
 }
 
-/// Whether event `i` is a synchronizing runtime call: a synchronize, or a plain (not `Async`)
-/// memcpy, which blocks the host like one.
-pub(crate) fn blocks_host(t: &Trace, i: usize) -> bool {
-    t.events.kind[i] == EventKind::RuntimeCall
-        && t.events.detail[i] != NONE
-        && match t.runtime_class(i) {
-            RuntimeClass::Synchronize => true,
-            RuntimeClass::Memcpy => !t.name_of(i).contains("Async"),
-            _ => false,
-        }
+/// The runtime calls that block the host until the GPU has caught up: synchronizes, plain (not
+/// `Async`) memcpys, and `cudaMemcpyAsync` into pageable memory, which CUDA returns from only once
+/// the copy is done (`.cpu()`, `.item()`, `.tolist()` of a CUDA tensor).
+pub(crate) struct Blocking {
+    /// The copy calls whose GPU record is a device-to-pageable copy, sorted.
+    readbacks: Vec<u32>,
+}
+
+impl Blocking {
+    pub(crate) fn of(t: &Trace) -> Blocking {
+        let e = &t.events;
+        let mut readbacks: Vec<u32> = t
+            .launches
+            .iter()
+            .filter(|l| {
+                let g = l.gpu as usize;
+                e.kind[g] == EventKind::Memcpy && e.detail[g] != NONE && {
+                    let c = t.details.copy(e.detail[g]);
+                    c.direction == CopyDirection::DeviceToHost
+                        && c.host_memory == HostMemory::Pageable
+                }
+            })
+            .map(|l| l.launch)
+            .collect();
+        readbacks.sort_unstable();
+        Blocking { readbacks }
+    }
+
+    /// Whether event `i` is a runtime call that blocks the host like a sync.
+    pub(crate) fn blocks(&self, t: &Trace, i: usize) -> bool {
+        t.events.kind[i] == EventKind::RuntimeCall
+            && t.events.detail[i] != NONE
+            && match t.runtime_class(i) {
+                RuntimeClass::Synchronize => true,
+                RuntimeClass::Memcpy => {
+                    !t.name_of(i).contains("Async")
+                        || self.readbacks.binary_search(&(i as u32)).is_ok()
+                }
+                _ => false,
+            }
+    }
 }
 
 /// Synchronizing call `i` as `(waits_from, start, end)` (see [`HostRanges::sync`]).
@@ -316,10 +348,22 @@ pub(crate) fn split_steps(t: &Trace, ranges: &[(i64, i64)]) -> Vec<StepSplit> {
             .collect();
     };
     let host = HostRanges::of(t);
+    let e = &t.events;
+    // Where the device's last work ends: a sync that drains it has nothing to refill.
+    let work_until = t
+        .tracks
+        .iter()
+        .filter(|tr| tr.gpu && tr.device == device)
+        .flat_map(|tr| tr.events.clone())
+        .map(|i| i as usize)
+        .filter(|&i| e.kind[i].is_gpu_work())
+        .map(|i| e.end(i))
+        .max()
+        .unwrap_or(i64::MIN);
     let mut names = KernelNames::default();
     ranges
         .iter()
-        .map(|&(start, end)| split_one(t, device, &host, &mut names, start, end))
+        .map(|&(start, end)| split_one(t, device, &host, work_until, &mut names, start, end))
         .collect()
 }
 
@@ -327,6 +371,7 @@ fn split_one(
     t: &Trace,
     device: Option<i64>,
     host: &HostRanges,
+    work_until: i64,
     names: &mut KernelNames,
     start: i64,
     end: i64,
@@ -397,7 +442,7 @@ fn split_one(
         launched.is_none_or(|l| l >= gap_start)
     };
     let (mut left, queued): (Intervals, Intervals) = idle.into_iter().partition(starved);
-    let sync = sync_costs(&host.sync, &covered);
+    let sync = sync_costs(&host.sync, &covered, work_until);
     for ranges in [&host.data, &host.allocator, &sync] {
         let own = intersect(&left, ranges);
         left = subtract(&left, &own);
@@ -429,11 +474,13 @@ fn split_one(
 }
 
 /// The synchronizing calls of `calls` (see [`HostRanges::sync`]) that cost the GPU something,
-/// each with the [`SYNC_REFILL_NS`] after it: those that end between the step's first and last
-/// GPU work (`covered`, the step's busy intervals) and during whose wait the GPU had work to
-/// drain (busy at some time from `waits_from` to the call's end). A sync before the first GPU
-/// work, after the last, or with nothing queued returns at once and leaves the GPU no idler.
-fn sync_costs(calls: &[(i64, i64, i64)], covered: &[(i64, i64)]) -> Intervals {
+/// each with the [`SYNC_REFILL_NS`] after it: those that end after the step's first GPU work
+/// (`covered`, the step's busy intervals) and before the device's last work ends (`work_until`),
+/// and during whose wait the GPU had work to drain (busy at some time from `waits_from` to the
+/// call's end). One that drains the step's last work costs the idle until the host launches
+/// again (`torch.cuda.synchronize()` closing each iteration of a loop); a sync before the first
+/// GPU work, after the trace's last, or with nothing queued leaves the GPU no idler.
+fn sync_costs(calls: &[(i64, i64, i64)], covered: &[(i64, i64)], work_until: i64) -> Intervals {
     let (Some(first), Some(last)) = (covered.first().map(|c| c.0), covered.last().map(|c| c.1))
     else {
         return Vec::new();
@@ -448,7 +495,7 @@ fn sync_costs(calls: &[(i64, i64, i64)], covered: &[(i64, i64)]) -> Intervals {
         calls[from..]
             .iter()
             .take_while(|c| c.0 < last)
-            .filter(|&&(waits, s, e)| first < e && e < last && busy_in(waits.min(s), e))
+            .filter(|&&(waits, s, e)| first < e && e < work_until && busy_in(waits.min(s), e))
             .map(|&(_, s, e)| (s, e + SYNC_REFILL_NS))
             .collect(),
     )
@@ -541,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn only_syncs_with_work_to_drain_and_work_after_cost_anything() {
+    fn only_syncs_with_work_to_drain_and_work_after_in_the_trace_cost_anything() {
         let ms = SYNC_REFILL_NS;
         // The GPU busy 100..200 and 300..400.
         let busy = vec![(100, 200), (300, 400)];
@@ -550,10 +597,14 @@ mod tests {
             (150, 150, 200), // waits for the first work, more follows: costs
             (180, 210, 230), // its op (a copy, then the sync) waited on the first work: costs
             (220, 220, 250), // the GPU already idle: returns at once
-            (350, 350, 400), // waits for the last work, nothing follows
+            (350, 350, 410), // waits for the step's last work
         ];
-        assert_eq!(sync_costs(&calls, &busy), vec![(150, 230 + ms)]);
-        assert_eq!(sync_costs(&calls, &[]), vec![]);
+        // Nothing follows in the trace: the last sync drains the GPU for good.
+        assert_eq!(sync_costs(&calls, &busy, 400), vec![(150, 230 + ms)]);
+        // The next step's work follows: the host launches it only once the sync returns (the
+        // two refills overlap).
+        assert_eq!(sync_costs(&calls, &busy, 5_000), vec![(150, 410 + ms)]);
+        assert_eq!(sync_costs(&calls, &[], 5_000), vec![]);
     }
 
     #[test]

@@ -54,9 +54,21 @@ pub struct StepWindows {
     pub end: i64,
     /// Warm-up steps are reported apart and kept out of steady-state statistics; so is a last
     /// step that launches no GPU work in a trace that has some (what the last `prof.step()`
-    /// opens).
+    /// opens), and a step with kernel launches after the capture's GPU record stopped (its GPU
+    /// work is not all recorded: see [`unrecorded_launches`]).
     pub warmup: bool,
+    /// What a first step spent starting up before its first launch, left out of it.
+    pub cold_start: Option<ColdStart>,
     pub windows: Vec<Window>,
+}
+
+/// A capture's cold start (see [`cold_start`]): `[start, end)`, left out of its first step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColdStart {
+    pub start: i64,
+    pub end: i64,
+    /// The longest one-off call or range in it.
+    pub longest: u32,
 }
 
 impl StepWindows {
@@ -105,6 +117,11 @@ pub(crate) const WARMUP_SLOWDOWN: f64 = 1.25;
 /// A first step with more than this many times the median device allocations of the others is
 /// warm-up (the caching allocator filling up).
 pub(crate) const WARMUP_ALLOCATIONS: f64 = 2.0;
+/// One-off host work of at least this long before a first step's first launch (CUDA's lazy
+/// initialisation in a `cudaFree`, cuDNN's first handle, a DataLoader starting its workers)…
+pub(crate) const COLD_CALL_NS: i64 = 100_000_000;
+/// …that fills at least this share of the step is the capture's cold start.
+pub(crate) const COLD_SHARE: f64 = 0.25;
 /// Steps without structure are cut into slices of about this length…
 pub(crate) const SLICE_NS: i64 = 10_000_000;
 /// …but into no more than this many.
@@ -186,6 +203,7 @@ pub fn split(t: &Trace) -> Steps {
     let empty_last = t.steps.len() >= 2
         && !launch_times.is_empty()
         && t.steps.last().is_some_and(|s| !launches_in(s));
+    let unrecorded = unrecorded_launches(t);
     let judged = t.steps.len() - usize::from(empty_last);
     let durations: Vec<i64> = t.steps[..judged].iter().map(|s| s.end - s.start).collect();
     let mut phases = Phases::new(t);
@@ -199,7 +217,15 @@ pub fn split(t: &Trace) -> Steps {
                 && judged >= 2
                 && t.step_source != StepSource::ServingIterations
                 && is_warmup(&durations, &mallocs[..judged]))
-                || (empty_last && k + 1 == t.steps.len());
+                || (empty_last && k + 1 == t.steps.len())
+                || unrecorded.partition_point(|&x| x < s.end)
+                    > unrecorded.partition_point(|&x| x < s.start);
+            let cold = if k == 0 && !warmup && s.event == NONE {
+                cold_start(t, &mut phases, s)
+            } else {
+                None
+            };
+            let start = cold.map_or(s.start, |c| c.end);
             let structured = if t.step_source == StepSource::ProfilerSteps {
                 structure(t, &mut phases, k, s.event)
             } else {
@@ -208,13 +234,14 @@ pub fn split(t: &Trace) -> Steps {
             let windows = if structured.len() >= 2 {
                 structured
             } else {
-                slices(k, s.start, s.end)
+                slices(k, start, s.end)
             };
             StepWindows {
                 number: s.number,
-                start: s.start,
+                start,
                 end: s.end,
                 warmup,
+                cold_start: cold,
                 windows,
             }
         })
@@ -230,6 +257,84 @@ pub fn split(t: &Trace) -> Steps {
         source: t.step_source,
         steps,
     }
+}
+
+/// The cold start of a step recorded without a `ProfilerStep#` range (a whole capture, or a
+/// loop's first iteration): its lead before the first kernel's launch, where one-off host work of
+/// at least [`COLD_CALL_NS`] each (runtime calls, a multiprocessing DataLoader's ranges; the part
+/// of them in the lead) fills [`COLD_SHARE`] of the step. The
+/// step then holds its steady part, from the first kernel's launch on.
+fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<ColdStart> {
+    let e = &t.events;
+    // The first kernel's launch: set-up copies and memsets (cuDNN's workspace) come earlier.
+    let first = t
+        .launches
+        .iter()
+        .filter(|l| {
+            matches!(
+                e.kind[l.gpu as usize],
+                EventKind::GpuKernel | EventKind::Collective
+            )
+        })
+        .map(|l| e.start[l.launch as usize])
+        .filter(|&x| x >= s.start && x < s.end)
+        .min()?;
+    let mut spans: Vec<(i64, i64, usize)> = Vec::new();
+    for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+        for i in track.events.clone().map(|i| i as usize) {
+            let one_off = e.dur[i] >= COLD_CALL_NS
+                && e.end(i) > s.start
+                && e.start[i] < first
+                && match e.kind[i] {
+                    EventKind::RuntimeCall => true,
+                    // Workers start only under a multiprocessing iterator: a single-process
+                    // DataLoader's first batch is as slow as the others.
+                    EventKind::CpuOp | EventKind::UserAnnotation => {
+                        phases.of_event(t, i) == Some(Phase::DataLoading)
+                            && t.name_of(i).contains("MultiProcessing")
+                    }
+                    _ => false,
+                };
+            if one_off {
+                spans.push((e.start[i].max(s.start), e.end(i).min(first), i));
+            }
+        }
+    }
+    spans.sort_unstable();
+    let (mut covered, mut reach) = (0i64, i64::MIN);
+    for &(start, end, _) in &spans {
+        covered += (end - start.max(reach)).max(0);
+        reach = reach.max(end);
+    }
+    let longest = spans.iter().max_by_key(|x| x.1 - x.0)?.2;
+    (covered as f64 >= COLD_SHARE * (s.end - s.start) as f64).then_some(ColdStart {
+        start: s.start,
+        end: first,
+        longest: longest as u32,
+    })
+}
+
+/// Kernel launches with no GPU record that start after the last launch that has one, sorted:
+/// the capture's GPU record stopped before its host side did.
+fn unrecorded_launches(t: &Trace) -> Vec<i64> {
+    let e = &t.events;
+    let Some(last) = t.launches.iter().map(|l| e.start[l.launch as usize]).max() else {
+        return Vec::new();
+    };
+    let mut recorded: Vec<u32> = t.launches.iter().map(|l| l.launch).collect();
+    recorded.sort_unstable();
+    let mut lost: Vec<i64> = (0..e.len())
+        .filter(|&i| {
+            e.kind[i] == EventKind::RuntimeCall
+                && e.start[i] > last
+                && e.detail[i] != NONE
+                && t.runtime_class(i).launches()
+                && recorded.binary_search(&(i as u32)).is_err()
+        })
+        .map(|i| e.start[i])
+        .collect();
+    lost.sort_unstable();
+    lost
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -13,7 +13,7 @@ use super::{
     finding, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer,
     Verdict,
 };
-use crate::attribution::{blocks_host, intersect, Intervals, Ledger, Part, SYNC_REFILL_NS};
+use crate::attribution::{intersect, Blocking, Intervals, Ledger, Part, SYNC_REFILL_NS};
 use crate::metrics::{merge, total};
 use crate::model::{EventKind, RuntimeClass, Trace};
 
@@ -43,7 +43,7 @@ const FIX_HOST_SYNC: Fix = Fix {
 const HOST_SYNC_ABOUT: About = About {
     id: "host-device-sync",
     title: "Host–device synchronization in the step",
-    rule: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least {0}% of the step, in at least half of the steady steps",
+    rule: "GPU idle during synchronizing runtime calls (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, blocking cudaMemcpy, cudaMemcpyAsync into pageable memory, hip equivalents; .item() and data-dependent ops issue them) and in the 1 ms after each, for the syncs that wait on GPU work and end before the step's last, at least {0}% of the step, in at least half of the steady steps",
     gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_HOST_SYNC),
 };
@@ -76,7 +76,8 @@ impl Detector for HostSync {
         let unseen_share = unseen as f64 / claimed.max(1) as f64;
         let t = a.trace;
         let e = &t.events;
-        let syncs = o.events_where(a, |i| blocks_host(t, i));
+        let blocking = Blocking::of(t);
+        let syncs = o.events_where(a, |i| blocking.blocks(t, i));
         // The syncs followed by the most GPU idle, by the idle part they overlap.
         let mut ranked: Vec<(usize, i64)> = syncs
             .iter()
@@ -158,13 +159,14 @@ pub(crate) fn unrecorded_waits(t: &Trace) -> Vec<UnrecordedWait> {
     if busy.is_empty() {
         return Vec::new();
     }
+    let blocking = Blocking::of(t);
     let mut waits: Vec<UnrecordedWait> = t
         .tracks
         .iter()
         .filter(|tr| !tr.gpu)
         .flat_map(|tr| tr.events.clone())
         .map(|i| i as usize)
-        .filter(|&i| e.dur[i] >= UNRECORDED_MIN_NS && blocks_host(t, i))
+        .filter(|&i| e.dur[i] >= UNRECORDED_MIN_NS && blocking.blocks(t, i))
         .filter_map(|i| {
             let (start, end) = (e.start[i], e.end(i));
             let ran = total(&crate::attribution::intersect(&busy, &[(start, end)]));

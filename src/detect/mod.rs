@@ -478,6 +478,7 @@ pub static OBSERVERS: &[&dyn Observer] = &[
     &attention::AttentionHotSpot,
     &compile::GraphBreaks,
     &host_sync::UnrecordedWork,
+    &utilization::ColdStartLeftOut,
 ];
 
 /// The findings, ranked by time recoverable per step, and the notes.

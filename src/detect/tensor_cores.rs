@@ -41,7 +41,7 @@ const FIX_NO_TENSOR_CORES: Fix = Fix {
 const NO_TENSOR_CORES_ABOUT: About = About {
     id: "fp32-without-tensor-cores",
     title: "fp32 GEMM/convolution on SIMT cores of a tensor-core GPU",
-    rule: "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, ROCm Cijk _SB_) at least {0}% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)",
+    rule: "SIMT fp32 GEMM/convolution kernels (sgemm, scudnn, implicit_convolve_sgemm, cutlass simt, cuBLAS/cuDNN xmma _ffma, ROCm Cijk _SB_) at least {0}% of the step's kernel time on a GPU of compute capability 7.0 or later or an AMD Instinct, in at least half of the steady steps (the TensorBoard plugin's tensor-core rule)",
     gates: &[GATE],
     fixes: std::slice::from_ref(&FIX_NO_TENSOR_CORES),
 };

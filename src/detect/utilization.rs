@@ -1,14 +1,15 @@
 //! GPU starved mid-step while its kernels are not short (the host is slow to queue work), and
 //! host-only parts of the step (preprocessing before the first GPU work, work after the last)
-//! that leave the GPU with nothing to do.
+//! that leave the GPU with nothing to do; a note where the capture's cold start was left out.
 
 use super::{
     finding, interval_checks, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix,
-    Gate, Rejected, Verdict,
+    Gate, Note, Observer, Rejected, Verdict,
 };
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
 use crate::model::{EventKind, StepSource};
+use crate::window::{COLD_CALL_NS, COLD_SHARE};
 use rustc_hash::FxHashMap;
 
 pub(crate) struct LowUtilization;
@@ -240,3 +241,43 @@ impl Detector for HostOnlyTime {
 
 /// Kernels shorter than this are short (re-exported for the launch-bound detector's text).
 pub(crate) const SHORT_US: i64 = SHORT_KERNEL_NS / 1000;
+
+pub(crate) struct ColdStartLeftOut;
+
+/// One-off host calls or DataLoader ranges this long, before a first step's first launch…
+const COLD_CALL: Gate = Gate {
+    quantity: "one-off host call or multiprocessing DataLoader range before the first launch, ms",
+    threshold: (COLD_CALL_NS / 1_000_000) as f64,
+};
+/// …filling this share of the step: its cold start, left out.
+const COLD_LEAD: Gate = Gate {
+    quantity: "such calls and ranges, % of the step",
+    threshold: COLD_SHARE * 100.0,
+};
+
+const COLD_START_ABOUT: About = About {
+    id: "cold-start",
+    title: "The capture's cold start, left out",
+    rule: "a capture without ProfilerStep ranges whose first step spends at least {1}% of its time, before its first launch, in one-off host calls or multiprocessing DataLoader ranges of at least {0} ms each (CUDA's lazy initialisation in cudaFree, cuDNN's first handle, DataLoader workers starting): the step is read from its first kernel's launch on",
+    gates: &[COLD_CALL, COLD_LEAD],
+    fixes: &[],
+};
+
+impl Observer for ColdStartLeftOut {
+    fn about(&self) -> &'static About {
+        &COLD_START_ABOUT
+    }
+
+    fn observe(&self, a: &Analysis<'_>) -> Option<Note> {
+        let step = a.steps.steps.first()?;
+        let cold = step.cold_start?;
+        let left_out = cold.end - cold.start;
+        Some(self.about().note(format!(
+            "the first {:.1} ms before the first launch ({:.0}% of the capture's first step; the longest: {}) are start-up, not the workload: the findings read the {:.1} ms after it",
+            left_out as f64 / 1e6,
+            pct(left_out as f64, (step.end - cold.start) as f64),
+            a.event_ref(cold.longest as usize),
+            step.dur() as f64 / 1e6,
+        )))
+    }
+}

@@ -17,14 +17,20 @@ const TENSOR_CORE_MARKS: [&str; 14] = [
 ];
 
 /// Kernel-name marks of fp32 SIMT GEMM and convolution kernels (cuBLAS/cuDNN/cutlass, ROCm).
-const SIMT_MARKS: [&str; 6] = [
+const SIMT_MARKS: [&str; 7] = [
     "sgemm",
     "scudnn",
     "implicit_convolve_sgemm",
     "gemmsn",
     "simt",
     "_sb_",
+    FFMA,
 ];
+
+/// fp32 fused multiply-add on the SIMT cores: cuBLAS and cuDNN name their `xmma` kernels that
+/// run fp32 without tensor cores so (`sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_…_ffma_…`), and it
+/// outweighs every tensor-core mark beside it (`xmma`).
+const FFMA: &str = "ffma";
 
 static SIMT: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&SIMT_MARKS));
 static TENSOR_CORES: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&TENSOR_CORE_MARKS));
@@ -84,7 +90,7 @@ static MATMUL: LazyLock<Patterns> = LazyLock::new(|| {
 pub(crate) fn is_simt_fp32(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     SIMT.any_in(&lower)
-        && !TENSOR_CORES.any_in(&lower)
+        && (lower.contains(FFMA) || !TENSOR_CORES.any_in(&lower))
         && !is_rocm_matrix_core(&lower)
         && (!ROCM_GEMM.any_in(&lower) || ROCM_SIMT.any_in(&lower))
 }
@@ -250,6 +256,8 @@ mod tests {
             "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int)",
             "cutlass_80_simt_sgemm_128x128_8x4_nn_align1",
             "Cijk_Ailk_Bljk_SB_MT64x64x16_SN_1LDSB0",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+            "cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_32x32x16_1x1x1_3_nnn_align1_bias_f32_relu",
         ] {
             assert!(is_simt_fp32(simt), "{simt}");
         }
@@ -259,6 +267,10 @@ mod tests {
             "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)",
             "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1",
             "Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x1_SN_1LDSB0",
+            "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas",
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "volta_s884gemm_fp16_128x128_ldg8_f2f_nn",
+            "turing_h1688gemm_256x128_ldg8_nn",
             "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
         ] {
             assert!(!is_simt_fp32(tc), "{tc}");

@@ -1,8 +1,7 @@
 //! The core in the browser: the worker's analysis, run by wasm in headless Chromium.
 
 use torchtraceap::ingest::{Ingest, IngestOptions};
-use torchtraceap_web::protocol::Analyzed;
-use torchtraceap_web::worker::session::Kept;
+use torchtraceap_web::worker::{session::Kept, views};
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -20,7 +19,7 @@ fn a_gzipped_trace_fed_in_slices_is_analyzed_in_the_browser() {
     let ingested = ingest.finish().expect("the sample is a Kineto trace");
     assert!(ingested.report.gzip);
     let kept = Kept::new(ingested);
-    let a = Analyzed::of(&kept.analyzed);
+    let a = views(&kept.analyzed, "sample.pt.trace.json.gz");
     let summary = a.summary.as_ref().expect("a trace has a summary");
     assert_eq!(summary.steps.count, 6);
     assert!(summary.devices[0].name.contains("A100"));

@@ -18,6 +18,7 @@ use torchtraceap::fleet::Fleet;
 use torchtraceap::ingest::{Ingest, IngestOptions};
 use torchtraceap::report::Report;
 use torchtraceap::share;
+use torchtraceap::AnalyzedTrace;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -38,6 +39,21 @@ pub mod session;
 
 /// Bytes read from the file per slice.
 const SLICE_BYTES: usize = 4 << 20;
+
+/// How many kernels and operators the tables keep (the largest by total time).
+const TABLE_ROWS: usize = 500;
+
+/// What the views show of an analyzed trace (`Kept::new` analyzes it once and keeps it for
+/// later requests): its summary, report, fingerprint, its profile named `name`, its modules.
+pub fn views(trace: &AnalyzedTrace<'_>, name: &str) -> Analyzed {
+    Analyzed {
+        summary: Some(trace.summary(TABLE_ROWS)),
+        report: trace.report().clone(),
+        fingerprint: Some(trace.fingerprint().to_string()),
+        profile: Some(trace.profile(name)),
+        modules: trace.modules(),
+    }
+}
 
 thread_local! {
     /// The traces this worker analyzed.
@@ -262,12 +278,7 @@ async fn analyze_trace(
         FromWorker::Progress(progress.clone()).post(scope);
         let ingested = timed("assemble", || ingest.finish())?;
         let kept = timed("analysis", || Kept::new(ingested));
-        let analyzed = timed("views", || {
-            let mut analyzed = Analyzed::of(&kept.analyzed);
-            analyzed.profile = Some(kept.analyzed.profile(&progress.name));
-            analyzed.modules = kept.analyzed.modules();
-            analyzed
-        });
+        let analyzed = timed("views", || views(&kept.analyzed, &progress.name));
         Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
     })
 }
@@ -291,4 +302,45 @@ async fn read_alone(
         ranges::continue_progress(scope, &ingest, progress, memory_limit)?;
     }
     Ok(ingest)
+}
+
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    use super::*;
+
+    /// A real analysis (the bundled sample's summary and report: the core's flattened gate
+    /// figures, tagged enums, optional fields and 64-bit times) crosses whole through the
+    /// browser's structured clone, as `postMessage` carries it.
+    #[wasm_bindgen_test]
+    fn an_analysis_crosses_whole_through_structured_clone() {
+        const SAMPLE: &[u8] =
+            include_bytes!("../../../www/samples/resnet50-a100-dataloader.pt.trace.json.gz");
+        let ingested = torchtraceap::ingest::ingest_bytes(SAMPLE, Default::default())
+            .expect("the sample ingests");
+        let analyzed = views(&AnalyzedTrace::new(&ingested), "sample.pt.trace.json.gz");
+        assert!(!analyzed.report.findings.is_empty());
+        let message = FromWorker::Done(Box::new(Outcome {
+            file: 0,
+            name: "sample.pt.trace.json.gz".into(),
+            size: SAMPLE.len() as u64,
+            worker_memory_bytes: 1 << 33,
+            result: Ok(Document::Analysis(Box::new(analyzed))),
+        }));
+        let structured_clone: js_sys::Function =
+            js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())
+                .expect("structuredClone")
+                .into();
+        let posted = structured_clone
+            .call1(
+                &JsValue::UNDEFINED,
+                &protocol::encode(&message).expect("encodes"),
+            )
+            .expect("clones");
+        assert_eq!(
+            protocol::decode::<FromWorker>(posted).expect("decodes"),
+            message
+        );
+    }
 }

@@ -396,7 +396,12 @@ pub fn continue_progress(
     progress.memory_bytes = memory_bytes();
     FromWorker::Progress(progress.clone()).post(scope);
     if progress.memory_bytes > memory_limit {
-        return Err(FileError::too_large(progress, memory_limit));
+        return Err(FileError::TooLarge {
+            read: progress.bytes,
+            total: progress.total_bytes,
+            memory: progress.memory_bytes,
+            limit: memory_limit,
+        });
     }
     Ok(())
 }

@@ -88,7 +88,13 @@ mod tests {
         )
         .unwrap();
         let trace = torchtraceap::AnalyzedTrace::new(&ingested);
-        let analyzed = crate::protocol::Analyzed::of(&trace);
+        let analyzed = crate::protocol::Analyzed {
+            summary: None,
+            report: trace.report().clone(),
+            fingerprint: Some(trace.fingerprint().to_string()),
+            profile: None,
+            modules: None,
+        };
         let outcome = Outcome {
             file: 0,
             name: "run.pt.trace.json.gz".into(),

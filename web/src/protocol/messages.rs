@@ -1,0 +1,225 @@
+//! The messages themselves: what the page asks of a worker ([`ToWorker`], its [`Request`]s),
+//! what a worker sends back ([`FromWorker`]), and the worker-to-worker ranges of a large trace
+//! ([`Parse`], [`Parsed`]).
+
+use serde::{Deserialize, Serialize};
+use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::ml::labels::WindowLabel;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
+
+use super::encode;
+use super::errors::{FileError, RequestError, RetrainError};
+use super::outcome::{Outcome, Progress};
+use super::retrain::Retrained;
+use super::timeline::{TimelineReply, TimelineRequest};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FromWorker {
+    Ready,
+    Progress(Progress),
+    Done(Box<Outcome>),
+    Finished,
+    Timeline(Box<TimelineReply>),
+    /// The answer to `Request::Prompts`: the options it was made with (the page drops a reply
+    /// for settings it no longer has), and the prompts or why there are none.
+    Prompts {
+        file: usize,
+        options: SummaryOptions,
+        result: Result<Vec<Prompt>, RequestError>,
+    },
+    /// The answer to `Request::Perfetto`: the export's JSON (`perfetto::write`), or why there
+    /// is none.
+    Perfetto {
+        file: usize,
+        result: Result<String, RequestError>,
+    },
+    /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
+    /// why there is none (the traces keep their scores).
+    Retrained(Box<Result<Retrained, RetrainError>>),
+    /// Worker to worker: the answer to `ToWorker::Parse`.
+    Parsed(Box<Parsed>),
+}
+
+impl FromWorker {
+    /// The message's kind, for measuring its cost (`page::cost`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FromWorker::Ready => "ready",
+            FromWorker::Progress(_) => "progress",
+            FromWorker::Done(_) => "done",
+            FromWorker::Finished => "finished",
+            FromWorker::Timeline(reply) => match **reply {
+                TimelineReply::Opened(_) => "timeline-opened",
+                TimelineReply::Drawn(_) => "timeline-drawn",
+                TimelineReply::Picked { .. } => "timeline-picked",
+                TimelineReply::Found(_) => "timeline-found",
+                TimelineReply::Failed { .. } => "timeline-failed",
+            },
+            FromWorker::Prompts { .. } => "prompts",
+            FromWorker::Perfetto { .. } => "perfetto",
+            FromWorker::Retrained(_) => "retrained",
+            FromWorker::Parsed(_) => "parsed",
+        }
+    }
+
+    /// Posts the message to whoever started this worker (the page, or a coordinating worker),
+    /// transferring what it hands over.
+    pub fn post(&self, scope: &DedicatedWorkerGlobalScope) {
+        match encode(self) {
+            // Posting cannot fail: the page exists while its worker runs, and the message
+            // holds plain values and buffers to transfer only.
+            Ok(value) => {
+                let _ = scope.post_message_with_transfer(&value, &self.transfer());
+            }
+            Err(e) => wasm_bindgen::throw_str(&format!("a message for the page: {e}")),
+        }
+    }
+
+    /// What the message hands over rather than copies: a parsed range's state.
+    pub fn transfer(&self) -> js_sys::Array {
+        match self {
+            FromWorker::Parsed(parsed) => match &parsed.result {
+                Ok(block) => js_sys::Array::of1(&block.state),
+                Err(_) => js_sys::Array::new(),
+            },
+            _ => js_sys::Array::new(),
+        }
+    }
+}
+
+/// Worker to worker: frame byte range `index` of a trace alone (`worker::ranges`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parse {
+    /// The trace: a `Blob` travels by reference, its bytes are read by the worker that parses.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub blob: Blob,
+    pub index: usize,
+    /// The range's nominal bytes, `from..to`; its block starts and ends at the cut points
+    /// `ingest::blocks::range_start` finds from there.
+    pub from: u64,
+    pub to: u64,
+    /// Whether the event array sits in a top-level object (from the document's first byte).
+    pub in_object: bool,
+}
+
+/// A range framed alone, or why it could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parsed {
+    pub index: usize,
+    pub result: Result<ParsedBlock, FileError>,
+}
+
+/// A framed block: its bytes in the document and its state (`ingest::blocks::Framed` in
+/// bincode), in a buffer transferred with the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParsedBlock {
+    pub start: u64,
+    pub end: u64,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub state: js_sys::ArrayBuffer,
+}
+
+/// What the page asks of its worker; `file` is the file's index in the load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Analyze these `File`s (or `Blob`s), in order; posted once, after `Ready`. They are files
+    /// `first`, `first + 1`, … of the load: the page gives each worker a part of it (one file).
+    /// The worker stops reading a trace when its memory passes `memory_limit` bytes (the file
+    /// gets a `FileError::TooLarge`). Up to `workers` workers (this one's
+    /// helpers, `worker::ranges`, while this one merges) read a large plain trace; 1: this one alone.
+    Analyze {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        files: js_sys::Array,
+        first: usize,
+        memory_limit: u64,
+        workers: usize,
+    },
+    /// The timeline's canvas, which the worker draws into from then on; posted before the first
+    /// `View`, transferred ([`ToWorker::transfer`]).
+    Canvas {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        canvas: OffscreenCanvas,
+    },
+    /// A question about an analyzed file, answered with one message.
+    Request(Request),
+    /// Fit a window model on the bundled base set plus these kept labels (those of the traces
+    /// this worker holds) and rescore every trace with it; answered by `Retrained`.
+    Retrain { labels: Vec<WindowLabel> },
+    /// Rescore every trace with the bundled model again (the kept labels name the windows in
+    /// the reply); answered by `Retrained`.
+    BundledModel { labels: Vec<WindowLabel> },
+    /// Worker to worker: frame a byte range of a trace; answered by `FromWorker::Parsed`.
+    Parse(Box<Parse>),
+}
+
+/// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// A request about the file's timeline; answered by `FromWorker::Timeline`.
+    Timeline(TimelineRequest),
+    /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
+    /// `prompts`); answered by `FromWorker::Prompts`. Nothing is sent anywhere: the page shows
+    /// them, and sends one only when the user asks.
+    Prompts {
+        file: usize,
+        options: SummaryOptions,
+    },
+    /// The file's trace and analysis for Perfetto UI (`perfetto::write`, whole); answered by
+    /// `FromWorker::Perfetto`.
+    Perfetto { file: usize },
+}
+
+impl ToWorker {
+    /// What the message hands over to the worker rather than copies: the canvas.
+    pub fn transfer(&self) -> js_sys::Array {
+        match self {
+            ToWorker::Canvas { canvas } => js_sys::Array::of1(canvas),
+            _ => js_sys::Array::new(),
+        }
+    }
+
+    /// The file the message is about, if it is about one: the worker that holds that file's
+    /// trace must answer it.
+    pub fn file(&self) -> Option<usize> {
+        match self {
+            // Retraining is about the traces of the worker that gets it: the page sends it to
+            // the worker of the file shown (`page::App::retrain`).
+            ToWorker::Analyze { .. }
+            | ToWorker::Canvas { .. }
+            | ToWorker::Retrain { .. }
+            | ToWorker::BundledModel { .. }
+            | ToWorker::Parse(_) => None,
+            ToWorker::Request(Request::Prompts { file, .. } | Request::Perfetto { file }) => {
+                Some(*file)
+            }
+            ToWorker::Request(Request::Timeline(request)) => Some(match request {
+                TimelineRequest::Open { file }
+                | TimelineRequest::Motion { file, .. }
+                | TimelineRequest::Details { file, .. }
+                | TimelineRequest::Search { file, .. } => *file,
+                TimelineRequest::View(view) | TimelineRequest::Pick { view, .. } => view.file,
+            }),
+        }
+    }
+
+    /// The message's kind, for measuring its cost (`page::cost`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToWorker::Analyze { .. } => "analyze",
+            ToWorker::Canvas { .. } => "canvas",
+            ToWorker::Request(Request::Timeline(request)) => match request {
+                TimelineRequest::Open { .. } => "timeline-open",
+                TimelineRequest::View(_) => "timeline-view",
+                TimelineRequest::Motion { .. } => "timeline-motion",
+                TimelineRequest::Pick { .. } => "timeline-pick",
+                TimelineRequest::Details { .. } => "timeline-details",
+                TimelineRequest::Search { .. } => "timeline-search",
+            },
+            ToWorker::Request(Request::Prompts { .. }) => "prompts",
+            ToWorker::Request(Request::Perfetto { .. }) => "perfetto",
+            ToWorker::Retrain { .. } => "retrain",
+            ToWorker::BundledModel { .. } => "bundled-model",
+            ToWorker::Parse(_) => "parse",
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The messages between the page and the analysis worker, and how they travel.
+//!
+//! Every message is an [`Envelope`] with this protocol's [`VERSION`], turned into a JavaScript
+//! value by `serde-wasm-bindgen` and posted as is: the browser's structured clone carries it, no
+//! JSON text is written or parsed. 64-bit integers travel as `BigInt`s (trace times in ns since
+//! 1970 exceed a double's 53 bits). The `File`s to analyze and the timeline's `OffscreenCanvas`
+//! travel inside the messages as the browser's own handles (`serde_wasm_bindgen::preserve`):
+//! files by reference (never copied whole), the canvas transferred ([`ToWorker::transfer`]).
+//! Nothing else is large enough to gain from a transfer: the worker reads the files' bytes
+//! itself and draws the timeline's frames straight into the canvas.
+//!
+//! The worker says `Ready` once its message handler is installed (messages posted before that
+//! would be lost: the wasm module starts asynchronously). The page then posts
+//! [`ToWorker::Analyze`]; the worker answers with [`FromWorker`] messages in this order:
+//! `Progress`* per file, then that file's `Done`, and `Finished` at the end.
+//!
+//! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
+//! requests about them, such as a search, each with one reply. The page gives each file of a
+//! load its own worker (`page::pool`) and keeps only one of them, holding one trace: a request
+//! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
+//!
+//! A file's worker may start helpers (the same worker script) to read a large trace by byte
+//! ranges (`worker::ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
+//! answers with a [`FromWorker::Parsed`], whose framed state is bincode in an `ArrayBuffer`
+//! transferred with it ([`FromWorker::transfer`]). These never reach the page.
+//!
+//! The messages are this module's enums. What they carry of the core (the report, the trace's
+//! summary, timeline places and bands, LLM prompts) travels in the core's own serde form: for
+//! the report, the versioned document a saved report holds (`report::VERSION`). Page and worker
+//! are built from one source, so such a change reaches both sides at once; bump [`VERSION`]
+//! when it changes a message's shape, so that a cached worker of the older build is refused.
+//!
+//! One file per concern: [`messages`] (the enums that cross), [`timeline`] (the timeline's
+//! requests and replies), [`outcome`] (a file's progress and outcome), [`retrain`] (a retrain's
+//! reply), [`errors`] (failures as facts); this file, the envelope.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+
+mod errors;
+mod messages;
+mod outcome;
+mod retrain;
+#[cfg(test)]
+mod tests;
+mod timeline;
+
+pub use errors::{FileError, LeftOut, ReadStep, RequestError, RetrainError};
+pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Request, ToWorker};
+pub use outcome::{Analyzed, Document, Outcome, Progress, Stage};
+pub use retrain::{Rescored, Retrained, WindowChange};
+pub use timeline::{
+    Drawn, Found, Motion, Opened, Picked, TimelineReply, TimelineRequest, View, MAX_FOUND,
+};
+
+/// The protocol's version, checked on every message: the page and the worker are built together,
+/// but a browser may still run a cached worker script next to a newer page. Version 1 was JSON
+/// text; 2 is structured clone through `serde-wasm-bindgen`; 3 opens fleet reports
+/// ([`Document::Fleet`]), retrains the window model (`Retrain`, `BundledModel`, `Retrained`),
+/// numbers an `Analyze`'s files from its `first` (one worker per file of a load) and gives the
+/// worker a memory limit; 4 draws the timeline on the worker's own animation frames (a `View`'s
+/// `seq` and `motion`, `TimelineRequest::Motion`, and the view and frame time in `Drawn`) and
+/// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
+/// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
+/// `Picked::MemoryPeak`); 6 types its errors (`FileError`, `RequestError`, `RetrainError`,
+/// `LeftOut`), which the page words.
+pub const VERSION: u32 = 6;
+
+/// What is posted: a message and the version of the protocol it belongs to.
+#[derive(Serialize, Deserialize)]
+struct Envelope<M> {
+    version: u32,
+    message: M,
+}
+
+/// Why a message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error(
+        "a message of protocol version {found}, where version {VERSION} is expected: the page \
+         and its worker come from different builds of the site; reload the page"
+    )]
+    Version { found: String },
+    #[error("a message that does not decode ({0}): a bug in TorchTraceAP")]
+    Decode(String),
+}
+
+/// The JavaScript value to post for `message`.
+pub fn encode<M: Serialize>(message: &M) -> Result<JsValue, ProtocolError> {
+    let envelope = Envelope {
+        version: VERSION,
+        message,
+    };
+    envelope
+        .serialize(
+            &serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true),
+        )
+        .map_err(|e| ProtocolError::Decode(e.to_string()))
+}
+
+/// The message in a posted value, when its version is this protocol's.
+pub fn decode<M: DeserializeOwned>(value: JsValue) -> Result<M, ProtocolError> {
+    let version = js_sys::Reflect::get(&value, &JsValue::from_str("version")).ok();
+    if version.as_ref().and_then(JsValue::as_f64) != Some(f64::from(VERSION)) {
+        return Err(ProtocolError::Version {
+            found: version.map_or_else(|| "none".into(), |v| format!("{v:?}")),
+        });
+    }
+    serde_wasm_bindgen::from_value::<Envelope<M>>(value)
+        .map(|envelope| envelope.message)
+        .map_err(|e| ProtocolError::Decode(e.to_string()))
+}

@@ -1,9 +1,9 @@
 //! The page: a Yew component tree over the worker's results. Views only read [`Analyzed`]; the
 //! analysis itself runs in the worker (the `worker` module), so the page stays responsive.
 //!
-//! One file on purpose: the `App` is one state machine (loads, the worker of the analysis shown, a
-//! shared link waiting for its trace, the tabs) whose messages and view are read together; each
-//! view is its own module.
+//! The `App` is one state machine (loads, a shared link waiting for its trace, the tabs) whose
+//! messages and view are read together; each view is its own module. The worker of the file
+//! shown is the [`Client`]'s: the views ask it themselves, and its replies go to them.
 //!
 //! The page never parses or analyzes trace bytes: all of that runs in the worker (the timeline
 //! too), and the page renders `Analyzed` and the worker's replies (it decodes and encodes share
@@ -13,6 +13,7 @@
 //! failed, leaves the previous analysis in place.
 
 mod charts;
+mod client;
 mod compare;
 mod compare_steps;
 mod cost;
@@ -35,7 +36,6 @@ mod viewer;
 use std::rc::Rc;
 
 use gloo_timers::callback::Interval;
-use wasm_bindgen::prelude::*;
 use web_sys::{File, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -43,9 +43,9 @@ use torchtraceap::share::Omitted;
 use torchtraceap::view_link::{self, SharedView, View};
 
 use crate::format::bytes;
-use crate::protocol::{Analyzed, Document, FileError, FromWorker, Outcome, Request, ToWorker};
+use crate::protocol::{Analyzed, Document, FileError, FromWorker, Outcome, Reply, Request};
+use client::Client;
 use pool::Pool;
-use viewer::Viewer;
 
 /// Up to this many files get a button each; more get a drop-down list.
 const MAX_FILE_TABS: usize = 8;
@@ -66,10 +66,9 @@ pub enum Msg {
     OpenSample,
     /// Something the user asked for failed; the message says what and what to do.
     Failed(String),
-    /// A message from the worker of the file shown (`Viewer`).
-    FromWorker(FromWorker),
-    /// The worker of the file shown stopped.
-    WorkerFailed(pool::WorkerFailure),
+    /// The worker of the file shown changed (started, read, stopped; `Client`), with a notice
+    /// when there is one.
+    Worker(Option<String>),
     /// A message from the worker of file N of the load (or why it stopped).
     FromLoad(usize, Result<FromWorker, pool::WorkerFailure>),
     Cancel,
@@ -82,8 +81,6 @@ pub enum Msg {
     ShowOnTimeline(String),
     /// A band was clicked on the timeline: open its finding.
     OpenFinding(String),
-    /// The timeline asks something of the worker.
-    Ask(Rc<ToWorker>),
     /// The LLM settings, previews and answers.
     Llm(llm::Msg),
     /// The files compared, before and after (indices into the loaded files).
@@ -119,21 +116,13 @@ struct Loading {
 
 pub struct App {
     loading: Option<Loading>,
-    /// The worker that holds one of `files`' traces and answers requests about it.
-    viewer: Option<Viewer>,
-    /// The files of the load shown, to read one again when a request is about it.
-    handles: Vec<File>,
-    /// Viewers started: the timeline, whose canvas belongs to one worker, is made again for
-    /// each.
-    viewers: u32,
+    /// The worker that answers requests about the files shown.
+    client: Client,
     /// Workers the last load started, and the most that ran at once: the page shows them as
     /// `data-workers` ("started/peak"), for tests and benchmarks.
     load_workers: (u32, u32),
     /// The largest wasm memory of the last load's workers (`data-memory`, bytes).
     load_memory: u64,
-    /// Where the worker's answers to the timeline go: to the timeline alone, which re-renders
-    /// on a drawn frame without the rest of the page.
-    timeline_replies: timeline::Replies,
     /// The finding the timeline moves to, numbered so that each request moves it.
     timeline_focus: Option<(u32, String)>,
     /// The files of the last load that read at least one trace; a cancelled load, or one where
@@ -174,15 +163,12 @@ impl Component for App {
     type Message = Msg;
     type Properties = ();
 
-    fn create(_ctx: &Context<Self>) -> Self {
+    fn create(ctx: &Context<Self>) -> Self {
         let mut app = App {
             loading: None,
-            viewer: None,
-            handles: Vec::new(),
-            viewers: 0,
+            client: Client::new(ctx.link().callback(Msg::Worker)),
             load_workers: (0, 0),
             load_memory: 0,
-            timeline_replies: timeline::Replies::default(),
             timeline_focus: None,
             files: Vec::new(),
             failed: Vec::new(),
@@ -231,35 +217,13 @@ impl Component for App {
                 l.pool.receive(file, message);
                 l.now_ms = now_ms();
                 if l.pool.is_done() {
-                    self.loaded(ctx);
+                    self.loaded();
                 }
             }
-            Msg::FromWorker(FromWorker::Timeline(reply)) => {
-                self.timeline_replies.deliver(reply);
-                return false;
-            }
-            // Worker to worker only: never the page's.
-            Msg::FromWorker(FromWorker::Parsed(_)) => return false,
-            Msg::FromWorker(
-                message @ (FromWorker::Ready
-                | FromWorker::Progress(_)
-                | FromWorker::Done(_)
-                | FromWorker::Finished),
-            ) => {
-                let received = self.viewer.as_mut().map(|v| v.receive(&message));
-                if let Some(Err(e)) = received {
-                    web_sys::console::error_1(&JsValue::from_str(&e));
+            Msg::Worker(notice) => {
+                if notice.is_some() {
+                    self.notice = notice;
                 }
-            }
-            Msg::WorkerFailed(message) => {
-                self.viewer = None;
-                self.notice = Some(format!(
-                    "The worker of the file shown stopped unexpectedly: {message}. The results \
-                     are kept, and the file is read again when needed. If the file is large, the \
-                     worker may have run out of memory (a worker has at most 4 GiB); otherwise \
-                     this is a bug in TorchTraceAP: please report it with the trace's PyTorch \
-                     version."
-                ));
             }
             Msg::Cancel => {
                 if self.loading.take().is_some() {
@@ -290,17 +254,9 @@ impl Component for App {
                 }
                 self.tab = Tab::Findings;
             }
-            Msg::Ask(request) => return self.ask(ctx, &request),
             Msg::Llm(msg) => {
-                let send = ctx.link().callback(Msg::Llm);
-                let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
-                for request in wanted {
-                    self.ask(ctx, &request);
-                }
-            }
-            Msg::FromWorker(FromWorker::Retrained(result)) => {
-                if let Ok(retrained) = &*result {
-                    for rescored in &retrained.files {
+                if let llm::Msg::Worker(Reply::Retrained(result)) = &msg {
+                    for rescored in result.iter().flat_map(|r| &r.files) {
                         if let Some(Ok(Document::Analysis(a))) = self
                             .files
                             .get_mut(rescored.file)
@@ -310,25 +266,31 @@ impl Component for App {
                         }
                     }
                 }
-                for request in Rc::make_mut(&mut self.llm).retrained(*result) {
-                    self.ask(ctx, &request);
+                let send = ctx.link().callback(Msg::Llm);
+                let wanted = Rc::make_mut(&mut self.llm).update(msg, &send);
+                for request in wanted {
+                    let on_reply = send.reform(llm::Msg::Worker);
+                    self.client.ask(request, self.selected, on_reply);
                 }
             }
-            Msg::FromWorker(FromWorker::Prompts {
-                file,
-                options,
-                result,
-            }) => Rc::make_mut(&mut self.llm).prompts_arrived(file, options, result),
             Msg::Perfetto => {
                 let file = self.selected;
-                return self.ask(ctx, &ToWorker::Request(Request::Perfetto { file }));
-            }
-            Msg::FromWorker(FromWorker::Perfetto { file, result }) => {
-                let name = self.files.get(file).map_or("trace", |f| f.name.as_str());
-                let saved = result.map_err(|e| errors::request_error(&e));
-                if let Err(e) = saved.and_then(|json| export::save_perfetto(name, &json)) {
-                    self.notice = Some(e);
-                }
+                let name = self
+                    .files
+                    .get(file)
+                    .map_or("trace".into(), |f| f.name.clone());
+                let failed = ctx.link().callback(Msg::Failed);
+                let on_reply = Callback::from(move |reply| {
+                    let Reply::Perfetto { result, .. } = reply else {
+                        return;
+                    };
+                    let saved = result.map_err(|e| errors::request_error(&e));
+                    if let Err(e) = saved.and_then(|json| export::save_perfetto(&name, &json)) {
+                        failed.emit(e);
+                    }
+                });
+                self.client.ask(Request::Perfetto { file }, file, on_reply);
+                return false;
             }
         }
         true
@@ -352,7 +314,7 @@ impl Component for App {
                 if let Some(notice) = &self.notice {
                     <p class="notice" role="status">{notice}</p>
                 }
-                if let Some((name, read)) = self.viewer.as_ref().and_then(Viewer::reading_now) {
+                if let Some((name, read)) = self.client.reading_now() {
                     <p class="notice rereading" role="status">{format!(
                         "Reading {name} again ({:.0} %): after a load, the page keeps one trace in \
                          memory and reads another again when asked about it.", read * 100.0)}</p>
@@ -373,17 +335,6 @@ impl Component for App {
             </load::DropZone>
         }
     }
-}
-
-/// Where the messages of the worker of the file shown go.
-fn viewer_messages(ctx: &Context<App>) -> pool::Messages {
-    let link = ctx.link().clone();
-    Callback::from(move |m| {
-        link.send_message(match m {
-            Ok(m) => Msg::FromWorker(m),
-            Err(e) => Msg::WorkerFailed(e),
-        })
-    })
 }
 
 /// Why a file could not be analyzed; nothing for a file that could.
@@ -455,37 +406,8 @@ impl App {
         }
     }
 
-    /// Hands a request (or the timeline's canvas) to the worker that holds its file's trace,
-    /// starting one that reads the file again when none does. Returns whether it started one
-    /// (the timeline is then made again, to hand its canvas to the new worker).
-    /// Retraining goes to the worker of the file shown: it retrains on that trace's labels.
-    fn ask(&mut self, ctx: &Context<Self>, request: &ToWorker) -> bool {
-        let mut started = false;
-        let retrain = matches!(
-            request,
-            ToWorker::Retrain { .. } | ToWorker::BundledModel { .. }
-        );
-        if let Some(file) = request.file().or(retrain.then_some(self.selected)) {
-            if self.viewer.as_ref().is_none_or(|v| v.file != file) {
-                let Some(handle) = self.handles.get(file) else {
-                    return false;
-                };
-                match Viewer::reading(handle.clone(), file, viewer_messages(ctx)) {
-                    Ok(v) => self.viewer = Some(v),
-                    Err(e) => self.notice = Some(errors::file_error(&e, &handle.name())),
-                }
-                self.viewers += 1;
-                started = true;
-            }
-        }
-        if let Some(Err(e)) = self.viewer.as_mut().map(|v| v.ask(request)) {
-            web_sys::console::error_1(&JsValue::from_str(&e));
-        }
-        started
-    }
-
     /// Every file of the load has its outcome: shows them, unless none could be read.
-    fn loaded(&mut self, ctx: &Context<Self>) {
+    fn loaded(&mut self) {
         let Some(l) = self.loading.take() else {
             return;
         };
@@ -498,9 +420,7 @@ impl App {
         let handles = l.pool.files.clone();
         let (outcomes, kept) = l.pool.finish();
         if outcomes.iter().any(|f| f.result.is_ok()) {
-            self.viewer = kept.map(|worker| Viewer::holding(worker, 0, viewer_messages(ctx)));
-            self.viewers += 1;
-            self.handles = handles;
+            self.client.hold(kept, handles);
             Rc::make_mut(&mut self.llm).forget_files();
             self.files = outcomes.into_iter().map(Rc::new).collect();
             self.selected = 0;
@@ -595,7 +515,7 @@ impl App {
         });
         // No worker could start: every file has its outcome (why) already.
         if self.loading.as_ref().is_some_and(|l| l.pool.is_done()) {
-            self.loaded(ctx);
+            self.loaded();
         }
     }
 
@@ -673,8 +593,8 @@ impl App {
             },
             (Tab::Kernels, Some(s)) => table::kernels(&s.top_kernels),
             (Tab::Timeline, Some(_)) => html! {
-                <timeline::Timeline key={self.viewers} file={file.file} replies={self.timeline_replies.clone()}
-                    ask={link.callback(Msg::Ask)} focus={self.timeline_focus.clone()}
+                <timeline::Timeline key={self.client.viewers()} file={file.file} client={self.client.clone()}
+                    focus={self.timeline_focus.clone()}
                     on_finding={link.callback(Msg::OpenFinding)} />
             },
             (Tab::Operators, Some(s)) => table::operators(&s.top_operators),

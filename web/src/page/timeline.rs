@@ -15,9 +15,7 @@
 //! Ctrl + wheel zooms, the wheel scrolls the tracks, Shift + wheel pans; dragging pans,
 //! Shift + drag selects a time range; a click selects what is under the pointer.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::rc::Rc;
 
 use gloo_timers::callback::Timeout;
 use wasm_bindgen::prelude::*;
@@ -30,53 +28,19 @@ use yew::prelude::*;
 use torchtraceap::timeline::inspect::{Details, Place};
 use torchtraceap::timeline::layout::CounterPeak;
 
+use super::client::Client;
 use super::errors::request_error;
 use crate::format::{bytes, duration};
 use crate::geometry::{self, GUTTER, HEADER, MIN_SPAN, PAN_RATE, ZOOM_RATE};
 use crate::protocol::{
-    Drawn, Found, Motion, Opened, Picked, Request, TimelineReply, TimelineRequest, ToWorker, View,
+    Drawn, Found, Motion, Opened, Picked, Reply, Request, TimelineReply, TimelineRequest, View,
 };
-
-/// Where the page hands the worker's timeline replies: straight to the timeline shown (which
-/// listens while it exists), so that a drawn frame re-renders the timeline alone, never the
-/// whole page. Replies that come while no timeline is shown are dropped.
-#[derive(Clone, Default)]
-pub struct Replies(Rc<RefCell<Option<Callback<Box<TimelineReply>>>>>);
-
-impl PartialEq for Replies {
-    fn eq(&self, other: &Replies) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Replies {
-    /// Hands a reply to the timeline shown, if any.
-    pub fn deliver(&self, reply: Box<TimelineReply>) {
-        let listener = self.0.borrow().clone();
-        if let Some(listener) = listener {
-            listener.emit(reply);
-        }
-    }
-
-    fn listen(&self, listener: Callback<Box<TimelineReply>>) {
-        *self.0.borrow_mut() = Some(listener);
-    }
-
-    /// Stops handing replies to `listener` (a timeline made since keeps its own).
-    fn stop(&self, listener: &Callback<Box<TimelineReply>>) {
-        let mut current = self.0.borrow_mut();
-        if current.as_ref() == Some(listener) {
-            current.take();
-        }
-    }
-}
 
 #[derive(Properties, PartialEq)]
 pub struct TimelineProps {
     pub file: usize,
-    /// The worker's timeline replies come through here.
-    pub replies: Replies,
-    pub ask: Callback<Rc<ToWorker>>,
+    /// The worker's client: requests go through it, replies and frames come back.
+    pub client: Client,
     /// A finding to move to, numbered so that asking twice moves twice.
     pub focus: Option<(u32, String)>,
     /// A finding's band was clicked.
@@ -128,7 +92,8 @@ struct Drag {
 }
 
 pub struct Timeline {
-    /// Where this timeline takes the worker's replies (see [`Replies`]).
+    /// Where this timeline takes the worker's frames (`Client::listen`): to the timeline alone,
+    /// which re-renders on a drawn frame without the rest of the page.
     listener: Callback<Box<TimelineReply>>,
     canvas: NodeRef,
     handed_over: bool,
@@ -514,10 +479,16 @@ fn key_of(e: &KeyboardEvent) -> Option<String> {
     .map(String::from)
 }
 
+/// Asks `request` of the worker; its reply comes back to this timeline.
 fn ask(ctx: &Context<Timeline>, request: TimelineRequest) {
-    ctx.props()
-        .ask
-        .emit(Rc::new(ToWorker::Request(Request::Timeline(request))));
+    let on_reply = ctx.link().batch_callback(|reply| match reply {
+        Reply::Timeline(reply) => Some(Msg::Reply(reply)),
+        _ => None,
+    });
+    let props = ctx.props();
+    props
+        .client
+        .ask(Request::Timeline(request), props.file, on_reply);
 }
 
 /// Appends a drawn frame to `window.ttapFrames` where a benchmark created that array: its draw
@@ -543,7 +514,7 @@ impl Component for Timeline {
 
     fn create(ctx: &Context<Self>) -> Self {
         let listener = ctx.link().callback(Msg::Reply);
-        ctx.props().replies.listen(listener.clone());
+        ctx.props().client.listen(listener.clone());
         Timeline {
             listener,
             canvas: NodeRef::default(),
@@ -619,9 +590,7 @@ impl Component for Timeline {
         match canvas.transfer_control_to_offscreen() {
             Ok(offscreen) => {
                 self.handed_over = true;
-                ctx.props()
-                    .ask
-                    .emit(Rc::new(ToWorker::Canvas { canvas: offscreen }));
+                ctx.props().client.hand_canvas(offscreen);
                 ask(
                     ctx,
                     TimelineRequest::Open {
@@ -677,7 +646,7 @@ impl Component for Timeline {
             self.held.clear();
             self.moved(ctx);
         }
-        ctx.props().replies.stop(&self.listener);
+        ctx.props().client.stop(&self.listener);
         if let (Some(w), Some(resize)) = (web_sys::window(), &self._resize) {
             let _ =
                 w.remove_event_listener_with_callback("resize", resize.as_ref().unchecked_ref());

@@ -19,6 +19,21 @@ pub enum FromWorker {
     Progress(Progress),
     Done(Box<Outcome>),
     Finished,
+    /// The answer to the page's request `id` (`ToWorker::Request`).
+    Reply {
+        id: u64,
+        reply: Reply,
+    },
+    /// A timeline frame drawn, or why it was not: the answer to the latest `View` on each
+    /// animation frame that shows a new image (`worker::frames`), not to one request.
+    Frame(Box<TimelineReply>),
+    /// Worker to worker: the answer to `ToWorker::Parse`.
+    Parsed(Box<Parsed>),
+}
+
+/// The answer to one [`Request`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Reply {
     Timeline(Box<TimelineReply>),
     /// The answer to `Request::Prompts`: the options it was made with (the page drops a reply
     /// for settings it no longer has), and the prompts or why there are none.
@@ -36,8 +51,17 @@ pub enum FromWorker {
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
     Retrained(Box<Result<Retrained, RetrainError>>),
-    /// Worker to worker: the answer to `ToWorker::Parse`.
-    Parsed(Box<Parsed>),
+}
+
+/// A timeline reply's kind.
+fn timeline_kind(reply: &TimelineReply) -> &'static str {
+    match reply {
+        TimelineReply::Opened(_) => "timeline-opened",
+        TimelineReply::Drawn(_) => "timeline-drawn",
+        TimelineReply::Picked { .. } => "timeline-picked",
+        TimelineReply::Found(_) => "timeline-found",
+        TimelineReply::Failed { .. } => "timeline-failed",
+    }
 }
 
 impl FromWorker {
@@ -48,16 +72,13 @@ impl FromWorker {
             FromWorker::Progress(_) => "progress",
             FromWorker::Done(_) => "done",
             FromWorker::Finished => "finished",
-            FromWorker::Timeline(reply) => match **reply {
-                TimelineReply::Opened(_) => "timeline-opened",
-                TimelineReply::Drawn(_) => "timeline-drawn",
-                TimelineReply::Picked { .. } => "timeline-picked",
-                TimelineReply::Found(_) => "timeline-found",
-                TimelineReply::Failed { .. } => "timeline-failed",
+            FromWorker::Reply { reply, .. } => match reply {
+                Reply::Timeline(reply) => timeline_kind(reply),
+                Reply::Prompts { .. } => "prompts",
+                Reply::Perfetto { .. } => "perfetto",
+                Reply::Retrained(_) => "retrained",
             },
-            FromWorker::Prompts { .. } => "prompts",
-            FromWorker::Perfetto { .. } => "perfetto",
-            FromWorker::Retrained(_) => "retrained",
+            FromWorker::Frame(reply) => timeline_kind(reply),
             FromWorker::Parsed(_) => "parsed",
         }
     }
@@ -140,33 +161,79 @@ pub enum ToWorker {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         canvas: OffscreenCanvas,
     },
-    /// A question about an analyzed file, answered with one message.
-    Request(Request),
-    /// Fit a window model on the bundled base set plus these kept labels (those of the traces
-    /// this worker holds) and rescore every trace with it; answered by `Retrained`.
-    Retrain { labels: Vec<WindowLabel> },
-    /// Rescore every trace with the bundled model again (the kept labels name the windows in
-    /// the reply); answered by `Retrained`.
-    BundledModel { labels: Vec<WindowLabel> },
+    /// Request `id` (numbered by the page), answered by one `FromWorker::Reply` with its `id`;
+    /// a `View` or a `Motion` by the frames drawn (`FromWorker::Frame`) instead.
+    Request { id: u64, request: Request },
     /// Worker to worker: frame a byte range of a trace; answered by `FromWorker::Parsed`.
     Parse(Box<Parse>),
 }
 
-/// A question about an analyzed file; `Session::answer` replies with one [`FromWorker`].
+/// A question for the worker that holds a file's trace, answered with one [`Reply`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
-    /// A request about the file's timeline; answered by `FromWorker::Timeline`.
+    /// A request about the file's timeline; answered by `Reply::Timeline`.
     Timeline(TimelineRequest),
     /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
-    /// `prompts`); answered by `FromWorker::Prompts`. Nothing is sent anywhere: the page shows
+    /// `prompts`); answered by `Reply::Prompts`. Nothing is sent anywhere: the page shows
     /// them, and sends one only when the user asks.
     Prompts {
         file: usize,
         options: SummaryOptions,
     },
     /// The file's trace and analysis for Perfetto UI (`perfetto::write`, whole); answered by
-    /// `FromWorker::Perfetto`.
+    /// `Reply::Perfetto`.
     Perfetto { file: usize },
+    /// Fit a window model on the bundled base set plus these kept labels (those of the traces
+    /// this worker holds) and rescore every trace with it; answered by `Reply::Retrained`.
+    Retrain { labels: Vec<WindowLabel> },
+    /// Rescore every trace with the bundled model again (the kept labels name the windows in
+    /// the reply); answered by `Reply::Retrained`.
+    BundledModel { labels: Vec<WindowLabel> },
+}
+
+impl Request {
+    /// The file the request is about, if it is about one: the worker that holds that file's
+    /// trace must answer it. Retraining is about the traces of the worker that gets it: the
+    /// page sends it to the worker of the file shown.
+    pub fn file(&self) -> Option<usize> {
+        match self {
+            Request::Retrain { .. } | Request::BundledModel { .. } => None,
+            Request::Prompts { file, .. } | Request::Perfetto { file } => Some(*file),
+            Request::Timeline(request) => Some(match request {
+                TimelineRequest::Open { file }
+                | TimelineRequest::Motion { file, .. }
+                | TimelineRequest::Details { file, .. }
+                | TimelineRequest::Search { file, .. } => *file,
+                TimelineRequest::View(view) | TimelineRequest::Pick { view, .. } => view.file,
+            }),
+        }
+    }
+
+    /// Whether one [`Reply`] answers it: a `View` or a `Motion` gets frames instead.
+    pub fn replied(&self) -> bool {
+        !matches!(
+            self,
+            Request::Timeline(TimelineRequest::View(_) | TimelineRequest::Motion { .. })
+        )
+    }
+
+    /// The request's kind, for measuring its cost (`page::cost`).
+    fn kind(&self) -> &'static str {
+        match self {
+            Request::Timeline(request) => match request {
+                TimelineRequest::Open { .. } => "timeline-open",
+                TimelineRequest::View(_) => "timeline-view",
+                TimelineRequest::Motion { .. } => "timeline-motion",
+                TimelineRequest::Pick { .. } => "timeline-pick",
+                TimelineRequest::Details { .. } => "timeline-details",
+                TimelineRequest::Search { .. } => "timeline-search",
+            },
+            Request::Prompts { .. } => "prompts",
+            Request::Perfetto { .. } => "perfetto",
+            Request::Retrain { .. } => "retrain",
+            Request::BundledModel { .. } => "bundled-model",
+        }
+    }
 }
 
 impl ToWorker {
@@ -178,47 +245,12 @@ impl ToWorker {
         }
     }
 
-    /// The file the message is about, if it is about one: the worker that holds that file's
-    /// trace must answer it.
-    pub fn file(&self) -> Option<usize> {
-        match self {
-            // Retraining is about the traces of the worker that gets it: the page sends it to
-            // the worker of the file shown (`page::App::retrain`).
-            ToWorker::Analyze { .. }
-            | ToWorker::Canvas { .. }
-            | ToWorker::Retrain { .. }
-            | ToWorker::BundledModel { .. }
-            | ToWorker::Parse(_) => None,
-            ToWorker::Request(Request::Prompts { file, .. } | Request::Perfetto { file }) => {
-                Some(*file)
-            }
-            ToWorker::Request(Request::Timeline(request)) => Some(match request {
-                TimelineRequest::Open { file }
-                | TimelineRequest::Motion { file, .. }
-                | TimelineRequest::Details { file, .. }
-                | TimelineRequest::Search { file, .. } => *file,
-                TimelineRequest::View(view) | TimelineRequest::Pick { view, .. } => view.file,
-            }),
-        }
-    }
-
     /// The message's kind, for measuring its cost (`page::cost`).
     pub fn kind(&self) -> &'static str {
         match self {
             ToWorker::Analyze { .. } => "analyze",
             ToWorker::Canvas { .. } => "canvas",
-            ToWorker::Request(Request::Timeline(request)) => match request {
-                TimelineRequest::Open { .. } => "timeline-open",
-                TimelineRequest::View(_) => "timeline-view",
-                TimelineRequest::Motion { .. } => "timeline-motion",
-                TimelineRequest::Pick { .. } => "timeline-pick",
-                TimelineRequest::Details { .. } => "timeline-details",
-                TimelineRequest::Search { .. } => "timeline-search",
-            },
-            ToWorker::Request(Request::Prompts { .. }) => "prompts",
-            ToWorker::Request(Request::Perfetto { .. }) => "perfetto",
-            ToWorker::Retrain { .. } => "retrain",
-            ToWorker::BundledModel { .. } => "bundled-model",
+            ToWorker::Request { request, .. } => request.kind(),
             ToWorker::Parse(_) => "parse",
         }
     }

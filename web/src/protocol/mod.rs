@@ -14,10 +14,11 @@
 //! [`ToWorker::Analyze`]; the worker answers with [`FromWorker`] messages in this order:
 //! `Progress`* per file, then that file's `Done`, and `Finished` at the end.
 //!
-//! The worker then stays: it keeps each analyzed trace and answers the page's [`ToWorker`]
-//! requests about them, such as a search, each with one reply. The page gives each file of a
+//! The worker then stays: it keeps each analyzed trace and answers the page's [`Request`]s
+//! about them, such as a search: each carries an id, and its one [`Reply`] the same id
+//! (`page::client` hands it to whoever asked). The page gives each file of a
 //! load its own worker (`page::pool`) and keeps only one of them, holding one trace: a request
-//! about another file goes to a new worker that reads that file again ([`ToWorker::file`]).
+//! about another file goes to a new worker that reads that file again ([`Request::file`]).
 //!
 //! A file's worker may start helpers (the same worker script) to read a large trace by byte
 //! ranges (`worker::ranges`): it posts each a [`ToWorker::Parse`] with the file's `Blob`, and each
@@ -47,7 +48,7 @@ mod tests;
 mod timeline;
 
 pub use errors::{FileError, LeftOut, ReadStep, RequestError, RetrainError};
-pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Request, ToWorker};
+pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Reply, Request, ToWorker};
 pub use outcome::{Analyzed, Document, Outcome, Progress, Stage};
 pub use retrain::{Rescored, Retrained, WindowChange};
 pub use timeline::{
@@ -64,8 +65,10 @@ pub use timeline::{
 /// reads one trace with several workers (`Analyze::workers`, the worker-to-worker `Parse` and
 /// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
 /// `Picked::MemoryPeak`); 6 types its errors (`FileError`, `RequestError`, `RetrainError`,
-/// `LeftOut`), which the page words.
-pub const VERSION: u32 = 6;
+/// `LeftOut`), which the page words; 7 numbers the page's requests (`ToWorker::Request`'s `id`,
+/// answered by a `FromWorker::Reply` with it; retraining is a `Request`) and sends the
+/// timeline's frames apart (`FromWorker::Frame`).
+pub const VERSION: u32 = 7;
 
 /// What is posted: a message and the version of the protocol it belongs to.
 #[derive(Serialize, Deserialize)]

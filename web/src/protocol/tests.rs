@@ -20,6 +20,22 @@ fn place(event: u32) -> Place {
     }
 }
 
+/// Request `id` to the worker; ids pass a double's 53 bits, so they travel as `BigInt`s.
+fn asked(request: Request) -> ToWorker {
+    ToWorker::Request {
+        id: (1 << 53) + 1,
+        request,
+    }
+}
+
+/// The reply to request `id`.
+fn replied(reply: Reply) -> FromWorker {
+    FromWorker::Reply {
+        id: (1 << 53) + 1,
+        reply,
+    }
+}
+
 fn round_trip<M: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(message: M) {
     let value = encode(&message).expect("encodes");
     let back: M = decode(value).expect("decodes");
@@ -114,7 +130,8 @@ fn every_timeline_reply_survives_the_trip_to_the_page() {
         },
     ];
     for reply in replies {
-        round_trip(FromWorker::Timeline(Box::new(reply)));
+        round_trip(FromWorker::Frame(Box::new(reply.clone())));
+        round_trip(replied(Reply::Timeline(Box::new(reply))));
     }
     round_trip(FromWorker::Finished);
     let motion = Motion {
@@ -138,12 +155,11 @@ fn every_timeline_reply_survives_the_trip_to_the_page() {
         seq: u64::MAX,
         motion: motion.clone(),
     };
-    round_trip(ToWorker::Request(Request::Timeline(TimelineRequest::View(
-        view,
-    ))));
-    round_trip(ToWorker::Request(Request::Timeline(
-        TimelineRequest::Motion { file: 1, motion },
-    )));
+    round_trip(asked(Request::Timeline(TimelineRequest::View(view))));
+    round_trip(asked(Request::Timeline(TimelineRequest::Motion {
+        file: 1,
+        motion,
+    })));
 }
 
 /// The LLM prompts and the options they were made with (every window: `usize::MAX`) cross
@@ -156,11 +172,10 @@ fn prompts_survive_the_trip_both_ways() {
         module_names: vec!["MyNet".into()],
         ..SummaryOptions::default()
     };
-    let request = ToWorker::Request(Request::Prompts {
+    round_trip(asked(Request::Prompts {
         file: 2,
         options: options.clone(),
-    });
-    round_trip(request);
+    }));
     let prompt = Prompt {
         key: "finding:host-device-sync".into(),
         title: "Host-device sync (step 3)".into(),
@@ -170,41 +185,41 @@ fn prompts_survive_the_trip_both_ways() {
         tokens: 7,
         dropped_lines: 1,
     };
-    round_trip(FromWorker::Prompts {
+    round_trip(replied(Reply::Prompts {
         file: 2,
         options: options.clone(),
         result: Ok(vec![prompt]),
-    });
-    round_trip(FromWorker::Prompts {
+    }));
+    round_trip(replied(Reply::Prompts {
         file: 3,
         options,
         result: Err(RequestError::NoTrace { file: 3 }),
-    });
+    }));
 }
 
 /// The Perfetto export's request and its answer (the JSON, or why there is none).
 #[wasm_bindgen_test]
 fn the_perfetto_export_survives_the_trip() {
-    let request = ToWorker::Request(Request::Perfetto { file: 1 });
+    let request = Request::Perfetto { file: 1 };
     assert_eq!(request.file(), Some(1));
-    round_trip(request);
-    round_trip(FromWorker::Perfetto {
+    round_trip(asked(request));
+    round_trip(replied(Reply::Perfetto {
         file: 1,
         result: Ok(r#"{"traceEvents": [{"name": "\"</script>"}]}"#.into()),
-    });
-    round_trip(FromWorker::Perfetto {
+    }));
+    round_trip(replied(Reply::Perfetto {
         file: 1,
         result: Err(RequestError::Export {
             detail: "disk full".into(),
         }),
-    });
+    }));
 }
 
 /// Retraining's requests and replies cross the boundary whole: the labels, the model's file
 /// and why labels were left out, or why there is no model.
 #[wasm_bindgen_test]
 fn retraining_survives_the_trip_both_ways() {
-    round_trip(ToWorker::Retrain {
+    round_trip(asked(Request::Retrain {
         labels: vec![WindowLabel {
             step: 12,
             phase: "forward".into(),
@@ -213,9 +228,9 @@ fn retraining_survives_the_trip_both_ways() {
             trace: Some("rank0.pt.trace.json".into()),
             fingerprint: Some("fp1-0123456789abcdef".into()),
         }],
-    });
-    round_trip(ToWorker::BundledModel { labels: Vec::new() });
-    round_trip(FromWorker::Retrained(Box::new(Ok(Retrained {
+    }));
+    round_trip(asked(Request::BundledModel { labels: Vec::new() }));
+    round_trip(replied(Reply::Retrained(Box::new(Ok(Retrained {
         model: Some(torchtraceap::ml::Model::embedded().to_json()),
         used: 1,
         left_out: vec![
@@ -232,8 +247,8 @@ fn retraining_survives_the_trip_both_ways() {
         base_ms: 80.5,
         fit_ms: 4900.0,
         files: Vec::new(),
-    }))));
-    round_trip(FromWorker::Retrained(Box::new(Err(
+    })))));
+    round_trip(replied(Reply::Retrained(Box::new(Err(
         RetrainError::NoLabelHere {
             labels: 2,
             left_out: vec![LeftOut::NoWindow {
@@ -243,11 +258,13 @@ fn retraining_survives_the_trip_both_ways() {
                 trace: None,
             }],
         },
-    ))));
-    round_trip(FromWorker::Retrained(Box::new(Err(RetrainError::Fetch {
-        url: "models/base-set.bin.gz".into(),
-        detail: "HTTP 404".into(),
-    }))));
+    )))));
+    round_trip(replied(Reply::Retrained(Box::new(Err(
+        RetrainError::Fetch {
+            url: "models/base-set.bin.gz".into(),
+            detail: "HTTP 404".into(),
+        },
+    )))));
 }
 
 /// A message from another build of the site is refused with a message saying to reload,

@@ -26,7 +26,8 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageEvent};
 
 use crate::js::{memory_bytes, phase_end, phase_start, timed};
 use crate::protocol::{
-    self, Analyzed, Document, FileError, FromWorker, Outcome, Progress, ReadStep, Stage, ToWorker,
+    self, Analyzed, Document, FileError, FromWorker, Outcome, Progress, ReadStep, Request, Stage,
+    ToWorker,
 };
 use session::{Kept, Session};
 
@@ -88,22 +89,22 @@ pub fn start() {
             Ok(ToWorker::Canvas { canvas }) => {
                 SESSION.with_borrow_mut(|session| session.canvas = Some(canvas));
             }
-            Ok(ToWorker::Request(request)) => {
-                let answer = SESSION.with_borrow_mut(|session| session.answer(request));
-                if let Some(answer) = answer {
-                    answer.post(&reply);
-                }
-                request_frame(&reply);
-            }
-            Ok(ToWorker::Retrain { labels }) => {
+            Ok(ToWorker::Request {
+                id,
+                request: Request::Retrain { labels },
+            }) => {
                 let reply = reply.clone();
                 wasm_bindgen_futures::spawn_local(async move {
-                    retrain::retrain(&SESSION, labels).await.post(&reply);
+                    let answer = retrain::retrain(&SESSION, labels).await;
+                    FromWorker::Reply { id, reply: answer }.post(&reply);
                 });
             }
-            Ok(ToWorker::BundledModel { labels }) => {
-                let answer = SESSION.with_borrow_mut(|session| session.bundled(&labels));
-                FromWorker::Retrained(Box::new(Ok(answer))).post(&reply);
+            Ok(ToWorker::Request { id, request }) => {
+                let answer = SESSION.with_borrow_mut(|session| session.answer(request));
+                if let Some(answer) = answer {
+                    FromWorker::Reply { id, reply: answer }.post(&reply);
+                }
+                request_frame(&reply);
             }
             Ok(ToWorker::Parse(job)) => {
                 let reply = reply.clone();

@@ -13,7 +13,7 @@ use web_sys::{Response, WorkerGlobalScope};
 
 use super::session::Session;
 use crate::js;
-use crate::protocol::{FromWorker, RetrainError, Retrained};
+use crate::protocol::{Reply, RetrainError, Retrained};
 
 /// Where the site serves the base set (`www/models`, copied by `index.html`), relative to the
 /// worker's script.
@@ -56,11 +56,11 @@ async fn base_set() -> Result<Rc<BaseSet>, RetrainError> {
     Ok(base)
 }
 
-/// The reply to `ToWorker::Retrain`: `session` fitted on the base set and `labels`.
+/// The answer to `Request::Retrain`: `session` fitted on the base set and `labels`.
 pub async fn retrain(
     session: &'static std::thread::LocalKey<std::cell::RefCell<Session>>,
     labels: Vec<WindowLabel>,
-) -> FromWorker {
+) -> Reply {
     let started = js_sys::Date::now();
     let result = match base_set().await {
         Ok(base) => {
@@ -71,5 +71,5 @@ pub async fn retrain(
         }
         Err(e) => Err(e),
     };
-    FromWorker::Retrained(Box::new(result))
+    Reply::Retrained(Box::new(result))
 }

@@ -21,7 +21,7 @@ use super::draw::Timeline;
 use super::frames::Frames;
 use crate::js;
 use crate::protocol::{
-    Drawn, Found, FromWorker, LeftOut, Opened, Picked, Request, RequestError, Rescored,
+    Drawn, Found, FromWorker, LeftOut, Opened, Picked, Reply, Request, RequestError, Rescored,
     RetrainError, Retrained, TimelineReply, TimelineRequest, View, WindowChange, MAX_FOUND,
 };
 
@@ -191,18 +191,19 @@ impl Session {
     }
 
     /// The reply to one request; none for a view or a motion, which the next animation frames
-    /// answer ([`Session::frame`]).
-    pub fn answer(&mut self, request: Request) -> Option<FromWorker> {
+    /// answer ([`Session::frame`]), nor for a retrain, which `worker::retrain` answers once it
+    /// has the base set.
+    pub fn answer(&mut self, request: Request) -> Option<Reply> {
         match request {
             Request::Prompts { file, options } => {
                 let result = self.prompts(file, &options);
-                Some(FromWorker::Prompts {
+                Some(Reply::Prompts {
                     file,
                     options,
                     result,
                 })
             }
-            Request::Perfetto { file } => Some(FromWorker::Perfetto {
+            Request::Perfetto { file } => Some(Reply::Perfetto {
                 file,
                 result: self.perfetto(file),
             }),
@@ -214,7 +215,11 @@ impl Session {
                         drawing: false,
                     })
                 })
-                .map(|reply| FromWorker::Timeline(Box::new(reply))),
+                .map(|reply| Reply::Timeline(Box::new(reply))),
+            Request::BundledModel { labels } => {
+                Some(Reply::Retrained(Box::new(Ok(self.bundled(&labels)))))
+            }
+            Request::Retrain { .. } => None,
         }
     }
 
@@ -239,7 +244,7 @@ impl Session {
                 drawing: true,
             },
         };
-        Some(FromWorker::Timeline(Box::new(reply)))
+        Some(FromWorker::Frame(Box::new(reply)))
     }
 
     /// Fits a window model on the base set plus the kept labels that name windows of the traces
@@ -306,7 +311,7 @@ impl Session {
     }
 
     /// Rescores every trace with the bundled model (`labels` name the windows that moved).
-    pub fn bundled(&mut self, labels: &[WindowLabel]) -> Retrained {
+    fn bundled(&mut self, labels: &[WindowLabel]) -> Retrained {
         let features = self.features();
         Retrained {
             model: None,

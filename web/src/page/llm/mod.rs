@@ -6,7 +6,7 @@
 //! body's answer schema gets it once more without the schema, which the answer then says. Each
 //! answer is checked against the request's text (`llm::check`): the figures and names it cites
 //! that were not sent are marked "not in the evidence". The prompts come from the worker
-//! (`ToWorker::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
+//! (`Request::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
 //! `Endpoint::body`. The model's text is rendered as text nodes, never as HTML.
 //!
 //! The loop back to the ML stage: after an answer about an unexplained region the user can keep
@@ -14,7 +14,7 @@
 //! an anti-pattern") and export the kept labels as the ML stage's label file (`ml::labels`).
 //! Labels live in this page's memory only until exported: never in local storage, a share link
 //! or a request. A labels file can be imported again. **Retrain** fits a new window model on
-//! the bundled base set plus the kept labels in the worker (`ToWorker::Retrain`, smartcore in
+//! the bundled base set plus the kept labels in the worker (`Request::Retrain`, smartcore in
 //! wasm), which rescores the traces; the page shows the windows whose verdict changed, offers the
 //! model's file, and goes back to the bundled model on request. Nothing is uploaded.
 //!

@@ -17,7 +17,7 @@ use super::settings::{page_origin, Settings};
 use super::transport::{local_models, message, Failure, Request};
 use crate::page::errors;
 use crate::page::export::download;
-use crate::protocol::{Request as WorkerRequest, RequestError, RetrainError, Retrained, ToWorker};
+use crate::protocol::{Reply, Request as WorkerRequest, RequestError, RetrainError, Retrained};
 
 /// A file's prompts, for the options they were made with.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,6 +157,8 @@ pub enum Msg {
     DownloadModel,
     /// The model the server on this machine serves, or none answered.
     LocalServer(Option<String>),
+    /// The worker's reply to a request of these panels (prompts, a retrain).
+    Worker(Reply),
 }
 
 /// The retrained model's file name when downloaded.
@@ -199,7 +201,7 @@ impl State {
 
     /// The worker's answer to `Retrain` or `BundledModel`; returns the requests for the prompts
     /// shown, which summarize the windows the new scores flag.
-    pub fn retrained(&mut self, result: Result<Retrained, RetrainError>) -> Vec<ToWorker> {
+    fn retrained(&mut self, result: Result<Retrained, RetrainError>) -> Vec<WorkerRequest> {
         let failed = result.is_err();
         self.retraining = match result {
             Ok(r) => Retraining::Done(Rc::new(r)),
@@ -215,7 +217,7 @@ impl State {
 
     /// The worker's answer to a prompts request; one made with other options than the
     /// current ones (the settings changed since) is dropped.
-    pub fn prompts_arrived(
+    fn prompts_arrived(
         &mut self,
         file: usize,
         options: SummaryOptions,
@@ -233,7 +235,7 @@ impl State {
 
     /// Applies `msg`; returns what to ask the worker for (prompts, a retrain). `send` delivers
     /// the messages of requests in flight and of a labels file being read.
-    pub fn update(&mut self, msg: Msg, send: &Callback<Msg>) -> Vec<ToWorker> {
+    pub fn update(&mut self, msg: Msg, send: &Callback<Msg>) -> Vec<WorkerRequest> {
         match msg {
             Msg::ToggleSettings => self.settings_open = !self.settings_open,
             Msg::Settings(settings) => {
@@ -406,7 +408,7 @@ impl State {
             Msg::Retrain => {
                 if !self.labels.is_empty() && !matches!(self.retraining, Retraining::Working(_)) {
                     self.retraining = Retraining::Working(self.labels.len());
-                    return vec![ToWorker::Retrain {
+                    return vec![WorkerRequest::Retrain {
                         labels: self.labels.clone(),
                     }];
                 }
@@ -414,11 +416,19 @@ impl State {
             Msg::BundledModel => {
                 if !matches!(self.retraining, Retraining::Working(_)) {
                     self.retraining = Retraining::Working(0);
-                    return vec![ToWorker::BundledModel {
+                    return vec![WorkerRequest::BundledModel {
                         labels: self.labels.clone(),
                     }];
                 }
             }
+            Msg::Worker(Reply::Prompts {
+                file,
+                options,
+                result,
+            }) => self.prompts_arrived(file, options, result),
+            Msg::Worker(Reply::Retrained(result)) => return self.retrained(*result),
+            // Replies to the timeline's and the export's requests go to them, never here.
+            Msg::Worker(Reply::Timeline(_) | Reply::Perfetto { .. }) => {}
             Msg::DownloadModel => {
                 if let Retraining::Done(r) = &self.retraining {
                     if let Some(model) = &r.model {
@@ -432,7 +442,7 @@ impl State {
     }
 
     /// Asks for `file`'s prompts unless they are there (or on their way) for the current options.
-    fn need(&mut self, file: usize) -> Option<ToWorker> {
+    fn need(&mut self, file: usize) -> Option<WorkerRequest> {
         let options = self.settings.options();
         if self
             .prompts
@@ -442,7 +452,7 @@ impl State {
             return None;
         }
         self.prompts.insert(file, Prompts::Pending(options.clone()));
-        Some(ToWorker::Request(WorkerRequest::Prompts { file, options }))
+        Some(WorkerRequest::Prompts { file, options })
     }
 
     /// What to tell the user about `failure`: never the API key, even where the server echoed

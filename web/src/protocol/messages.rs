@@ -3,6 +3,7 @@
 //! ([`Parse`], [`Parsed`]).
 
 use serde::{Deserialize, Serialize};
+use torchtraceap::llm::protocol::Endpoint;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
@@ -35,12 +36,13 @@ pub enum FromWorker {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Reply {
     Timeline(Box<TimelineReply>),
-    /// The answer to `Request::Prompts`: the options it was made with (the page drops a reply
-    /// for settings it no longer has), and the prompts or why there are none.
+    /// The answer to `Request::Prompts`: the options and endpoint it was made with (the page
+    /// drops a reply for settings it no longer has), and the questions or why there are none.
     Prompts {
         file: usize,
         options: SummaryOptions,
-        result: Result<Vec<Prompt>, RequestError>,
+        endpoint: Endpoint,
+        result: Result<Vec<Question>, RequestError>,
     },
     /// The answer to `Request::Perfetto`: the export's JSON (`perfetto::write`), or why there
     /// is none.
@@ -51,6 +53,14 @@ pub enum Reply {
     /// The answer to `Retrain` and `BundledModel`: every trace rescored by the new model, or
     /// why there is none (the traces keep their scores).
     Retrained(Box<Result<Retrained, RetrainError>>),
+}
+
+/// A prompt, and the request body made from it for the endpoint asked for (`Endpoint::body`):
+/// exactly what Send sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub prompt: Prompt,
+    pub body: String,
 }
 
 /// A timeline reply's kind.
@@ -174,11 +184,13 @@ pub enum Request {
     /// A request about the file's timeline; answered by `Reply::Timeline`.
     Timeline(TimelineRequest),
     /// The LLM prompts of the file's flagged windows (`llm::summary::summarize`, then
-    /// `prompts`); answered by `Reply::Prompts`. Nothing is sent anywhere: the page shows
-    /// them, and sends one only when the user asks.
+    /// `prompts`), each with its request body for `endpoint` (its API key left out: the key
+    /// never leaves the page); answered by `Reply::Prompts`. Nothing is sent anywhere: the page
+    /// shows them, and sends one only when the user asks.
     Prompts {
         file: usize,
         options: SummaryOptions,
+        endpoint: Endpoint,
     },
     /// The file's trace and analysis for Perfetto UI (`perfetto::write`, whole); answered by
     /// `Reply::Perfetto`.

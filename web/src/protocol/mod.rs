@@ -48,7 +48,7 @@ mod tests;
 mod timeline;
 
 pub use errors::{FileError, LeftOut, ReadStep, RequestError, RetrainError};
-pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Reply, Request, ToWorker};
+pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Question, Reply, Request, ToWorker};
 pub use outcome::{Analyzed, Document, Outcome, Progress, Stage};
 pub use retrain::{Rescored, Retrained, WindowChange};
 pub use timeline::{
@@ -66,8 +66,9 @@ pub use timeline::{
 /// `Parsed`, `Progress::workers`); 5 marks memory peaks on the timeline (`Drawn::memory_peaks`,
 /// `Picked::MemoryPeak`); 6 types its errors (`FileError`, `RequestError`, `RetrainError`,
 /// `LeftOut`), which the page words; 7 numbers the page's requests (`ToWorker::Request`'s `id`,
-/// answered by a `FromWorker::Reply` with it; retraining is a `Request`) and sends the
-/// timeline's frames apart (`FromWorker::Frame`).
+/// answered by a `FromWorker::Reply` with it; retraining is a `Request`), sends the
+/// timeline's frames apart (`FromWorker::Frame`) and has the worker make the LLM request
+/// bodies (`Request::Prompts::endpoint`, `Question`).
 pub const VERSION: u32 = 7;
 
 /// What is posted: a message and the version of the protocol it belongs to.

@@ -1,5 +1,6 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use torchtraceap::llm::protocol::{Endpoint, Protocol};
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use torchtraceap::timeline::inspect::{Details, Place};
@@ -162,8 +163,9 @@ fn every_timeline_reply_survives_the_trip_to_the_page() {
     })));
 }
 
-/// The LLM prompts and the options they were made with (every window: `usize::MAX`) cross
-/// the boundary both ways; a file without a trace gets its reason.
+/// The LLM prompts, their request bodies, and the options and endpoint they were made with
+/// (every window: `usize::MAX`) cross the boundary both ways; a file without a trace gets its
+/// reason.
 #[wasm_bindgen_test]
 fn prompts_survive_the_trip_both_ways() {
     let options = SummaryOptions {
@@ -172,9 +174,11 @@ fn prompts_survive_the_trip_both_ways() {
         module_names: vec!["MyNet".into()],
         ..SummaryOptions::default()
     };
+    let endpoint = Endpoint::new("http://127.0.0.1:8080", Protocol::Ollama, "qwen");
     round_trip(asked(Request::Prompts {
         file: 2,
         options: options.clone(),
+        endpoint: endpoint.clone(),
     }));
     let prompt = Prompt {
         key: "finding:host-device-sync".into(),
@@ -188,11 +192,16 @@ fn prompts_survive_the_trip_both_ways() {
     round_trip(replied(Reply::Prompts {
         file: 2,
         options: options.clone(),
-        result: Ok(vec![prompt]),
+        endpoint: endpoint.clone(),
+        result: Ok(vec![Question {
+            body: endpoint.body(&prompt),
+            prompt,
+        }]),
     }));
     round_trip(replied(Reply::Prompts {
         file: 3,
         options,
+        endpoint,
         result: Err(RequestError::NoTrace { file: 3 }),
     }));
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use torchtraceap::features::WindowFeatures;
 use torchtraceap::ingest::Ingested;
-use torchtraceap::llm::summary::{Prompt, SummaryOptions};
+use torchtraceap::llm::protocol::Endpoint;
+use torchtraceap::llm::summary::SummaryOptions;
 use torchtraceap::ml::base_set::{self, BaseSet};
 use torchtraceap::ml::labels::{WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::Model;
@@ -21,8 +22,9 @@ use super::draw::Timeline;
 use super::frames::Frames;
 use crate::js;
 use crate::protocol::{
-    Drawn, Found, FromWorker, LeftOut, Opened, Picked, Reply, Request, RequestError, Rescored,
-    RetrainError, Retrained, TimelineReply, TimelineRequest, View, WindowChange, MAX_FOUND,
+    Drawn, Found, FromWorker, LeftOut, Opened, Picked, Question, Reply, Request, RequestError,
+    Rescored, RetrainError, Retrained, TimelineReply, TimelineRequest, View, WindowChange,
+    MAX_FOUND,
 };
 
 /// Each window of `windows` (a report's, in order) with its index among its step's windows.
@@ -195,11 +197,16 @@ impl Session {
     /// has the base set.
     pub fn answer(&mut self, request: Request) -> Option<Reply> {
         match request {
-            Request::Prompts { file, options } => {
-                let result = self.prompts(file, &options);
+            Request::Prompts {
+                file,
+                options,
+                endpoint,
+            } => {
+                let result = self.questions(file, &options, &endpoint);
                 Some(Reply::Prompts {
                     file,
                     options,
+                    endpoint,
                     result,
                 })
             }
@@ -354,10 +361,22 @@ impl Session {
             .collect()
     }
 
-    /// The LLM prompts of file `index`'s flagged windows, one per window.
-    fn prompts(&self, index: usize, options: &SummaryOptions) -> Result<Vec<Prompt>, RequestError> {
+    /// The LLM prompts of file `index`'s flagged windows, one per window, each with its
+    /// request body for `endpoint`.
+    fn questions(
+        &self,
+        index: usize,
+        options: &SummaryOptions,
+        endpoint: &Endpoint,
+    ) -> Result<Vec<Question>, RequestError> {
         let kept = self.file(index)?;
-        Ok(kept.analyzed.prompts(options))
+        let prompts = kept.analyzed.prompts(options).into_iter();
+        Ok(prompts
+            .map(|prompt| Question {
+                body: endpoint.body(&prompt),
+                prompt,
+            })
+            .collect())
     }
 
     /// File `index`'s trace and analysis as a Perfetto export.

@@ -6,8 +6,9 @@
 //! body's answer schema gets it once more without the schema, which the answer then says. Each
 //! answer is checked against the request's text (`llm::check`): the figures and names it cites
 //! that were not sent are marked "not in the evidence". The prompts come from the worker
-//! (`Request::Prompts`), which holds the trace; the page only turns a `Prompt` into a body with
-//! `Endpoint::body`. The model's text is rendered as text nodes, never as HTML.
+//! (`Request::Prompts`), which holds the trace and makes each one's request body too
+//! (`Endpoint::body`); the page only shows and sends it. The model's text is rendered as text
+//! nodes, never as HTML.
 //!
 //! The loop back to the ML stage: after an answer about an unexplained region the user can keep
 //! a label for its window (the anti-pattern the answer names, preselected, or another, or "not

@@ -115,6 +115,25 @@ impl Settings {
             ..self.summary.clone()
         }
     }
+
+    /// What the worker makes the questions with: the options, and the endpoint their request
+    /// bodies are for, without its API key (the key never leaves the page).
+    pub fn made_with(&self) -> MadeWith {
+        MadeWith {
+            options: self.options(),
+            endpoint: Endpoint {
+                api_key: None,
+                ..self.endpoint.clone()
+            },
+        }
+    }
+}
+
+/// The settings a file's questions were made with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MadeWith {
+    pub options: SummaryOptions,
+    pub endpoint: Endpoint,
 }
 
 fn storage() -> Option<web_sys::Storage> {

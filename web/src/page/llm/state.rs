@@ -8,29 +8,30 @@ use std::rc::Rc;
 use torchtraceap::llm::answer::{parse_answer, Answer};
 use torchtraceap::llm::check::{check, expected_of, sent_text, Check};
 use torchtraceap::llm::protocol::{schema_refused, without_key, without_schema, LlmError};
-use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::{self, WindowLabel};
 use yew::prelude::*;
 
 use super::labels::{labels_file_name, same_window};
-use super::settings::{page_origin, Settings};
+use super::settings::{page_origin, MadeWith, Settings};
 use super::transport::{local_models, message, Failure, Request};
 use crate::page::errors;
 use crate::page::export::download;
-use crate::protocol::{Reply, Request as WorkerRequest, RequestError, RetrainError, Retrained};
+use crate::protocol::{
+    Question, Reply, Request as WorkerRequest, RequestError, RetrainError, Retrained,
+};
 
-/// A file's prompts, for the options they were made with.
+/// A file's questions (prompts and request bodies), for the settings they were made with.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Prompts {
-    Pending(SummaryOptions),
-    Ready(SummaryOptions, Rc<Vec<Prompt>>),
-    Failed(SummaryOptions, String),
+    Pending(MadeWith),
+    Ready(MadeWith, Rc<Vec<Question>>),
+    Failed(MadeWith, String),
 }
 
 impl Prompts {
-    pub(super) fn options(&self) -> &SummaryOptions {
+    pub(super) fn made_with(&self) -> &MadeWith {
         match self {
-            Prompts::Pending(o) | Prompts::Ready(o, _) | Prompts::Failed(o, _) => o,
+            Prompts::Pending(m) | Prompts::Ready(m, _) | Prompts::Failed(m, _) => m,
         }
     }
 }
@@ -215,20 +216,20 @@ impl State {
         files.into_iter().filter_map(|f| self.need(f)).collect()
     }
 
-    /// The worker's answer to a prompts request; one made with other options than the
-    /// current ones (the settings changed since) is dropped.
+    /// The worker's answer to a prompts request; one made with other settings than the
+    /// current ones (they changed since) is dropped.
     fn prompts_arrived(
         &mut self,
         file: usize,
-        options: SummaryOptions,
-        result: Result<Vec<Prompt>, RequestError>,
+        made_with: MadeWith,
+        result: Result<Vec<Question>, RequestError>,
     ) {
-        if options != self.settings.options() {
+        if made_with != self.settings.made_with() {
             return;
         }
         let prompts = match result {
-            Ok(p) => Prompts::Ready(options, Rc::new(p)),
-            Err(e) => Prompts::Failed(options, errors::request_error(&e)),
+            Ok(p) => Prompts::Ready(made_with, Rc::new(p)),
+            Err(e) => Prompts::Failed(made_with, errors::request_error(&e)),
         };
         self.prompts.insert(file, prompts);
     }
@@ -241,12 +242,12 @@ impl State {
             Msg::Settings(settings) => {
                 self.storage_error = settings.save().err();
                 self.settings = settings;
-                // Files whose prompts were made with other options need new ones.
-                let options = self.settings.options();
+                // Files whose prompts were made with other settings need new ones.
+                let made_with = self.settings.made_with();
                 let files: Vec<usize> = self
                     .prompts
                     .iter()
-                    .filter(|(_, p)| *p.options() != options)
+                    .filter(|(_, p)| *p.made_with() != made_with)
                     .map(|(f, _)| *f)
                     .collect();
                 return files.into_iter().filter_map(|f| self.need(f)).collect();
@@ -424,8 +425,9 @@ impl State {
             Msg::Worker(Reply::Prompts {
                 file,
                 options,
+                endpoint,
                 result,
-            }) => self.prompts_arrived(file, options, result),
+            }) => self.prompts_arrived(file, MadeWith { options, endpoint }, result),
             Msg::Worker(Reply::Retrained(result)) => return self.retrained(*result),
             // Replies to the timeline's and the export's requests go to them, never here.
             Msg::Worker(Reply::Timeline(_) | Reply::Perfetto { .. }) => {}
@@ -441,18 +443,25 @@ impl State {
         Vec::new()
     }
 
-    /// Asks for `file`'s prompts unless they are there (or on their way) for the current options.
+    /// Asks for `file`'s questions unless they are there (or on their way) for the current
+    /// settings.
     fn need(&mut self, file: usize) -> Option<WorkerRequest> {
-        let options = self.settings.options();
+        let made_with = self.settings.made_with();
         if self
             .prompts
             .get(&file)
-            .is_some_and(|p| *p.options() == options)
+            .is_some_and(|p| *p.made_with() == made_with)
         {
             return None;
         }
-        self.prompts.insert(file, Prompts::Pending(options.clone()));
-        Some(WorkerRequest::Prompts { file, options })
+        self.prompts
+            .insert(file, Prompts::Pending(made_with.clone()));
+        let MadeWith { options, endpoint } = made_with;
+        Some(WorkerRequest::Prompts {
+            file,
+            options,
+            endpoint,
+        })
     }
 
     /// What to tell the user about `failure`: never the API key, even where the server echoed
@@ -520,10 +529,10 @@ impl State {
         });
     }
 
-    /// The prompt for `key` of `file`, when the prompts are there.
-    pub(super) fn prompt(&self, file: usize, key: &str) -> Option<&Prompt> {
+    /// The question for `key` of `file`, when the questions are there.
+    pub(super) fn prompt(&self, file: usize, key: &str) -> Option<&Question> {
         match self.prompts.get(&file)? {
-            Prompts::Ready(_, p) => p.iter().find(|p| p.key == key),
+            Prompts::Ready(_, q) => q.iter().find(|q| q.prompt.key == key),
             _ => None,
         }
     }

@@ -452,7 +452,7 @@ fn preview_view(
     on: &Callback<Msg>,
     close: Callback<MouseEvent>,
 ) -> Html {
-    let prompt = match state.prompts.get(&file) {
+    let question = match state.prompts.get(&file) {
         None | Some(Prompts::Pending(_)) => {
             return html! { <div class="llm-preview"><p class="llm-status">{"Summarizing the window…"}</p></div> };
         }
@@ -465,7 +465,7 @@ fn preview_view(
             };
         }
         Some(Prompts::Ready(..)) => match state.prompt(file, key) {
-            Some(p) => p,
+            Some(q) => q,
             None => {
                 return html! {
                     <div class="llm-preview">
@@ -477,7 +477,7 @@ fn preview_view(
         },
     };
     let endpoint = &state.settings.endpoint;
-    let body = endpoint.body(prompt);
+    let (prompt, body) = (&question.prompt, question.body.clone());
     let budget = state.settings.summary.budget;
     let dropped = match prompt.dropped_lines {
         0 => String::new(),
@@ -567,6 +567,7 @@ pub fn regions(props: &RegionsProps) -> Html {
     };
     let regions: Vec<&Prompt> = prompts
         .iter()
+        .map(|q| &q.prompt)
         .filter(|p| p.key.starts_with("unexplained:"))
         .collect();
     let Some(first) = regions.first() else {

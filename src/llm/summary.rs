@@ -374,18 +374,29 @@ fn evidence_lines(
     }
     let site = events
         .first()
-        .and_then(|&i| super::call_site::call_site(a.trace, i))
+        .and_then(|&i| super::call_site::call_site(a.trace, i));
+    // The fix itself begins with the file and line: a small model copies the rule's fix into
+    // its answer, and so names where the change goes (Qwen2.5-Coder-1.5B: 2 of 2 windows, 0 of 2
+    // with the place only before the fix; docs/LLM.md).
+    let (to_apply, place) = site
         .map(|site| {
-            format!(
+            let at = format!(
                 ", to apply at `{}` (the user's code around the longest evidence event, from the trace's Python stack)",
                 cut(site)
-            )
-        });
+            );
+            let place = super::call_site::frame(site)
+                .map(|(file, line)| {
+                    let base = file.rsplit('/').next().unwrap_or(file);
+                    format!("In `{base}` line {line}: ")
+                })
+                .unwrap_or_default();
+            (at, place)
+        })
+        .unwrap_or_default();
     out.push(Line {
         importance: 1,
         text: format!(
-            "The rule's fix{}: {} For example: `{}`",
-            site.unwrap_or_default(),
+            "The rule's fix{to_apply}: {place}{} For example: `{}`",
             f.fix.summary,
             one_line(f.fix.snippet)
         ),

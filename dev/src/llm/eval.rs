@@ -522,7 +522,6 @@ mod tests {
             answer_tokens: 50,
             cached_tokens: Some(30),
             prompt_ms: Some(40),
-            ..Usage::default()
         });
         t.add(
             &case(Some(12.35)),

@@ -6,6 +6,8 @@
 //! SGD and a single-process DataLoader on the CPU. Each has a positive trace and the nearest
 //! healthy one.
 
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
 mod common;
 mod kineto;
 mod notes;

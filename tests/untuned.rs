@@ -496,7 +496,7 @@ fn compilation_and_autotuning_are_left_out_of_the_steady_state() {
     assert!(found.findings.is_empty(), "{:?}", fired(&found));
     let note = expect_note(found.clone(), "compile-time");
     assert!(
-        note.text.contains("900.0 ms of compilation and autotuning in 1 ranges (the longest: _compile.compile_inner (dynamo_timed) at 0.000 ms (900.000 ms)), launching 2 kernels (0.100 ms of GPU time"),
+        note.text.contains("900.0 ms of compilation and autotuning in 1 range (the longest: _compile.compile_inner (dynamo_timed) at 0.000 ms (900.000 ms)), launching 2 kernels (0.100 ms of GPU time"),
         "{}",
         note.text
     );

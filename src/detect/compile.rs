@@ -121,9 +121,12 @@ impl Observer for CompileTime {
             held.push(format!("{:.1} ms outside the steps", outside as f64 / 1e6));
         }
         Some(self.about().note(format!(
-            "{:.1} ms of compilation and autotuning in {} ranges (the longest: {}), launching {benchmarks} kernels ({:.3} ms of GPU time: autotuning benchmarks, first calls); {}; the findings read only the steady steps",
+            "{:.1} ms of compilation and autotuning in {} (the longest: {}), launching {benchmarks} kernels ({:.3} ms of GPU time: autotuning benchmarks, first calls); {}; the findings read only the steady steps",
             total as f64 / 1e6,
-            compiling.len(),
+            match compiling.len() {
+                1 => "1 range".to_string(),
+                n => format!("{n} ranges"),
+            },
             a.event_ref(longest.event as usize),
             benchmark_ns as f64 / 1e6,
             held.join(", "),

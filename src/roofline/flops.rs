@@ -17,9 +17,11 @@
 //! `einsum` has none: traces record its equation as `""`; its `bmm`s are counted.
 //!
 //! Bytes are each tensor read or written once (what an ideal kernel moves): matrix ops read
-//! their operands and write the product; normalizations and element-wise ops read every input
+//! their operands and write the product (Inductor's Triton kernels: [`inductor`]); normalizations and element-wise ops read every input
 //! and write one tensor the size of the largest (in place: the first; `copy_`, `fill_`, `zero_`
 //! only write), and count one FLOP per element written.
+
+mod inductor;
 
 use serde_json::Value;
 
@@ -195,7 +197,9 @@ fn numel(s: &[f64]) -> f64 {
 /// The cost of op `name` from its `Input Dims`, `Input type` and `Concrete Inputs` text.
 /// `None` for an op without a formula or with shapes that do not fit it.
 pub fn cost(name: &str, dims: &str, types: Option<&str>, scalars: Option<&str>) -> Option<Cost> {
-    let op = name.strip_prefix("aten::")?;
+    let Some(op) = name.strip_prefix("aten::") else {
+        return inductor::cost(name, dims, types);
+    };
     let family = family(op)?;
     let a = Args::parse(dims, types, scalars)?;
     let (flops, bytes) = match family {

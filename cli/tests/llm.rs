@@ -255,6 +255,39 @@ fn the_rules_fix_begins_with_the_users_file_and_line() {
     );
 }
 
+/// At the local budget, a window with many evidence events keeps the rule's fix: the events past
+/// the first few go first (TraceLens' MI210 capture, `layout-transforms`, 8 events in its window).
+#[test]
+fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
+    let Some(dir) = common::shared_traces("the_local_budget_keeps_the_rules_fix") else {
+        return;
+    };
+    let path =
+        dir.join("AMD-AGI__TraceLens/tests__traces__mi210__gpu_only_trace__gpu_only_trace.json.gz");
+    let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
+        .expect("the gzip trace reads");
+    let opts = SummaryOptions {
+        budget: summary::LOCAL_BUDGET,
+        ..SummaryOptions::default()
+    };
+    let prompt = torchtraceap::AnalyzedTrace::new(&ingested)
+        .prompts(&opts)
+        .into_iter()
+        .find(|p| p.key == "finding:layout-transforms")
+        .expect("a request about layout-transforms");
+    assert!(
+        prompt.dropped_lines > 0,
+        "the budget binds: {}",
+        prompt.user
+    );
+    assert!(prompt.user.contains("The rule's fix: "), "{}", prompt.user);
+    assert!(
+        prompt.user.contains("Evidence event in this window"),
+        "{}",
+        prompt.user
+    );
+}
+
 fn rel(dir: &Path, f: &Path) -> String {
     f.strip_prefix(dir).unwrap_or(f).display().to_string()
 }

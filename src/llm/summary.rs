@@ -322,6 +322,8 @@ fn finding_window(a: &Analysis<'_>, report: &Report, f: &Finding) -> Option<(usi
 
 /// Evidence events listed per window, at most.
 const EVIDENCE_IN_WINDOW: usize = 8;
+/// Of those, the ones kept as long as the rule's fix (the longest).
+const EVIDENCE_KEPT: usize = 3;
 
 /// The finding's gate and its figures, what it claims in the window, its evidence events inside
 /// the window (longest first) or, where its evidence is no event, the stretches it claims
@@ -360,10 +362,11 @@ fn evidence_lines(
         .collect();
     events.sort_by_key(|&i| (std::cmp::Reverse(a.trace.events.dur[i]), i));
     let held = events.len();
-    for &i in events.iter().take(EVIDENCE_IN_WINDOW) {
+    for (k, &i) in events.iter().take(EVIDENCE_IN_WINDOW).enumerate() {
         let e = &a.trace.events;
         out.push(Line {
-            importance: 1,
+            // Past the first few, a budget drops them before the rule's fix.
+            importance: if k < EVIDENCE_KEPT { 1 } else { 2 },
             text: format!(
                 "Evidence event in this window: {} at {:.3} ms into the step, {:.3} ms long.",
                 cut(a.trace.name_of(i)),

@@ -3,6 +3,9 @@
 //!
 //! Reads only the model. A window is a time range of one step; the CPU work in it is the events
 //! of the CPU tracks in that range, and its GPU work is what those CPU events launched.
+//!
+//! `torch.compile`'s compilation and autotuning ([`Compiling`]) is start-up, like warm-up: a step
+//! holding any is warm-up, and a first step's lead of it is its cold start.
 
 use std::sync::LazyLock;
 
@@ -54,8 +57,8 @@ pub struct StepWindows {
     pub end: i64,
     /// Warm-up steps are reported apart and kept out of steady-state statistics; so is a last
     /// step that launches no GPU work in a trace that has some (what the last `prof.step()`
-    /// opens), and a step with kernel launches after the capture's GPU record stopped (its GPU
-    /// work is not all recorded: see [`unrecorded_launches`]).
+    /// opens), a step with kernel launches after the capture's GPU record stopped (its GPU
+    /// work is not all recorded: see [`unrecorded_launches`]), and one that compiles.
     pub warmup: bool,
     /// What a first step spent starting up before its first launch, left out of it.
     pub cold_start: Option<ColdStart>,
@@ -77,11 +80,24 @@ impl StepWindows {
     }
 }
 
+/// Host time `torch.compile` spent compiling or autotuning, `[start, end)`: an outermost range
+/// [`COMPILING`] names, or a compiled region's first call [`FIRST_CALL_SLOWDOWN`] times slower
+/// than the median of its later ones. Kernels launched in it are its autotuning benchmarks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Compiling {
+    pub start: i64,
+    pub end: i64,
+    /// The range or call.
+    pub event: u32,
+}
+
 /// All steps of a trace, split into windows.
 #[derive(Clone, Debug)]
 pub struct Steps {
     pub source: StepSource,
     pub steps: Vec<StepWindows>,
+    /// Compilation and autotuning, by start, none inside another.
+    pub compiling: Vec<Compiling>,
     /// Every piece of GPU work with the start of the CPU call that launched it, by that start.
     launched: Vec<(i64, u32)>,
 }
@@ -106,8 +122,13 @@ impl Steps {
     /// The GPU work launched from the window's CPU work (launch calls that start in it),
     /// wherever the GPU ran it: a window's own GPU work, not what merely overlaps it in time.
     pub fn launched_in(&self, w: &Window) -> impl Iterator<Item = u32> + '_ {
-        let from = self.launched.partition_point(|l| l.0 < w.start);
-        let to = self.launched.partition_point(|l| l.0 < w.end);
+        self.launched_during(w.start, w.end)
+    }
+
+    /// The GPU work launched by calls that start in `[start, end)`.
+    pub fn launched_during(&self, start: i64, end: i64) -> impl Iterator<Item = u32> + '_ {
+        let from = self.launched.partition_point(|l| l.0 < start);
+        let to = self.launched.partition_point(|l| l.0 < end);
         self.launched[from..to].iter().map(|l| l.1)
     }
 }
@@ -122,6 +143,12 @@ pub(crate) const WARMUP_ALLOCATIONS: f64 = 2.0;
 pub(crate) const COLD_CALL_NS: i64 = 100_000_000;
 /// …that fills at least this share of the step is the capture's cold start.
 pub(crate) const COLD_SHARE: f64 = 0.25;
+/// Host ranges of Dynamo's and Inductor's compilation (`_compile.compile_inner (dynamo_timed)`,
+/// `compile_fx_inner`, `pad_mm_benchmark`: all timed so) and of autotuning.
+const COMPILING: [&str; 2] = ["(dynamo_timed)", "autotune"];
+/// A compiled region's first call this many times slower than the median of its later calls
+/// (at least 2) compiled in it.
+pub(crate) const FIRST_CALL_SLOWDOWN: f64 = 5.0;
 /// Steps without structure are cut into slices of about this length…
 pub(crate) const SLICE_NS: i64 = 10_000_000;
 /// …but into no more than this many.
@@ -204,6 +231,7 @@ pub fn split(t: &Trace) -> Steps {
         && !launch_times.is_empty()
         && t.steps.last().is_some_and(|s| !launches_in(s));
     let unrecorded = unrecorded_launches(t);
+    let compiling = compiling(t);
     let judged = t.steps.len() - usize::from(empty_last);
     let durations: Vec<i64> = t.steps[..judged].iter().map(|s| s.end - s.start).collect();
     let mut phases = Phases::new(t);
@@ -221,11 +249,16 @@ pub fn split(t: &Trace) -> Steps {
                 || unrecorded.partition_point(|&x| x < s.end)
                     > unrecorded.partition_point(|&x| x < s.start);
             let cold = if k == 0 && !warmup && s.event == NONE {
-                cold_start(t, &mut phases, s)
+                cold_start(t, &mut phases, s, &compiling)
             } else {
                 None
             };
             let start = cold.map_or(s.start, |c| c.end);
+            let warmup = warmup
+                || (t.steps.len() >= 2
+                    && compiling[..compiling.partition_point(|c| c.start < s.end)]
+                        .last()
+                        .is_some_and(|c| c.end > start));
             let structured = if t.step_source == StepSource::ProfilerSteps {
                 structure(t, &mut phases, k, s.event)
             } else {
@@ -256,15 +289,74 @@ pub fn split(t: &Trace) -> Steps {
         launched,
         source: t.step_source,
         steps,
+        compiling,
     }
 }
 
+/// Whether time `x` is in a compilation (`compiling` as [`Steps::compiling`] holds it).
+fn in_compiling(compiling: &[Compiling], x: i64) -> bool {
+    compiling[..compiling.partition_point(|c| c.start <= x)]
+        .last()
+        .is_some_and(|c| c.end > x)
+}
+
+/// The trace's [`Compiling`] spans, by start, none inside another.
+fn compiling(t: &Trace) -> Vec<Compiling> {
+    static NAMES: LazyLock<Patterns> = LazyLock::new(|| Patterns::new(&COMPILING));
+    let e = &t.events;
+    let mut named: Vec<Option<bool>> = vec![None; t.strings.len()];
+    let mut regions: rustc_hash::FxHashMap<u32, Vec<usize>> = Default::default();
+    let mut found: Vec<Compiling> = Vec::new();
+    for track in t.tracks.iter().filter(|tr| !tr.gpu) {
+        for i in track.events.clone().map(|i| i as usize) {
+            if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation) {
+                continue;
+            }
+            let name = e.name[i];
+            let text = t.strings.get(name);
+            if *named[name as usize].get_or_insert_with(|| NAMES.any_in(text)) {
+                found.push(Compiling {
+                    start: e.start[i],
+                    end: e.end(i),
+                    event: i as u32,
+                });
+            } else if text.starts_with("Torch-Compiled Region") {
+                regions.entry(name).or_default().push(i);
+            }
+        }
+    }
+    for calls in regions.values() {
+        let later = median(calls[1..].iter().map(|&i| e.dur[i] as f64).collect());
+        if calls.len() >= 3 && e.dur[calls[0]] as f64 > FIRST_CALL_SLOWDOWN * later {
+            found.push(Compiling {
+                start: e.start[calls[0]],
+                end: e.end(calls[0]),
+                event: calls[0] as u32,
+            });
+        }
+    }
+    found.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    let mut outermost: Vec<Compiling> = Vec::new();
+    for c in found {
+        if outermost.last().is_none_or(|o| o.end <= c.start) {
+            outermost.push(c);
+        }
+    }
+    outermost
+}
+
 /// The cold start of a step recorded without a `ProfilerStep#` range (a whole capture, or a
-/// loop's first iteration): its lead before the first kernel's launch, where one-off host work of
-/// at least [`COLD_CALL_NS`] each (runtime calls, a multiprocessing DataLoader's ranges; the part
-/// of them in the lead) fills [`COLD_SHARE`] of the step. The
-/// step then holds its steady part, from the first kernel's launch on.
-fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<ColdStart> {
+/// loop's first iteration): its lead before the first kernel's launch (outside compilation: not
+/// an autotuning benchmark), where one-off host work (runtime calls and a multiprocessing
+/// DataLoader's ranges of at least [`COLD_CALL_NS`] each, compilation; the part of them in the
+/// lead) fills [`COLD_SHARE`] of the step. The step then holds its steady part, from the first
+/// kernel's launch on.
+fn cold_start(
+    t: &Trace,
+    phases: &mut Phases,
+    s: &crate::model::Step,
+    compiling: &[Compiling],
+) -> Option<ColdStart> {
     let e = &t.events;
     // The first kernel's launch: set-up copies and memsets (cuDNN's workspace) come earlier.
     let first = t
@@ -277,7 +369,7 @@ fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<
             )
         })
         .map(|l| e.start[l.launch as usize])
-        .filter(|&x| x >= s.start && x < s.end)
+        .filter(|&x| x >= s.start && x < s.end && !in_compiling(compiling, x))
         .min()?;
     let mut spans: Vec<(i64, i64, usize)> = Vec::new();
     for track in t.tracks.iter().filter(|tr| !tr.gpu) {
@@ -300,6 +392,12 @@ fn cold_start(t: &Trace, phases: &mut Phases, s: &crate::model::Step) -> Option<
             }
         }
     }
+    spans.extend(
+        compiling
+            .iter()
+            .filter(|c| c.end > s.start && c.start < first)
+            .map(|c| (c.start.max(s.start), c.end.min(first), c.event as usize)),
+    );
     spans.sort_unstable();
     let (mut covered, mut reach) = (0i64, i64::MIN);
     for &(start, end, _) in &spans {

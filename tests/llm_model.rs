@@ -170,8 +170,12 @@ fn a_real_model_reads_the_evidence_right() {
         named * 2 >= fixes,
         "the fix names the rule's change in at least half: {named} of {fixes}"
     );
-    // Reported, no floor yet: Qwen2.5-Coder-1.5B copies the rule's fix without the line.
+    // The request begins the rule's fix with the user's file and line, which a model that keeps
+    // to the evidence carries into its fix (the random model names no file).
     let (sites, with_site) = tally.call_sites_named();
     assert_eq!(with_site, 1, "one request gives a call site");
-    println!("call site named in {sites} of {with_site}");
+    assert_eq!(
+        sites, with_site,
+        "the answer names the user's file and line"
+    );
 }

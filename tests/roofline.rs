@@ -356,3 +356,101 @@ fn elementwise_ops_are_charged_bytes_not_matrix_flops() {
     assert!(!c.family.tensor_cores());
     assert_eq!(c.bytes, 2.0 * 64.0 * 1024.0 * 2.0);
 }
+
+/// A written trace: the op PyTorch records for an Inductor kernel's launch (named the kernel,
+/// `kernel_backend: triton`, its buffers as `Input Dims`) launching it through the driver.
+fn compiled_kernel(name: &str, dims: &str, types: &str) -> Roofline {
+    let events = [
+        kineto::complete("user_annotation", "ProfilerStep#1", (1, 1), (0, 2000), ""),
+        kineto::complete(
+            "cpu_op",
+            name,
+            (1, 1),
+            (10, 40),
+            &format!(r#""Input Dims": {dims}, "Input type": {types}, "kernel_backend": "triton""#),
+        ),
+        kineto::complete(
+            "cuda_driver",
+            "cuLaunchKernel",
+            (1, 1),
+            (20, 10),
+            r#""correlation": 7"#,
+        ),
+        kineto::complete(
+            "kernel",
+            name,
+            (0, 7),
+            (100, 1000),
+            r#""device": 0, "stream": 7, "correlation": 7"#,
+        ),
+    ];
+    let a100 = kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 85_899_345_920);
+    let text = kineto::document(&[a100], "", &events, "compiled.pt.trace.json");
+    let ingested = ingest_bytes(text.as_bytes(), IngestOptions::default()).expect("a trace");
+    torchtraceap::roofline::analyze(&ingested.trace, Some(Some(0)), &[(1, 0, 2_000_000)])
+        .expect("a GPU")
+}
+
+#[test]
+fn an_inductor_kernel_is_charged_the_bytes_of_its_buffers() {
+    // RMSNorm as TraceLens's compiled trace records it: x and the output [8, 4096, 2048], the
+    // weight [2048], bf16; then xnumel and rnumel.
+    let r = compiled_kernel(
+        "triton_red_fused_add_mean_mul_pow_rsqrt_0",
+        "[[8, 4096, 2048], [2048], [8, 4096, 2048], [], []]",
+        r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]"#,
+    );
+    let k = &r.kernels[0];
+    let elements = 8.0 * 4096.0 * 2048.0;
+    assert_eq!(
+        (k.op.as_str(), k.dtype.as_str()),
+        ("triton_red_fused_add_mean_mul_pow_rsqrt_0", "bf16")
+    );
+    assert!((k.gbytes - (2.0 * elements + 2048.0) * 2.0 / 1e9).abs() < 1e-12);
+    assert!((k.gflop - elements / 1e9).abs() < 1e-12);
+    assert_eq!(k.bound.as_deref(), Some("memory"));
+    assert_eq!(r.coverage.counted_ms, 1.0);
+    assert_eq!(
+        r.mfu,
+        Some(0.0),
+        "no matrix FLOPs in an element-wise kernel"
+    );
+    // A GEMM template's shape is not in its buffers' list alone: no formula.
+    let r = compiled_kernel(
+        "triton_tem_fused_addmm_relu_0",
+        "[[64, 128], [128, 32], [32], [64, 32]]",
+        r#"["c10::Half", "c10::Half", "c10::Half", "c10::Half"]"#,
+    );
+    assert_eq!((r.coverage.shapes_ms, r.coverage.counted_ms), (1.0, 0.0));
+}
+
+#[test]
+fn the_real_compiled_traces_count_their_triton_kernels() {
+    // Every kernel of these three compiled captures is a Triton kernel with its op's buffers
+    // recorded, a GEMM or attention op's, or (TraceLens) `attn_fwd` under SDPA.
+    for trace in [
+        "AMD-AGI__TraceLens/tests__traces__torch_compile_triton__trace.json.gz",
+        "facebookresearch__HolisticTraceAnalysis/tests__data__triton_example__triton_example.json.gz",
+        "Aryan-Bahl__CS521-mp2/gpu__traces__inductor_vs_ref_H128_W128_C4_K7.json",
+    ] {
+        let Some(r) = report_of(trace) else { return };
+        let roof = r.roofline.as_ref().expect("a GPU trace has a roofline");
+        let c = &roof.coverage;
+        let triton: f64 = roof
+            .kernels
+            .iter()
+            .filter(|k| k.name.starts_with("triton_"))
+            .map(|k| k.ms)
+            .sum();
+        assert!(triton > 0.0, "{trace}: {:?}", roof.kernels);
+        assert!(
+            roof.kernels
+                .iter()
+                .filter(|k| k.name.starts_with("triton_"))
+                .all(|k| k.op == k.name && k.gbytes > 0.0),
+            "{trace}: {:?}",
+            roof.kernels
+        );
+        assert!(c.counted_ms >= 0.99 * c.shapes_ms, "{trace}: {c:?}");
+    }
+}

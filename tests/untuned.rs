@@ -1,10 +1,14 @@
 //! The shapes of captures nobody tuned for (issue 41), written here as loops of PyTorch's own
 //! events: host syncs and `.cpu()` readbacks in loops without `ProfilerStep`, fp32 GEMMs on SIMT
 //! cores under `xmma` names, a capture dominated by its cold start, a capture whose GPU record
-//! ends early; and, found before this file was written (kept as guards), pageable copies in one
-//! long capture, PyTorch 1.8's per-parameter SGD and a single-process DataLoader on the CPU. Each
-//! has a positive trace and the nearest healthy one.
+//! ends early, a compiled model's compilation (issue 38); and, found before this file was
+//! written (kept as guards), pageable copies in one long capture, PyTorch 1.8's per-parameter
+//! SGD and a single-process DataLoader on the CPU. Each has a positive trace and the nearest
+//! healthy one.
 
+// Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
+#[allow(dead_code)]
+mod common;
 mod kineto;
 mod notes;
 
@@ -451,4 +455,147 @@ fn a_step_whose_gpu_record_ends_early_is_no_steady_step() {
     .steady
     .len();
     assert_eq!(whole, 2, "both steps are recorded whole");
+}
+
+const TRITON: &str = "triton_poi_fused_add_mul_0";
+
+/// A compiled model's capture without `ProfilerStep`: `compile_ms` of Dynamo compiling (its
+/// `(dynamo_timed)` ranges, pad_mm's benchmark launching 2 GEMMs), then 20 calls of the compiled
+/// region, each launching a 2 ms Triton kernel (the host waits for the GPU); the first call takes
+/// `first_call_ms` more on the host before its launch.
+fn compiled_capture(compile_ms: i64, first_call_ms: i64) -> String {
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    if compile_ms > 0 {
+        let compile = "_compile.compile_inner (dynamo_timed)";
+        c.range("user_annotation", compile, t, compile_ms * 1_000);
+        c.range(
+            "user_annotation",
+            "pad_mm_benchmark (dynamo_timed)",
+            t + 1_000,
+            200_000,
+        );
+        c.op("aten::mm", (t + 2_000, 40), MM, 50);
+        c.op("aten::mm", (t + 150_000, 40), MM, 50);
+        t += compile_ms * 1_000 + 1_000;
+    }
+    for k in 0..20 {
+        let host = if k == 0 { first_call_ms * 1_000 } else { 0 };
+        c.range("cpu_op", "Torch-Compiled Region: 0/0", t, host + 100);
+        c.op(TRITON, (t + host + 10, 60), TRITON, 2_000);
+        t = c.gpu - 100;
+    }
+    c.json(A100)
+}
+
+#[test]
+fn compilation_and_autotuning_are_left_out_of_the_steady_state() {
+    // 900 ms of compiling before 40 ms of a GPU-bound compiled model: without it set apart, the
+    // GPU idles 96% of the capture.
+    let found = detected(&compiled_capture(900, 0));
+    assert!(found.findings.is_empty(), "{:?}", fired(&found));
+    let note = expect_note(found.clone(), "compile-time");
+    assert!(
+        note.text.contains("900.0 ms of compilation and autotuning in 1 range (the longest: _compile.compile_inner (dynamo_timed) at 0.000 ms (900.000 ms)), launching 2 kernels (0.100 ms of GPU time"),
+        "{}",
+        note.text
+    );
+    assert!(
+        note.text.contains("in step 0's cold start"),
+        "{}",
+        note.text
+    );
+    expect_note(found, "cold-start");
+    // A compiled region whose first call spends 600 ms on the host (compiling, unrecorded).
+    let found = detected(&compiled_capture(0, 600));
+    assert!(found.findings.is_empty(), "{:?}", fired(&found));
+    let note = expect_note(found, "compile-time");
+    assert!(
+        note.text
+            .contains("(the longest: Torch-Compiled Region: 0/0 at 0.000 ms (600.100 ms))"),
+        "{}",
+        note.text
+    );
+    // Already compiled: nothing to set apart.
+    let found = detected(&compiled_capture(0, 0));
+    expect_no_note(&found, "compile-time");
+    expect_no_note(&found, "cold-start");
+}
+
+#[test]
+fn a_step_that_recompiles_is_warm_up() {
+    // 4 profiler steps of 10 GEMMs; the third recompiles for 50 ms first.
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for step in 1..=4 {
+        let start = t;
+        if step == 3 {
+            c.range(
+                "user_annotation",
+                "_compile.compile_inner (dynamo_timed)",
+                t,
+                50_000,
+            );
+            t += 50_000;
+        }
+        for _ in 0..10 {
+            c.op("aten::mm", (t, 40), MM, 1_000);
+            t = c.gpu - 100;
+        }
+        t = c.gpu + 10;
+        c.range(
+            "user_annotation",
+            &format!("ProfilerStep#{step}"),
+            start,
+            t - start,
+        );
+        t += 10;
+    }
+    let trace = ingest_bytes(c.json(A100).as_bytes(), IngestOptions::default())
+        .expect("a trace")
+        .trace;
+    let a = Analysis::new(&trace);
+    let warm: Vec<i64> = a
+        .steps
+        .steps
+        .iter()
+        .filter(|s| s.warmup)
+        .map(|s| s.number)
+        .collect();
+    assert_eq!(warm, [3]);
+    let note = expect_note(detect::run(&a), "compile-time");
+    assert!(
+        note.text.contains("50.0 ms in warm-up step 3"),
+        "{}",
+        note.text
+    );
+}
+
+#[test]
+fn a_real_compiled_convs_compilation_is_left_out() {
+    // CS521 MP2's Inductor capture: 959 ms of Dynamo and Inductor compiling (pad_mm's benchmark
+    // launches 2 fills), then the compiled conv and the reference one. Without it set apart the
+    // GPU idled 97% of the capture (gpu-low-utilization, 942 ms per step).
+    let Some(dir) = common::shared_traces("the real compiled capture's compile time") else {
+        return;
+    };
+    let path = dir.join("Aryan-Bahl__CS521-mp2/gpu__traces__myconv_inductor_trace.json");
+    let bytes = std::fs::read(&path).expect("readable");
+    let trace = ingest_bytes(&bytes, IngestOptions::default())
+        .expect("a trace")
+        .trace;
+    let found = detect::run(&Analysis::new(&trace));
+    let note = expect_note(found.clone(), "compile-time");
+    assert!(
+        note.text
+            .contains("(the longest: _compile.compile_inner (dynamo_timed)")
+            && note.text.contains("launching 2 kernels"),
+        "{}",
+        note.text
+    );
+    assert!(
+        found.findings.iter().all(|f| f.impact.ms_per_step < 200.0),
+        "{:?}",
+        fired(&found)
+    );
 }

@@ -226,6 +226,68 @@ fn summary_sizes_on_the_shared_traces() {
     }
 }
 
+/// Where the trace records Python frames, a finding's rule fix begins with the user's file and
+/// line, so that a model copying the fix says where the change goes (TraceLens' DDP ResNet-18,
+/// `allocator-churn`, around `train_single_gpu.py(41): main`).
+#[test]
+fn the_rules_fix_begins_with_the_users_file_and_line() {
+    let Some(dir) = common::shared_traces("the_rules_fix_begins_with_the_users_file_and_line")
+    else {
+        return;
+    };
+    let path = dir.join(
+        "AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz",
+    );
+    let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
+        .expect("the gzip trace reads");
+    let analyzed = torchtraceap::AnalyzedTrace::new(&ingested);
+    let prompt = analyzed
+        .prompts(&SummaryOptions::default())
+        .into_iter()
+        .find(|p| p.key == "finding:allocator-churn")
+        .expect("a request about allocator-churn");
+    assert!(
+        prompt.user.contains(
+            "to apply at `train_single_gpu.py(41): main` (the user's code around the longest evidence event, from the trace's Python stack): In `train_single_gpu.py` line 41: Let the caching allocator"
+        ),
+        "{}",
+        prompt.user
+    );
+}
+
+/// At the local budget, a window with many evidence events keeps the rule's fix: the events past
+/// the first few go first (TraceLens' MI210 capture, `layout-transforms`, 8 events in its window).
+#[test]
+fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
+    let Some(dir) = common::shared_traces("the_local_budget_keeps_the_rules_fix") else {
+        return;
+    };
+    let path =
+        dir.join("AMD-AGI__TraceLens/tests__traces__mi210__gpu_only_trace__gpu_only_trace.json.gz");
+    let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
+        .expect("the gzip trace reads");
+    let opts = SummaryOptions {
+        budget: summary::LOCAL_BUDGET,
+        ..SummaryOptions::default()
+    };
+    let prompt = torchtraceap::AnalyzedTrace::new(&ingested)
+        .prompts(&opts)
+        .into_iter()
+        .find(|p| p.key == "finding:layout-transforms")
+        .expect("a request about layout-transforms");
+    assert!(
+        prompt.dropped_lines > 0,
+        "the budget binds: {}",
+        prompt.user
+    );
+    assert!(prompt.user.contains("The rule's fix: "), "{}", prompt.user);
+    assert!(
+        prompt.user.contains("Evidence event in this window"),
+        "{}",
+        prompt.user
+    );
+}
+
 fn rel(dir: &Path, f: &Path) -> String {
     f.strip_prefix(dir).unwrap_or(f).display().to_string()
 }

@@ -244,6 +244,7 @@ fn record(
         "valid": g.check.valid,
         "citations_found": g.check.found(),
         "citations": g.check.citations.len(),
+        "figures": g.figures_found(),
         "misread": g.check.misread().count(),
         "key_figure": g.key_figure,
         "fix_named": g.check.fix_named,

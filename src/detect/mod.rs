@@ -477,6 +477,7 @@ pub static OBSERVERS: &[&dyn Observer] = &[
     &distributed::DdpWithoutNccl,
     &attention::AttentionHotSpot,
     &compile::GraphBreaks,
+    &compile::CompileTime,
     &host_sync::UnrecordedWork,
     &utilization::ColdStartLeftOut,
 ];

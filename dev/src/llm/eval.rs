@@ -321,6 +321,14 @@ pub fn grade(
     }
 }
 
+impl Graded {
+    /// The cited figures the request holds (those a misreading is counted among).
+    pub fn figures_found(&self) -> usize {
+        let found = self.check.citations.iter();
+        found.filter(|c| c.found && c.kind == Kind::Figure).count()
+    }
+}
+
 /// A model's results over the set.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tally {
@@ -369,12 +377,7 @@ impl Tally {
     /// the figures found in the evidence.
     pub fn misread(&self) -> (usize, usize) {
         self.graded.iter().fold((0, 0), |(m, n), g| {
-            let figures = g
-                .check
-                .citations
-                .iter()
-                .filter(|c| c.found && c.kind == Kind::Figure);
-            (m + g.check.misread().count(), n + figures.count())
+            (m + g.check.misread().count(), n + g.figures_found())
         })
     }
 
@@ -519,7 +522,6 @@ mod tests {
             answer_tokens: 50,
             cached_tokens: Some(30),
             prompt_ms: Some(40),
-            ..Usage::default()
         });
         t.add(
             &case(Some(12.35)),

@@ -92,28 +92,22 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.traces.display()
         );
     } else if matches!(args.set, Set::Real | Set::All) {
-        let labels = std::fs::read_to_string(&args.labels)
-            .map_err(anyhow::Error::from)
-            .and_then(|t| Ok(RealLabels::from_json(&t)?))
-            .with_context(|| {
-                format!(
-                    "the labels of the real traces, {} (pass --labels FILE, as models/real-labels.json)",
-                    args.labels.display()
-                )
-            })?;
+        let labels = read(
+            &args.labels,
+            "the labels of the real traces",
+            "--labels",
+            |t| Ok(RealLabels::from_json(t)?),
+        )?;
         let (c, s) = eval::real(&labels, &args.traces, args.budget);
         cases.extend(c);
         skipped.extend(s);
     } else if args.set == Set::Unexplained {
-        let labels: UnexplainedLabels = std::fs::read_to_string(&args.unexplained_labels)
-            .map_err(anyhow::Error::from)
-            .and_then(|t| Ok(serde_json::from_str(&t)?))
-            .with_context(|| {
-                format!(
-                    "the labels of the unexplained windows, {} (pass --unexplained-labels FILE, as models/unexplained-labels.json)",
-                    args.unexplained_labels.display()
-                )
-            })?;
+        let labels: UnexplainedLabels = read(
+            &args.unexplained_labels,
+            "the labels of the unexplained windows",
+            "--unexplained-labels",
+            |t| Ok(serde_json::from_str(t)?),
+        )?;
         let (c, s) = eval::unexplained(&labels, &args.traces, args.budget);
         cases.extend(c);
         skipped.extend(s);
@@ -132,17 +126,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut table = String::from(TABLE_HEADER);
     let mut refused = Vec::new();
     let mut none_answered = true;
-    let mut answers = match &args.answers {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| {
+    let mut answers = args
+        .answers
+        .as_ref()
+        .map(|path| {
+            let file = std::fs::File::create(path).with_context(|| {
                 format!(
                     "the answers' file, {} (pass another --answers FILE)",
                     path.display()
                 )
-            })?,
-        )),
-        None => None,
-    };
+            })?;
+            anyhow::Ok(std::io::BufWriter::new(file))
+        })
+        .transpose()?;
     for model in &args.models {
         let endpoint = endpoint(args, model);
         let mut tally = Tally::default();
@@ -223,6 +219,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A labels file read and parsed by `parse`; an error names it, and the `flag` to pass another.
+fn read<T>(
+    path: &std::path::Path,
+    what: &str,
+    flag: &str,
+    parse: impl FnOnce(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    std::fs::read_to_string(path)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| parse(&t))
+        .with_context(|| format!("{what}, {} (pass {flag} FILE)", path.display()))
 }
 
 /// One graded answer as a JSON line of the `--answers` file.

@@ -231,12 +231,9 @@ pub(super) fn host_call_lines(t: &Trace, w: &Window) -> Vec<Line> {
                 ms(ns),
                 ms(e.dur[longest])
             );
-            let mut p = e.parent[longest];
-            while p != crate::model::NONE && e.kind[p as usize] != EventKind::CpuOp {
-                p = e.parent[p as usize];
-            }
-            if p != crate::model::NONE {
-                let _ = write!(text, " under {}", cut(t.name_of(p as usize)));
+            let mut parents = t.and_parents(longest).skip(1);
+            if let Some(op) = parents.find(|&j| e.kind[j] == EventKind::CpuOp) {
+                let _ = write!(text, " under {}", cut(t.name_of(op)));
             }
             // As a finding's evidence lines: kept before the window's other lines.
             Line {

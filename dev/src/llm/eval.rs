@@ -22,12 +22,14 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap::analysis::Analysis;
 use torchtraceap::detect::scoring::{read_labelled, RealLabels};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
 use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::check::{check, Check, Kind};
 use torchtraceap::llm::protocol::Usage;
-use torchtraceap::llm::summary::{prompts, Flag, Prompt, SummaryOptions};
+use torchtraceap::llm::summary::{prompt, Flag, Prompt, SummaryOptions, WindowSummary};
+use torchtraceap::window::Window;
 use torchtraceap::AnalyzedTrace;
 
 /// Where a case comes from.
@@ -190,58 +192,72 @@ pub fn unexplained(
     budget: usize,
 ) -> (Vec<Case>, Vec<Skipped>) {
     let (mut cases, mut skipped) = (Vec::new(), Vec::new());
+    let name =
+        |l: &UnexplainedLabel| format!("{}:step {} at {:.3} ms", l.trace, l.step, l.start_ms);
+    // Each trace read and analyzed once, for all its labelled regions.
+    let mut traces: Vec<&str> = Vec::new();
     for l in &labels.regions {
-        let name = format!("{}:step {} at {:.3} ms", l.trace, l.step, l.start_ms);
-        let ingested = match read_labelled(dir, &l.trace) {
+        if !traces.contains(&l.trace.as_str()) {
+            traces.push(&l.trace);
+        }
+    }
+    for trace in traces {
+        let regions = labels.regions.iter().filter(|l| l.trace == trace);
+        let ingested = match read_labelled(dir, trace) {
             Ok(i) => i,
             Err(e) => {
-                skipped.push(Skipped {
-                    name,
+                skipped.extend(regions.map(|l| Skipped {
+                    name: name(l),
                     why: e.to_string(),
-                });
+                }));
                 continue;
             }
         };
-        match unexplained_prompt(&ingested, l, budget) {
-            Some(prompt) => cases.push(Case {
-                name,
-                source: Source::Real,
-                accepted: l.accepted.clone(),
-                rule: None,
-                key_figure_ms: None,
-                prompt,
-            }),
-            None => skipped.push(Skipped {
-                name,
-                why: "the report has no unexplained region there (the rules or the window model changed: label it again)".into(),
-            }),
+        let analyzed = AnalyzedTrace::new(&ingested);
+        let summaries = analyzed.window_summaries(&options(budget));
+        for l in regions {
+            match unexplained_summary(&analyzed, &summaries, l) {
+                Some(s) => cases.push(Case {
+                    name: name(l),
+                    source: Source::Real,
+                    accepted: l.accepted.clone(),
+                    rule: None,
+                    key_figure_ms: None,
+                    prompt: prompt(s, budget),
+                }),
+                None => skipped.push(Skipped {
+                    name: name(l),
+                    why: "the report has no unexplained region there (the rules or the window model changed: label it again)".into(),
+                }),
+            }
         }
     }
     (cases, skipped)
 }
 
-/// The request about the unexplained region `label` names, if the report still has it.
-fn unexplained_prompt(
-    ingested: &Ingested,
+/// Window `index` of the step numbered `step`.
+fn window<'a>(a: &'a Analysis<'_>, step: i64, index: usize) -> Option<&'a Window> {
+    a.steps
+        .steps
+        .iter()
+        .find(|s| s.number == step)?
+        .windows
+        .get(index)
+}
+
+/// The summary of the unexplained region `label` names, if the report still has it.
+fn unexplained_summary<'s>(
+    analyzed: &AnalyzedTrace<'_>,
+    summaries: &'s [WindowSummary],
     label: &UnexplainedLabel,
-    budget: usize,
-) -> Option<Prompt> {
-    let analyzed = AnalyzedTrace::new(ingested);
-    let a = analyzed.analysis();
+) -> Option<&'s WindowSummary> {
     let origin = analyzed.trace().meta.span.map_or(0, |s| s.0);
-    let starts_at = |step: i64, window: usize| {
-        let s = a.steps.steps.iter().find(|s| s.number == step)?;
-        let start_ms = (s.windows.get(window)?.start - origin) as f64 / 1e6;
-        Some((start_ms - label.start_ms).abs() < 0.01)
-    };
-    let opts = options(budget);
-    let summaries = analyzed.window_summaries(&opts);
-    let chosen = summaries.iter().position(|s| {
+    summaries.iter().find(|s| {
         matches!(s.flag, Flag::Unexplained(_))
             && s.step == label.step
-            && starts_at(s.step, s.window) == Some(true)
-    })?;
-    prompts(&summaries[chosen..=chosen], &opts).pop()
+            && window(analyzed.analysis(), s.step, s.window)
+                .is_some_and(|w| ((w.start - origin) as f64 / 1e6 - label.start_ms).abs() < 0.01)
+    })
 }
 
 /// The request about `id` in `ingested`: its finding's (with the finding's time per step), else
@@ -256,10 +272,7 @@ fn case_of(
     let a = analyzed.analysis();
     let opts = options(budget);
     let summaries = analyzed.window_summaries(&opts);
-    let phase = |step: i64, window: usize| {
-        let s = a.steps.steps.iter().find(|s| s.number == step)?;
-        Some(s.windows.get(window)?.phase.label())
-    };
+    let phase = |step: i64, index: usize| Some(window(a, step, index)?.phase.label());
     let finding = summaries
         .iter()
         .position(|s| s.flag == Flag::Finding(id.to_string()));
@@ -278,8 +291,7 @@ fn case_of(
             .find(|f| f.id == id)
             .map(|f| f.impact.ms_per_step)
     });
-    let prompt = prompts(&summaries[chosen..=chosen], &opts).pop()?;
-    Some((prompt, key))
+    Some((prompt(&summaries[chosen], opts.budget), key))
 }
 
 /// One answer to one case, graded.

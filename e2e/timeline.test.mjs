@@ -30,6 +30,18 @@ async function drawnAfter(page, after) {
   await page.waitForTimeout(150);
 }
 
+/**
+ * The `data-selected` of the frame drawn once the slice `id` is selected. The details show as
+ * soon as the worker picks the slice; the canvas's marks follow the frame drawn after them, so
+ * wait for that frame (up to 5 s) before the mark is read.
+ */
+async function selectedDrawn(page, id) {
+  await page.waitForFunction(
+    (s) => document.querySelector('canvas.timeline-canvas').dataset.selected === s, id,
+    { timeout: 5000 }).catch(() => {});
+  return canvas(page).getAttribute('data-selected');
+}
+
 /** A page with the shared trace at `path` on its timeline; null (the test skipped) without it. */
 async function openShared(t, path) {
   if (lacksTrace(t, path)) return null;
@@ -138,7 +150,7 @@ test('a kernel clicked on the canvas shows its details, and its launch is one cl
   const box = await canvas(page).boundingBox();
   await page.mouse.click(box.x + x + Math.min(w / 2, 3), box.y + y + h / 2);
   await page.waitForSelector('.timeline-details .slice-name');
-  assert.equal(await canvas(page).getAttribute('data-selected'), selected, 'the click hits the kernel drawn there');
+  assert.equal(await selectedDrawn(page, selected), selected, 'the click hits the kernel drawn there');
   const details = await page.locator('.timeline-details').innerText();
   assert.match(details, /sgemm/);
   assert.match(details, /Kind\s+gpu_kernel/);
@@ -155,7 +167,7 @@ test('a kernel clicked on the canvas shows its details, and its launch is one cl
   await page.screenshot({ path: join(SHOTS, 'timeline-launch-flow.png') });
   await page.click('.launched .link-button');
   await page.waitForSelector('.timeline-details .slice-name:has-text("sgemm")');
-  assert.equal(await canvas(page).getAttribute('data-selected'), selected, 'back to the same kernel');
+  assert.equal(await selectedDrawn(page, selected), selected, 'back to the same kernel');
 
   // Deep zoom on a trace stamped in ns since 1970 (about 1.7e18, where an f64 steps by 256 ns):
   // F fits the kernel, W zooms to the 100 ns limit, and the worker keeps drawing and answering.

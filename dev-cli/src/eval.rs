@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-use torchtraceap::detect::scoring::RealLabels;
 use torchtraceap::ingest::IngestOptions;
+use torchtraceap::internals::detect::scoring::RealLabels;
 use torchtraceap::ml::labels::{for_trace, NOT_AN_ANTI_PATTERN};
 use torchtraceap::ml::{self, Model};
 use torchtraceap::model::AntiPattern;
@@ -54,8 +54,9 @@ pub struct Args {
     out: PathBuf,
     /// Instead of the held-out scenarios: score the windows of real traces that a person
     /// labelled (the web app's Export labels, or `ttap-dev synth --labels`) and print how the model
-    /// agrees with each label. Needs --trace.
-    #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real", "real_labels", "out"])]
+    /// agrees with each label. Needs --trace. (`--real` is not read then; it is not refused
+    /// either, since `TTAP_SHARED_TRACES` in the environment sets it.)
+    #[arg(long, requires = "trace", conflicts_with_all = ["traces", "seed", "kmeans_traces", "clusters", "real_labels", "out"])]
     labels: Option<PathBuf>,
     /// A trace the --labels were made on (matched by fingerprint). Repeatable.
     #[arg(long, requires = "labels")]

@@ -10,9 +10,13 @@
 //!
 //! The names for that are re-exported here, one line each; every front end (`cli/`, `web/`,
 //! `python/`) and tool (`dev/`) goes through [`AnalyzedTrace`] rather than running the stages
-//! itself (`tests/layers.rs` checks). The stages below stay public for the front ends' other
-//! needs (links, comparisons, the timeline, the LLM client) and the tests, not as a promise. A stage names only stages of lower layers
-//! (`tests/layers.rs` lists them; ARCHITECTURE.md explains the order and the data flow).
+//! itself (`tests/layers.rs` checks). The stages that turn a trace into findings (`window`,
+//! `metrics`, `attribution`, `features`, `graphs`, `analysis`, `detect`) are private: what the
+//! front ends show of them is re-exported here, and the development tools and the tests reach
+//! the rest through [`internals`], which promises nothing. The modules of the views (links,
+//! comparisons, the timeline, the LLM client, the window model) are public. A module names only
+//! modules of lower layers (`tests/layers.rs` lists them; ARCHITECTURE.md explains the order and
+//! the data flow).
 
 // Reading a trace.
 /// Native: reads a trace file on threads (the same model for any number).
@@ -37,12 +41,20 @@ pub use ingest::Ingested;
 pub use analysis::Analysis;
 /// A trace analyzed once: its analysis, findings, report, fingerprint and every view of them.
 pub use analyzed::AnalyzedTrace;
-/// The ranked findings and notes of `detect::run`.
+/// What a finding's time is split by: the parts of a step (data, host, kernels, idle, …).
+pub use attribution::Part;
+/// The ranked findings and notes of the rules.
 pub use detect::Detected;
 /// One anti-pattern found: its cost, evidence and fixes.
 pub use detect::Finding;
 /// A finding's severity (`--fail-on`).
 pub use detect::Severity;
+/// The rules, in the order they claim time, and the observers (`ttap analyze --list`).
+pub use detect::{DETECTORS, OBSERVERS};
+/// A window's features, as the window model reads them.
+pub use features::WindowFeatures;
+/// A share in percent, and a spread of values over steps.
+pub use metrics::{pct, Spread};
 /// The normalized trace: event columns, tracks, launch links, steps.
 pub use model::Trace;
 
@@ -66,21 +78,21 @@ pub use run::RunView;
 /// What a trace holds: devices, steps, top kernels.
 pub use summary::Summary;
 
-// The stages, for the front ends and tools (their layers: `tests/layers.rs`).
-pub mod analysis;
+// The modules (their layers: `tests/layers.rs`); the stages are private.
+mod analysis;
 pub mod analyzed;
-pub mod attribution;
+mod attribution;
 pub mod compare;
-pub mod detect;
-pub mod features;
+mod detect;
+mod features;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod files;
 pub mod fleet;
-pub mod graphs;
+mod graphs;
 pub mod ingest;
 pub mod llm;
 pub mod memory;
-pub mod metrics;
+mod metrics;
 pub mod ml;
 pub mod model;
 pub mod modules;
@@ -94,4 +106,32 @@ pub mod share;
 pub mod summary;
 pub mod timeline;
 pub mod view_link;
-pub mod window;
+mod window;
+
+/// The stages behind [`AnalyzedTrace`], for the development tools (`dev/`, `ttap-dev`), the
+/// fuzz targets and the tests: the rules' registry and scoring, the window features, the
+/// metrics. No promise of stability; the user's front ends (`cli/`, `web/`, `python/`) never
+/// name it (`tests/layers.rs` checks).
+pub mod internals {
+    pub mod analysis {
+        pub use crate::analysis::*;
+    }
+    pub mod attribution {
+        pub use crate::attribution::*;
+    }
+    pub mod detect {
+        pub use crate::detect::*;
+    }
+    pub mod features {
+        pub use crate::features::*;
+    }
+    pub mod graphs {
+        pub use crate::graphs::*;
+    }
+    pub mod metrics {
+        pub use crate::metrics::*;
+    }
+    pub mod window {
+        pub use crate::window::*;
+    }
+}

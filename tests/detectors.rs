@@ -12,9 +12,9 @@ use notes::{expect_no_note, expect_note};
 
 use std::path::{Path, PathBuf};
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::{self, Detected, Finding, Severity, DETECTORS, OBSERVERS};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::{self, Detected, Finding, Severity, DETECTORS, OBSERVERS};
 use torchtraceap::model::{StepSource, Trace};
 
 // ---------------------------------------------------------------------------------------------
@@ -703,7 +703,7 @@ fn a_graph_replay_is_one_launch() {
     };
     expect_none(&graph, "launch-bound-small-kernels");
     let t = ingest(&graph.json());
-    let m = torchtraceap::metrics::measure(&t, t.steps[1].start, t.steps[1].end);
+    let m = torchtraceap::internals::metrics::measure(&t, t.steps[1].start, t.steps[1].end);
     assert_eq!((m.kernels, m.short_kernels), (400, 400));
     assert_eq!((m.graph_kernels, m.launched, m.short_launched), (400, 1, 0));
     assert_eq!(m.launch_calls, 1);
@@ -711,7 +711,7 @@ fn a_graph_replay_is_one_launch() {
     let kernel = t.launches[0].gpu;
     let launch = t.launch_of(kernel).expect("the kernel's launch");
     assert!(t.is_graph_launch(launch as usize));
-    let of = torchtraceap::graphs::launch_of(&t, launch).expect("a graph launch");
+    let of = torchtraceap::internals::graphs::launch_of(&t, launch).expect("a graph launch");
     assert_eq!((of.ordinal, of.launches, of.kernels), (1, 4, 400));
 }
 

@@ -5,9 +5,9 @@
 #[allow(dead_code)]
 mod common;
 
-use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
-use torchtraceap::window::{split, Phase};
+use torchtraceap::internals::features::{of_trace, NAMES};
+use torchtraceap::internals::window::{split, Phase};
 use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
 
 fn feature(name: &str) -> usize {
@@ -124,7 +124,7 @@ fn a_window_owns_the_gpu_work_its_cpu_work_launched() {
         .unwrap()
         .trace;
     let steps = split(&t);
-    let optimizer: Vec<&torchtraceap::window::Window> = steps
+    let optimizer: Vec<&torchtraceap::internals::window::Window> = steps
         .windows()
         .filter(|w| w.phase == Phase::Optimizer)
         .collect();

@@ -9,9 +9,9 @@ mod common;
 use std::fs::File;
 
 use common::{shared_traces, trace_files};
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::{self, Finding};
 use torchtraceap::ingest::{ingest_reader, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::{self, Finding};
 use torchtraceap::llm::summary::{summarize, Flag, SummaryOptions};
 use torchtraceap::report::{evidence_events, overlaps, Report};
 use torchtraceap::share::{self, ShareOptions, SharedReport};

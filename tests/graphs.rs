@@ -10,10 +10,10 @@ mod oracle;
 
 use std::path::{Path, PathBuf};
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
-use torchtraceap::graphs::{self, GraphSummary};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
+use torchtraceap::internals::graphs::{self, GraphSummary};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;
 use torchtraceap::timeline::{inspect, Layout};

@@ -346,6 +346,67 @@ fn no_circle_between_the_submodules_of_a_room() {
     );
 }
 
+/// The names each submodule of a room takes from the module that lists it (`mod.rs`, `lib.rs`,
+/// `main.rs`) through `super::`, rather than from a sibling: `room/file: name`.
+fn names_from_the_parent(room: &str, modules: &[(String, String)]) -> Vec<String> {
+    let siblings: BTreeSet<&str> = modules.iter().map(|(m, _)| m.as_str()).collect();
+    modules
+        .iter()
+        .flat_map(|(m, code)| {
+            super_names(code)
+                .into_iter()
+                .filter(|n| !siblings.contains(n.as_str()))
+                .map(move |n| format!("{room}/{m}: {n}"))
+        })
+        .collect()
+}
+
+/// A room's parent only names its submodules and re-exports them: the detectors take their
+/// contract from `detect/contract.rs`, the page its helpers from `js`, never from the module
+/// that lists them, so that the list and what it lists are never a circle. Checked in the rooms
+/// issue 37 named: `src/detect`, `web/src`, `cli/src`.
+#[test]
+fn no_module_imports_from_the_module_that_lists_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for dir in ["src/detect", "web/src", "cli/src"] {
+        let mut found = Vec::new();
+        rooms(&root.join(dir), &mut found);
+        for (room, modules) in found {
+            wrong.extend(names_from_the_parent(&room, &modules));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a submodule takes an item from the module that lists it (move the item into a \
+         sibling both use, and re-export it from the parent):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_import_from_the_parent_is_caught() {
+    let modules = vec![
+        (
+            "dataloader".to_string(),
+            "use super::contract::{judge, Gate};\nuse super::{pct, utilization::SHORT_US};"
+                .to_string(),
+        ),
+        (
+            "contract".to_string(),
+            "use crate::analysis::Analysis;".to_string(),
+        ),
+        (
+            "utilization".to_string(),
+            "use super::contract::Gate;".to_string(),
+        ),
+    ];
+    assert_eq!(
+        names_from_the_parent("detect", &modules),
+        ["detect/dataloader: pct"]
+    );
+}
+
 #[test]
 fn a_planted_circle_between_submodules_is_caught() {
     let modules = vec![
@@ -506,6 +567,32 @@ fn front_ends_analyze_through_the_analyzed_trace() {
         wrong.is_empty(),
         "a front end runs an analysis stage itself; make an `AnalyzedTrace` and ask it (add the \
          view it lacks to src/analyzed.rs):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The user's front ends (`ttap`, the web app, the Python module) use what the library's face
+/// re-exports and the public view modules; `torchtraceap::internals` (the private stages) is the
+/// development tools' and the tests' only.
+#[test]
+fn user_front_ends_never_reach_the_internals() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for dir in ["cli/src", "web/src", "python/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no Rust files in {dir}");
+        wrong.extend(
+            files
+                .into_iter()
+                .filter(|(_, text)| code_of(text).contains("torchtraceap::internals"))
+                .map(|(path, _)| path),
+        );
+    }
+    assert!(
+        wrong.is_empty(),
+        "a user front end names `torchtraceap::internals`; re-export what it shows in src/lib.rs \
+         or ask `AnalyzedTrace` for it:\n{}",
         wrong.join("\n")
     );
 }

@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Instant;
 
-use torchtraceap::detect::scoring::RealLabels;
+use torchtraceap::internals::detect::scoring::RealLabels;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{Endpoint, LOCAL_SERVER};
 use torchtraceap::llm::summary::LOCAL_BUDGET;

@@ -9,9 +9,9 @@ mod oracle;
 
 use std::path::Path;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::memory::{DeviceId, Memory};
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;

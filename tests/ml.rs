@@ -8,10 +8,10 @@
 #[allow(dead_code)]
 mod common;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
-use torchtraceap::features::{of_trace, NAMES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
+use torchtraceap::internals::features::{of_trace, NAMES};
 use torchtraceap::ml::base_set::{retrain, BaseSet};
 use torchtraceap::ml::fit::Params;
 use torchtraceap::ml::labels::{for_trace, parse, to_json, WindowLabel};

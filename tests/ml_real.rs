@@ -4,7 +4,7 @@
 
 mod common;
 
-use torchtraceap::detect::scoring::RealLabels;
+use torchtraceap::internals::detect::scoring::RealLabels;
 use torchtraceap::ml::Model;
 use torchtraceap_dev::ml::real::{figures, score_labelled};
 

@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Instant;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::features::of_trace;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::features::of_trace;
 use torchtraceap::ml::by_smartcore::{matrix, SmartcoreForest};
 use torchtraceap::ml::{shows_evidence, Model};
 

@@ -12,9 +12,9 @@ mod notes;
 
 use notes::{expect_no_note, expect_note};
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::{self, Detected, Finding, Severity, DETECTORS};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::{self, Detected, Finding, Severity, DETECTORS};
 use torchtraceap::report::Report;
 
 // ---------------------------------------------------------------------------------------------

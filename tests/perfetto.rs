@@ -7,9 +7,9 @@ mod common;
 
 use common::{shared_traces, trace_files};
 use serde_json::Value;
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::model::{Era, Trace};
 use torchtraceap::perfetto::{self, ExportError, Exported};
 use torchtraceap::report::Report;

@@ -10,9 +10,9 @@ mod oracle;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::model::{EventKind, Trace};
 use torchtraceap::report::Report;
 use torchtraceap::roofline::flops::{self, Family};

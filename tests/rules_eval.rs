@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 
 use common::{shared_traces, trace_files};
-use torchtraceap::detect::scoring::{evaluate, markdown, score, LabelSet, RealLabels, TraceResult};
+use torchtraceap::internals::detect::scoring::{
+    evaluate, markdown, score, LabelSet, RealLabels, TraceResult,
+};
 
 fn labels() -> RealLabels {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real-labels.json");

@@ -1,10 +1,10 @@
 //! The labelled trace generator: deterministic, ingests cleanly for every model, GPU and mode,
 //! and each injected anti-pattern is what the matching rule finds, where the labels say.
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::attribution::Part;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::attribution::Part;
+use torchtraceap::internals::detect;
 use torchtraceap::model::EventKind;
 use torchtraceap_dev::synth::{
     generate, generate_ranks, scenario, AntiPattern, Config, DataParallel, Gpu, Injection, Label,

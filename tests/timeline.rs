@@ -4,9 +4,9 @@
 
 mod common;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, ingest_reader, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::model::Trace;
 use torchtraceap::report::Report;
 use torchtraceap::timeline::{bands, inspect, lod, Layout};

@@ -71,7 +71,8 @@ fn a_findings_request_has_no_runtime_call_lines() {
     };
     let text = std::fs::read_to_string(common::repo().join("models/real-labels.json"))
         .expect("models/real-labels.json");
-    let mut labels = torchtraceap::detect::scoring::RealLabels::from_json(&text).expect("labels");
+    let mut labels =
+        torchtraceap::internals::detect::scoring::RealLabels::from_json(&text).expect("labels");
     labels.traces.truncate(12);
     // The full budget: the local one could drop such a line anyway.
     let (cases, _) = eval::real(&labels, &traces, DEFAULT_BUDGET);

@@ -10,9 +10,9 @@ mod common;
 mod kineto;
 mod notes;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::{self, Detected};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::{self, Detected};
 use torchtraceap::model::{fingerprint, Trace};
 
 use notes::{expect_no_note, expect_note};

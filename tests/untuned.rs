@@ -13,9 +13,9 @@ mod kineto;
 mod notes;
 
 use notes::{expect_no_note, expect_note};
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::{self, Detected};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::{self, Detected};
 
 const PID: i64 = 4410;
 const STREAM: i64 = 7;

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use torchtraceap::detect::{self, Severity};
 use torchtraceap::files::Analyzed;
 use torchtraceap::run::is_run;
 use torchtraceap::view_link;
+use torchtraceap::{Severity, DETECTORS, OBSERVERS};
 
 use torchtraceap_cli::read::WithProgress;
 
@@ -52,7 +52,7 @@ pub struct Args {
 /// with exit code 2.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.list {
-        for d in detect::DETECTORS {
+        for d in DETECTORS {
             crate::out(&format!(
                 "{:<28} {}\n{:<28} gate: {}{}\n",
                 d.id(),
@@ -71,7 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             ));
         }
         crate::out("Notes (observations without a time estimate; never ranked with findings):\n");
-        for o in detect::OBSERVERS.iter().map(|o| o.about()) {
+        for o in OBSERVERS.iter().map(|o| o.about()) {
             crate::out(&format!(
                 "{:<28} {}\n{:<28} when: {}\n",
                 o.id,

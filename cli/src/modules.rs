@@ -4,8 +4,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use torchtraceap::metrics::pct;
 use torchtraceap::modules::ModuleTree;
+use torchtraceap::pct;
 use torchtraceap::share::quoted;
 
 use torchtraceap_cli::read::read_trace;

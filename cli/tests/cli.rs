@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use torchtraceap::detect::{DETECTORS, OBSERVERS};
+use torchtraceap::internals::detect::{DETECTORS, OBSERVERS};
 
 fn ttap(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ttap"))

@@ -9,9 +9,9 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{Endpoint, LlmError, Protocol};

@@ -9,9 +9,9 @@ mod common;
 
 use std::process::Command;
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::modules::{Frames, ModuleNode, ModuleTree};
 use torchtraceap::report::Report;
 use torchtraceap::share;

@@ -12,9 +12,9 @@ mod ttap;
 use std::path::PathBuf;
 
 use profiles::profile_of_bytes;
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::profile::Profile;
 use torchtraceap::run::{is_run, RunView};
 use torchtraceap_dev::synth::{

@@ -16,9 +16,9 @@ use common::{shared_traces, trace_files};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::Compression;
 use links::{facts_json, zlib, PREFIX};
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::report::{self, EvidenceEntry, FindingEntry, Report};
 use torchtraceap::roofline::Roofline;
 use torchtraceap::share::{

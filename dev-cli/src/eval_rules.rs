@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use torchtraceap::detect::scoring::{evaluate, markdown, RealLabels};
+use torchtraceap::internals::detect::scoring::{evaluate, markdown, RealLabels};
 
 #[derive(clap::Args)]
 pub struct Args {

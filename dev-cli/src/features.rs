@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use serde_json::{json, Value};
-use torchtraceap::features::{of_trace, NAMES};
+use torchtraceap::internals::features::{of_trace, NAMES};
+use torchtraceap::internals::window::split;
 use torchtraceap::ml::labels::{self, WindowLabel, NOT_AN_ANTI_PATTERN};
 use torchtraceap::share::fingerprint;
-use torchtraceap::window::split;
 
 use torchtraceap_cli::read::read_trace;
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use torchtraceap::detect::scoring::RealLabels;
+use torchtraceap::internals::detect::scoring::RealLabels;
 use torchtraceap::llm::client::send;
 use torchtraceap::llm::protocol::{without_key, Endpoint, Protocol};
 use torchtraceap::llm::summary::DEFAULT_BUDGET;

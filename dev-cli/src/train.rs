@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use torchtraceap::features::NAMES;
+use torchtraceap::internals::features::NAMES;
 use torchtraceap::ml::base_set::BaseSet;
 use torchtraceap::ml::fit::Params;
 use torchtraceap::model::AntiPattern;

@@ -5,8 +5,8 @@
 //!
 //! Reads only the model.
 
-use torchtraceap::features::quantile;
-use torchtraceap::metrics::union_ns;
+use torchtraceap::internals::features::quantile;
+use torchtraceap::internals::metrics::union_ns;
 use torchtraceap::model::{kernels, EventKind, Trace, NONE};
 
 /// A kind of workload the generator writes and the real traces show.

@@ -17,7 +17,7 @@
 mod links;
 
 use libfuzzer_sys::fuzz_target;
-use torchtraceap::detect;
+use torchtraceap::internals::detect;
 use torchtraceap::share::{self, ShareError, ShareOptions, MAX_JSON_BYTES};
 
 fuzz_target!(|data: &[u8]| {

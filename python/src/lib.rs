@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use torchtraceap::compare::{render, Comparison};
-use torchtraceap::detect::Severity;
 use torchtraceap::files::{self, Analyzed, Quiet};
 use torchtraceap::share::{self, ShareOptions};
+use torchtraceap::Severity;
 
 pyo3::create_exception!(
     torchtraceap,

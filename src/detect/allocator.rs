@@ -1,9 +1,9 @@
 //! Device allocations that stall the GPU in steady state (allocator churn), and memory pressure.
 
-use super::{
-    finding, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer,
-    Verdict,
+use super::contract::{
+    finding, judge, part_checks, About, Detector, Evidence, Fix, Gate, Note, Observer, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{Ledger, Part};
 use crate::model::{EventKind, RuntimeClass, NONE};
 

@@ -14,10 +14,11 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{
-    finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer, Rejected,
-    StepCheck, Verdict,
+use super::contract::{
+    finding, judge, About, Detector, Evidence, Fix, Gate, Note, Observer, Rejected, StepCheck,
+    Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{Intervals, Ledger};
 use crate::model::kernels::{KernelNames, KernelTraits};
 use crate::model::{EventKind, Launch, StrId, Trace, NONE};
@@ -574,7 +575,7 @@ impl Detector for UnfusedAttention {
         let sh = shares(a, &lanes, &held, &costs);
         let names = block_names(t, &sh.events);
         let pcts: Vec<f64> = (0..sh.block.len())
-            .map(|k| super::pct(sh.attention[k] as f64, sh.block[k] as f64))
+            .map(|k| super::contract::pct(sh.attention[k] as f64, sh.block[k] as f64))
             .collect();
         let time = if costs.host { "host" } else { "GPU" };
         let worst = (0..pcts.len()).max_by(|&x, &y| pcts[x].total_cmp(&pcts[y]));

@@ -1,8 +1,9 @@
 //! Communication that takes a large share of the step and is not hidden behind compute.
 
-use super::{
-    finding, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix, Gate, Verdict,
+use super::contract::{
+    finding, judge, part_checks, pct, About, Detector, Evidence, Fix, Gate, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{Ledger, Part};
 
 pub(crate) struct ExposedCommunication;

@@ -1,7 +1,8 @@
 //! `torch.compile` graph breaks and recompilations, where the trace shows them, and the time it
 //! spent compiling and autotuning, left out of the steady state (`window::Compiling`): notes.
 
-use super::{About, Analysis, Gate, Note, Observer};
+use super::contract::{About, Gate, Note, Observer};
+use crate::analysis::Analysis;
 use crate::model::EventKind;
 use crate::window::{Compiling, FIRST_CALL_SLOWDOWN};
 

@@ -1,6 +1,7 @@
 //! Frequent or large memory copies, device-to-device ones included (`.contiguous()`, `clone`).
 
-use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::contract::{finding, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 use crate::model::{CopyDirection, EventKind, NONE};
 

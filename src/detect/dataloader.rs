@@ -1,10 +1,10 @@
 //! DataLoader bottleneck: the GPU waits while the host fetches the next batch, in any pipeline
 //! (training, evaluation, batch inference); on a CPU-only trace, the host's own time in it.
 
-use super::{
-    finding, interval_checks, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate,
-    Verdict,
+use super::contract::{
+    finding, interval_checks, judge, part_checks, About, Detector, Evidence, Fix, Gate, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{intersect, HostRanges, Ledger, Part};
 use crate::model::EventKind;
 use crate::window::{phase_of, Phase};

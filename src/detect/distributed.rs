@@ -1,7 +1,8 @@
 //! Multi-GPU set-ups the TensorBoard plugin warned about, as notes (a single trace cannot tell
 //! what fixing them saves): DataParallel, and DDP without NCCL.
 
-use super::{About, Analysis, Note, Observer};
+use super::contract::{About, Note, Observer};
+use crate::analysis::Analysis;
 use crate::model::EventKind;
 
 pub struct DataParallel;

@@ -5,9 +5,10 @@
 //! symptom, claims what is left). A compiler's kernels (Triton's `triton_poi_…`) are already
 //! fused: what the compiler left apart, the fix (torch.compile) does not join.
 
-use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+use super::contract::{
+    finding, judge, pct, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 use crate::model::kernels::is_elementwise;
 use crate::model::EventKind;

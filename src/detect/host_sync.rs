@@ -9,10 +9,10 @@
 //! the rest, and a note gives the waits' figures ([`UnrecordedWork`]), with the trace's GPU
 //! records that end before launches that have none.
 
-use super::{
-    finding, judge, part_checks, About, Analysis, Detector, Evidence, Fix, Gate, Note, Observer,
-    Verdict,
+use super::contract::{
+    finding, judge, part_checks, About, Detector, Evidence, Fix, Gate, Note, Observer, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{intersect, Blocking, Intervals, Ledger, Part, SYNC_REFILL_NS};
 use crate::metrics::{merge, total};
 use crate::model::{EventKind, RuntimeClass, Trace};

@@ -1,9 +1,10 @@
 //! Launch-bound: many tiny kernels whose launches the GPU waits on.
 
-use super::utilization::{launch_limited, mid_step_gaps, SHORT_US};
-use super::{
-    finding, interval_checks, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Verdict,
+use super::contract::{
+    finding, interval_checks, judge, pct, About, Detector, Evidence, Fix, Gate, Verdict,
 };
+use super::utilization::{launch_limited, mid_step_gaps, SHORT_US};
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 
 pub struct LaunchBound;

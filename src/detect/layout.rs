@@ -1,6 +1,7 @@
 //! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
 
-use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::contract::{finding, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::EventKind;

@@ -3,7 +3,8 @@
 //! one tensor at a time) and the GPU time of the work they launch; on a CPU-only trace, the host
 //! time of the per-tensor work (`Analysis::cpu_only`).
 
-use super::{finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::contract::{finding, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 use crate::metrics::merge;
 use crate::model::{EventKind, Trace, NONE};

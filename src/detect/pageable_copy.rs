@@ -1,8 +1,9 @@
 //! Pageable host-to-device copies: staged through a bounce buffer, synchronous with the host.
 
-use super::{
-    finding, judge, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
+use super::contract::{
+    finding, judge, About, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{main_device, Ledger};
 use crate::metrics::{in_range, merge};
 use crate::model::{CopyDirection, EventKind, HostMemory, NONE};

@@ -11,7 +11,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{run, Analysis, DETECTORS};
+use super::registry::{run, DETECTORS};
+use crate::analysis::Analysis;
 use crate::ingest::{ingest_reader, IngestOptions, Ingested};
 
 /// The label file's format name and the version read here.

@@ -1,9 +1,9 @@
 //! fp32 GEMM and convolution on SIMT cores of a GPU that has tensor cores.
 
-use super::{
-    finding, judge, pct, About, Analysis, Detector, Evidence, Fix, Gate, Rejected, StepCheck,
-    Verdict,
+use super::contract::{
+    finding, judge, pct, About, Detector, Evidence, Fix, Gate, Rejected, StepCheck, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::Ledger;
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace};

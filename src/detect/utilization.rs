@@ -2,10 +2,11 @@
 //! host-only parts of the step (preprocessing before the first GPU work, work after the last)
 //! that leave the GPU with nothing to do; a note where the capture's cold start was left out.
 
-use super::{
-    finding, interval_checks, judge, part_checks, pct, About, Analysis, Detector, Evidence, Fix,
-    Gate, Note, Observer, Rejected, Verdict,
+use super::contract::{
+    finding, interval_checks, judge, part_checks, pct, About, Detector, Evidence, Fix, Gate, Note,
+    Observer, Rejected, Verdict,
 };
+use crate::analysis::Analysis;
 use crate::attribution::{intersect, Intervals, Ledger, Part};
 use crate::metrics::{merge, total, SHORT_KERNEL_NS};
 use crate::model::{EventKind, StepSource};

@@ -1,6 +1,6 @@
 //! What the detector tests ask of observers: a note (never a finding), or silence.
 
-use torchtraceap::detect::{Detected, Note, OBSERVERS};
+use torchtraceap::internals::detect::{Detected, Note, OBSERVERS};
 
 /// The observer `id` must note the run (and never as a finding): its note.
 pub fn expect_note(found: Detected, id: &str) -> Note {

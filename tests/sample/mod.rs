@@ -1,8 +1,8 @@
 //! The bundled sample trace's report, for the tests of saved reports and exports.
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::report::Report;
 
 pub fn sample_report() -> Report {

@@ -1,6 +1,6 @@
 //! The JavaScript glue page and worker both use: starting a worker of this bundle
 //! ([`Started`]), this worker's clock and User Timing phases, its wasm memory, and a
-//! JavaScript failure's own words ([`detail`]). No message types: those are `protocol`'s.
+//! JavaScript failure's own words ([`detail`]), the clipboard. No message types: those are `protocol`'s.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -101,4 +101,13 @@ pub fn detail(error: &JsValue) -> String {
         .dyn_ref::<js_sys::Error>()
         .map_or_else(|| format!("{error:?}"), |e| String::from(e.message()));
     detail.trim_end_matches('.').to_string()
+}
+
+/// Puts `text` on the clipboard; whether the browser wrote it is not awaited (a refused write
+/// changes nothing on the page). Returns false where there is no window.
+pub fn copy_to_clipboard(text: &str) -> bool {
+    web_sys::window().is_some_and(|window| {
+        let _ = window.navigator().clipboard().write_text(text);
+        true
+    })
 }

@@ -1,9 +1,9 @@
 //! Generated traces reduced to profiles, for the tests of comparisons, runs and their links
 //! (`compare.rs`, `run.rs`, `view_link.rs`).
 
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect;
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect;
 use torchtraceap::profile::Profile;
 use torchtraceap_dev::synth::{Config, Gpu, Injection, Model};
 

@@ -22,14 +22,14 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
-use torchtraceap::analysis::Analysis;
-use torchtraceap::detect::scoring::{read_labelled, RealLabels};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::internals::analysis::Analysis;
+use torchtraceap::internals::detect::scoring::{read_labelled, RealLabels};
+use torchtraceap::internals::window::Window;
 use torchtraceap::llm::answer::parse_answer;
 use torchtraceap::llm::check::{check, Check, Kind};
 use torchtraceap::llm::protocol::Usage;
 use torchtraceap::llm::summary::{prompt, Flag, Prompt, SummaryOptions, WindowSummary};
-use torchtraceap::window::Window;
 use torchtraceap::AnalyzedTrace;
 
 /// Where a case comes from.

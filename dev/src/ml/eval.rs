@@ -7,11 +7,11 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 
 use super::train::{ingested, label_of, LabelledWindow};
 use crate::synth::Config;
-use torchtraceap::detect::Finding;
-use torchtraceap::features::NAMES;
+use torchtraceap::internals::detect::Finding;
+use torchtraceap::internals::features::NAMES;
+use torchtraceap::internals::window::Phase;
 use torchtraceap::ml::{MlError, Model};
 use torchtraceap::model::AntiPattern;
-use torchtraceap::window::Phase;
 use torchtraceap::AnalyzedTrace;
 
 /// Area under the ROC curve: the probability that a random positive scores above a random

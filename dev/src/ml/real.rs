@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use super::eval::{auroc, KMeansBaseline};
-use torchtraceap::detect::scoring::{read_labelled, LabelSet, RealLabels};
-use torchtraceap::features::{WindowFeatures, NAMES};
+use torchtraceap::internals::detect::scoring::{read_labelled, LabelSet, RealLabels};
+use torchtraceap::internals::features::{WindowFeatures, NAMES};
 use torchtraceap::ml::{shows_evidence, MlError, Model};
 use torchtraceap::model::AntiPattern;
 use torchtraceap::AnalyzedTrace;

@@ -2,12 +2,12 @@
 //! the committed recipe, and the model it makes ([`torchtraceap::ml::fit`] fits the forests).
 
 use crate::synth::{self, Config, Gpu, Label};
-use torchtraceap::features::{of_trace, WindowFeatures};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions, Ingested};
+use torchtraceap::internals::features::{of_trace, WindowFeatures};
+use torchtraceap::internals::window::split;
 use torchtraceap::ml::fit::{fit, Params};
 use torchtraceap::ml::{MlError, Model, Provenance};
 use torchtraceap::model::AntiPattern;
-use torchtraceap::window::split;
 
 /// The architectures and GPUs the committed model is trained on…
 pub const TRAIN_MODELS: [synth::Model; 5] = [

@@ -5,10 +5,10 @@
 
 use std::rc::Rc;
 
-use torchtraceap::attribution::Part;
 use torchtraceap::compare::render::{devices, headline, markdown, signed, significance};
 use torchtraceap::compare::{Comparison, FindingChange, NameChange, PartChange};
 use torchtraceap::profile::Profile;
+use torchtraceap::Part;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 

@@ -6,9 +6,9 @@
 
 use std::rc::Rc;
 
-use torchtraceap::attribution::Part;
 use torchtraceap::compare::paired_steps;
 use torchtraceap::profile::{Profile, StepFacts};
+use torchtraceap::Part;
 use yew::prelude::*;
 
 use super::charts::{legend, Series};

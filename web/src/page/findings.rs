@@ -4,8 +4,8 @@
 
 use std::rc::Rc;
 
-use torchtraceap::attribution::Part;
 use torchtraceap::report::{FindingEntry, Report, VERSION};
+use torchtraceap::Part;
 use yew::prelude::*;
 
 use super::llm;
@@ -171,7 +171,7 @@ fn card(
         let copied = copied.clone();
         let snippet = f.fix_snippet.clone();
         Callback::from(move |_: MouseEvent| {
-            if super::copy_to_clipboard(&snippet) {
+            if crate::js::copy_to_clipboard(&snippet) {
                 copied.set(Some(i));
             }
         })

@@ -49,14 +49,6 @@ use pool::Pool;
 
 /// Up to this many files get a button each; more get a drop-down list.
 const MAX_FILE_TABS: usize = 8;
-/// Puts `text` on the clipboard; whether the browser wrote it is not awaited (a refused write
-/// changes nothing on the page). Returns false where there is no window.
-fn copy_to_clipboard(text: &str) -> bool {
-    web_sys::window().is_some_and(|window| {
-        let _ = window.navigator().clipboard().write_text(text);
-        true
-    })
-}
 
 /// The sample trace bundled with the site (`www/samples/`, made by `ttap-dev synth`).
 pub const SAMPLE_URL: &str = "samples/resnet50-a100-dataloader.pt.trace.json.gz";

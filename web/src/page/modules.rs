@@ -4,8 +4,8 @@
 
 use std::rc::Rc;
 
-use torchtraceap::metrics::pct as share;
 use torchtraceap::modules::{preorder, ModuleNode, ModuleTree};
+use torchtraceap::pct as share;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 

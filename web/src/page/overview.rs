@@ -4,9 +4,9 @@
 use std::rc::Rc;
 
 use torchtraceap::memory::{self, Summary};
-use torchtraceap::metrics::Spread;
 use torchtraceap::roofline::Roofline;
 use torchtraceap::serving::Serving;
+use torchtraceap::Spread;
 use yew::prelude::*;
 
 use super::charts::{heat_strip, percent_area, stacked_bars, Bar, Cell, Series};

@@ -35,7 +35,7 @@ fn link_actions(id: &'static str, fragment: &str, copied: &UseStateHandle<bool>)
         let (link, copied) = (link.clone(), copied.clone());
         Callback::from(move |_: MouseEvent| {
             // The link also stays selectable beside the button.
-            if super::copy_to_clipboard(&link) {
+            if crate::js::copy_to_clipboard(&link) {
                 copied.set(true);
             }
         })

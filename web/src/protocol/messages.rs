@@ -8,7 +8,7 @@ use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
 
-use super::encode;
+use super::envelope::encode;
 use super::errors::{FileError, RequestError, RetrainError};
 use super::outcome::{Outcome, Progress};
 use super::retrain::Retrained;

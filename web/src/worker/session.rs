@@ -4,7 +4,6 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 
-use torchtraceap::features::WindowFeatures;
 use torchtraceap::ingest::Ingested;
 use torchtraceap::llm::protocol::Endpoint;
 use torchtraceap::llm::summary::SummaryOptions;
@@ -15,6 +14,7 @@ use torchtraceap::model::AntiPattern;
 use torchtraceap::report::{Report, WindowEntry};
 use torchtraceap::timeline::{inspect, Layout};
 use torchtraceap::AnalyzedTrace;
+use torchtraceap::WindowFeatures;
 use wasm_bindgen::JsCast;
 use web_sys::{OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 

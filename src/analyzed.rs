@@ -27,6 +27,7 @@ use crate::report::Report;
 use crate::share::SharedReport;
 use crate::summary::Summary;
 use crate::timeline::bands::{self, Band, Score};
+use crate::timeline::steps::StepStrip;
 
 /// A trace analyzed: its analysis, findings, notes and report, and the views made of them.
 pub struct AnalyzedTrace<'t> {
@@ -151,6 +152,11 @@ impl<'t> AnalyzedTrace<'t> {
     /// The timeline's finding bands: each finding over the windows holding its evidence.
     pub fn bands(&self) -> Vec<Band> {
         bands::bands(&self.analysis, self.findings(), &self.report)
+    }
+
+    /// The timeline's step strip: each step labelled (a serving capture's iterations by kind).
+    pub fn step_strip(&self) -> StepStrip {
+        StepStrip::of(&self.analysis)
     }
 
     /// The timeline's heat strip: the window model's score of each window.

@@ -179,6 +179,46 @@ fn tgi_trace() -> String {
     )
 }
 
+/// The timeline's step strip names a serving capture's iterations by kind, as the report's
+/// serving table does, and a training trace's steps as steps.
+#[test]
+fn the_timeline_labels_iterations_by_kind() {
+    let bytes = std::fs::read(common::repo().join("tests/fixtures/vllm-serving.pt.trace.json"))
+        .expect("readable");
+    let ingested = ingest_bytes(&bytes, IngestOptions::default()).expect("a trace");
+    let analyzed = AnalyzedTrace::new(&ingested);
+    let strip = analyzed.step_strip();
+    assert_eq!(strip.heading, "iterations");
+    let numbers: Vec<i64> = analyzed
+        .analysis()
+        .steps
+        .steps
+        .iter()
+        .map(|s| s.number)
+        .collect();
+    let expected: Vec<String> = kinds(&report(&bytes))
+        .iter()
+        .zip(&numbers)
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    let labels: Vec<&str> = strip.marks.iter().map(|m| m.label.as_str()).collect();
+    assert_eq!(labels, expected);
+    assert!(labels[0].starts_with("prefill ") && labels[8].starts_with("decode "));
+
+    // The bundled sample: a generated ResNet-50 training trace.
+    let training =
+        std::fs::read(common::repo().join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz"))
+            .expect("readable");
+    let ingested = ingest_bytes(&training, IngestOptions::default()).expect("a trace");
+    let strip = AnalyzedTrace::new(&ingested).step_strip();
+    assert_eq!(strip.heading, "steps");
+    assert!(!strip.marks.is_empty());
+    assert!(strip
+        .marks
+        .iter()
+        .all(|m| m.label.starts_with("step ") && m.end > m.start));
+}
+
 #[test]
 fn a_tgi_loop_without_annotations_is_typed_by_its_token_ids() {
     let r = report(tgi_trace().as_bytes());

@@ -14,6 +14,7 @@ use std::f64::consts::PI;
 use torchtraceap::model::{StrId, Trace};
 use torchtraceap::timeline::bands::{Band, Score};
 use torchtraceap::timeline::layout::Counter;
+use torchtraceap::timeline::steps::StepStrip;
 use torchtraceap::timeline::{inspect, lod, Layout};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::OffscreenCanvasRenderingContext2d as Context;
@@ -37,8 +38,8 @@ pub struct Timeline {
     pub layout: Layout,
     pub bands: Vec<Band>,
     pub scores: Vec<Score>,
-    /// Step ranges and numbers.
-    pub steps: Vec<(i64, i64, i64)>,
+    /// The steps and their labels.
+    pub steps: StepStrip,
     /// Per finding id, the names its evidence cites (interned ids): outlined while it is focused.
     pub evidence: Vec<(String, Vec<StrId>)>,
     /// The last selected range's contents: each draw reports them, and a range kept while the
@@ -566,9 +567,12 @@ impl Timeline {
         ctx.fill_text(&format!("{} / tick", duration(step)), 6.0, RULER_H / 2.0)?;
         // Steps.
         let y = RULER_H;
-        ctx.fill_text("steps", 6.0, y + STEPS_H / 2.0)?;
-        for (k, &(start, end, number)) in self.steps.iter().enumerate() {
-            let (x0, x1) = (scale.x_of_time(start).max(GUTTER), scale.x_of_time(end));
+        ctx.fill_text(self.steps.heading, 6.0, y + STEPS_H / 2.0)?;
+        for (k, step) in self.steps.marks.iter().enumerate() {
+            let (x0, x1) = (
+                scale.x_of_time(step.start).max(GUTTER),
+                scale.x_of_time(step.end),
+            );
             if x1 < GUTTER || x0 > v.width {
                 continue;
             }
@@ -577,7 +581,7 @@ impl Timeline {
             if x1 - x0 < 3.0 * CHAR_W + 6.0 {
                 continue;
             }
-            if let Some(label) = fit(&format!("step {number}"), x1 - x0) {
+            if let Some(label) = fit(&step.label, x1 - x0) {
                 ctx.set_fill_style_str("#333");
                 ctx.fill_text(&label, x0 + 3.0, y + STEPS_H / 2.0)?;
             }

@@ -141,14 +141,7 @@ impl Kept {
                 layout: Layout::new(t),
                 bands: self.analyzed.bands(),
                 scores: self.analyzed.window_scores(),
-                steps: self
-                    .analyzed
-                    .analysis()
-                    .steps
-                    .steps
-                    .iter()
-                    .map(|s| (s.start, s.end, s.number))
-                    .collect(),
+                steps: self.analyzed.step_strip(),
                 evidence: self
                     .analyzed
                     .findings()

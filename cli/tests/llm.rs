@@ -288,6 +288,37 @@ fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
     );
 }
 
+/// At the local budget the rule's fix is never dropped, even where the finding's own lines leave
+/// no room for it (TimeSformer's `unfused-attention`, whose long flagging line filled the budget:
+/// the request went without its fix and its call site, and the model's fix named no change).
+#[test]
+fn the_local_budget_never_drops_the_rules_fix() {
+    let Some(dir) = common::shared_traces("the_local_budget_never_drops_the_rules_fix") else {
+        return;
+    };
+    let path = dir.join(
+        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
+        .expect("the gzip trace reads");
+    let opts = SummaryOptions {
+        budget: summary::LOCAL_BUDGET,
+        ..SummaryOptions::default()
+    };
+    let prompt = torchtraceap::AnalyzedTrace::new(&ingested)
+        .prompts(&opts)
+        .into_iter()
+        .find(|p| p.key == "finding:unfused-attention")
+        .expect("a request about unfused-attention");
+    assert!(prompt.dropped_lines > 0, "the budget binds: {}", prompt.user);
+    assert!(
+        prompt.user.contains("The rule's fix, to apply at `")
+            && prompt.user.contains("scaled_dot_product_attention"),
+        "{}",
+        prompt.user
+    );
+}
+
 fn rel(dir: &Path, f: &Path) -> String {
     f.strip_prefix(dir).unwrap_or(f).display().to_string()
 }

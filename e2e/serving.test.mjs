@@ -70,6 +70,16 @@ test('a generated vLLM capture: its iterations by kind, as the CLI has them', as
   assert.deepEqual(shared.rows, rows);
 });
 
+test('the timeline of a serving capture draws its iterations (labelled by kind: tests/serving.rs)', async () => {
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
+  await load(page, () => page.setInputFiles('#file-input', GENERATED));
+  await page.click('.tab:has-text("Timeline")');
+  await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { timeout: 60_000 });
+  await page.screenshot({ path: join(SHOTS, 'serving-timeline.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('the real vLLM piecewise capture: one mixed iteration', async (t) => {
   if (lacksTrace(t, REAL)) return;
   const { serving } = analyze(REAL).report;

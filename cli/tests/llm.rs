@@ -310,7 +310,11 @@ fn the_local_budget_never_drops_the_rules_fix() {
         .into_iter()
         .find(|p| p.key == "finding:unfused-attention")
         .expect("a request about unfused-attention");
-    assert!(prompt.dropped_lines > 0, "the budget binds: {}", prompt.user);
+    assert!(
+        prompt.dropped_lines > 0,
+        "the budget binds: {}",
+        prompt.user
+    );
     assert!(
         prompt.user.contains("The rule's fix, to apply at `")
             && prompt.user.contains("scaled_dot_product_attention"),

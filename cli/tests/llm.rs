@@ -255,15 +255,10 @@ fn the_rules_fix_begins_with_the_users_file_and_line() {
     );
 }
 
-/// At the local budget, a window with many evidence events keeps the rule's fix: the events past
-/// the first few go first (TraceLens' MI210 capture, `layout-transforms`, 8 events in its window).
-#[test]
-fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
-    let Some(dir) = common::shared_traces("the_local_budget_keeps_the_rules_fix") else {
-        return;
-    };
-    let path =
-        dir.join("AMD-AGI__TraceLens/tests__traces__mi210__gpu_only_trace__gpu_only_trace.json.gz");
+/// The request about finding `id` of the shared trace `trace` at the local budget, checked to
+/// have dropped lines (the budget binds); `None` where the shared traces are absent (said).
+fn local_budget_request(test: &str, trace: &str, id: &str) -> Option<String> {
+    let path = common::shared_traces(test)?.join(trace);
     let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
         .expect("the gzip trace reads");
     let opts = SummaryOptions {
@@ -273,19 +268,29 @@ fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
     let prompt = torchtraceap::AnalyzedTrace::new(&ingested)
         .prompts(&opts)
         .into_iter()
-        .find(|p| p.key == "finding:layout-transforms")
-        .expect("a request about layout-transforms");
+        .find(|p| p.key == format!("finding:{id}"))
+        .unwrap_or_else(|| panic!("a request about {id}"));
     assert!(
         prompt.dropped_lines > 0,
         "the budget binds: {}",
         prompt.user
     );
-    assert!(prompt.user.contains("The rule's fix: "), "{}", prompt.user);
-    assert!(
-        prompt.user.contains("Evidence event in this window"),
-        "{}",
-        prompt.user
-    );
+    Some(prompt.user)
+}
+
+/// At the local budget, a window with many evidence events keeps the rule's fix: the events past
+/// the first few go first (TraceLens' MI210 capture, `layout-transforms`, 8 events in its window).
+#[test]
+fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
+    let Some(user) = local_budget_request(
+        "the_local_budget_keeps_the_rules_fix",
+        "AMD-AGI__TraceLens/tests__traces__mi210__gpu_only_trace__gpu_only_trace.json.gz",
+        "layout-transforms",
+    ) else {
+        return;
+    };
+    assert!(user.contains("The rule's fix: "), "{user}");
+    assert!(user.contains("Evidence event in this window"), "{user}");
 }
 
 /// At the local budget the rule's fix is never dropped, even where the finding's own lines leave
@@ -293,33 +298,17 @@ fn the_local_budget_keeps_the_rules_fix_over_more_evidence_events() {
 /// the request went without its fix and its call site, and the model's fix named no change).
 #[test]
 fn the_local_budget_never_drops_the_rules_fix() {
-    let Some(dir) = common::shared_traces("the_local_budget_never_drops_the_rules_fix") else {
+    let Some(user) = local_budget_request(
+        "the_local_budget_never_drops_the_rules_fix",
+        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+        "unfused-attention",
+    ) else {
         return;
     };
-    let path = dir.join(
-        "AMD-AGI__TraceLens/tests__traces__mi300__facebook_timesformer-base-finetuned-k400__1016002.json.gz",
-    );
-    let ingested = ingest_bytes(&std::fs::read(&path).unwrap(), IngestOptions::default())
-        .expect("the gzip trace reads");
-    let opts = SummaryOptions {
-        budget: summary::LOCAL_BUDGET,
-        ..SummaryOptions::default()
-    };
-    let prompt = torchtraceap::AnalyzedTrace::new(&ingested)
-        .prompts(&opts)
-        .into_iter()
-        .find(|p| p.key == "finding:unfused-attention")
-        .expect("a request about unfused-attention");
     assert!(
-        prompt.dropped_lines > 0,
-        "the budget binds: {}",
-        prompt.user
-    );
-    assert!(
-        prompt.user.contains("The rule's fix, to apply at `")
-            && prompt.user.contains("scaled_dot_product_attention"),
-        "{}",
-        prompt.user
+        user.contains("The rule's fix, to apply at `")
+            && user.contains("scaled_dot_product_attention"),
+        "{user}"
     );
 }
 

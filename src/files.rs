@@ -149,7 +149,7 @@ impl Kept {
 }
 
 /// One file's `Kept`, or why it could not be read.
-pub type Outcome = Result<Kept, IngestError>;
+pub type FileOutcome = Result<Kept, IngestError>;
 
 /// How a front end reads one file while `concurrent` files are read at once (the CLI adds a
 /// progress bar; [`Quiet`] adds nothing).
@@ -173,13 +173,13 @@ impl Reader for Quiet {
 
 /// Each file's outcome, analyzed on up to as many threads as there are cores; only the report
 /// and the compact profile outlive a file's analysis.
-pub(crate) fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcome> {
+pub(crate) fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<FileOutcome> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len())
         .max(1);
     let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<Option<Outcome>>> = Mutex::new(files.iter().map(|_| None).collect());
+    let done: Mutex<Vec<Option<FileOutcome>>> = Mutex::new(files.iter().map(|_| None).collect());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
@@ -199,7 +199,7 @@ pub(crate) fn analyze_all(files: &[PathBuf], reader: &impl Reader) -> Vec<Outcom
 
 /// One file's report, compact profile and fingerprint, while `concurrent` files are analyzed
 /// at once (the cores are shared out among them).
-pub(crate) fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> Outcome {
+pub(crate) fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) -> FileOutcome {
     let ingested = reader.read(path, concurrent)?;
     let analyzed = AnalyzedTrace::new(&ingested);
     let label = path.file_name().map_or_else(
@@ -216,7 +216,7 @@ pub(crate) fn analyze_one(path: &Path, reader: &impl Reader, concurrent: usize) 
 /// Files and folders analyzed as `ttap analyze` does: each file's outcome, and the run view of
 /// a folder or of the ranks of one job.
 pub struct Analyzed {
-    pub files: Vec<(PathBuf, Outcome)>,
+    pub files: Vec<(PathBuf, FileOutcome)>,
     pub run: Option<RunView>,
 }
 
@@ -231,7 +231,7 @@ impl Analyzed {
         Ok(Analyzed { files, run })
     }
 
-    fn profiles_of(files: &[(PathBuf, Outcome)]) -> Vec<Profile> {
+    fn profiles_of(files: &[(PathBuf, FileOutcome)]) -> Vec<Profile> {
         files
             .iter()
             .filter_map(|(_, o)| o.as_ref().ok().map(|k| k.profile.clone()))

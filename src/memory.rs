@@ -4,7 +4,7 @@
 //! allocations per step, and the device's capacity (`deviceProperties`' `totalGlobalMem`).
 //!
 //! The one place the allocator's figures are read: `metrics`' per-step peak, the
-//! `memory-pressure` note, the report's [`Summary`] and the timeline's memory track all come
+//! `memory-pressure` note, the report's [`MemorySummary`] and the timeline's memory track all come
 //! from here. The series are for views, computed from the model; reports keep the summary.
 //! Reads only the model.
 
@@ -119,7 +119,7 @@ pub struct Memory {
 
 /// What a report keeps of the memory: per device, its peaks and allocations per step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct MemorySummary {
     /// `[memory]` events in the trace; `0`: record with `profile_memory=True`.
     pub events: u64,
     pub devices: Vec<DeviceSummary>,
@@ -258,9 +258,9 @@ impl Memory {
     }
 
     /// The report's summary; `steady` are the steady steps' `(number, start, end)`.
-    pub fn summary(&self, t: &Trace, steady: &[(i64, i64, i64)]) -> Summary {
+    pub fn summary(&self, t: &Trace, steady: &[(i64, i64, i64)]) -> MemorySummary {
         let origin = t.meta.span.map_or(0, |s| s.0);
-        Summary {
+        MemorySummary {
             events: self.events,
             devices: self
                 .devices

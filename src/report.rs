@@ -95,7 +95,7 @@ pub struct Report {
     /// The allocator's memory per device (`memory::Memory::summary`); no device without
     /// `[memory]` events; `None` in reports written before it.
     #[serde(default)]
-    pub memory: Option<memory::Summary>,
+    pub memory: Option<memory::MemorySummary>,
     /// A serving capture's iterations and their figures per kind (`serving::Serving`); absent
     /// from other captures' reports, and from reports written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -19,7 +19,7 @@ pub struct Summary {
     pub backend: Option<String>,
     /// From the first event's start to the last event's end.
     pub span_ms: f64,
-    pub steps: Steps,
+    pub steps: StepTimes,
     pub events_by_kind: BTreeMap<String, u64>,
     pub cpu_threads: usize,
     pub gpu_streams: usize,
@@ -55,8 +55,9 @@ pub struct DeviceLine {
     pub sms: Option<i64>,
 }
 
+/// The steps as the Overview lists them: where they came from, their count and durations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Steps {
+pub struct StepTimes {
     pub source: StepSource,
     pub count: usize,
     pub durations_ms: Vec<(i64, f64)>,
@@ -267,7 +268,7 @@ impl Summary {
             world_size: t.meta.world_size,
             backend: t.meta.backend.clone(),
             span_ms: span_ns as f64 / NS_PER_MS,
-            steps: Steps {
+            steps: StepTimes {
                 source: t.step_source,
                 count: t.steps.len(),
                 durations_ms,

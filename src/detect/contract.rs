@@ -275,7 +275,7 @@ pub(crate) fn interval_checks(
 }
 
 /// A gate that held, with the time claimed.
-pub struct Outcome {
+pub struct Judged {
     pub gate: GateCheck,
     pub impact: Impact,
     /// Every step where the gate holds, worst first.
@@ -290,7 +290,7 @@ pub struct Outcome {
     pub(crate) explained_by: Vec<(&'static str, f64)>,
 }
 
-impl Outcome {
+impl Judged {
     /// Whether time `ts` lies in a steady step where the gate holds.
     pub(crate) fn holds_at(&self, a: &Analysis<'_>, ts: i64) -> bool {
         a.steady_step_at(ts)
@@ -407,7 +407,7 @@ pub fn judge(
     gate: Gate,
     checks: Vec<StepCheck>,
     method: &'static str,
-) -> Result<Outcome, Rejected> {
+) -> Result<Judged, Rejected> {
     debug_assert!(
         d.about().gates.contains(&gate),
         "{}: judged with a gate its About does not list: {gate:?}",
@@ -506,7 +506,7 @@ pub fn judge(
     *ledger = trial;
     let held_numbers = costs.iter().map(|c| c.number).collect();
     costs.sort_by(|x, y| y.ms.total_cmp(&x.ms).then(x.number.cmp(&y.number)));
-    Ok(Outcome {
+    Ok(Judged {
         gate: check,
         impact,
         step_costs: costs,
@@ -545,11 +545,11 @@ impl Rejected {
     pub(crate) const NOTHING: Rejected = Rejected(None);
 }
 
-/// A finding from a kept [`Outcome`].
+/// A finding from a [`Judged`] gate.
 /// A symptom's finding also says which causes already explain part of its time.
 pub(crate) fn finding(
     d: &dyn Detector,
-    outcome: Outcome,
+    outcome: Judged,
     mut summary: String,
     mut evidence: Vec<Evidence>,
     fix: Fix,

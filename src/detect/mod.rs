@@ -27,7 +27,7 @@
 //! step) is made once, in [`run`]. The per-step arithmetic they share is in the contract, written once:
 //! rates and means over the steady steps ([`Analysis::per_step`], [`Analysis::steady_mean_by`]),
 //! shares of a step ([`Analysis::pct_of_step`], `part_checks`, `interval_checks`) and the
-//! evidence of the steps where a gate holds ([`Outcome::events_where`]).
+//! evidence of the steps where a gate holds ([`Judged::events_where`]).
 
 mod allocator;
 mod attention;

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use torchtraceap::memory::{self, Summary};
+use torchtraceap::memory::{self, MemorySummary};
 use torchtraceap::roofline::Roofline;
 use torchtraceap::serving::Serving;
 use torchtraceap::Spread;
@@ -42,7 +42,7 @@ const STEP_SERIES: [Series; 4] = [
 ];
 
 /// The allocator's memory per device (the report's summary, as the CLI prints it).
-fn memory_table(m: &Summary) -> Html {
+fn memory_table(m: &MemorySummary) -> Html {
     if m.devices.is_empty() {
         return html! {
             <p class="memory-summary">{"No memory events (record with profile_memory=True)."}</p>

@@ -82,6 +82,11 @@ impl<'t> Analysis<'t> {
         })
     }
 
+    /// What the texts call a step ("iteration" in a serving capture).
+    pub(crate) fn step_word(&self) -> &'static str {
+        crate::serving::step_word(self.serving.as_ref())
+    }
+
     /// `total`, counted over the steady-state steps, per steady step (`total` itself without
     /// any).
     pub(crate) fn per_step(&self, total: f64) -> f64 {

@@ -282,6 +282,11 @@ pub struct UnexplainedEntry {
 const NS_PER_MS: f64 = 1e6;
 
 impl Report {
+    /// What the texts call a step: "iteration" in a serving capture.
+    pub fn step_word(&self) -> &'static str {
+        crate::serving::step_word(self.serving.as_ref())
+    }
+
     /// The windows that show finding `f`, as `(step, window)` indices, best first: those that
     /// hold its evidence (`windows::evidence_windows`, kept in its entry when the report was
     /// made); none for a finding this report does not hold.

@@ -62,6 +62,15 @@ pub struct KindFigures {
     pub tokens_per_s: Option<f64>,
 }
 
+/// What the texts call a step: a serving capture's steps are the engine's iterations.
+pub fn step_word(serving: Option<&Serving>) -> &'static str {
+    if serving.is_some() {
+        "iteration"
+    } else {
+        "step"
+    }
+}
+
 /// A serving capture's iterations and their figures per kind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Serving {

@@ -322,3 +322,37 @@ fn a_link_carries_the_figures_per_kind() {
         .to_markdown("link")
         .contains("## Serving iterations\n\n9 iterations"));
 }
+
+#[test]
+fn a_serving_report_counts_per_iteration() {
+    let bytes =
+        std::fs::read(common::repo().join("tests/fixtures/vllm-serving-eager.pt.trace.json"))
+            .expect("readable");
+    let ingested = ingest_bytes(&bytes, IngestOptions::default()).expect("a trace");
+    let md = AnalyzedTrace::new(&ingested).report().to_markdown("eager");
+    for said in [
+        "steady-state iterations, mean",
+        "| time recoverable per iteration |",
+        "kernels per iteration",
+        "ms per iteration between them",
+        "- Estimated impact: ",
+        "held in 6 of 6 steady iterations",
+        "## Where an iteration's time goes",
+    ] {
+        assert!(md.contains(said), "{said:?} missing:\n{md}");
+    }
+    assert!(
+        !md.contains(" per step"),
+        "a step named in a serving report:\n{md}"
+    );
+    // A training capture keeps its steps.
+    let sample =
+        std::fs::read(common::repo().join("www/samples/resnet50-a100-dataloader.pt.trace.json.gz"));
+    let ingested = ingest_bytes(
+        &sample.expect("the bundled sample"),
+        IngestOptions::default(),
+    )
+    .expect("a trace");
+    let md = AnalyzedTrace::new(&ingested).report().to_markdown("sample");
+    assert!(md.contains("| time recoverable per step |") && !md.contains("iteration"));
+}

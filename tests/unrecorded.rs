@@ -156,7 +156,7 @@ fn sglangs_463_ms_blocking_copy_waits_on_work_the_trace_did_not_record() {
         .find(|f| f.id == "host-device-sync")
         .expect("host-device-sync");
     assert_eq!(f.confidence, 0.0);
-    assert!(f.summary.contains("the GPU then idles 463.42 ms per step (97.8%); 100% of that idle is calls waiting on work the trace did not record"), "{}", f.summary);
+    assert!(f.summary.contains("the GPU then idles 463.42 ms per iteration (97.8%); 100% of that idle is calls waiting on work the trace did not record"), "{}", f.summary);
     let note = expect_note(d, "unrecorded-work");
     // hipMemcpyWithStream from 0.362 ms for 463.064 ms; 463.0 ms with no kernel running; the
     // four kernels launched before it (after a hipStreamWaitEvent) run only at its end.

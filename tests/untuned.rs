@@ -3,8 +3,8 @@
 //! cores under `xmma` names, a capture dominated by its cold start, a capture whose GPU record
 //! ends early, a compiled model's compilation (issue 38); and, found before this file was
 //! written (kept as guards), pageable copies in one long capture, PyTorch 1.8's per-parameter
-//! SGD and a single-process DataLoader on the CPU. Each has a positive trace and the nearest
-//! healthy one.
+//! SGD and a single-process DataLoader on the CPU; layout conversions around convolutions on the
+//! CPU. Each has a positive trace and the nearest healthy one.
 
 // Only `shared_traces` of it: `trace_files` serves the tests that read every trace.
 #[allow(dead_code)]
@@ -404,6 +404,67 @@ fn a_single_process_dataloader_on_the_cpu_is_a_bottleneck() {
             "8 ms of a 31 ms iteration in the DataLoader",
         ),
         (&cpu_training(0), "a DataLoader that returns at once"),
+    );
+}
+
+/// CPU-only inference in `ProfilerStep`s: 6 steps of 4 convolutions (2 ms each, oneDNN), each
+/// input passed through `convert` first (`(op, Concrete Inputs, µs)`): the conversion op, with
+/// the copy it makes nested in it.
+fn cpu_convolutions(convert: (&str, &str, i64)) -> String {
+    let (op, inputs, convert_us) = convert;
+    let mut c = Capture::default();
+    let mut t = 1_000;
+    for step in 0..6 {
+        let start = t;
+        t += 20;
+        for _ in 0..4 {
+            c.events.push(kineto::complete(
+                "cpu_op",
+                op,
+                (PID, PID),
+                (t, convert_us),
+                &format!(r#""Input Dims": [[8, 64, 56, 56], []], "Concrete Inputs": {inputs}"#),
+            ));
+            c.range("cpu_op", "aten::clone", t + 5, convert_us - 10);
+            t += convert_us + 10;
+            c.range("cpu_op", "aten::conv2d", t, 2_000);
+            c.range("cpu_op", "aten::mkldnn_convolution", t + 5, 1_990);
+            t += 2_010;
+        }
+        c.range(
+            "user_annotation",
+            &format!("ProfilerStep#{step}"),
+            start,
+            t - start + 20,
+        );
+        t += 40;
+    }
+    kineto::document(&[], "", &c.events, "untuned")
+}
+
+#[test]
+fn layout_conversions_around_convolutions_on_the_cpu_are_found() {
+    found_only_in(
+        "layout-transforms",
+        (
+            &cpu_convolutions(("aten::contiguous", r#"["", "2"]"#, 300)),
+            "each convolution's input made channels_last first (1.2 ms of a 9.3 ms step)",
+        ),
+        (
+            &cpu_convolutions(("aten::contiguous", r#"["", "0"]"#, 300)),
+            "inputs made contiguous in the default format, as autograd does",
+        ),
+    );
+    found_only_in(
+        "layout-transforms",
+        (
+            &cpu_convolutions(("aten::to_dense", r#"["", ""]"#, 300)),
+            "each convolution's input converted out of MKL-DNN's blocked layout",
+        ),
+        (
+            &cpu_convolutions(("aten::to_dense", r#"["", ""]"#, 20)),
+            "conversions that take 1% of the convolutions' time",
+        ),
     );
 }
 

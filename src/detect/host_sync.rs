@@ -93,8 +93,9 @@ impl Detector for HostSync {
         ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
         let items = a.steady_mean(|m| m.item_calls as f64);
         let data_dependent = a.steady_mean(|m| m.data_dependent_calls as f64);
+        let step = a.step_word();
         let mut summary = format!(
-            "{:.1} synchronizing calls per step ({items:.1} .item(), {data_dependent:.1} data-dependent ops); the GPU then idles {:.2} ms per step ({:.1}%)",
+            "{:.1} synchronizing calls per {step} ({items:.1} .item(), {data_dependent:.1} data-dependent ops); the GPU then idles {:.2} ms per {step} ({:.1}%)",
             a.per_step(syncs.len() as f64),
             o.impact.ms_per_step,
             o.impact.pct_of_step

@@ -66,14 +66,15 @@ impl Detector for LaunchBound {
         } else {
             String::new()
         };
+        let step = a.step_word();
         let summary = format!(
-            "{:.0}% of the {kernels:.0} kernels per step{replayed} run under {SHORT_US} µs; {launches:.0} launch calls take {launch_ms:.2} ms of CPU time (median launch-to-start {:.1} µs), and the GPU idles {:.2} ms per step between them",
+            "{:.0}% of the {kernels:.0} kernels per {step}{replayed} run under {SHORT_US} µs; {launches:.0} launch calls take {launch_ms:.2} ms of CPU time (median launch-to-start {:.1} µs), and the GPU idles {:.2} ms per {step} between them",
             pct(short, kernels),
             delay / 1e3,
             o.impact.ms_per_step
         );
         let evidence = vec![Evidence {
-            what: format!("{short:.0} kernels under {SHORT_US} µs per step"),
+            what: format!("{short:.0} kernels under {SHORT_US} µs per {step}"),
             steps: o.held.clone(),
             events: Vec::new(),
             count: Some(short.round() as u64),

@@ -1,10 +1,15 @@
-//! Layout transforms: NCHW↔NHWC conversion kernels around convolutions.
+//! Layout transforms: NCHW↔NHWC conversion kernels around convolutions; on a CPU-only trace,
+//! the host ops that convert (`to_mkldnn`/`to_dense`, `contiguous(memory_format=channels_last)`)
+//! in steps that convolve.
 
-use super::contract::{finding, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict};
+use super::contract::{
+    finding, interval_checks, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+};
 use crate::analysis::Analysis;
 use crate::attribution::Ledger;
+use crate::metrics::{merge, total};
 use crate::model::kernels::KernelNames;
-use crate::model::EventKind;
+use crate::model::{EventKind, Trace, NONE};
 
 pub(crate) struct LayoutTransforms;
 
@@ -16,8 +21,17 @@ const GATE: Gate = Gate {
         "layout conversion kernel time, % of the step (where it is at least 5% of convolution time)",
     threshold: 1.0,
 };
+/// With no GPU, the host's conversion ops, from the same shares (of the host's convolution
+/// time, of the step).
+const GATE_HOST: Gate = Gate {
+    quantity: "host time of layout conversion ops, % of the step (CPU-only trace; where it is at least 5% of convolution host time)",
+    threshold: GATE.threshold,
+};
 /// How a finding's time is counted.
 const COST: &str = "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none";
+const COST_HOST: &str = "host time of the layout conversion ops per steady-state step: a model and inputs in one layout end to end need none";
+/// `MemoryFormat` values in an op's `Concrete Inputs`: `torch.channels_last`, `channels_last_3d`.
+const CHANNELS_LAST: [&str; 2] = ["\"2\"", "\"3\""];
 
 const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
     summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
@@ -28,8 +42,8 @@ const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
 const LAYOUT_TRANSFORMS_ABOUT: About = About {
     id: "layout-transforms",
     title: "Tensors converted between NCHW and NHWC around convolutions",
-    rule: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and {0}% of the step, in at least half of the steady steps",
-    gates: &[GATE],
+    rule: "layout conversion kernels (cuDNN nchwToNhwc/nhwcToNchw, MIOpen batched_transpose, transpose_NCHW2CNHW) at least 5% of convolution kernel time and {0}% of the step, in at least half of the steady steps; on a CPU-only trace, the host's conversion ops (aten::to_mkldnn, aten::to_dense, aten::contiguous to channels_last) against its convolution ops",
+    gates: &[GATE, GATE_HOST],
     fixes: std::slice::from_ref(&FIX_LAYOUT_TRANSFORMS),
 };
 
@@ -39,6 +53,9 @@ impl Detector for LayoutTransforms {
     }
 
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        if a.cpu_only {
+            return self.detect_on_host(a, ledger);
+        }
         let t = a.trace;
         let e = &t.events;
         let mut names = KernelNames::default();
@@ -88,5 +105,74 @@ impl Detector for LayoutTransforms {
             sources: shown,
         }];
         finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
+    }
+}
+
+impl LayoutTransforms {
+    /// A CPU-only trace: the conversion ops' host time against the convolution ops' in each
+    /// steady step.
+    fn detect_on_host(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
+        let t = a.trace;
+        let e = &t.events;
+        let (mut converts, mut convs) = (Vec::new(), Vec::new());
+        for i in 0..e.len() {
+            if e.kind[i] != EventKind::CpuOp {
+                continue;
+            }
+            if converts_layout(t, i) {
+                converts.push(i);
+            } else if t.name_of(i).contains("conv") {
+                convs.push(i);
+            }
+        }
+        let within = |ops: &[usize], (lo, hi): (i64, i64)| {
+            merge(
+                ops.iter()
+                    .filter(|&&i| e.start[i] >= lo && e.start[i] < hi)
+                    .map(|&i| (e.start[i], e.end(i).min(hi)))
+                    .collect(),
+            )
+        };
+        let checks = interval_checks(a, |k| {
+            let conv = total(&within(&convs, a.range(k)));
+            let layout = within(&converts, a.range(k));
+            let applies = conv > 0 && total(&layout) as f64 >= SHARE_OF_CONV * conv as f64;
+            (layout, applies)
+        });
+        let o = judge(self, a, ledger, GATE_HOST, checks, COST_HOST)?;
+        let shown = o.events_where(a, |i| converts.binary_search(&i).is_ok());
+        let summary = format!(
+            "{:.1} layout conversions per step take {:.2} ms of host time ({:.1}% of the step) beside the convolutions",
+            a.per_step(shown.len() as f64),
+            o.impact.ms_per_step,
+            o.impact.pct_of_step
+        );
+        let evidence = vec![Evidence {
+            what: "the longest layout conversion ops".into(),
+            steps: o.held.clone(),
+            events: a.longest_refs(&shown, 3),
+            count: Some(shown.len() as u64),
+            sources: shown,
+        }];
+        finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
+    }
+}
+
+/// Whether host op `i` converts a tensor's layout: to or from MKL-DNN's blocked layout, or to
+/// channels_last (`contiguous` keeps its memory format in `Concrete Inputs`).
+fn converts_layout(t: &Trace, i: usize) -> bool {
+    match t.name_of(i) {
+        "aten::to_mkldnn" | "aten::to_dense" | "aten::_to_dense" => true,
+        "aten::contiguous" => {
+            let d = t.events.detail[i];
+            d != NONE
+                && t.details.op(d).concrete_inputs.is_some_and(|s| {
+                    let text = t.strings.get(s);
+                    CHANNELS_LAST
+                        .iter()
+                        .any(|f| text.ends_with(&format!("{f}]")))
+                })
+        }
+        _ => false,
     }
 }

@@ -176,13 +176,14 @@ impl Detector for LowUtilization {
             mean(Part::IdleKernelWait),
             mean(Part::IdleOther),
         );
+        let step = a.step_word();
         let summary = format!(
-            "the GPU is busy {:.0}% of the step; mid-step it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per step",
+            "the GPU is busy {:.0}% of the {step}; mid-{step} it idles {launch:.2} ms waiting for launches, {kernel:.2} ms in launch gaps and {other:.2} ms otherwise per {step}",
             pct(a.busy_ns(), a.step_ns())
         );
         let evidence = vec![Evidence {
             what: format!(
-                "mid-step GPU idle of at least {}% of the step in {} of {} steady steps",
+                "mid-{step} GPU idle of at least {}% of the {step} in {} of {} steady {step}s",
                 LOW_UTILIZATION.threshold,
                 o.held.len(),
                 a.steady.len()

@@ -65,7 +65,7 @@ pub(super) fn in_request(sent: &str, at: &Range<usize>, count: bool) -> Option<Q
     let line = &sent[sent[..at.start].rfind('\n').map_or(0, |k| k + 1)..];
     let before = &sent[..at.start];
     let into = |rest: &str| rest.starts_with(" into ");
-    if after.starts_with(" per step") {
+    if after.starts_with(" per step") || after.starts_with(" per iteration") {
         Some(Quantity::PerStep)
     } else if into(after)
         || after.strip_prefix('–').is_some_and(|range_end| {

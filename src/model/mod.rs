@@ -182,9 +182,10 @@ pub struct OpDetail {
 }
 
 /// Whether an op's `Concrete Inputs` are kept: convolutions (stride, padding, dilation,
-/// transposed, groups) and attention (causal). Other ops' scalars would only cost memory.
+/// transposed, groups), attention (causal) and `contiguous` (the memory format it converts to).
+/// Other ops' scalars would only cost memory.
 pub(crate) fn keeps_concrete_inputs(name: &str) -> bool {
-    name.contains("conv") || name.contains("attention")
+    name.contains("conv") || name.contains("attention") || name == "aten::contiguous"
 }
 
 /// A collective's name and sizes, from a `record_param_comms` op or an NCCL kernel.

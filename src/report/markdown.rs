@@ -18,10 +18,11 @@ impl Report {
         use std::fmt::Write as _;
         let mut o = String::new();
         let t = &self.trace;
+        let step = self.step_word();
         let _ = writeln!(o, "# TorchTraceAP report: {}\n", md_text(title));
         let _ = writeln!(
             o,
-            "{} · {} · rank {} of {} · {} steady-state steps, mean {:.3} ms{}\n",
+            "{} · {} · rank {} of {} · {} steady-state {step}s, mean {:.3} ms{}\n",
             md_text(&t.era),
             if t.cpu_only {
                 "CPU-only trace (no GPU activity recorded: findings are host time)".to_string()
@@ -37,7 +38,7 @@ impl Report {
             if t.warmup_steps.is_empty() {
                 String::new()
             } else {
-                format!(" (warm-up steps left out: {:?})", t.warmup_steps)
+                format!(" (warm-up {step}s left out: {:?})", t.warmup_steps)
             }
         );
         if let Some(g) = &self.graphs {
@@ -47,7 +48,7 @@ impl Report {
         if self.findings.is_empty() {
             let _ = writeln!(o, "No anti-pattern found.");
         } else {
-            let _ = writeln!(o, "| # | finding | severity | time recoverable per step | confidence |\n|---|---|---|---|---|");
+            let _ = writeln!(o, "| # | finding | severity | time recoverable per {step} | confidence |\n|---|---|---|---|---|");
             for (k, f) in self.findings.iter().enumerate() {
                 let _ = writeln!(
                     o,
@@ -82,7 +83,7 @@ impl Report {
                 }
                 let _ = writeln!(
                     o,
-                    "- Estimated impact: {:.2} ms per step ({:.1}%); {}.",
+                    "- Estimated impact: {:.2} ms per {step} ({:.1}%); {}.",
                     f.impact_ms_per_step,
                     f.impact_pct_of_step,
                     md_text(&f.impact_method)
@@ -90,7 +91,7 @@ impl Report {
                 if let Some(g) = &f.gate {
                     let _ = writeln!(
                         o,
-                        "- Gate: {} ≥ {}, held in {} of {} steady steps, median {:.2} ({:.1}× the threshold).",
+                        "- Gate: {} ≥ {}, held in {} of {} steady {step}s, median {:.2} ({:.1}× the threshold).",
                         md_text(&g.quantity),
                         g.figures.threshold,
                         g.figures.held_steps,
@@ -108,7 +109,7 @@ impl Report {
                         .iter()
                         .map(|c| format!("{} ({:.3} ms)", c.step, c.ms))
                         .collect();
-                    let _ = writeln!(o, "- Worst steps: {}.", worst.join(", "));
+                    let _ = writeln!(o, "- Worst {step}s: {}.", worst.join(", "));
                 }
                 let _ = writeln!(
                     o,
@@ -128,7 +129,8 @@ impl Report {
         if total > 0.0 {
             let _ = writeln!(
                 o,
-                "\n## Where a step's time goes (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|"
+                "\n## Where {} {step}'s time goes (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|",
+                if step.starts_with('i') { "an" } else { "a" }
             );
             for p in self.split.iter().filter(|p| p.ms > 0.0) {
                 let _ = writeln!(

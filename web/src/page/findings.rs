@@ -176,6 +176,7 @@ fn card(
             }
         })
     };
+    let step = report.step_word();
     let copy_label = if **copied == Some(i) {
         "Copied"
     } else {
@@ -188,7 +189,7 @@ fn card(
                 <span class={classes!("severity", f.severity.clone())}>{&f.severity}</span>
                 <h3>{&f.title}</h3>
                 <span class="impact" title={f.impact_method.clone()}>
-                    {format!("{} per step ({:.1}%)", ms(f.impact_ms_per_step), f.impact_pct_of_step)}
+                    {format!("{} per {step} ({:.1}%)", ms(f.impact_ms_per_step), f.impact_pct_of_step)}
                 </span>
             </header>
             <p class="summary">{&f.summary}</p>
@@ -198,12 +199,12 @@ fn card(
             }
             if let Some(g) = &f.gate {
                 <p class="gate">{format!(
-                    "Confidence {:.0}%: the gate ({} ≥ {}) holds in {} of {} steady steps, median {:.1} ({:.1}× the threshold).",
+                    "Confidence {:.0}%: the gate ({} ≥ {}) holds in {} of {} steady {step}s, median {:.1} ({:.1}× the threshold).",
                     f.confidence * 100.0, g.quantity, g.figures.threshold, g.figures.held_steps, g.figures.steady_steps, g.figures.median, g.figures.margin
                 )}</p>
             }
             if !f.worst_steps.is_empty() {
-                <p class="worst-steps">{format!("Worst steps: {}", f.worst_steps.iter()
+                <p class="worst-steps">{format!("Worst {step}s: {}", f.worst_steps.iter()
                     .map(|c| format!("{} ({})", c.step, ms(c.ms)))
                     .collect::<Vec<_>>().join(", "))}</p>
             }

@@ -3,7 +3,8 @@
 //! in steps that convolve.
 
 use super::contract::{
-    finding, interval_checks, judge, About, Detector, Evidence, Fix, Gate, StepCheck, Verdict,
+    finding, interval_checks, judge, About, Detector, Evidence, Fix, Gate, Judged, StepCheck,
+    Verdict,
 };
 use crate::analysis::Analysis;
 use crate::attribution::Ledger;
@@ -90,21 +91,7 @@ impl Detector for LayoutTransforms {
             })
             .collect();
         let o = judge(self, a, ledger, GATE, checks, COST)?;
-        let count = shown.len();
-        let summary = format!(
-            "{:.1} layout conversions per step take {:.2} ms ({:.1}% of the step)",
-            a.per_step(count as f64),
-            o.impact.ms_per_step,
-            o.impact.pct_of_step
-        );
-        let evidence = vec![Evidence {
-            what: "the longest layout conversion kernels".into(),
-            steps: o.held.clone(),
-            events: a.longest_refs(&shown, 3),
-            count: Some(count as u64),
-            sources: shown,
-        }];
-        finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
+        conversions_found(a, o, shown, ("kernels", ""))
     }
 }
 
@@ -141,21 +128,34 @@ impl LayoutTransforms {
         });
         let o = judge(self, a, ledger, GATE_HOST, checks, COST_HOST)?;
         let shown = o.events_where(a, |i| converts.binary_search(&i).is_ok());
-        let summary = format!(
-            "{:.1} layout conversions per step take {:.2} ms of host time ({:.1}% of the step) beside the convolutions",
-            a.per_step(shown.len() as f64),
-            o.impact.ms_per_step,
-            o.impact.pct_of_step
-        );
-        let evidence = vec![Evidence {
-            what: "the longest layout conversion ops".into(),
-            steps: o.held.clone(),
-            events: a.longest_refs(&shown, 3),
-            count: Some(shown.len() as u64),
-            sources: shown,
-        }];
-        finding(self, o, summary, evidence, FIX_LAYOUT_TRANSFORMS)
+        conversions_found(a, o, shown, ("ops", " of host time"))
     }
+}
+
+/// The finding where the gate held, from the conversions `shown` (`of.0`: kernels or host ops,
+/// whose time is `of.1`).
+fn conversions_found(a: &Analysis<'_>, o: Judged, shown: Vec<usize>, of: (&str, &str)) -> Verdict {
+    let (unit, time) = of;
+    let summary = format!(
+        "{:.1} layout conversions per step take {:.2} ms{time} ({:.1}% of the step)",
+        a.per_step(shown.len() as f64),
+        o.impact.ms_per_step,
+        o.impact.pct_of_step
+    );
+    let evidence = vec![Evidence {
+        what: format!("the longest layout conversion {unit}"),
+        steps: o.held.clone(),
+        events: a.longest_refs(&shown, 3),
+        count: Some(shown.len() as u64),
+        sources: shown,
+    }];
+    finding(
+        &LayoutTransforms,
+        o,
+        summary,
+        evidence,
+        FIX_LAYOUT_TRANSFORMS,
+    )
 }
 
 /// Whether host op `i` converts a tensor's layout: to or from MKL-DNN's blocked layout, or to

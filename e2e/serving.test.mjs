@@ -1,7 +1,8 @@
 // End-to-end: a serving capture's iterations on the Overview, as `ttap analyze --format json`
 // has them: the generated vLLM capture (scripts/serving_trace.py: 2 prefill, 6 decode, 1 mixed
 // iterations), also through its share link (the figures per kind), and the real vLLM piecewise
-// prefill+decode capture (one mixed iteration); a training trace has no serving table.
+// prefill+decode capture (one mixed iteration); a training trace has no serving table. The
+// findings of a serving capture count per iteration.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { servedSite, openPage, load, lacksTrace, analyze, cli, ROOT, SHOTS, SHARED_TRACES } from './support.mjs';
 
 const GENERATED = join(ROOT, 'tests/fixtures/vllm-serving.pt.trace.json');
+const EAGER = join(ROOT, 'tests/fixtures/vllm-serving-eager.pt.trace.json');
 const REAL = join(SHARED_TRACES,
   'AMD-AGI__TraceLens/tests__traces__inference__vllm_prefilldecode_piecewise__graph_execution.json.gz');
 const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
@@ -76,6 +78,24 @@ test('the timeline of a serving capture draws its iterations (labelled by kind: 
   await page.click('.tab:has-text("Timeline")');
   await page.waitForSelector('canvas.timeline-canvas:not([data-draws="0"])', { timeout: 60_000 });
   await page.screenshot({ path: join(SHOTS, 'serving-timeline.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the findings of a serving capture count per iteration', async () => {
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
+  await load(page, () => page.setInputFiles('#file-input', EAGER));
+  await page.click('.tab:has-text("Findings")');
+  const card = page.locator('#finding-launch-bound-small-kernels');
+  await card.waitFor();
+  assert.match(await card.locator('.impact').innerText(), / per iteration \(/);
+  assert.match(await card.locator('.gate').innerText(), /holds in 6 of 6 steady iterations/);
+  assert.match(await card.locator('.summary').innerText(), /kernels per iteration/);
+  assert.match(await card.locator('.finding-window').innerText(), /^Where: iteration \d+,/);
+  assert.match(await card.locator('.evidence').innerText(), / · iterations 4–9/);
+  assert.doesNotMatch(await card.innerText(), /\bsteps?\b \d| per step/);
+  assert.equal(await page.locator('.split h3').innerText(), "Where an iteration's time goes");
+  await page.screenshot({ path: join(SHOTS, 'serving-findings.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -130,10 +130,12 @@ fn split(r: &Report) -> Html {
     if total <= 0.0 {
         return Html::default();
     }
+    let step = r.step_word();
+    let article = if step.starts_with('i') { "an" } else { "a" };
     html! {
         <article class="split">
-            <h3>{"Where a step's time goes"}</h3>
-            <p>{format!("Mean of the steady steps on the main GPU: each part counted once, {} in all. Findings claim time from these parts, never the same time twice.", ms(total))}</p>
+            <h3>{format!("Where {article} {step}'s time goes")}</h3>
+            <p>{format!("Mean of the steady {step}s on the main GPU: each part counted once, {} in all. Findings claim time from these parts, never the same time twice.", ms(total))}</p>
             <table>
                 <tbody>
                     { for r.split.iter().filter(|p| p.ms > 0.0).map(|p| html! {
@@ -218,7 +220,7 @@ fn card(
                             {&e.what}
                             if let Some(n) = e.count { <span class="count">{format!(" ×{}", count(n))}</span> }
                             if !e.steps.is_empty() {
-                                <span class="steps">{format!(" · steps {}", steps_text(&e.steps))}</span>
+                                <span class="steps">{format!(" · {step}s {}", steps_text(&e.steps))}</span>
                             }
                             if !e.events.is_empty() {
                                 <ul class="events" title="Event names as the trace recorded them: data, not advice">
@@ -262,8 +264,8 @@ fn where_line(f: &FindingEntry, report: &Report) -> Html {
     html! {
         <p class="finding-window">
             {format!(
-                "Where: step {}, {} window ({}–{} from the trace's start): {} claimed here{events}",
-                w.step, w.phase, ms(w.start_ms), ms(w.start_ms + w.duration_ms), ms(w.claimed_ms)
+                "Where: {} {}, {} window ({}–{} from the trace's start): {} claimed here{events}",
+                report.step_word(), w.step, w.phase, ms(w.start_ms), ms(w.start_ms + w.duration_ms), ms(w.claimed_ms)
             )}
             if f.windows.len() > 1 {
                 {format!("; {} windows in all", f.windows.len())}

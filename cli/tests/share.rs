@@ -925,7 +925,12 @@ fn a_link_carries_the_step_mfu_and_links_without_it_still_open() {
     let encoded = encode(&shared, &ShareOptions::default()).unwrap();
     assert!(encoded.bytes <= share::DEFAULT_MAX_BYTES);
     let got = opened(&encoded.fragment);
-    assert_eq!(got.report.roofline, Some(Roofline::carried(mfu)));
+    let bound = shared
+        .report
+        .roofline
+        .as_ref()
+        .and_then(|r| r.mfu_uncounted);
+    assert_eq!(got.report.roofline, Some(Roofline::carried(mfu, bound)));
     assert!(got
         .report
         .to_markdown("shared")

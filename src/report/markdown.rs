@@ -217,11 +217,10 @@ impl Report {
         use std::fmt::Write as _;
         let Some(r) = &self.roofline else { return };
         if r.is_carried() {
-            if let Some(mfu) = r.mfu {
+            if let Some(mfu) = r.mfu_text() {
                 let _ = writeln!(
                     o,
-                    "\n## Roofline (main GPU)\n\nStep MFU {:.1}% (steady-state mean, as shared; the trace has the rest).",
-                    100.0 * mfu
+                    "\n## Roofline (main GPU)\n\nStep MFU {mfu} (steady-state mean, as shared; the trace has the rest)."
                 );
             }
             return;
@@ -288,12 +287,11 @@ impl Report {
                 );
             }
         }
-        if let Some(mfu) = r.mfu {
+        if let Some(mfu) = r.mfu_text() {
             let (step_ms, roof_ms) = r.mean_step_ms();
             let _ = writeln!(
                 o,
-                "\nStep MFU {:.1}% (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).",
-                100.0 * mfu,
+                "\nStep MFU {mfu} (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).",
                 roof_ms,
                 step_ms
             );

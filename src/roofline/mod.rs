@@ -22,6 +22,9 @@ use peaks::Peaks;
 
 /// Kernels kept in [`Roofline::kernels`].
 pub(crate) const TOP_KERNELS: usize = 10;
+/// From this share of kernel time in matrix, convolution or attention kernels without FLOPs
+/// counted, the MFU is stated as a lower bound.
+pub const MFU_LOWER_BOUND_FROM: f64 = 0.01;
 
 /// The roofline of a trace's main GPU.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -40,18 +43,24 @@ pub struct Roofline {
     pub coverage: Coverage,
     /// The steps asked for (the steady ones), in order.
     pub steps: Vec<StepRoofline>,
-    /// The steps' mean MFU, with known peaks.
+    /// The steps' mean MFU, with known peaks and FLOPs counted.
     pub mfu: Option<f64>,
+    /// Where matrix, convolution or attention kernels without FLOPs counted run at least
+    /// [`MFU_LOWER_BOUND_FROM`] of kernel time, that share: the MFU is then a lower bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu_uncounted: Option<f64>,
     /// Kernels by name and op, most time lost against the roofline first (most time first
     /// without peaks); the first [`TOP_KERNELS`].
     pub kernels: Vec<KernelRoofline>,
 }
 
 impl Roofline {
-    /// What a link or a reopened report carries of a roofline: the step MFU alone.
-    pub fn carried(mfu: f64) -> Roofline {
+    /// What a link or a reopened report carries of a roofline: the step MFU alone, and
+    /// whether it is a lower bound.
+    pub fn carried(mfu: f64, mfu_uncounted: Option<f64>) -> Roofline {
         Roofline {
             mfu: Some(mfu),
+            mfu_uncounted,
             ..Roofline::default()
         }
     }
@@ -65,6 +74,22 @@ impl Roofline {
     pub fn measured_mfu(&self) -> Option<f64> {
         self.mfu
             .filter(|_| self.is_carried() || self.coverage.counted_ms > 0.0)
+    }
+
+    /// The step MFU as every front end states it: "41.3%", or, where matrix, convolution or
+    /// attention kernels ran without FLOPs counted (no shapes, no formula, a graph replay not
+    /// tied to its operator) for at least [`MFU_LOWER_BOUND_FROM`] of kernel time, "at least
+    /// 0.1% (…)": the MFU counts only the FLOPs it knows. `None` without a measured MFU.
+    pub fn mfu_text(&self) -> Option<String> {
+        let mfu = self.measured_mfu()?;
+        Some(match self.mfu_uncounted {
+            Some(uncounted) => format!(
+                "at least {:.1}% (matrix, convolution or attention kernels without FLOPs counted run {:.0}% of kernel time: the MFU counts only the FLOPs it knows)",
+                100.0 * mfu,
+                100.0 * uncounted
+            ),
+            None => format!("{:.1}%", 100.0 * mfu),
+        })
     }
 
     /// The steps' mean time and their kernels' mean time at the roofline, in milliseconds.
@@ -105,6 +130,10 @@ pub struct Coverage {
     /// (`Trace::replayed_from`): no shapes, FLOPs or module below the graph launch.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub graph_unattributed_ms: f64,
+    /// Matrix, convolution and attention kernel time (by kernel name) without FLOPs counted:
+    /// the work the MFU misses.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub matrix_uncounted_ms: f64,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -273,9 +302,14 @@ pub fn analyze(
             if shapes {
                 coverage.shapes_ms += dur as f64 / 1e6;
             }
-            let Some((op, cost)) = op else { continue };
-            coverage.counted_ms += dur as f64 / 1e6;
             let kernel = traits.of_event(t, gi);
+            let Some((op, cost)) = op else {
+                if kernel.matmul_conv() || kernel.fused_attention {
+                    coverage.matrix_uncounted_ms += dur as f64 / 1e6;
+                }
+                continue;
+            };
+            coverage.counted_ms += dur as f64 / 1e6;
             let matrix =
                 cost.family.tensor_cores() && (kernel.matmul_conv() || kernel.fused_attention);
             // Each replay of a graph runs its operators' work again: a replayed kernel shares
@@ -318,7 +352,14 @@ pub fn analyze(
         .iter()
         .map(|&(number, start, end)| step(&charged, &kernel_starts, peaks, number, start, end))
         .collect();
-    let mfus: Vec<f64> = steps.iter().filter_map(|s| s.mfu).collect();
+    let uncounted = coverage.matrix_uncounted_ms / coverage.kernel_ms.max(1e-9);
+    let mfu_uncounted = (uncounted >= MFU_LOWER_BOUND_FROM).then_some(uncounted);
+    // Without FLOPs counted there is no MFU, not one of 0.
+    let mfus: Vec<f64> = steps
+        .iter()
+        .filter_map(|s| s.mfu)
+        .filter(|_| coverage.counted_ms > 0.0)
+        .collect();
     Some(Roofline {
         device: name,
         peaks: peaks.map(|p| PeaksEntry {
@@ -344,6 +385,7 @@ pub fn analyze(
         },
         coverage,
         mfu: (!mfus.is_empty()).then(|| mfus.iter().sum::<f64>() / mfus.len() as f64),
+        mfu_uncounted,
         steps,
         kernels: ranked(t, &charged, peaks),
     })

@@ -49,6 +49,10 @@ pub(super) struct Facts {
     /// The step MFU (steady-state mean) where FLOPs were counted; links before it have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mfu: Option<f64>,
+    /// Where the MFU is a lower bound, the share of kernel time in matrix kernels without FLOPs
+    /// counted (`Roofline::mfu_uncounted`); links before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mfu_uncounted: Option<f64>,
     /// A serving capture's figures per kind of iteration (figures and kinds, no text; not each
     /// iteration); links before it, and of other captures, have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +160,7 @@ impl Facts {
             selected_finding: shared.selected_finding.clone(),
             selected_range: shared.selected_range,
             mfu: r.roofline.as_ref().and_then(Roofline::measured_mfu),
+            mfu_uncounted: r.roofline.as_ref().and_then(|x| x.mfu_uncounted),
             serving: r.serving.as_ref().map(|s| s.kinds.clone()),
         }
     }
@@ -307,7 +312,7 @@ impl Facts {
                 unexplained,
                 notes,
                 split,
-                roofline: self.mfu.map(Roofline::carried),
+                roofline: self.mfu.map(|m| Roofline::carried(m, self.mfu_uncounted)),
                 graphs: None,
                 memory: None,
                 serving: self.serving.clone().map(|kinds| Serving {

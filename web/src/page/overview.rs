@@ -217,7 +217,7 @@ pub fn overview(props: &OverviewProps) -> Html {
                 { fact("Rank", rank) }
                 { fact("Steps", steps) }
                 { fact("Mean step", ms(r.trace.mean_step_ms)) }
-                { for r.roofline.as_ref().and_then(Roofline::measured_mfu).map(|m| fact("Step MFU", pct(100.0 * m))) }
+                { for r.roofline.as_ref().and_then(Roofline::mfu_text).map(|m| fact("Step MFU", m)) }
                 { for r.graphs.as_ref().map(|g| fact("CUDA/HIP graphs", g.line())) }
                 { for trace_facts }
             </dl>

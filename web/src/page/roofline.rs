@@ -370,12 +370,11 @@ pub fn roofline_view(props: &RooflineProps) -> Html {
             </section>
         };
     };
-    let mfu = r.measured_mfu().map(|mfu| {
+    let mfu = r.mfu_text().map(|mfu| {
         let (step, roof) = r.mean_step_ms();
         format!(
-            "Step MFU {} (steady-state mean of {} steps): the steps' kernels would take {} at the \
+            "Step MFU {mfu} (steady-state mean of {} steps): the steps' kernels would take {} at the \
              roofline; the step takes {}.",
-            pct(100.0 * mfu),
             r.steps.len(),
             ms(roof),
             ms(step)

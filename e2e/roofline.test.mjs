@@ -1,7 +1,8 @@
 // End-to-end: the Roofline tab on a real MI300X ResNet-18 training trace that records shapes (the
 // chart's points, roofs and table as `ttap analyze --format json` has the roofline), its step MFU
 // carried by a share link; a device the peaks table cannot tell (achieved rates only); and the
-// bundled sample (no shapes) saying why it has no roofline.
+// bundled sample (no shapes) saying why it has no roofline; a vLLM graph capture whose MFU is a
+// lower bound and says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import { servedSite, openPage, load, lacksTrace, cli, ROOT, SHOTS, SHARED_TRACES
 const TRACE = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__mi300__ddp_resnet18_no_pool__train_resnet18.json.gz');
 const UNKNOWN = join(SHARED_TRACES, 'facebookresearch__HolisticTraceAnalysis/tests__data__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz');
 const SAMPLE = join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz');
+const VLLM = join(SHARED_TRACES, 'AMD-AGI__TraceLens/tests__traces__inference__vllm_decode_full__graph_execution.json.gz');
 
 const served = servedSite();
 
@@ -130,5 +132,29 @@ test('the bundled sample records no shapes: the Roofline tab says so, and its li
   const shared = await openPage(served.browser, link(SAMPLE));
   await shared.page.click('.tab:has-text("Overview")');
   assert.equal(await shared.page.locator('.fact', { hasText: 'Step MFU' }).count(), 0);
+  await shared.context.close();
+});
+
+test('graph replays with no operator: the MFU says it is a lower bound, on the page and in its link', async (t) => {
+  if (lacksTrace(t, VLLM)) return;
+  const r = roofline(VLLM);
+  assert.ok(r.mfu != null && r.mfu_uncounted > 0.5, JSON.stringify(r.coverage));
+  const bound = `at least ${pct(r.mfu)}`;
+  const why = `Matrix, convolution or attention kernels without FLOPs counted run ${(100 * r.mfu_uncounted).toFixed(0)}% of kernel time: the MFU counts only the FLOPs it knows.`;
+  const { page, context, errors } = await openPage(served.browser, served.site.url);
+  await load(page, () => page.setInputFiles('#file-input', VLLM), 300_000);
+  await page.click('.tab:has-text("Roofline")');
+  const line = await page.locator('.roofline-mfu').innerText();
+  assert.ok(line.startsWith(`Step MFU ${bound} (`) && line.endsWith(why), line);
+  await page.locator('.roofline').screenshot({ path: join(SHOTS, 'roofline-vllm-lower-bound.png') });
+  await page.click('.tab:has-text("Overview")');
+  assert.equal(await page.locator('.fact', { hasText: 'Step MFU' }).locator('dd').innerText(), bound);
+  assert.deepEqual(errors, []);
+  await context.close();
+
+  const shared = await openPage(served.browser, link(VLLM));
+  await shared.page.click('.tab:has-text("Overview")');
+  assert.equal(await shared.page.locator('.fact', { hasText: 'Step MFU' }).locator('dd').innerText(), bound);
+  assert.deepEqual(shared.errors, []);
   await shared.context.close();
 });

@@ -220,7 +220,8 @@ impl Report {
             if let Some(mfu) = r.mfu_text() {
                 let _ = writeln!(
                     o,
-                    "\n## Roofline (main GPU)\n\nStep MFU {mfu} (steady-state mean, as shared; the trace has the rest)."
+                    "\n## Roofline (main GPU)\n\nStep MFU {mfu} (steady-state mean, as shared; the trace has the rest).{}",
+                    r.mfu_bound().map_or(String::new(), |b| format!(" {b}"))
                 );
             }
             return;
@@ -291,9 +292,10 @@ impl Report {
             let (step_ms, roof_ms) = r.mean_step_ms();
             let _ = writeln!(
                 o,
-                "\nStep MFU {mfu} (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).",
+                "\nStep MFU {mfu} (steady-state mean); the step's kernels would take {:.3} ms at the roofline (step {:.3} ms).{}",
                 roof_ms,
-                step_ms
+                step_ms,
+                r.mfu_bound().map_or(String::new(), |b| format!(" {b}"))
             );
         }
         if r.kernels.is_empty() {

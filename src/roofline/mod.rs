@@ -79,16 +79,23 @@ impl Roofline {
     /// The step MFU as every front end states it: "41.3%", or, where matrix, convolution or
     /// attention kernels ran without FLOPs counted (no shapes, no formula, a graph replay not
     /// tied to its operator) for at least [`MFU_LOWER_BOUND_FROM`] of kernel time, "at least
-    /// 0.1% (…)": the MFU counts only the FLOPs it knows. `None` without a measured MFU.
+    /// 0.1%" ([`Roofline::mfu_bound`] says why). `None` without a measured MFU.
     pub fn mfu_text(&self) -> Option<String> {
-        let mfu = self.measured_mfu()?;
+        let mfu = 100.0 * self.measured_mfu()?;
         Some(match self.mfu_uncounted {
-            Some(uncounted) => format!(
-                "at least {:.1}% (matrix, convolution or attention kernels without FLOPs counted run {:.0}% of kernel time: the MFU counts only the FLOPs it knows)",
-                100.0 * mfu,
+            Some(_) => format!("at least {mfu:.1}%"),
+            None => format!("{mfu:.1}%"),
+        })
+    }
+
+    /// Why the MFU is a lower bound, where it is: a sentence.
+    pub fn mfu_bound(&self) -> Option<String> {
+        self.measured_mfu()?;
+        self.mfu_uncounted.map(|uncounted| {
+            format!(
+                "Matrix, convolution or attention kernels without FLOPs counted run {:.0}% of kernel time: the MFU counts only the FLOPs it knows.",
                 100.0 * uncounted
-            ),
-            None => format!("{:.1}%", 100.0 * mfu),
+            )
         })
     }
 
@@ -385,7 +392,7 @@ pub fn analyze(
         },
         coverage,
         mfu: (!mfus.is_empty()).then(|| mfus.iter().sum::<f64>() / mfus.len() as f64),
-        mfu_uncounted,
+        mfu_uncounted: mfu_uncounted.filter(|_| !mfus.is_empty()),
         steps,
         kernels: ranked(t, &charged, peaks),
     })

@@ -374,10 +374,11 @@ pub fn roofline_view(props: &RooflineProps) -> Html {
         let (step, roof) = r.mean_step_ms();
         format!(
             "Step MFU {mfu} (steady-state mean of {} steps): the steps' kernels would take {} at the \
-             roofline; the step takes {}.",
+             roofline; the step takes {}.{}",
             r.steps.len(),
             ms(roof),
-            ms(step)
+            ms(step),
+            r.mfu_bound().map_or(String::new(), |b| format!(" {b}"))
         )
     });
     let off_chart = r.kernels.iter().filter(|k| !plotted(k)).count();

@@ -1,7 +1,8 @@
 //! The shapes of captures nobody tuned for (issue 41), written here as loops of PyTorch's own
 //! events: host syncs and `.cpu()` readbacks in loops without `ProfilerStep`, fp32 GEMMs on SIMT
 //! cores under `xmma` names, a capture dominated by its cold start, a capture whose GPU record
-//! ends early, a compiled model's compilation (issue 38); and, found before this file was
+//! ends early, a compiled model's compilation (issue 38), GPU records that start before their
+//! launch (clock skew); and, found before this file was
 //! written (kept as guards), pageable copies in one long capture, PyTorch 1.8's per-parameter
 //! SGD and a single-process DataLoader on the CPU; layout conversions around convolutions on the
 //! CPU. Each has a positive trace and the nearest healthy one.
@@ -167,6 +168,33 @@ fn a_sync_per_iteration_of_a_loop_without_profiler_steps_is_found() {
         ),
         (&inference_loop(101, None), "no sync, no finding"),
     );
+}
+
+/// `json` with every GPU record moved `by_us` earlier: a GPU clock that runs ahead of the host's.
+fn gpu_clock_ahead(json: &str, by_us: i64) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(json).expect("the capture's JSON");
+    for e in doc["traceEvents"].as_array_mut().expect("events") {
+        if e["cat"] == "kernel" {
+            e["ts"] = (e["ts"].as_i64().expect("a time") - by_us).into();
+        }
+    }
+    doc.to_string()
+}
+
+#[test]
+fn gpu_records_that_start_before_their_launch_say_the_clocks_disagree() {
+    // A loop that waits for its kernels: each starts 5 µs into its launch call, then 150 µs
+    // earlier on a clock that runs ahead.
+    let synced = inference_loop(101, Some("cudaDeviceSynchronize"));
+    let skewed = detected(&gpu_clock_ahead(&synced, 150));
+    let note = expect_note(skewed, "clock-skew");
+    assert!(
+        note.text
+            .contains("202 of 202 GPU records start before the host call that launched them"),
+        "{}",
+        note.text
+    );
+    expect_no_note(&detected(&synced), "clock-skew");
 }
 
 /// `.cpu()` of a result: `cudaMemcpyAsync` into pageable memory, which returns only when the copy

@@ -52,6 +52,7 @@ pub static OBSERVERS: &[&dyn Observer] = &[
     &compile::CompileTime,
     &host_sync::UnrecordedWork,
     &utilization::ColdStartLeftOut,
+    &launch_bound::ClockSkew,
 ];
 
 /// The findings, ranked by time recoverable per step, and the notes.

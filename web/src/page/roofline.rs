@@ -373,9 +373,10 @@ pub fn roofline_view(props: &RooflineProps) -> Html {
     let mfu = r.mfu_text().map(|mfu| {
         let (step, roof) = r.mean_step_ms();
         format!(
-            "Step MFU {mfu} (steady-state mean of {} steps): the steps' kernels would take {} at the \
-             roofline; the step takes {}.{}",
+            "Step MFU {mfu} (steady-state mean of {} step{}): the steps' kernels would take {} at \
+             the roofline; the step takes {}.{}",
             r.steps.len(),
+            if r.steps.len() == 1 { "" } else { "s" },
             ms(roof),
             ms(step),
             r.mfu_bound().map_or(String::new(), |b| format!(" {b}"))

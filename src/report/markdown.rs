@@ -22,7 +22,7 @@ impl Report {
         let _ = writeln!(o, "# TorchTraceAP report: {}\n", md_text(title));
         let _ = writeln!(
             o,
-            "{} · {} · rank {} of {} · {} steady-state {step}s, mean {:.3} ms{}\n",
+            "{} · {} · rank {} of {} · {} steady-state {step}{}, mean {:.3} ms{}\n",
             md_text(&t.era),
             if t.cpu_only {
                 "CPU-only trace (no GPU activity recorded: findings are host time)".to_string()
@@ -34,6 +34,7 @@ impl Report {
             t.rank.map_or("-".into(), |r| r.to_string()),
             t.world_size.map_or("-".into(), |w| w.to_string()),
             t.steady_steps,
+            if t.steady_steps == 1 { "" } else { "s" },
             t.mean_step_ms,
             if t.warmup_steps.is_empty() {
                 String::new()
@@ -344,10 +345,13 @@ impl Report {
         top.sort_by(|x, y| y.1.total_cmp(&x.1));
         let _ = writeln!(
             o,
-            "\n## Window detector\n\nThe {} windows the model finds most suspicious \
+            "\n## Window detector\n\nThe {} the model finds most suspicious \
              (probability that the window holds an anti-pattern, and its most likely type):\n\n\
              | step | phase | start | duration | probability | likely type |\n|---|---|---|---|---|---|",
-            top.len().min(TOP_WINDOWS)
+            match top.len().min(TOP_WINDOWS) {
+                1 => "window".to_string(),
+                n => format!("{n} windows"),
+            }
         );
         for (w, p, kind) in top.iter().take(TOP_WINDOWS) {
             let _ = writeln!(

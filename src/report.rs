@@ -287,6 +287,14 @@ impl Report {
         crate::serving::step_word(self.serving.as_ref())
     }
 
+    /// The heading of the time split: "Where a step's time goes" ("an iteration's").
+    pub fn split_heading(&self) -> String {
+        match self.step_word() {
+            "step" => "Where a step's time goes".to_string(),
+            word => format!("Where an {word}'s time goes"),
+        }
+    }
+
     /// The windows that show finding `f`, as `(step, window)` indices, best first: those that
     /// hold its evidence (`windows::evidence_windows`, kept in its entry when the report was
     /// made); none for a finding this report does not hold.

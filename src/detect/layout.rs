@@ -8,7 +8,7 @@ use super::contract::{
 };
 use crate::analysis::Analysis;
 use crate::attribution::Ledger;
-use crate::metrics::{merge, total};
+use crate::metrics::{in_range, merge, total};
 use crate::model::kernels::KernelNames;
 use crate::model::{EventKind, Trace, NONE};
 
@@ -31,8 +31,9 @@ const GATE_HOST: Gate = Gate {
 /// How a finding's time is counted.
 const COST: &str = "time of the layout conversion kernels per steady-state step: a model and inputs in channels_last end to end need none";
 const COST_HOST: &str = "host time of the layout conversion ops per steady-state step: a model and inputs in one layout end to end need none";
-/// `MemoryFormat` values in an op's `Concrete Inputs`: `torch.channels_last`, `channels_last_3d`.
-const CHANNELS_LAST: [&str; 2] = ["\"2\"", "\"3\""];
+/// How an op's `Concrete Inputs` end when its last one is the `MemoryFormat`
+/// `torch.channels_last` (2) or `channels_last_3d` (3).
+const TO_CHANNELS_LAST: [&str; 2] = ["\"2\"]", "\"3\"]"];
 
 const FIX_LAYOUT_TRANSFORMS: Fix = Fix {
     summary: "Keep activations in channels_last end to end: convert the model and the input batch once (in the data pipeline), not per layer.",
@@ -101,33 +102,27 @@ impl LayoutTransforms {
     fn detect_on_host(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        let (mut converts, mut convs) = (Vec::new(), Vec::new());
-        for i in 0..e.len() {
-            if e.kind[i] != EventKind::CpuOp {
-                continue;
-            }
-            if converts_layout(t, i) {
-                converts.push(i);
-            } else if t.name_of(i).contains("conv") {
-                convs.push(i);
-            }
-        }
-        let within = |ops: &[usize], (lo, hi): (i64, i64)| {
-            merge(
-                ops.iter()
-                    .filter(|&&i| e.start[i] >= lo && e.start[i] < hi)
-                    .map(|&i| (e.start[i], e.end(i).min(hi)))
-                    .collect(),
-            )
-        };
+        let is_op = |i: usize| e.kind[i] == EventKind::CpuOp;
         let checks = interval_checks(a, |k| {
-            let conv = total(&within(&convs, a.range(k)));
-            let layout = within(&converts, a.range(k));
+            // The step's conversion and convolution ops (starting in it, cut at its end).
+            let (lo, hi) = a.range(k);
+            let (mut layout, mut conv) = (Vec::new(), Vec::new());
+            for track in (0..t.tracks.len()).filter(|&tr| !t.tracks[tr].gpu) {
+                for i in in_range(t, track, lo, hi).filter(|&i| e.start[i] >= lo && is_op(i)) {
+                    let span = (e.start[i], e.end(i).min(hi));
+                    if converts_layout(t, i) {
+                        layout.push(span);
+                    } else if t.name_of(i).contains("conv") {
+                        conv.push(span);
+                    }
+                }
+            }
+            let (layout, conv) = (merge(layout), total(&merge(conv)));
             let applies = conv > 0 && total(&layout) as f64 >= SHARE_OF_CONV * conv as f64;
             (layout, applies)
         });
         let o = judge(self, a, ledger, GATE_HOST, checks, COST_HOST)?;
-        let shown = o.events_where(a, |i| converts.binary_search(&i).is_ok());
+        let shown = o.events_where(a, |i| is_op(i) && converts_layout(t, i));
         conversions_found(a, o, shown, ("ops", " of host time"))
     }
 }
@@ -168,9 +163,7 @@ fn converts_layout(t: &Trace, i: usize) -> bool {
             d != NONE
                 && t.details.op(d).concrete_inputs.is_some_and(|s| {
                     let text = t.strings.get(s);
-                    CHANNELS_LAST
-                        .iter()
-                        .any(|f| text.ends_with(&format!("{f}]")))
+                    TO_CHANNELS_LAST.iter().any(|end| text.ends_with(end))
                 })
         }
         _ => false,

@@ -130,8 +130,8 @@ impl Report {
         if total > 0.0 {
             let _ = writeln!(
                 o,
-                "\n## Where {} {step}'s time goes (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|",
-                if step.starts_with('i') { "an" } else { "a" }
+                "\n## {} (steady-state mean, main GPU)\n\n| part | ms | share |\n|---|---|---|",
+                self.split_heading()
             );
             for p in self.split.iter().filter(|p| p.ms > 0.0) {
                 let _ = writeln!(

@@ -362,11 +362,11 @@ pub fn analyze(
     let uncounted = coverage.matrix_uncounted_ms / coverage.kernel_ms.max(1e-9);
     let mfu_uncounted = (uncounted >= MFU_LOWER_BOUND_FROM).then_some(uncounted);
     // Without FLOPs counted there is no MFU, not one of 0.
-    let mfus: Vec<f64> = steps
-        .iter()
-        .filter_map(|s| s.mfu)
-        .filter(|_| coverage.counted_ms > 0.0)
-        .collect();
+    let mfus: Vec<f64> = if coverage.counted_ms > 0.0 {
+        steps.iter().filter_map(|s| s.mfu).collect()
+    } else {
+        Vec::new()
+    };
     Some(Roofline {
         device: name,
         peaks: peaks.map(|p| PeaksEntry {

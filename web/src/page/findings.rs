@@ -130,12 +130,10 @@ fn split(r: &Report) -> Html {
     if total <= 0.0 {
         return Html::default();
     }
-    let step = r.step_word();
-    let article = if step.starts_with('i') { "an" } else { "a" };
     html! {
         <article class="split">
-            <h3>{format!("Where {article} {step}'s time goes")}</h3>
-            <p>{format!("Mean of the steady {step}s on the main GPU: each part counted once, {} in all. Findings claim time from these parts, never the same time twice.", ms(total))}</p>
+            <h3>{r.split_heading()}</h3>
+            <p>{format!("Mean of the steady {}s on the main GPU: each part counted once, {} in all. Findings claim time from these parts, never the same time twice.", r.step_word(), ms(total))}</p>
             <table>
                 <tbody>
                     { for r.split.iter().filter(|p| p.ms > 0.0).map(|p| html! {

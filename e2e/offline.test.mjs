@@ -149,7 +149,8 @@ test('a new build is taken on the next load once its service worker has filled i
 
     // The next load is build 2's, and build 1's cache is gone.
     await page.reload();
-    await page.waitForSelector('#sample');
+    // Under the whole suite's load on 2 cores, this load once took longer than the default 30 s.
+    await page.waitForSelector('#sample', { timeout: 90_000 });
     assert.ok((await page.evaluate(() => fetch('offline.js').then((r) => r.text()))).includes('build 2'), 'this load has build 2');
     const names = await cacheNames();
     assert.equal(names.length, 1, `one cache: ${names}`);

@@ -160,7 +160,7 @@ impl<'t> Analysis<'t> {
 fn is_training(t: &Trace) -> bool {
     let e = &t.events;
     let mut seen = rustc_hash::FxHashSet::default();
-    (0..e.len()).any(|i| {
+    t.recorded().any(|i| {
         matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
             && seen.insert(e.name[i])
             && {
@@ -199,7 +199,7 @@ fn is_cpu_only(t: &Trace) -> bool {
         _ => false,
     };
     !t.tracks.iter().any(|tr| tr.gpu)
-        && (0..e.len()).all(|i| match e.kind[i] {
+        && t.recorded().all(|i| match e.kind[i] {
             EventKind::CpuOp | EventKind::Memory => !on_gpu(i, &mut seen),
             EventKind::UserAnnotation
             | EventKind::PythonFunction

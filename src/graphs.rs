@@ -32,6 +32,9 @@ pub struct GraphSummary {
     pub tied_kernels: u64,
     #[serde(default)]
     pub tied_ms: f64,
+    /// The capture trace given beside this one that tied them (`Trace::captured`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
 }
 
 /// A step's graph launches.
@@ -56,11 +59,19 @@ impl GraphSummary {
             if self.launches == 1 { "" } else { "es" },
             self.gpu_ms,
             if self.tied_kernels == 0 {
-                format!("none tied to the operator that launched it (the trace records no capture or run of the same kernels): {unattributed:.2} ms unattributed, without shapes, FLOPs or module below the graph launch")
+                let recorded = match &self.capture {
+                    Some(c) => format!("neither the trace nor the capture trace {c} records a run of the same kernels"),
+                    None => "the trace records no capture or run of the same kernels".to_string(),
+                };
+                format!("none tied to the operator that launched it ({recorded}): {unattributed:.2} ms unattributed, without shapes, FLOPs or module below the graph launch")
             } else {
                 format!(
-                    "{} of them ({:.2} ms) tied by kernel order and name to the operators that launched the same kernels, {unattributed:.2} ms unattributed",
-                    self.tied_kernels, self.tied_ms
+                    "{} of them ({:.2} ms) tied by kernel order and name to the operators that launched the same kernels{}, {unattributed:.2} ms unattributed",
+                    self.tied_kernels,
+                    self.tied_ms,
+                    self.capture
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" (in the capture trace {c})"))
                 )
             }
         )
@@ -86,7 +97,8 @@ impl GraphSummary {
 
 /// The trace's graph launch calls, in time order.
 pub fn launches(t: &Trace) -> Vec<u32> {
-    let mut calls: Vec<u32> = (0..t.events.len())
+    let mut calls: Vec<u32> = t
+        .recorded()
         .filter(|&i| t.is_graph_launch(i))
         .map(|i| i as u32)
         .collect();
@@ -156,6 +168,7 @@ pub fn summarize(t: &Trace, steps: &[(i64, i64, i64)]) -> Option<GraphSummary> {
         kernels,
         gpu_ms: ns as f64 / NS_PER_MS,
         steps,
+        capture: t.captured.as_ref().map(|c| c.from.clone()),
         tied_kernels,
         tied_ms: tied_ns as f64 / NS_PER_MS,
     })

@@ -100,6 +100,9 @@ impl Frames {
         // The innermost enclosing frame's node of every event (NONE: outside every frame),
         // through the call tree only: parents come before their children in the event order.
         let mut ctx = vec![NONE; e.len()];
+        // Frames grafted from a capture trace name the modules of replayed kernels; their
+        // calls and host time are the capture's, not counted.
+        let recorded = t.recorded();
         for i in 0..e.len() {
             let p = e.parent[i];
             let above = if p != NONE && (p as usize) < i {
@@ -110,8 +113,10 @@ impl Frames {
             ctx[i] = match t.module_frame(i) {
                 Some((name, module)) => {
                     let node = b.child(above, name, module);
-                    b.nodes[node as usize].calls += 1;
-                    b.nodes[node as usize].cpu_ns += e.dur[i];
+                    if recorded.contains(&i) {
+                        b.nodes[node as usize].calls += 1;
+                        b.nodes[node as usize].cpu_ns += e.dur[i];
+                    }
                     node
                 }
                 None => above,

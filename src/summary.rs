@@ -192,7 +192,7 @@ impl Summary {
         let mut kernels: FxHashMap<u32, (u64, i64)> = FxHashMap::default();
         let mut kernel_total = 0i64;
         let mut gpu_events = 0u64;
-        for i in 0..e.len() {
+        for i in t.recorded() {
             let k = e.kind[i];
             if k.is_gpu_work() {
                 gpu_events += 1;
@@ -292,7 +292,7 @@ impl Summary {
 fn top_operators(t: &Trace, top: usize) -> Vec<OperatorTime> {
     let e = &t.events;
     let mut by_name: FxHashMap<u32, (u64, i64, i64)> = FxHashMap::default();
-    for i in 0..e.len() {
+    for i in t.recorded() {
         if e.kind[i] != EventKind::CpuOp {
             continue;
         }

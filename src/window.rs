@@ -198,7 +198,8 @@ impl Phases {
 /// Splits every step of the trace into windows.
 pub fn split(t: &Trace) -> Steps {
     let e = &t.events;
-    let mut malloc_times: Vec<i64> = (0..e.len())
+    let mut malloc_times: Vec<i64> = t
+        .recorded()
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.detail[i] != NONE
@@ -421,7 +422,8 @@ fn unrecorded_launches(t: &Trace) -> Vec<i64> {
     };
     let mut recorded: Vec<u32> = t.launches.iter().map(|l| l.launch).collect();
     recorded.sort_unstable();
-    let mut lost: Vec<i64> = (0..e.len())
+    let mut lost: Vec<i64> = t
+        .recorded()
         .filter(|&i| {
             e.kind[i] == EventKind::RuntimeCall
                 && e.start[i] > last

@@ -226,65 +226,87 @@ fn a_replayed_kernel_and_its_graph_launch_are_one_click_apart_on_the_timeline() 
 /// recorded), `aten::add` and `aten::relu` one launch each (the warm-up before a capture), then
 /// outside any module one `cudaGraphLaunch` replays kernels named `replayed` (1 ms each).
 fn capture_and_replay(replayed: [&str; 3]) -> Trace {
-    let host = |cat: &str, name: &str, span: (i64, i64), args: &str| {
-        kineto::complete(cat, name, (100, 100), span, args)
-    };
-    let kernel = |name: &str, ts: i64, correlation: u64| {
-        kineto::complete(
-            "kernel",
-            name,
-            (0, 7),
-            (ts, 1000),
-            &format!(r#""correlation": {correlation}, "device": 0, "stream": 7"#),
-        )
-    };
+    let mut events = warm_up();
+    events.extend(replay(replayed, 0));
+    ingest(document(&events).as_bytes())
+}
+
+fn document(events: &[String]) -> String {
+    kineto::document(
+        &[kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 80 << 30)],
+        "",
+        events,
+        "capture.pt.trace.json",
+    )
+}
+
+fn host(cat: &str, name: &str, span: (i64, i64), args: &str) -> String {
+    kineto::complete(cat, name, (100, 100), span, args)
+}
+
+fn kernel(name: &str, ts: i64, correlation: u64) -> String {
+    kineto::complete(
+        "kernel",
+        name,
+        (0, 7),
+        (ts, 1000),
+        &format!(r#""correlation": {correlation}, "device": 0, "stream": 7"#),
+    )
+}
+
+/// Step 1: the warm-up, each op launched one by one under `Block_0`.
+fn warm_up() -> Vec<String> {
     let mm =
         r#""Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::Half", "c10::Half"]"#;
-    let mut events = vec![
+    let launch = |ts: i64, correlation: u64| {
+        host(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            (ts, 5),
+            &format!(r#""correlation": {correlation}"#),
+        )
+    };
+    vec![
         host("user_annotation", "ProfilerStep#1", (0, 5000), ""),
         host("python_function", "nn.Module: Block_0", (10, 100), ""),
         host("cpu_op", "aten::mm", (20, 20), mm),
-        host(
-            "cuda_runtime",
-            "cudaLaunchKernel",
-            (25, 5),
-            r#""correlation": 1"#,
-        ),
+        launch(25, 1),
         host("cpu_op", "aten::add", (50, 20), ""),
-        host(
-            "cuda_runtime",
-            "cudaLaunchKernel",
-            (55, 5),
-            r#""correlation": 2"#,
-        ),
+        launch(55, 2),
         host("cpu_op", "aten::relu", (80, 20), ""),
-        host(
-            "cuda_runtime",
-            "cudaLaunchKernel",
-            (85, 5),
-            r#""correlation": 3"#,
-        ),
+        launch(85, 3),
         kernel("gemm_fp16_tensorop", 200, 1),
         kernel("add_kernel", 1300, 2),
         kernel("relu_kernel", 2400, 3),
-        host("user_annotation", "ProfilerStep#2", (5000, 5000), ""),
+    ]
+}
+
+/// Step 2, `at` µs later: one `cudaGraphLaunch` replays kernels named `replayed`.
+fn replay(replayed: [&str; 3], at: i64) -> Vec<String> {
+    let mut events = vec![
+        host("user_annotation", "ProfilerStep#2", (at + 5000, 5000), ""),
         host(
             "cuda_runtime",
             "cudaGraphLaunch",
-            (5010, 10),
+            (at + 5010, 10),
             r#""correlation": 9"#,
         ),
     ];
     for (k, name) in replayed.iter().enumerate() {
-        events.push(kernel(name, 5100 + 1100 * k as i64, 9));
+        events.push(kernel(name, at + 5100 + 1100 * k as i64, 9));
     }
-    let doc = kineto::document(
-        &[kineto::device(0, "NVIDIA A100-SXM4-80GB", 8, 80 << 30)],
-        "",
-        &events,
-        "capture.pt.trace.json",
-    );
-    ingest(doc.as_bytes())
+    events
+}
+
+/// The same capture and replay recorded as two traces, as a serving engine's are: the replay
+/// alone, an hour later on its clock, with the warm-up's trace given beside it.
+fn replay_with_capture_beside(replayed: [&str; 3]) -> Trace {
+    let read = |events: &[String]| {
+        ingest_bytes(document(events).as_bytes(), IngestOptions::default()).expect("a trace")
+    };
+    read(&replay(replayed, 3_600_000_000))
+        .with_capture(&read(&warm_up()), "warm-up.pt.trace.json")
+        .trace
 }
 
 /// The replayed kernel named `name` and the operator its work is charged to.
@@ -367,4 +389,89 @@ fn a_replayed_kernel_whose_name_differs_stays_unattributed_and_counted() {
     let t = capture_and_replay(["gemm_fp16_tensorop", "a_kernel", "b_kernel"]);
     let g = summary(&t).expect("a graph summary");
     assert_eq!(g.tied_kernels, 0);
+}
+
+#[test]
+fn a_capture_trace_given_beside_the_replay_ties_each_replayed_kernel_to_its_operator() {
+    let t = replay_with_capture_beside(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
+    for (kernel, op) in [
+        ("gemm_fp16_tensorop", "aten::mm"),
+        ("add_kernel", "aten::add"),
+        ("relu_kernel", "aten::relu"),
+    ] {
+        let (k, got) = operator_of(&t, kernel);
+        assert_eq!(got.as_deref(), Some(op), "{kernel}");
+        let launch = t.launch_of(k).expect("a launch");
+        assert_eq!(t.name_of(launch as usize), "cudaGraphLaunch", "{kernel}");
+    }
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    assert!(
+        g.line()
+            .ends_with("(in the capture trace warm-up.pt.trace.json), 0.00 ms unattributed"),
+        "{}",
+        g.line()
+    );
+    let captured = t.captured.as_ref().expect("a capture");
+    assert_eq!((captured.replayed, captured.tied), (3, 3));
+    // The replayed GEMM gets its op's FLOPs; the module tree counts the replay for the module
+    // that ran its operators at capture (its calls and host time are the capture's: not counted).
+    let step = (2, 3_600_005_000_000, 3_600_010_000_000);
+    let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[step]).expect("a GPU");
+    assert_eq!(
+        (r.coverage.graph_ms, r.coverage.graph_unattributed_ms),
+        (3.0, 0.0)
+    );
+    assert_eq!(r.coverage.shapes_ms, 1.0, "{:?}", r.coverage);
+    let mfu = r.steps[0].mfu.expect("an MFU");
+    assert!(
+        (mfu - 2.0 * 4096f64.powi(3) / 312e12 / 5e-3).abs() < 1e-9,
+        "{mfu}"
+    );
+    let tree = torchtraceap::modules::ModuleTree::of(&t).expect("a module tree");
+    let block = tree
+        .nodes
+        .iter()
+        .find(|n| n.name == "Block_0")
+        .expect("Block_0");
+    assert_eq!((block.gpu_ns, block.calls, block.cpu_ns), (3_000_000, 0, 0));
+    assert_eq!(tree.outside_gpu_ns, 0);
+    // What the trace records is the replay's alone: the grafted events are in no track and
+    // count nowhere else.
+    let alone = ingest(
+        document(&replay(
+            ["gemm_fp16_tensorop", "add_kernel", "relu_kernel"],
+            3_600_000_000,
+        ))
+        .as_bytes(),
+    );
+    assert_eq!(t.recorded(), 0..alone.events.len());
+    assert_eq!(t.count_by_kind(), alone.count_by_kind());
+    assert_eq!(
+        torchtraceap::model::fingerprint::fingerprint(&t),
+        torchtraceap::model::fingerprint::fingerprint(&alone)
+    );
+}
+
+#[test]
+fn a_kernel_the_capture_trace_runs_under_another_name_stays_unattributed() {
+    let t = replay_with_capture_beside(["gemm_fp16_tensorop", "fused_add_kernel", "relu_kernel"]);
+    assert_eq!(
+        operator_of(&t, "relu_kernel").1.as_deref(),
+        Some("aten::relu")
+    );
+    let (k, op) = operator_of(&t, "fused_add_kernel");
+    assert_eq!(op.as_deref(), Some("ProfilerStep#2"));
+    assert_eq!(t.origin_of(k), t.launch_of(k));
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 2));
+    // A capture of other work ties nothing, and says so.
+    let t = replay_with_capture_beside(["gemm_fp16_tensorop", "a_kernel", "b_kernel"]);
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!(g.tied_kernels, 0);
+    assert!(
+        g.line().contains("neither the trace nor the capture trace warm-up.pt.trace.json records a run of the same kernels"),
+        "{}",
+        g.line()
+    );
 }

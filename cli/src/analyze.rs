@@ -8,7 +8,7 @@ use torchtraceap::run::is_run;
 use torchtraceap::view_link;
 use torchtraceap::{Severity, DETECTORS, OBSERVERS};
 
-use torchtraceap_cli::read::WithProgress;
+use torchtraceap_cli::read::{CaptureArg, WithProgress};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -46,6 +46,8 @@ pub struct Args {
     share: bool,
     #[command(flatten)]
     link: crate::share::LinkArgs,
+    #[command(flatten)]
+    capture: CaptureArg,
 }
 
 /// The reports; a file that does not read is said (`error: `) and the others still reported,
@@ -87,7 +89,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         FailOn::Medium => Severity::Medium,
         FailOn::High => Severity::High,
     });
-    let analyzed = Analyzed::new(&args.files, &WithProgress)?;
+    let analyzed = match args.capture.read()? {
+        Some(beside) => {
+            if args.files.len() != 1 || args.files[0].is_dir() {
+                anyhow::bail!(
+                    "--capture ties one trace of graph replays to its capture: give one trace file, not {}",
+                    if args.files.len() == 1 { "a folder".to_string() } else { format!("{} files", args.files.len()) }
+                );
+            }
+            Analyzed::new(&args.files, &beside)?
+        }
+        None => Analyzed::new(&args.files, &WithProgress)?,
+    };
     let errors = analyzed.errors();
     for e in &errors {
         eprintln!("error: {e}");

@@ -8,7 +8,7 @@ use torchtraceap::modules::ModuleTree;
 use torchtraceap::pct;
 use torchtraceap::share::quoted;
 
-use torchtraceap_cli::read::read_trace;
+use torchtraceap_cli::read::{read_trace, CaptureArg};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,6 +24,8 @@ pub struct Args {
     /// Print the whole tree as JSON instead.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    capture: CaptureArg,
 }
 
 /// The tree as indented text, keeping nodes within `depth` and with at least `min_pct` of the
@@ -82,6 +84,10 @@ pub fn text(tree: &ModuleTree, depth: usize, min_pct: f64) -> String {
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let ingested = read_trace(&args.file)?;
+    let ingested = match args.capture.read()? {
+        Some(beside) => beside.tie(ingested),
+        None => ingested,
+    };
     let Some(tree) = ModuleTree::of(&ingested.trace) else {
         anyhow::bail!(
             "{}: no module frames: record with torch.profiler.profile(with_modules=True) \

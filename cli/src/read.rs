@@ -69,3 +69,48 @@ impl files::Reader for WithProgress {
         read_file_among(path, IngestOptions::default(), concurrent)
     }
 }
+
+/// `--capture FILE`: the trace of a warm-up that captured the graphs a trace replays.
+#[derive(clap::Args)]
+pub struct CaptureArg {
+    /// A capture trace for a trace of CUDA/HIP graph replays (a serving engine's or
+    /// `torch.compile(mode="reduce-overhead")`'s warm-up, recorded with its operators): each
+    /// replayed kernel is tied by kernel order and name to the operator and module that launched
+    /// it there, so the roofline, module tree and evidence cover graph kernels.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<std::path::PathBuf>,
+}
+
+impl CaptureArg {
+    /// The capture trace, read, with the name it is reported by; `None` without `--capture`.
+    pub fn read(&self) -> anyhow::Result<Option<Beside>> {
+        let Some(path) = &self.capture else {
+            return Ok(None);
+        };
+        let capture = read_trace(path).context("reading the capture trace given by --capture")?;
+        Ok(Some(Beside {
+            capture,
+            from: path.display().to_string(),
+        }))
+    }
+}
+
+/// A capture trace given beside the traces read: [`WithProgress`], each trace then tied to it
+/// (`Ingested::with_capture`).
+pub struct Beside {
+    capture: Ingested,
+    from: String,
+}
+
+impl Beside {
+    /// `ingested` with this capture beside it.
+    pub fn tie(&self, ingested: Ingested) -> Ingested {
+        ingested.with_capture(&self.capture, &self.from)
+    }
+}
+
+impl files::Reader for Beside {
+    fn read(&self, path: &Path, concurrent: usize) -> Result<Ingested, IngestError> {
+        read_file_among(path, IngestOptions::default(), concurrent).map(|i| self.tie(i))
+    }
+}

@@ -220,7 +220,7 @@ impl Stats {
         let mut class_ns = [0i64; KernelClass::ALL.len()];
         let mut cpu_ops = 0usize;
         let mut launch_starts: Vec<(u32, i64)> = Vec::new();
-        for i in 0..e.len() {
+        for i in t.recorded() {
             let kind = e.kind[i];
             if kind.is_gpu_work() {
                 for s in &t.steps {

@@ -238,7 +238,7 @@ fn fused_anywhere(t: &Trace) -> bool {
     });
     let fused = of_names(t, |name| FUSED.iter().any(|f| name.contains(f)));
     let runs_math = |i: usize| t.nested_in(i).any(|j| math[e.name[j] as usize]);
-    (0..e.len()).any(|i| match e.kind[i] {
+    t.recorded().any(|i| match e.kind[i] {
         EventKind::CpuOp => {
             let name = e.name[i] as usize;
             fused[name] && !math[name] && !(dispatcher[name] && runs_math(i))
@@ -667,7 +667,7 @@ impl Observer for AttentionHotSpot {
         let attention = of_names(t, is_attention);
         let mut total = 0i64;
         let mut blocks = 0usize;
-        for i in 0..e.len() {
+        for i in t.recorded() {
             if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation)
                 || !attention[e.name[i] as usize]
                 || a.steady_step_at(e.start[i]).is_none()

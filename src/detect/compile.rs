@@ -25,7 +25,7 @@ impl Observer for GraphBreaks {
         let t = a.trace;
         let e = &t.events;
         let (mut regions, mut recompiled) = (0u64, Vec::new());
-        for i in 0..e.len() {
+        for i in t.recorded() {
             // The name first: a step lookup per event costs more than the whole scan.
             if !matches!(e.kind[i], EventKind::CpuOp | EventKind::UserAnnotation) {
                 continue;

@@ -305,7 +305,8 @@ impl Judged {
         keep: impl Fn(usize) -> bool,
     ) -> Vec<usize> {
         let e = &a.trace.events;
-        (0..e.len())
+        a.trace
+            .recorded()
             .filter(|&i| keep(i) && self.holds_at(a, e.start[i]))
             .collect()
     }

@@ -177,7 +177,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
     bound.extend(more);
     let forward_backward = link_flows(&flows, &bound, &events, &mut launches);
     link_graph_kernels_by_time(&b, &events, &tracks, &mut launches);
-    let replayed_from = super::replays::tie(&b, &events, &launches);
+    let replayed_from = super::replays::tie(&b.details, &events, &launches);
     let meta = TraceMeta {
         clipped,
         ..meta(&b, span)
@@ -195,6 +195,7 @@ pub fn assemble(mut b: Builder, unclosed: &[u32], threads: usize) -> Trace {
         replayed_from,
         steps,
         step_source,
+        captured: None,
     }
 }
 

@@ -46,7 +46,7 @@ pub fn fingerprint(trace: &Trace) -> String {
     let ev = &trace.events;
     let mut names: Vec<Option<u64>> = vec![None; trace.strings.len()];
     let mut events = 0u64;
-    for i in 0..ev.len() {
+    for i in trace.recorded() {
         let id = ev.name[i];
         let name = *names[id as usize].get_or_insert_with(|| {
             let mut h = Fnv::new();
@@ -62,7 +62,7 @@ pub fn fingerprint(trace: &Trace) -> String {
     }
     let mut h = Fnv::new();
     h.text("torchtraceap fingerprint 1");
-    h.u64(ev.len() as u64);
+    h.u64(trace.recorded().len() as u64);
     let (first, last) = trace.meta.span.unwrap_or((0, 0));
     h.u64(first as u64);
     h.u64(last as u64);

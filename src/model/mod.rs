@@ -3,7 +3,9 @@
 //! Invariants (established by `ingest`, relied on by everything downstream):
 //! - times are integer nanoseconds on the trace's own clock; durations are `>= 0`;
 //! - events are stored column by column and sorted by `(track, start, longest first)`, so each
-//!   track's events are the contiguous range `Track::events`;
+//!   track's events are the contiguous range `Track::events`; events past `Trace::recorded`
+//!   were grafted from a capture trace (`ingest::capture`): in no track (`track == NONE`),
+//!   reached only through `Trace::origin_of`;
 //! - on CPU tracks, `parent` and `depth` give the call tree of the nesting kinds
 //!   ([`EventKind::nests_on_cpu`]); events that are not nested have `parent == NONE`;
 //! - `detail` is the offset of the event's record in [`Details`] (decoded by the event's kind:
@@ -370,9 +372,35 @@ pub struct Trace {
     pub replayed_from: Vec<Launch>,
     pub steps: Vec<Step>,
     pub step_source: StepSource,
+    /// The capture trace given beside this one, if any, and what of it was grafted.
+    pub captured: Option<Captured>,
+}
+
+/// A capture trace given beside a trace of graph replays (`ingest::capture`): the launches
+/// that replays were tied to, with their callers, are grafted into the replay trace's events
+/// from `first_event` on, in no track.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Captured {
+    /// The capture trace's name, as given.
+    pub from: String,
+    /// Where the grafted events start in [`Events`]: past every track's.
+    pub first_event: u32,
+    /// Graph-replayed records the replay trace did not tie itself, and how many of them the
+    /// capture trace tied.
+    pub replayed: u64,
+    pub tied: u64,
 }
 
 impl Trace {
+    /// The events the trace records: all but those grafted from a capture trace
+    /// ([`Captured`]), which are reached only through [`Trace::origin_of`].
+    pub fn recorded(&self) -> std::ops::Range<usize> {
+        0..self
+            .captured
+            .as_ref()
+            .map_or(self.events.len(), |c| c.first_event as usize)
+    }
+
     pub fn name_of(&self, event: usize) -> &str {
         self.strings.get(self.events.name[event])
     }
@@ -406,7 +434,7 @@ impl Trace {
     /// Number of events of each kind.
     pub fn count_by_kind(&self) -> Vec<(EventKind, usize)> {
         let mut counts = [0usize; EventKind::ALL.len()];
-        for &k in &self.events.kind {
+        for &k in &self.events.kind[self.recorded()] {
             counts[k as usize] += 1;
         }
         EventKind::ALL
@@ -426,7 +454,8 @@ impl Trace {
     }
 
     /// The launch call whose operators and module `gpu_event` ran for: for a graph-replayed
-    /// record tied to a recorded launch of the same work, that launch; else its own launch.
+    /// record tied to a recorded launch of the same work (in this trace, or grafted from a
+    /// capture trace), that launch; else its own launch.
     pub fn origin_of(&self, gpu_event: u32) -> Option<u32> {
         let i = self.replayed_from.partition_point(|l| l.gpu < gpu_event);
         self.replayed_from

@@ -183,7 +183,7 @@ fn totals(t: &Trace, keep: impl Fn(EventKind) -> bool, self_time: bool) -> Vec<N
     let e = &t.events;
     // Per raw name first (interned ids: one normalization per distinct name).
     let mut raw: FxHashMap<u32, (u64, i64)> = FxHashMap::default();
-    for i in 0..e.len() {
+    for i in t.recorded() {
         if !keep(e.kind[i]) {
             continue;
         }
@@ -233,7 +233,7 @@ fn most_time_first<K>(by_name: FxHashMap<K, (NameTotal, i64)>) -> Vec<NameTotal>
 /// The batch size from the first batch-carrying operator (`BATCH_OPS`) that starts in `range`.
 fn batch_of(t: &Trace, range: (i64, i64)) -> Option<Batch> {
     let e = &t.events;
-    (0..e.len())
+    t.recorded()
         .filter(|&i| {
             e.kind[i] == EventKind::CpuOp
                 && e.start[i] >= range.0

@@ -43,6 +43,11 @@ impl Report {
             }
         );
         if let Some(g) = &self.graphs {
+            // The capture trace's name is the user's: shown as typed.
+            let g = crate::graphs::GraphSummary {
+                capture: g.capture.as_deref().map(md_text),
+                ..g.clone()
+            };
             let _ = writeln!(o, "CUDA/HIP graphs: {}.{}\n", g.line(), g.per_step());
         }
         self.serving_markdown(&mut o);

@@ -197,7 +197,7 @@ pub fn search(t: &Trace, layout: &Layout, text: &str) -> Vec<u32> {
     let matching: Vec<bool> = (0..t.strings.len() as u32)
         .map(|id| t.strings.get(id).to_lowercase().contains(&needle))
         .collect();
-    let mut found: Vec<u32> = (0..t.events.len() as u32)
+    let mut found: Vec<u32> = (t.recorded().map(|i| i as u32))
         .filter(|&i| {
             matching[t.events.name[i as usize] as usize] && layout.row_of[i as usize] != u32::MAX
         })

@@ -305,7 +305,8 @@ pub fn events(
         })
         .collect();
     let e = &t.events;
-    let mut found: Vec<usize> = (0..e.len())
+    let mut found: Vec<usize> = t
+        .recorded()
         .filter(|&i| {
             matching[e.name[i] as usize]
                 && e.kind[i] != EventKind::Memory

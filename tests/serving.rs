@@ -356,3 +356,57 @@ fn a_serving_report_counts_per_iteration() {
     let md = AnalyzedTrace::new(&ingested).report().to_markdown("sample");
     assert!(md.contains("| time recoverable per step |") && !md.contains("iteration"));
 }
+
+#[test]
+fn the_llm_request_of_a_serving_capture_counts_per_iteration() {
+    use torchtraceap::llm::answer::parse_answer;
+    use torchtraceap::llm::check::check;
+    use torchtraceap::llm::summary::SummaryOptions;
+    let bytes =
+        std::fs::read(common::repo().join("tests/fixtures/vllm-serving-eager.pt.trace.json"))
+            .expect("readable");
+    let ingested = ingest_bytes(&bytes, IngestOptions::default()).expect("a trace");
+    let analyzed = AnalyzedTrace::new(&ingested);
+    let summaries = analyzed.window_summaries(&SummaryOptions::default());
+    let w = summaries
+        .iter()
+        .find(|w| w.key == "finding:launch-bound-small-kernels")
+        .expect("the launch-bound finding's window");
+    let sent = w.text();
+    for said in [
+        "9 steady-state iterations, mean iteration 2.950 ms",
+        "Window: iteration 4, window 1 of 1 (slice), 0.000–1.597 ms into a 1.597 ms iteration",
+        "about 0.69 ms per iteration (45.7% of the iteration)",
+        "held in 6 of 6 steady iterations",
+        "ms into the iteration (",
+    ] {
+        assert!(sent.contains(said), "{said:?} missing:\n{sent}");
+    }
+    assert!(w.title.ends_with("(iteration 4)"), "{}", w.title);
+    // Only the rule's own words (its gate, its fix) still say "step".
+    for line in sent.lines().filter(|l| l.contains("step")) {
+        assert!(
+            line.starts_with("Gate: ") || line.starts_with("The rule's fix: "),
+            "{line}"
+        );
+    }
+    // An answer that reads the figures as the request gives them misreads none; one that
+    // takes the iteration's length for the time it loses misreads it.
+    let answer = |explanation: &str| {
+        parse_answer(&format!(
+            r#"{{"anti_pattern": "launch-bound-small-kernels", "explanation": "{explanation}", "fix": "CUDA graphs", "confidence": 0.9}}"#
+        ))
+    };
+    let read = check(
+        &sent,
+        &answer("The GPU idles 0.69 ms per iteration of the 1.597 ms iteration."),
+        Some("launch-bound-small-kernels"),
+    );
+    assert_eq!((read.found(), read.misread().count()), (2, 0), "{read:?}");
+    let misread = check(
+        &sent,
+        &answer("The decode loses 1.597 ms per iteration."),
+        Some("launch-bound-small-kernels"),
+    );
+    assert_eq!(misread.misread().count(), 1, "{misread:?}");
+}

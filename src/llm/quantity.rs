@@ -77,7 +77,11 @@ pub(super) fn in_request(sent: &str, at: &Range<usize>, count: bool) -> Option<Q
         Some(Quantity::Offset)
     } else if after.starts_with(" long)") && line.starts_with("Window:") {
         Some(Quantity::WindowLength)
-    } else if after.starts_with(" step") || before.ends_with("mean step ") {
+    } else if [" step", " iteration"].iter().any(|w| after.starts_with(w))
+        || ["mean step ", "mean iteration "]
+            .iter()
+            .any(|w| before.ends_with(w))
+    {
         Some(Quantity::StepLength)
     } else if count
         && ((before.ends_with('(') && after.starts_with(')'))
@@ -134,7 +138,7 @@ pub(super) fn in_answer(text: &str, at: &Range<usize>) -> Option<Quantity> {
         Some(Quantity::WindowLength)
     } else if after.starts_with(" into") {
         Some(Quantity::Offset)
-    } else if after.starts_with(" step")
+    } else if [" step", " iteration"].iter().any(|w| after.starts_with(w))
         || [
             "step of ",
             "step takes ",
@@ -142,6 +146,10 @@ pub(super) fn in_answer(text: &str, at: &Range<usize>) -> Option<Quantity> {
             "step time of ",
             "step duration of ",
             "mean step ",
+            "iteration of ",
+            "iteration takes ",
+            "iteration lasts ",
+            "mean iteration ",
         ]
         .iter()
         .any(|w| before.ends_with(w))
@@ -152,6 +160,8 @@ pub(super) fn in_answer(text: &str, at: &Range<usize>) -> Option<Quantity> {
         " each step",
         " every step",
         " per iteration",
+        " each iteration",
+        " every iteration",
         " of idle",
         " idle",
     ]

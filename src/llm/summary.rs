@@ -160,6 +160,8 @@ pub fn summarize(
     opts: &SummaryOptions,
 ) -> Vec<WindowSummary> {
     let header = trace_line(a, report);
+    // A serving capture's steps are its engine's iterations.
+    let step_word = a.step_word();
     let mut out = Vec::new();
     for f in findings {
         if let Some((step, win)) = finding_window(a, report, f) {
@@ -167,7 +169,7 @@ pub fn summarize(
             lines.push(Line {
                 importance: 0,
                 text: format!(
-                    "Flagged by rule `{}` ({}): {}. Severity {}, about {:.2} ms per step ({:.1}% of the step), confidence {:.2}.",
+                    "Flagged by rule `{}` ({}): {}. Severity {}, about {:.2} ms per {step_word} ({:.1}% of the {step_word}), confidence {:.2}.",
                     f.id,
                     f.title,
                     f.summary,
@@ -195,7 +197,7 @@ pub fn summarize(
             out.push(window_summary(
                 a,
                 format!("finding:{}", f.id),
-                format!("{} (step {})", f.title, a.steps.steps[step].number),
+                format!("{} ({step_word} {})", f.title, a.steps.steps[step].number),
                 Flag::Finding(f.id.to_string()),
                 (step, win),
                 lines,
@@ -219,7 +221,7 @@ pub fn summarize(
         out.push(window_summary(
             a,
             format!("unexplained:{}:{}", u.step, win),
-            format!("Unexplained {} window (step {})", u.phase, u.step),
+            format!("Unexplained {} window ({step_word} {})", u.phase, u.step),
             Flag::Unexplained(u.predicted_type.clone()),
             (step, win),
             lines,
@@ -300,8 +302,9 @@ fn trace_line(a: &Analysis<'_>, report: &Report) -> Line {
             })
         })
         .unwrap_or_else(|| "no GPU listed".to_string());
+    let step = report.step_word();
     let mut text = format!(
-        "Trace: {} profile on {device}; {} steady-state steps, mean step {:.3} ms",
+        "Trace: {} profile on {device}; {} steady-state {step}s, mean {step} {:.3} ms",
         t.era, t.steady_steps, t.mean_step_ms
     );
     if let (Some(r), Some(w)) = (t.rank, t.world_size) {
@@ -347,11 +350,12 @@ fn evidence_lines(
     let mut out = vec![Line {
         importance: 1,
         text: format!(
-            "Gate: {} at least {} held in {} of {} steady steps (median {:.2}); the time the rule claims covers {:.3} ms of this window.",
+            "Gate: {} at least {} held in {} of {} steady {}s (median {:.2}); the time the rule claims covers {:.3} ms of this window.",
             g.gate.quantity,
             g.gate.threshold,
             g.held_steps,
             g.steady_steps,
+            a.step_word(),
             g.median,
             ms(claimed.iter().map(|c| c.1 - c.0).sum())
         ),
@@ -368,9 +372,10 @@ fn evidence_lines(
             // Past the first few, a budget drops them before the others.
             importance: if k < EVIDENCE_KEPT { 1 } else { 2 },
             text: format!(
-                "Evidence event in this window: {} at {:.3} ms into the step, {:.3} ms long.",
+                "Evidence event in this window: {} at {:.3} ms into the {}, {:.3} ms long.",
                 cut(a.trace.name_of(i)),
                 ms(e.start[i] - s.start),
+                a.step_word(),
                 ms(e.dur[i])
             ),
         });
@@ -420,9 +425,10 @@ fn evidence_lines(
             out.push(Line {
                 importance: 1,
                 text: format!(
-                    "Claimed stretch: {:.3}–{:.3} ms into the step ({:.3} ms).",
+                    "Claimed stretch: {:.3}–{:.3} ms into the {} ({:.3} ms).",
                     ms(c.0 - s.start),
                     ms(c.1 - s.start),
+                    a.step_word(),
                     ms(c.1 - c.0)
                 ),
             });
@@ -463,12 +469,13 @@ fn window_summary(
 ) -> WindowSummary {
     let s = &a.steps.steps[step];
     let w = &s.windows[win];
+    let word = a.step_word();
     lines.insert(
         1,
         Line {
             importance: 0,
             text: format!(
-                "Window: step {}{}, window {} of {} ({}{}), {:.3}–{:.3} ms into a {:.3} ms step ({:.3} ms long).",
+                "Window: {word} {}{}, window {} of {} ({}{}), {:.3}–{:.3} ms into a {:.3} ms {word} ({:.3} ms long).",
                 s.number,
                 if s.warmup { " (warm-up)" } else { "" },
                 win + 1,

@@ -397,29 +397,15 @@ fn a_serving_capture_is_shown_as_its_iterations_by_kind() {
     );
 }
 
-/// A warm-up recorded with its operators (`Block_0` runs `aten::mm`, fp16 4096², then
-/// `aten::add`, one launch each) and, in a trace of its own, one `cudaGraphLaunch` replaying
-/// the same two kernels.
-const WARM_UP: &str = r#"{"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [
-  {"ph": "X", "cat": "python_function", "name": "nn.Module: Block_0", "pid": 1, "tid": 1, "ts": 10, "dur": 100},
-  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20, "dur": 20, "args": {"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::Half", "c10::Half"]}},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 25, "dur": 5, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 50, "dur": 20},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 55, "dur": 5, "args": {"correlation": 2}},
-  {"ph": "X", "cat": "kernel", "name": "gemm_fp16_tensorop", "pid": 0, "tid": 7, "ts": 200, "dur": 1000, "args": {"correlation": 1, "device": 0, "stream": 7}},
-  {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 1300, "dur": 1000, "args": {"correlation": 2, "device": 0, "stream": 7}}
-]}"#;
-const REPLAY: &str = r#"{"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 9000010, "dur": 10, "args": {"correlation": 9}},
-  {"ph": "X", "cat": "kernel", "name": "gemm_fp16_tensorop", "pid": 0, "tid": 7, "ts": 9000100, "dur": 1000, "args": {"correlation": 9, "device": 0, "stream": 7}},
-  {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 9001200, "dur": 1000, "args": {"correlation": 9, "device": 0, "stream": 7}}
-]}"#;
-
+/// `tests/fixtures/graph-warm-up.pt.trace.json`: a warm-up recorded with its operators
+/// (`Block_0` runs `aten::mm`, fp16 4096², then `aten::add`, one launch each);
+/// `graph-replay.pt.trace.json`: one `cudaGraphLaunch` replaying the same two kernels.
 #[test]
 fn a_capture_trace_given_beside_a_replay_attributes_its_kernels() {
-    let warm_up = temp_file("warm-up.json", WARM_UP.as_bytes());
-    let replay = temp_file("replay.json", REPLAY.as_bytes());
-    let (warm_up, replay) = (warm_up.to_str().unwrap(), replay.to_str().unwrap());
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/");
+    let warm_up = format!("{fixture}graph-warm-up.pt.trace.json");
+    let replay = format!("{fixture}graph-replay.pt.trace.json");
+    let (warm_up, replay) = (warm_up.as_str(), replay.as_str());
     let text = |o: Output| {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
@@ -431,7 +417,10 @@ fn a_capture_trace_given_beside_a_replay_attributes_its_kernels() {
         md.contains("2 of them (2.00 ms) tied by kernel order and name"),
         "{md}"
     );
-    assert!(md.contains("warm-up.json), 0.00 ms unattributed"), "{md}");
+    assert!(
+        md.contains("warm-up.pt.trace.json), 0.00 ms unattributed"),
+        "{md}"
+    );
     // The module tree: nothing without the capture, both kernels under Block_0 with it.
     let o = ttap(&["modules", replay]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("Block_0"));

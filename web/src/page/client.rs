@@ -31,8 +31,10 @@ impl PartialEq for Client {
 struct Inner {
     /// The worker that holds one of `files`' traces and answers requests about it.
     viewer: Option<Viewer>,
-    /// The files of the load shown, to read one again when a request is about it.
+    /// The files of the load shown, to read one again when a request is about it, and the
+    /// graph capture trace given beside them.
     files: Vec<File>,
+    capture: Option<File>,
     /// Viewers started: the timeline, whose canvas belongs to one worker, is made again for
     /// each.
     viewers: u32,
@@ -53,6 +55,7 @@ impl Client {
         Client(Rc::new(RefCell::new(Inner {
             viewer: None,
             files: Vec::new(),
+            capture: None,
             viewers: 0,
             last_id: 0,
             waiting: BTreeMap::new(),
@@ -61,14 +64,16 @@ impl Client {
         })))
     }
 
-    /// A new load is shown: its `files`, and the worker that holds file 0's trace (if it read
-    /// it). Requests still waiting for the previous worker get no reply.
-    pub fn hold(&self, worker: Option<AnalysisWorker>, files: Vec<File>) {
+    /// A new load is shown: its `files` (with `capture` beside them), and the worker that holds
+    /// file 0's trace (if it read it). Requests still waiting for the previous worker get no
+    /// reply.
+    pub fn hold(&self, worker: Option<AnalysisWorker>, files: Vec<File>, capture: Option<File>) {
         let messages = self.messages();
         let mut inner = self.0.borrow_mut();
         inner.viewer = worker.map(|worker| Viewer::holding(worker, 0, messages));
         inner.viewers += 1;
         inner.files = files;
+        inner.capture = capture;
         inner.waiting.clear();
     }
 
@@ -151,7 +156,8 @@ impl Client {
         let Some(handle) = inner.files.get(file).cloned() else {
             return Reader::NoFile;
         };
-        let notice = match Viewer::reading(handle.clone(), file, messages) {
+        let capture = inner.capture.clone();
+        let notice = match Viewer::reading(handle.clone(), capture, file, messages) {
             Ok(v) => {
                 inner.viewer = Some(v);
                 inner.waiting.clear();

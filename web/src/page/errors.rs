@@ -65,6 +65,14 @@ pub fn file_error(error: &FileError, name: &str) -> String {
         FileError::NotHandedOver { detail } => {
             format!("Could not hand the file to the worker: {detail}")
         }
+        FileError::Capture {
+            name: capture,
+            error,
+        } => format!(
+            "the graph capture trace {capture}, given to tie {name}'s graph replays to, could not \
+             be read: {} Remove the capture (or choose another), then open {name} again.",
+            file_error(error, capture)
+        ),
         FileError::Stopped { detail } => format!(
             "The analysis of this file stopped unexpectedly: {detail}. If the file is large, its \
              worker may have run out of memory (a worker has at most 4 GiB): analyze it with the \

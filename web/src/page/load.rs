@@ -62,6 +62,10 @@ pub fn drop_zone(props: &DropZoneProps) -> Html {
 pub struct PickerProps {
     pub on_files: Callback<Vec<File>>,
     pub on_sample: Callback<()>,
+    /// A graph capture trace chosen (`Some`) or removed (`None`).
+    pub on_capture: Callback<Option<File>>,
+    /// The name of the graph capture trace chosen, if any.
+    pub capture: Option<String>,
     pub busy: bool,
 }
 
@@ -78,6 +82,18 @@ pub fn picker(props: &PickerProps) -> Html {
         })
     };
     let on_sample = props.on_sample.reform(|_: MouseEvent| ());
+    let on_capture = {
+        let on_capture = props.on_capture.clone();
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let file = files_of(input.files()).into_iter().next();
+            input.set_value("");
+            if file.is_some() {
+                on_capture.emit(file);
+            }
+        })
+    };
+    let on_remove = props.on_capture.reform(|_: MouseEvent| None);
     html! {
         <div class="picker">
             <label class="button primary">
@@ -86,6 +102,18 @@ pub fn picker(props: &PickerProps) -> Html {
                     {onchange} />
             </label>
             <button class="button" id="sample" onclick={on_sample} disabled={props.busy}>{"Try the sample trace"}</button>
+            <label class="button" title="A trace of the warm-up that captured the CUDA/HIP graphs a trace replays (recorded with its operators): each replayed kernel gets the operator and module that launched it there.">
+                {"Graph capture…"}
+                <input type="file" id="capture-input" accept=".json,.gz,application/json,application/gzip"
+                    onchange={on_capture} />
+            </label>
+            if let Some(name) = &props.capture {
+                <p class="capture-chosen" id="capture-chosen">
+                    {"The traces opened next have their graph replays tied to the capture trace "}
+                    <code>{name}</code>{". "}
+                    <button id="capture-remove" onclick={on_remove}>{"Remove"}</button>
+                </p>
+            }
         </div>
     }
 }

@@ -55,6 +55,8 @@ pub const SAMPLE_URL: &str = "samples/resnet50-a100-dataloader.pt.trace.json.gz"
 
 pub enum Msg {
     Open(Vec<File>),
+    /// A graph capture trace chosen (or removed) for the next loads.
+    Capture(Option<File>),
     OpenSample,
     /// Something the user asked for failed; the message says what and what to do.
     Failed(String),
@@ -138,6 +140,8 @@ pub struct App {
     compared: (usize, usize),
     /// A comparison or run link's view, shown while no trace is loaded.
     shared_view: Option<Rc<SharedView>>,
+    /// The graph capture trace chosen to read the next traces' graph replays with.
+    capture: Option<File>,
 }
 
 /// What a shared link said beyond its report.
@@ -173,6 +177,7 @@ impl Component for App {
             llm: Rc::default(),
             compared: (0, 1),
             shared_view: None,
+            capture: None,
         };
         let fragment = share::page_fragment();
         if view_link::is_view_link(&fragment) {
@@ -191,6 +196,7 @@ impl Component for App {
                 }
                 self.start(ctx, files);
             }
+            Msg::Capture(capture) => self.capture = capture,
             Msg::OpenSample => {
                 self.notice = None;
                 ctx.link().send_future(async {
@@ -301,6 +307,8 @@ impl Component for App {
                     <load::Picker
                         on_files={link.callback(Msg::Open)}
                         on_sample={link.callback(|_| Msg::OpenSample)}
+                        on_capture={link.callback(Msg::Capture)}
+                        capture={self.capture.as_ref().map(File::name)}
                         busy={self.loading.is_some()} />
                 </header>
                 if let Some(notice) = &self.notice {
@@ -409,10 +417,10 @@ impl App {
             .chain(l.pool.progress.iter().flatten().map(|p| p.memory_bytes))
             .max()
             .unwrap_or(0);
-        let handles = l.pool.files.clone();
+        let (handles, capture) = (l.pool.files.clone(), l.pool.capture.clone());
         let (outcomes, kept) = l.pool.finish();
         if outcomes.iter().any(|f| f.result.is_ok()) {
-            self.client.hold(kept, handles);
+            self.client.hold(kept, handles, capture);
             Rc::make_mut(&mut self.llm).forget_files();
             self.files = outcomes.into_iter().map(Rc::new).collect();
             self.selected = 0;
@@ -498,7 +506,8 @@ impl App {
         self.notice = None;
         self.failed.clear();
         let link = ctx.link().clone();
-        let pool = Pool::new(files, link.callback(|(file, m)| Msg::FromLoad(file, m)));
+        let on_message = link.callback(|(file, m)| Msg::FromLoad(file, m));
+        let pool = Pool::new(files, self.capture.clone(), on_message);
         self.loading = Some(Loading {
             pool,
             _ticker: Interval::new(250, move || link.send_message(Msg::Tick)),

@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use wasm_bindgen::JsValue;
 use web_sys::File;
 use yew::Callback;
 
@@ -94,13 +95,21 @@ impl AnalysisWorker {
         )
     }
 
-    /// Asks the worker to analyze file `index` of a load with up to `workers` workers.
-    pub fn analyze(&self, file: &File, index: usize, workers: usize) -> Result<(), FileError> {
+    /// Asks the worker to analyze file `index` of a load with up to `workers` workers, its
+    /// graph replays tied to `capture` where one is given.
+    pub fn analyze(
+        &self,
+        file: &File,
+        index: usize,
+        workers: usize,
+        capture: Option<&File>,
+    ) -> Result<(), FileError> {
         self.post(&ToWorker::Analyze {
             files: js_sys::Array::of1(file),
             first: index,
             memory_limit: memory_limit(),
             workers,
+            capture: capture.map_or(JsValue::NULL, |c| c.clone().into()),
         })
         .map_err(|detail| FileError::NotHandedOver { detail })
     }
@@ -135,6 +144,8 @@ struct Running {
 /// The workers of one load and what they sent back.
 pub struct Pool {
     pub files: Vec<File>,
+    /// The graph capture trace given beside the files, if any.
+    pub capture: Option<File>,
     /// Where each file's worker sends its messages: `(file, message)`.
     on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     limit: usize,
@@ -157,6 +168,7 @@ impl Pool {
     /// Starts the first workers on `files`.
     pub fn new(
         files: Vec<File>,
+        capture: Option<File>,
         on_message: Callback<(usize, Result<FromWorker, WorkerFailure>)>,
     ) -> Pool {
         let limit = cores().min(files.len()).max(1);
@@ -165,6 +177,7 @@ impl Pool {
             limit,
             workers: workers_per_file(limit),
             files,
+            capture,
             on_message,
             next: 0,
             running: Vec::new(),
@@ -245,7 +258,11 @@ impl Pool {
                 let Some(r) = self.running.iter().find(|r| r.file == file) else {
                     return;
                 };
-                if let Err(e) = r.worker.analyze(&self.files[file], file, self.workers) {
+                let capture = self.capture.as_ref();
+                if let Err(e) = r
+                    .worker
+                    .analyze(&self.files[file], file, self.workers, capture)
+                {
                     self.failed(file, e);
                     self.retire(file, false);
                 }

@@ -14,6 +14,8 @@ pub struct Viewer {
     pub file: usize,
     /// While the file is read: the file, and the requests that wait for it.
     reading: Option<(File, Vec<ToWorker>)>,
+    /// The graph capture trace the load gave beside its files, read with the file again.
+    capture: Option<File>,
     /// The share of the file read so far.
     read: f64,
 }
@@ -27,16 +29,24 @@ impl Viewer {
             worker,
             file,
             reading: None,
+            capture: None,
             read: 1.0,
         }
     }
 
-    /// A new worker that reads file `index` (`file`), then answers requests about it.
-    pub fn reading(file: File, index: usize, on_message: Messages) -> Result<Viewer, FileError> {
+    /// A new worker that reads file `index` (`file`, with `capture` beside it), then answers
+    /// requests about it.
+    pub fn reading(
+        file: File,
+        capture: Option<File>,
+        index: usize,
+        on_message: Messages,
+    ) -> Result<Viewer, FileError> {
         Ok(Viewer {
             worker: AnalysisWorker::start(on_message)?,
             file: index,
             reading: Some((file, Vec::new())),
+            capture,
             read: 0.0,
         })
     }
@@ -66,7 +76,12 @@ impl Viewer {
             FromWorker::Ready => match &self.reading {
                 Some((file, _)) => self
                     .worker
-                    .analyze(file, self.file, super::pool::workers_per_file(1))
+                    .analyze(
+                        file,
+                        self.file,
+                        super::pool::workers_per_file(1),
+                        self.capture.as_ref(),
+                    )
                     .map_err(|e| super::errors::file_error(&e, &file.name())),
                 None => Ok(()),
             },

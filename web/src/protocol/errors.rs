@@ -101,6 +101,8 @@ pub enum FileError {
     Stopped { detail: String },
     /// A shared link that cannot be read: `ShareError`'s message.
     Link { detail: String },
+    /// The capture trace `name` given beside the file could not be read: why.
+    Capture { name: String, error: Box<FileError> },
 }
 
 /// The step of reading a file that the browser failed.

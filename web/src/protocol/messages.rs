@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use torchtraceap::llm::protocol::Endpoint;
 use torchtraceap::llm::summary::{Prompt, SummaryOptions};
 use torchtraceap::ml::labels::WindowLabel;
+use wasm_bindgen::JsValue;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
 
 use super::envelope::encode;
@@ -164,6 +165,10 @@ pub enum ToWorker {
         first: usize,
         memory_limit: u64,
         workers: usize,
+        /// A capture trace (`File`) to tie each file's graph replays to
+        /// (`Ingested::with_capture`), read after the file; `null` without one.
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        capture: JsValue,
     },
     /// The timeline's canvas, which the worker draws into from then on; posted before the first
     /// `View`, transferred ([`ToWorker::transfer`]).

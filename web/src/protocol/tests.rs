@@ -340,6 +340,7 @@ fn files_travel_as_handles() {
         first: 3,
         memory_limit: 1 << 32,
         workers: 4,
+        capture: blob.clone().into(),
     })
     .expect("encodes");
     let ToWorker::Analyze {
@@ -347,18 +348,21 @@ fn files_travel_as_handles() {
         first,
         memory_limit,
         workers,
+        capture,
     } = decode(value).expect("decodes")
     else {
         panic!("not an Analyze");
     };
     let sent: &JsValue = blob.as_ref();
     assert!(&back.get(0) == sent, "the same Blob object");
+    assert!(&capture == sent, "the capture travels as its handle too");
     assert_eq!((first, memory_limit, workers), (3, 1 << 32, 4));
     let analyze = ToWorker::Analyze {
         files,
         first,
         memory_limit,
         workers,
+        capture,
     };
     assert_eq!(analyze.transfer().length(), 0);
 }

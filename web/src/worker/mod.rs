@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 
 use torchtraceap::fleet::Fleet;
-use torchtraceap::ingest::{Ingest, IngestOptions};
+use torchtraceap::ingest::{Ingest, IngestOptions, Ingested};
 use torchtraceap::report::Report;
 use torchtraceap::share;
 use torchtraceap::AnalyzedTrace;
@@ -74,13 +74,16 @@ pub fn start() {
                 first,
                 memory_limit,
                 workers,
+                capture,
             }) => {
                 let reply = reply.clone();
+                let capture = capture.dyn_into::<Blob>().ok();
                 wasm_bindgen_futures::spawn_local(async move {
                     for (index, file) in (first..).zip(files.iter()) {
                         let blob = file.unchecked_ref();
+                        let limits = (memory_limit, workers);
                         let outcome =
-                            analyze_blob(&reply, index, blob, memory_limit, workers).await;
+                            analyze_blob(&reply, index, blob, limits, capture.as_ref()).await;
                         timed("post", || FromWorker::Done(Box::new(outcome)).post(&reply));
                     }
                     FromWorker::Finished.post(&reply);
@@ -155,12 +158,14 @@ fn request_frame(scope: &DedicatedWorkerGlobalScope) {
     }
 }
 
+/// File `index` (`blob`) read and analyzed within `(memory limit, workers)`, a trace with
+/// the graph capture trace `capture` beside it.
 async fn analyze_blob(
     scope: &DedicatedWorkerGlobalScope,
     index: usize,
     blob: &Blob,
-    memory_limit: u64,
-    workers: usize,
+    (memory_limit, workers): (u64, usize),
+    capture: Option<&Blob>,
 ) -> Outcome {
     let name = blob
         .dyn_ref::<File>()
@@ -179,7 +184,10 @@ async fn analyze_blob(
     let result = match saved_document(blob).await {
         Some(Saved::Report) => read_report(blob).await,
         Some(Saved::Fleet) => read_fleet(blob).await,
-        None => analyze_trace(scope, blob, &mut progress, memory_limit, workers).await,
+        None => {
+            let limits = (memory_limit, workers);
+            analyze_trace(scope, blob, &mut progress, limits, capture).await
+        }
     };
     let (result, kept) = match result {
         Ok((document, kept)) => (Ok(document), kept),
@@ -263,8 +271,8 @@ async fn analyze_trace(
     scope: &DedicatedWorkerGlobalScope,
     blob: &Blob,
     progress: &mut Progress,
-    memory_limit: u64,
-    workers: usize,
+    (memory_limit, workers): (u64, usize),
+    capture: Option<&Blob>,
 ) -> Result<Analysis, FileError> {
     phase_start("read");
     let read = match ranges::worth(blob, workers).await? {
@@ -274,14 +282,47 @@ async fn analyze_trace(
         None => read_alone(scope, blob, progress, memory_limit).await,
     };
     phase_end("read");
-    read.and_then(|ingest| {
-        progress.stage = Stage::Analyzing;
-        FromWorker::Progress(progress.clone()).post(scope);
-        let ingested = timed("assemble", || ingest.finish())?;
-        let kept = timed("analysis", || Kept::new(ingested));
-        let analyzed = timed("views", || views(&kept.analyzed, &progress.name));
-        Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
-    })
+    let ingest = read?;
+    progress.stage = Stage::Analyzing;
+    FromWorker::Progress(progress.clone()).post(scope);
+    let mut ingested = timed("assemble", || ingest.finish())?;
+    if let Some(capture) = capture {
+        ingested = with_capture(scope, ingested, capture, progress, memory_limit).await?;
+    }
+    let kept = timed("analysis", || Kept::new(ingested));
+    let analyzed = timed("views", || views(&kept.analyzed, &progress.name));
+    Ok((Document::Analysis(Box::new(analyzed)), Some(kept)))
+}
+
+/// `ingested` with the graph capture trace `capture` beside it, read here (its progress
+/// posted under its own name); a capture that does not read fails the file, naming it.
+async fn with_capture(
+    scope: &DedicatedWorkerGlobalScope,
+    ingested: Ingested,
+    capture: &Blob,
+    progress: &Progress,
+    memory_limit: u64,
+) -> Result<Ingested, FileError> {
+    let name = capture
+        .dyn_ref::<File>()
+        .map_or_else(|| "the capture trace".to_string(), File::name);
+    let failed = |error: FileError| FileError::Capture {
+        name: name.clone(),
+        error: Box::new(error),
+    };
+    let mut reading = Progress {
+        name: name.clone(),
+        stage: Stage::Reading,
+        bytes: 0,
+        total_bytes: capture.size() as u64,
+        ..progress.clone()
+    };
+    let read = read_alone(scope, capture, &mut reading, memory_limit)
+        .await
+        .and_then(|ingest| Ok(ingest.finish()?))
+        .map_err(failed)?;
+    FromWorker::Progress(progress.clone()).post(scope);
+    Ok(timed("capture", || ingested.with_capture(&read, &name)))
 }
 
 /// Feeds the blob to a new ingester, a slice at a time (one stream, one reused slice buffer),

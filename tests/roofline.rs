@@ -247,6 +247,9 @@ fn the_vllm_mi300x_traces_get_an_mfu_and_say_how_the_device_was_matched() {
         let uncounted = roof.mfu_uncounted.expect("a lower bound");
         assert!(uncounted > 0.5, "{trace}: {uncounted}");
         assert!(md.contains("Step MFU at least "), "{md}");
+        // However small, the bound is a figure, not "0.0%".
+        let text = roof.mfu_text().expect("an MFU");
+        assert!(!text.contains(" 0.0%"), "{trace}: {text}");
     }
 }
 

@@ -82,9 +82,15 @@ impl Roofline {
     /// 0.1%" ([`Roofline::mfu_bound`] says why). `None` without a measured MFU.
     pub fn mfu_text(&self) -> Option<String> {
         let mfu = 100.0 * self.measured_mfu()?;
+        // Under 0.05% one decimal would say "0.0%": one significant digit instead.
+        let digits = if mfu > 0.0 && mfu < 0.05 {
+            -mfu.log10().floor() as usize
+        } else {
+            1
+        };
         Some(match self.mfu_uncounted {
-            Some(_) => format!("at least {mfu:.1}%"),
-            None => format!("{mfu:.1}%"),
+            Some(_) => format!("at least {mfu:.digits$}%"),
+            None => format!("{mfu:.digits$}%"),
         })
     }
 

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use torchtraceap::files::Analyzed;
 use torchtraceap::run::is_run;
 use torchtraceap::view_link;
-use torchtraceap::{Severity, DETECTORS, OBSERVERS};
+use torchtraceap::{AnalyzedTrace, Severity, DETECTORS, OBSERVERS};
 
 use torchtraceap_cli::read::{CaptureArg, WithProgress};
 
@@ -48,6 +49,11 @@ pub struct Args {
     link: crate::share::LinkArgs,
     #[command(flatten)]
     capture: CaptureArg,
+    /// An early look at one large plain trace (64 MiB or more): read only the byte ranges that
+    /// hold its first steps (at most an eighth of the file, 128 MiB) and report what those
+    /// steps say. The whole file's report can differ.
+    #[arg(long, conflicts_with_all = ["share", "list", "fail_on"])]
+    early: bool,
 }
 
 /// The reports; a file that does not read is said (`error: `) and the others still reported,
@@ -89,6 +95,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         FailOn::Medium => Severity::Medium,
         FailOn::High => Severity::High,
     });
+    if args.early {
+        return early(args);
+    }
     let analyzed = match args.capture.read()? {
         Some(beside) => {
             if args.files.len() != 1 || args.files[0].is_dir() {
@@ -133,4 +142,42 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--early`: the early look at one trace, or why there is none.
+fn early(args: &Args) -> anyhow::Result<ExitCode> {
+    let [path] = args.files.as_slice() else {
+        anyhow::bail!("--early reads one trace file; {} given", args.files.len());
+    };
+    let Some(e) = torchtraceap::ingest::early::read_early(path)
+        .with_context(|| format!("reading {}", path.display()))?
+    else {
+        anyhow::bail!(
+            "{}: no early look: it needs a plain (not gzip) trace of {} MiB or more whose first steps fit in an eighth of the file; run `ttap analyze {}` for the whole file",
+            path.display(),
+            torchtraceap::ingest::early::MIN_FILE_BYTES >> 20,
+            path.display()
+        );
+    };
+    let analyzed = AnalyzedTrace::new(&e.ingested);
+    let steps = &e.ingested.trace.steps;
+    eprintln!(
+        "Early look at {}: {} whole steps ({}–{}), {:.1} of {:.1} MiB read ({:.1}%); the whole file's report can differ.",
+        path.display(),
+        steps.len(),
+        steps[0].number,
+        steps[steps.len() - 1].number,
+        e.read as f64 / 1048576.0,
+        e.len as f64 / 1048576.0,
+        100.0 * e.read as f64 / e.len as f64
+    );
+    let name = path.display().to_string();
+    match args.format {
+        Format::Md => crate::out(&analyzed.report().to_markdown(&name)),
+        Format::Json => crate::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(analyzed.report()).expect("reports serialize")
+        )),
+    }
+    Ok(ExitCode::SUCCESS)
 }

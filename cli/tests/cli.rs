@@ -1,5 +1,7 @@
 //! The `ttap` binary: what it prints and how it exits, on traces written here and on bad input.
 
+mod synth;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -435,4 +437,42 @@ fn a_capture_trace_given_beside_a_replay_attributes_its_kernels() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("give one trace file, not 2 files"), "{err}");
+}
+
+#[test]
+fn an_early_look_reports_the_first_steps_of_a_large_trace_or_says_why_it_cannot() {
+    use synth::{at, config, synth};
+    use torchtraceap_dev::synth::AntiPattern;
+    let dir = std::env::temp_dir().join(format!("ttap-cli-early-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.pt.trace.json");
+    let stalls = (0..160)
+        .map(|s| at(AntiPattern::DataLoader, s, 0.6))
+        .collect();
+    synth(&big, &config(160, 3, stalls), None);
+    let big = big.to_str().unwrap();
+    let o = ttap(&["analyze", "--early", big]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.starts_with(&format!("Early look at {big}: "))
+            && said.contains(" whole steps (10–")
+            && said
+                .trim_end()
+                .ends_with("the whole file's report can differ."),
+        "{said}"
+    );
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("(`dataloader-bottleneck`)"), "{md}");
+    // A small trace: no early look, and what to run instead.
+    let small = temp_file("small-early.json", two_steps().as_bytes());
+    let o = ttap(&["analyze", "--early", small.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no early look: it needs a plain (not gzip) trace of 64 MiB or more")
+            && err.contains("run `ttap analyze "),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -15,6 +15,7 @@ mod assemble;
 pub mod blocks;
 mod builder;
 mod capture;
+pub mod early;
 mod error;
 mod event;
 mod framer;

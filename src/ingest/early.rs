@@ -1,0 +1,249 @@
+//! An early look at a large trace: its first steps, read from a part of the file. Kineto writes
+//! a trace's events in runs (each host thread's operators; the runtime calls and GPU records),
+//! each in time order, so the events of the first steps sit at the start of every run, not at
+//! the start of the file. The caller reads [`probes`] (small slices spread over the file);
+//! [`plan`] finds the runs from the first timestamp in each probe and the byte ranges that hold
+//! every run's events up to one time, within a budget; the caller reads those ranges, and
+//! [`early`] splices them into one JSON document, reads it and keeps the steps it holds whole.
+//! What it finds is what those steps say; the whole file's analysis replaces it. Plain JSON
+//! only: a gzip stream cannot be read from the middle.
+
+use std::ops::Range;
+
+use memchr::memchr;
+use serde::Deserialize;
+
+use super::event::is_ws;
+use super::{ingest_bytes, IngestOptions, Ingested};
+
+/// Probes per file, and the bytes of each.
+pub const PROBES: u64 = 64;
+pub const PROBE_BYTES: u64 = 32 << 10;
+/// Files under this size get no early look: reading them whole is about as fast.
+pub const MIN_FILE_BYTES: u64 = 64 << 20;
+/// The most an early look reads: this share of the file (1/8), at most [`MAX_READ`].
+const SHARE: u64 = 8;
+const MAX_READ: u64 = 128 << 20;
+/// A drop in time between two probes of more than this share of the trace's span starts a run.
+const NEW_RUN: f64 = 0.25;
+/// Each run is read this share of the span past the cut, for the records written late (a
+/// kernel's record after the next launch).
+const MARGIN: f64 = 0.05;
+/// Steps held whole that an early look needs (a trace with no steps has one, its whole span).
+const MIN_STEPS: usize = 2;
+
+/// Where to read the probes of a file of `len` bytes.
+pub fn probes(len: u64) -> Vec<Range<u64>> {
+    (0..PROBES)
+        .map(|k| {
+            let at = k * len / PROBES;
+            at..(at + PROBE_BYTES).min(len)
+        })
+        .collect()
+}
+
+/// Where a slice starts an element of an array: a `{` after a `,` or `[` (whitespace between).
+fn starts_element(bytes: &[u8], p: usize) -> bool {
+    bytes[p] == b'{'
+        && bytes[..p]
+            .iter()
+            .rposition(|&b| !is_ws(b))
+            .is_some_and(|q| matches!(bytes[q], b',' | b'['))
+}
+
+/// The timestamp (µs, as written) of the first complete event (`"ph": "X"`) whole in `bytes`.
+pub fn first_timestamp(bytes: &[u8]) -> Option<f64> {
+    #[derive(Deserialize)]
+    struct Stub {
+        ph: Option<String>,
+        ts: Option<serde_json::Value>,
+    }
+    let mut i = 0;
+    while let Some(p) = memchr(b'{', &bytes[i..]).map(|p| p + i) {
+        i = p + 1;
+        if !starts_element(bytes, p) {
+            continue;
+        }
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[p..]).into_iter::<Stub>();
+        let Some(Ok(stub)) = stream.next() else {
+            continue;
+        };
+        let ts = stub
+            .ts
+            .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()));
+        if let (Some("X"), Some(ts)) = (stub.ph.as_deref(), ts) {
+            return Some(ts);
+        }
+    }
+    None
+}
+
+/// What an early look reads: byte ranges (sorted, apart), and the time (µs as written) up to
+/// which they hold every run's events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub ranges: Vec<Range<u64>>,
+    pub until_us: f64,
+    /// The file's length.
+    pub len: u64,
+}
+
+impl Plan {
+    /// Bytes the plan reads.
+    pub fn bytes(&self) -> u64 {
+        self.ranges.iter().map(|r| r.end - r.start).sum()
+    }
+}
+
+/// A run of probes in time order: `(offset, ts)` each.
+type Run = Vec<(u64, f64)>;
+
+/// The ranges that read every run up to `cut` µs: a run from the probe before its first
+/// (the file's start for the first run) to its first probe at or past `cut`, else to the next
+/// run's first probe (the file's end for the last); overlapping ranges merged.
+fn ranges_until(runs: &[Run], cut: f64, len: u64) -> Vec<Range<u64>> {
+    let mut ranges: Vec<Range<u64>> = Vec::new();
+    let mut before = 0;
+    for (k, run) in runs.iter().enumerate() {
+        let next = runs.get(k + 1).map_or(len, |r| r[0].0);
+        let end = run.iter().find(|p| p.1 >= cut).map_or(next, |p| p.0);
+        let range = before..end.max(before);
+        before = run.last().map_or(before, |p| p.0);
+        match ranges.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => ranges.push(range),
+        }
+    }
+    ranges.retain(|r| r.end > r.start);
+    ranges
+}
+
+/// The byte ranges to read for an early look at a file of `len` bytes whose probes (at their
+/// offsets) began with the given timestamps; `None` where the file is small, its probes show
+/// no time, or no cut fits the budget.
+pub fn plan(len: u64, probed: &[(u64, Option<f64>)]) -> Option<Plan> {
+    if len < MIN_FILE_BYTES {
+        return None;
+    }
+    let timed: Vec<(u64, f64)> = probed
+        .iter()
+        .filter_map(|&(at, ts)| Some((at, ts?)))
+        .collect();
+    let lo = timed.iter().map(|p| p.1).reduce(f64::min)?;
+    let hi = timed.iter().map(|p| p.1).reduce(f64::max)?;
+    let span = hi - lo;
+    if span <= 0.0 {
+        return None;
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for &(at, ts) in &timed {
+        match runs.last_mut() {
+            Some(run) if ts >= run.last().map_or(ts, |p| p.1) - NEW_RUN * span => {
+                run.push((at, ts))
+            }
+            _ => runs.push(vec![(at, ts)]),
+        }
+    }
+    let budget = (len / SHARE).min(MAX_READ);
+    let mut cuts: Vec<f64> = timed.iter().map(|p| p.1).filter(|&t| t > lo).collect();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    cuts.into_iter()
+        .map(|until| {
+            let ranges = ranges_until(&runs, until + MARGIN * span, len);
+            Plan {
+                ranges,
+                until_us: until,
+                len,
+            }
+        })
+        .take_while(|p| p.bytes() <= budget)
+        .last()
+}
+
+/// `pieces` (the plan's ranges, read) spliced into one document: the first from the file's
+/// start, each other from its first element, each but one that reaches the file's end cut
+/// before its last element (which may be cut short); the array and the object closed.
+fn document(pieces: &[(Range<u64>, Vec<u8>)], len: u64) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
+    let mut ends_file = false;
+    for (k, (range, bytes)) in pieces.iter().enumerate() {
+        let start = if k == 0 {
+            (range.start == 0).then_some(0)?
+        } else {
+            (0..bytes.len()).find(|&p| starts_element(bytes, p))?
+        };
+        ends_file = range.end == len;
+        let end = if ends_file {
+            bytes.len()
+        } else {
+            // Up to the `,` before the last element that starts in the piece.
+            let last = (start + 1..bytes.len())
+                .rev()
+                .find(|&p| bytes[p] == b'{' && starts_element(bytes, p))?;
+            bytes[..last].iter().rposition(|&b| b == b',')?
+        };
+        if k > 0 {
+            out.extend_from_slice(b",\n");
+        }
+        out.extend_from_slice(bytes.get(start..end)?);
+    }
+    if !ends_file {
+        out.extend_from_slice(b"\n]}");
+    }
+    Some(out)
+}
+
+/// An early look: the trace its document holds, with only the steps it holds whole.
+pub struct Early {
+    pub ingested: Ingested,
+    /// Bytes read (probes aside) of the file's.
+    pub read: u64,
+    pub len: u64,
+}
+
+/// The early look that `plan`'s ranges, read (`pieces`), give: `None` where the document does
+/// not read, or holds fewer than two whole steps.
+pub fn early(plan: &Plan, pieces: &[(Range<u64>, Vec<u8>)]) -> Option<Early> {
+    let doc = document(pieces, plan.len)?;
+    let mut ingested = ingest_bytes(&doc, IngestOptions::default()).ok()?;
+    let t = &mut ingested.trace;
+    let until = (plan.until_us * 1e3) as i64;
+    t.steps.retain(|s| s.end <= until);
+    (t.steps.len() >= MIN_STEPS).then_some(Early {
+        ingested,
+        read: plan.bytes(),
+        len: plan.len,
+    })
+}
+
+/// Native: the early look at the file at `path`, read with positioned reads; `None` where it
+/// has none (small, compressed, no whole steps in the budget).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_early(path: &std::path::Path) -> std::io::Result<Option<Early>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let read = |r: &Range<u64>| -> std::io::Result<Vec<u8>> {
+        let mut bytes = vec![0; (r.end - r.start) as usize];
+        file.read_exact_at(&mut bytes, r.start)?;
+        Ok(bytes)
+    };
+    let mut head = [0u8; 2];
+    if len < MIN_FILE_BYTES || file.read_exact_at(&mut head, 0).is_err() || head == [0x1f, 0x8b] {
+        return Ok(None);
+    }
+    let mut probed = Vec::new();
+    for r in probes(len) {
+        probed.push((r.start, first_timestamp(&read(&r)?)));
+    }
+    let Some(plan) = plan(len, &probed) else {
+        return Ok(None);
+    };
+    let pieces = plan
+        .ranges
+        .iter()
+        .map(|r| Ok((r.clone(), read(r)?)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    Ok(early(&plan, &pieces))
+}

@@ -6,7 +6,7 @@ use yew::prelude::*;
 
 use super::pool::Pool;
 use crate::format::{bytes, count, duration_s};
-use crate::protocol::{Outcome, Progress, Stage};
+use crate::protocol::{EarlyLook, Outcome, Progress, Stage};
 
 fn files_of(list: Option<FileList>) -> Vec<File> {
     list.map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
@@ -21,6 +21,8 @@ pub struct DropZoneProps {
     pub workers: (u32, u32),
     /// The largest wasm memory of the last load's workers, bytes.
     pub memory: u64,
+    /// The last load's early look, as its heading says it, and the ids it found (`data-early`).
+    pub early: String,
     pub children: Html,
 }
 
@@ -51,7 +53,7 @@ pub fn drop_zone(props: &DropZoneProps) -> Html {
     html! {
         <main class={classes!("page", (*over).then_some("dragging"))} data-loads={props.loads_ended.to_string()}
               data-workers={format!("{}/{}", props.workers.0, props.workers.1)}
-              data-memory={props.memory.to_string()}
+              data-memory={props.memory.to_string()} data-early={props.early.clone()}
               {ondragover} {ondragleave} {ondrop}>
             { props.children.clone() }
         </main>
@@ -230,6 +232,9 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
             </div>
             <progress max="1" value={(read as f64 / total.max(1) as f64).to_string()}></progress>
             <span class="loading-detail">{detail}</span>
+            if let Some(look) = pool.early.as_ref().filter(|e| outcome(e.file).is_none()) {
+                { early_look(look) }
+            }
             if n > 1 {
                 <ol class="load-files">
                     { for pool.files.iter().enumerate().map(|(i, f)| {
@@ -246,4 +251,42 @@ pub fn progress(pool: &Pool, elapsed_ms: f64, on_cancel: Callback<MouseEvent>) -
             }
         </section>
     }
+}
+
+/// A large trace's early look while it is read: what its first whole steps say.
+fn early_look(look: &EarlyLook) -> Html {
+    let r = &look.report;
+    let word = r.step_word();
+    html! {
+        <div class="early" id="early-findings">
+            <h3>{early_heading(look)}</h3>
+            <p class="early-note">{format!("What the first {word}s say, read from the start of each part of \
+                the file; the whole file's analysis replaces it when the file is read.")}</p>
+            if r.findings.is_empty() {
+                <p>{format!("No anti-pattern in these {word}s.")}</p>
+            } else {
+                <ul class="early-findings">
+                    { for r.findings.iter().map(|f| html! {
+                        <li data-id={f.id.clone()}>
+                            <span class={classes!("severity", f.severity.clone())}>{&f.severity}</span>
+                            {" "}<strong>{&f.title}</strong>
+                            {format!(" · {:.2} ms per {word} ({:.1}%)", f.impact_ms_per_step, f.impact_pct_of_step)}
+                        </li>
+                    }) }
+                </ul>
+            }
+        </div>
+    }
+}
+
+/// "Early findings: steps 10–21 (12 whole), from 12.5 % of the file".
+pub fn early_heading(look: &EarlyLook) -> String {
+    format!(
+        "Early findings: {}s {}–{} ({} whole), from {:.1} % of the file",
+        look.report.step_word(),
+        look.steps.0,
+        look.steps.1,
+        look.whole_steps,
+        100.0 * look.read as f64 / look.len.max(1) as f64
+    )
 }

@@ -117,6 +117,8 @@ pub struct App {
     load_workers: (u32, u32),
     /// The largest wasm memory of the last load's workers (`data-memory`, bytes).
     load_memory: u64,
+    /// The last load's early look (`data-early`): its heading and the ids it found.
+    load_early: String,
     /// The finding the timeline moves to, numbered so that each request moves it.
     timeline_focus: Option<(u32, String)>,
     /// The files of the last load that read at least one trace; a cancelled load, or one where
@@ -165,6 +167,7 @@ impl Component for App {
             client: Client::new(ctx.link().callback(Msg::Worker)),
             load_workers: (0, 0),
             load_memory: 0,
+            load_early: String::new(),
             timeline_focus: None,
             files: Vec::new(),
             failed: Vec::new(),
@@ -298,7 +301,8 @@ impl Component for App {
         let link = ctx.link();
         html! {
             <load::DropZone on_files={link.callback(Msg::Open)} loads_ended={self.loads_ended}
-                workers={self.load_workers} memory={self.load_memory}>
+                workers={self.load_workers} memory={self.load_memory}
+                early={self.load_early.clone()}>
                 <header class="top">
                     <div class="brand">
                         <h1>{"TorchTraceAP"}</h1>
@@ -413,6 +417,10 @@ impl App {
         };
         self.loads_ended += 1;
         self.load_workers = (l.pool.started, l.pool.peak);
+        self.load_early = l.pool.early.as_ref().map_or_else(String::new, |e| {
+            let ids: Vec<&str> = e.report.findings.iter().map(|f| f.id.as_str()).collect();
+            format!("{}: {}", load::early_heading(e), ids.join(","))
+        });
         self.load_memory = (l.pool.outcomes.iter().map(|o| o.worker_memory_bytes))
             .chain(l.pool.progress.iter().flatten().map(|p| p.memory_bytes))
             .max()

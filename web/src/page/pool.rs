@@ -13,7 +13,9 @@ use yew::Callback;
 
 use super::cost;
 use crate::js::{self, Started};
-use crate::protocol::{self, FileError, FromWorker, Outcome, Progress, ProtocolError, ToWorker};
+use crate::protocol::{
+    self, EarlyLook, FileError, FromWorker, Outcome, Progress, ProtocolError, ToWorker,
+};
 
 /// The memory a worker may reach while it reads a trace: a wasm32 memory holds at most 4 GiB,
 /// and the analysis after reading needs room beyond what reading took.
@@ -158,6 +160,8 @@ pub struct Pool {
     kept: Option<AnalysisWorker>,
     /// Each file's latest progress.
     pub progress: Vec<Option<Progress>>,
+    /// The latest early look a worker posted (a large trace's first steps), until its file is done.
+    pub early: Option<EarlyLook>,
     pub outcomes: Vec<Outcome>,
     /// Workers started, and the most that ran at once.
     pub started: u32,
@@ -182,6 +186,7 @@ impl Pool {
             next: 0,
             running: Vec::new(),
             kept: None,
+            early: None,
             outcomes: Vec::new(),
             started: 0,
             peak: 0,
@@ -268,6 +273,7 @@ impl Pool {
                 }
             }
             Ok(FromWorker::Progress(p)) => self.progress[file] = Some(p),
+            Ok(FromWorker::Early(look)) => self.early = Some(*look),
             Ok(FromWorker::Done(outcome)) => self.outcomes.push(*outcome),
             Ok(FromWorker::Finished) => self.retire(file, true),
             // Replies to requests: none are asked during a load.

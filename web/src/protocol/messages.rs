@@ -11,7 +11,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, OffscreenCanvas};
 
 use super::envelope::encode;
 use super::errors::{FileError, RequestError, RetrainError};
-use super::outcome::{Outcome, Progress};
+use super::outcome::{EarlyLook, Outcome, Progress};
 use super::retrain::Retrained;
 use super::timeline::{TimelineReply, TimelineRequest};
 
@@ -19,6 +19,8 @@ use super::timeline::{TimelineReply, TimelineRequest};
 pub enum FromWorker {
     Ready,
     Progress(Progress),
+    /// The first steps' report of a large trace, before it is read whole.
+    Early(Box<EarlyLook>),
     Done(Box<Outcome>),
     Finished,
     /// The answer to the page's request `id` (`ToWorker::Request`).
@@ -81,6 +83,7 @@ impl FromWorker {
         match self {
             FromWorker::Ready => "ready",
             FromWorker::Progress(_) => "progress",
+            FromWorker::Early(_) => "early",
             FromWorker::Done(_) => "done",
             FromWorker::Finished => "finished",
             FromWorker::Reply { reply, .. } => match reply {

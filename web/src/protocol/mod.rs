@@ -12,7 +12,8 @@
 //! The worker says `Ready` once its message handler is installed (messages posted before that
 //! would be lost: the wasm module starts asynchronously). The page then posts
 //! [`ToWorker::Analyze`]; the worker answers with [`FromWorker`] messages in this order:
-//! `Progress`* per file, then that file's `Done`, and `Finished` at the end.
+//! `Progress`* per file (a large plain trace's `Early` among them: its first steps' report),
+//! then that file's `Done`, and `Finished` at the end.
 //!
 //! The worker then stays: it keeps each analyzed trace and answers the page's [`Request`]s
 //! about them, such as a search: each carries an id, and its one [`Reply`] the same id
@@ -47,7 +48,7 @@ mod timeline;
 pub use envelope::{decode, encode, ProtocolError, VERSION};
 pub use errors::{FileError, LeftOut, ReadStep, RequestError, RetrainError};
 pub use messages::{FromWorker, Parse, Parsed, ParsedBlock, Question, Reply, Request, ToWorker};
-pub use outcome::{Analyzed, Document, Outcome, Progress, Stage};
+pub use outcome::{Analyzed, Document, EarlyLook, Outcome, Progress, Stage};
 pub use retrain::{Rescored, Retrained, WindowChange};
 pub use timeline::{
     Drawn, Found, Motion, Opened, Picked, TimelineReply, TimelineRequest, View, MAX_FOUND,

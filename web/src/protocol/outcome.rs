@@ -88,3 +88,17 @@ pub struct Analyzed {
     #[serde(default)]
     pub modules: Option<ModuleTree>,
 }
+
+/// An early look at a large trace, posted before it is read whole (`worker::early`): the report
+/// of its first whole steps, read from a part of the file (`ingest::early`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EarlyLook {
+    pub file: usize,
+    /// The first and last step numbers it holds, and how many.
+    pub steps: (i64, i64),
+    pub whole_steps: usize,
+    /// Bytes read of the file's `len`.
+    pub read: u64,
+    pub len: u64,
+    pub report: Report,
+}

@@ -32,6 +32,7 @@ use crate::protocol::{
 use session::{Kept, Session};
 
 mod draw;
+mod early;
 mod frames;
 mod ranges;
 mod read;
@@ -274,6 +275,7 @@ async fn analyze_trace(
     (memory_limit, workers): (u64, usize),
     capture: Option<&Blob>,
 ) -> Result<Analysis, FileError> {
+    early::post(scope, blob, progress.file).await;
     phase_start("read");
     let read = match ranges::worth(blob, workers).await? {
         Some(in_object) => {

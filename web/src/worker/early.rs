@@ -1,0 +1,65 @@
+//! An early look at a large plain trace before it is read whole (`ingest::early`): the probes
+//! and the plan's ranges read with `Blob.slice`, the first whole steps analyzed and their report
+//! posted (`FromWorker::Early`). Nothing of it is kept: the whole file's analysis follows. A
+//! trace that has none (small, gzip, no whole steps within the budget, a read that fails) is
+//! simply read whole, as before.
+
+use torchtraceap::ingest::early;
+use torchtraceap::AnalyzedTrace;
+use web_sys::{Blob, DedicatedWorkerGlobalScope};
+
+use super::{read, SLICE_BYTES};
+use crate::js::timed;
+use crate::protocol::{EarlyLook, FromWorker};
+
+/// Posts the early look at file `file` (`blob`), where it has one.
+pub async fn post(scope: &DedicatedWorkerGlobalScope, blob: &Blob, file: usize) {
+    if let Some(look) = look(blob, file).await {
+        FromWorker::Early(Box::new(look)).post(scope);
+    }
+}
+
+async fn look(blob: &Blob, file: usize) -> Option<EarlyLook> {
+    let len = blob.size() as u64;
+    if len < early::MIN_FILE_BYTES || read::bytes(blob, 0, 2).await.ok()? == [0x1f, 0x8b] {
+        return None;
+    }
+    let mut probed = Vec::new();
+    for r in early::probes(len) {
+        let bytes = read::bytes(blob, r.start, r.end).await.ok()?;
+        probed.push((r.start, early::first_timestamp(&bytes)));
+    }
+    let plan = early::plan(len, &probed)?;
+    let mut pieces = Vec::new();
+    for r in &plan.ranges {
+        pieces.push((r.clone(), range(blob, r).await?));
+    }
+    let e = timed("early", || early::early(&plan, &pieces))?;
+    drop(pieces);
+    let steps = &e.ingested.trace.steps;
+    let (first, last) = (steps.first()?.number, steps.last()?.number);
+    let whole_steps = steps.len();
+    let report = timed("early-analysis", || {
+        AnalyzedTrace::new(&e.ingested).into_report()
+    });
+    Some(EarlyLook {
+        file,
+        steps: (first, last),
+        whole_steps,
+        read: e.read,
+        len: e.len,
+        report,
+    })
+}
+
+/// Bytes `r` of `blob`, read a slice at a time (a range's bytes in one buffer would keep the
+/// reader's spare buffer that large).
+async fn range(blob: &Blob, r: &std::ops::Range<u64>) -> Option<Vec<u8>> {
+    let mut stream = read::Stream::open(blob, r.start, r.end).ok()?;
+    let mut out = Vec::with_capacity((r.end - r.start) as usize);
+    let mut slice = Vec::new();
+    while stream.next(SLICE_BYTES, &mut slice).await.ok()? {
+        out.extend_from_slice(&slice);
+    }
+    Some(out)
+}

@@ -1,5 +1,6 @@
 // A large trace in a tab: each TRACE (plain or .gz) loaded in a fresh page of headless Chromium
-// (the built site, dist/); prints the time to the first finding, the worker's peak wasm memory
+// (the built site, dist/); prints the time to the early look (a large plain trace's first
+// steps) and to the whole analysis, the worker's peak wasm memory
 // and its ratio to the trace's uncompressed size, or the page's message when the trace is past
 // the worker's memory limit. Not a test (too slow for CI): `e2e/app.test.mjs` checks the limit's
 // message on a small trace with the limit lowered.
@@ -62,6 +63,11 @@ for (const trace of args) {
   const t0 = Date.now();
   let tab = rendererBytes();
   const poll = setInterval(() => { tab = Math.max(tab, rendererBytes()); }, 100);
+  // The early look (a large plain trace's first steps, `worker/early.rs`): when it shows.
+  let early = null;
+  page.waitForSelector('#early-findings', { timeout: 3_600_000 })
+    .then(() => { early = (Date.now() - t0) / 1e3; })
+    .catch(() => {});
   await load(page, () => page.setInputFiles('#file-input', trace), 3_600_000);
   const seconds = (Date.now() - t0) / 1e3;
   clearInterval(poll);
@@ -70,7 +76,11 @@ for (const trace of args) {
   const refused = await page.locator('.error-panel .error-message').allInnerTexts();
   console.log(`${trace}: ${(size / 1e6).toFixed(0)} MB${json && json !== size ? ` (${(json / 1e6).toFixed(0)} MB of JSON)` : ''}`);
   if (refused.length) console.log(`  refused after ${seconds.toFixed(1)} s: ${refused.join(' | ')}`);
-  else console.log(`  first finding shown after ${seconds.toFixed(1)} s (${findings} findings)`);
+  else console.log(`  whole analysis shown after ${seconds.toFixed(1)} s (${findings} findings)`);
+  const earlyLook = await page.locator('main').getAttribute('data-early');
+  console.log(early === null
+    ? '  no early look'
+    : `  early look shown after ${early.toFixed(1)} s: ${earlyLook}`);
   console.log(`  worker wasm memory, peak: ${gib(memory)}${json ? ` = ${(memory / json).toFixed(3)} × the trace's JSON` : ''}`);
   console.log(`  tab (renderer processes' resident memory), peak: ${gib(tab)}${json ? ` = ${(tab / json).toFixed(3)} × the trace's JSON` : ''}`);
   console.log(`  last progress line while reading: ${await page.evaluate(() => window.ttapReadMemory)}`);

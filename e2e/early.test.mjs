@@ -2,8 +2,9 @@
 // ResNet-50 training trace (74 MB, `ttap-dev synth` with a DataLoader stall and SIMT fp32 GEMMs
 // injected in every step) shows its first whole steps' findings before the whole file is read,
 // as `ttap analyze --early` reports them; the whole file's analysis then replaces them and
-// names the same problems. Prints the times to the early look and to the whole analysis (not
-// asserted: the machine's load decides them).
+// names the same problems; a load cancelled after its early look keeps it shown. Prints the
+// times to the early look and to the whole analysis (not asserted: the machine's load decides
+// them).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -45,6 +46,31 @@ test('a large trace shows its first steps\' findings before it is read whole, as
   for (const id of earlyIds) assert.ok(whole.includes(id), `${id} not in ${whole}`);
   await page.screenshot({ path: join(SHOTS, 'early-then-whole.png') });
   console.log(`early look after ${tEarly} ms, whole analysis after ${tWhole} ms (${heading})`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a load cancelled after its early look keeps the early findings shown, and says so', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ttap-early-'));
+  const trace = join(dir, 'resnet50-400-steps.pt.trace.json');
+  const inject = Array.from({ length: 400 }, (_, s) => ['--inject', `dataloader-bottleneck@${s}:0.6`]).flat();
+  const made = spawnSync(devCli(), ['synth', '--steps', '400', '--seed', '4', ...inject, '--out', trace]);
+  assert.equal(made.status, 0, String(made.stderr));
+  // One worker reads the whole file: seconds after the early look, time to cancel.
+  const { page, context, errors } = await openPage(served.browser, `${served.site.url}?workers=1`);
+  await page.setInputFiles('#file-input', trace);
+  const look = page.locator('#early-findings');
+  await look.waitFor({ timeout: 120_000 });
+  const heading = await look.locator('h3').innerText();
+  const ids = await look.locator('li').evaluateAll((lis) => lis.map((li) => li.dataset.id));
+  assert.ok(ids.includes('dataloader-bottleneck'), ids.join(','));
+  await page.click('button.cancel');
+  assert.equal(await page.locator('.loading').count(), 0);
+  assert.match(await page.locator('.shared-banner').innerText(), /^Early look, read-only: made from part of the trace\. resnet50-400-steps\.pt\.trace\.json \(early look\): the findings of its first whole steps/);
+  assert.equal(await page.locator('p.notice').innerText(),
+    `Loading cancelled; shown: the early look at resnet50-400-steps.pt.trace.json (${heading.replace('Early findings: ', '')}), what its first steps say, not the whole file's analysis.`);
+  assert.deepEqual(await shownFindings(page), ids);
+  await page.screenshot({ path: join(SHOTS, 'early-cancelled.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -6,7 +6,7 @@ use yew::prelude::*;
 
 use super::pool::Pool;
 use crate::format::{bytes, count, duration_s};
-use crate::protocol::{EarlyLook, Outcome, Progress, Stage};
+use crate::protocol::{Analyzed, Document, EarlyLook, Outcome, Progress, Stage};
 
 fn files_of(list: Option<FileList>) -> Vec<File> {
     list.map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
@@ -289,4 +289,33 @@ pub fn early_heading(look: &EarlyLook) -> String {
         look.whole_steps,
         100.0 * look.read as f64 / look.len.max(1) as f64
     )
+}
+
+/// What the page shows of a load cancelled after its early look: that look's report alone (as a
+/// saved report is shown, without the trace), and the notice that says so; `None` when the look
+/// is of no file of the load.
+pub fn early_outcome(look: &EarlyLook, pool: &Pool) -> Option<(Outcome, String)> {
+    let file = pool.files.get(look.file)?;
+    let name = file.name();
+    let analyzed = Analyzed {
+        summary: None,
+        report: look.report.clone(),
+        fingerprint: None,
+        profile: None,
+        modules: None,
+    };
+    let said = format!(
+        "Loading cancelled; shown: the early look at {name} ({}), what its first {}s say, not the \
+         whole file's analysis.",
+        early_heading(look).trim_start_matches("Early findings: "),
+        look.report.step_word()
+    );
+    let outcome = Outcome {
+        file: 0,
+        name: format!("{name} (early look)"),
+        size: file.size() as u64,
+        worker_memory_bytes: 0,
+        result: Ok(Document::Analysis(Box::new(analyzed))),
+    };
+    Some((outcome, said))
 }

@@ -12,6 +12,7 @@
 //! only when at least one of its files was read; a cancelled load, or one where every file
 //! failed, leaves the previous analysis in place.
 
+mod banner;
 mod charts;
 mod client;
 mod compare;
@@ -45,7 +46,7 @@ use torchtraceap::view_link::{self, SharedView, View};
 use crate::format::bytes;
 use crate::protocol::{Analyzed, Document, FileError, FromWorker, Outcome, Reply, Request};
 use client::Client;
-use pool::Pool;
+use pool::{AnalysisWorker, Pool};
 
 /// Up to this many files get a button each; more get a drop-down list.
 const MAX_FILE_TABS: usize = 8;
@@ -142,6 +143,8 @@ pub struct App {
     compared: (usize, usize),
     /// A comparison or run link's view, shown while no trace is loaded.
     shared_view: Option<Rc<SharedView>>,
+    /// Whether the file shown is an early look kept when its load was cancelled.
+    early_kept: bool,
     /// The graph capture trace chosen to read the next traces' graph replays with.
     capture: Option<File>,
 }
@@ -180,6 +183,7 @@ impl Component for App {
             llm: Rc::default(),
             compared: (0, 1),
             shared_view: None,
+            early_kept: false,
             capture: None,
         };
         let fragment = share::page_fragment();
@@ -227,12 +231,18 @@ impl Component for App {
                 }
             }
             Msg::Cancel => {
-                if self.loading.take().is_some() {
+                if let Some(l) = self.loading.take() {
                     self.loads_ended += 1;
-                    self.notice = Some(if self.files.is_empty() {
-                        "Loading cancelled.".into()
-                    } else {
-                        "Loading cancelled; the previous analysis is still shown.".into()
+                    // What was shown stays: the early look at the file, else the previous analysis.
+                    let early = l.pool.early.as_ref();
+                    self.notice = Some(match early.and_then(|e| load::early_outcome(e, &l.pool)) {
+                        Some((outcome, said)) => {
+                            self.show(vec![outcome], None, Vec::new(), None);
+                            self.early_kept = true;
+                            said
+                        }
+                        None if self.files.is_empty() => "Loading cancelled.".into(),
+                        None => "Loading cancelled; the previous analysis is still shown.".into(),
                     });
                 }
             }
@@ -428,19 +438,32 @@ impl App {
         let (handles, capture) = (l.pool.files.clone(), l.pool.capture.clone());
         let (outcomes, kept) = l.pool.finish();
         if outcomes.iter().any(|f| f.result.is_ok()) {
-            self.client.hold(kept, handles, capture);
-            Rc::make_mut(&mut self.llm).forget_files();
-            self.files = outcomes.into_iter().map(Rc::new).collect();
-            self.selected = 0;
-            self.compared = (0, 1);
-            self.shared_view = None;
-            self.tab = Tab::Findings;
-            self.selected_finding = None;
-            if let Some(link) = self.shared.take() {
-                self.match_link(link);
-            }
+            self.show(outcomes, kept, handles, capture);
         } else {
             self.failed = outcomes;
+        }
+    }
+
+    /// Shows `outcomes` (the files `handles`, with `capture` beside them; `kept` holds file 0's
+    /// trace) in place of what was shown.
+    fn show(
+        &mut self,
+        outcomes: Vec<Outcome>,
+        kept: Option<AnalysisWorker>,
+        handles: Vec<File>,
+        capture: Option<File>,
+    ) {
+        self.client.hold(kept, handles, capture);
+        self.early_kept = false;
+        Rc::make_mut(&mut self.llm).forget_files();
+        self.files = outcomes.into_iter().map(Rc::new).collect();
+        self.selected = 0;
+        self.compared = (0, 1);
+        self.shared_view = None;
+        self.tab = Tab::Findings;
+        self.selected_finding = None;
+        if let Some(link) = self.shared.take() {
+            self.match_link(link);
         }
     }
 
@@ -619,30 +642,12 @@ impl App {
             _ => html! { <overview::Overview file={analysis} /> },
         };
         let note = match (&self.shared, summary) {
-            (Some(link), _) => Some(html! {
-                <div class="notice report-only link-note shared-banner" role="status">
-                    <p><strong>{"Shared analysis, read-only: not made from a trace in this browser."}</strong>
-                        {" It shows the figures a link carries, in this page's own words; the trace \
-                          is not included. Drop the trace it was made from on this page to see the \
-                          full view (it is recognised by its fingerprint)."}</p>
-                    if !link.omitted.is_empty() {
-                        <p>{"Left out of the link to keep it short: "}
-                            {link.omitted.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")}{"."}</p>
-                    }
-                </div>
-            }),
-            (None, None) => Some(html! {
-                <div class="notice report-only shared-banner" role="status">
-                    <p><strong>{"Saved report, read-only: not made from a trace in this browser."}</strong>
-                        {format!(
-                            " {}: the figures as analyzed then, in this page's own words. The trace \
-                             itself is not included; open it to see the full view.",
-                            file.name
-                        )}</p>
-                </div>
-            }),
+            (Some(link), _) => Some(banner::Made::Link(&link.omitted)),
+            (None, None) if self.early_kept => Some(banner::Made::Early(&file.name)),
+            (None, None) => Some(banner::Made::Saved(&file.name)),
             (None, Some(_)) => None,
-        };
+        }
+        .map(banner::banner);
         html! {
             <section class="analysis">
                 { for note }

@@ -8,7 +8,7 @@ use torchtraceap::ingest::early;
 use torchtraceap::AnalyzedTrace;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
-use super::{read, SLICE_BYTES};
+use super::read;
 use crate::js::timed;
 use crate::protocol::{EarlyLook, FromWorker};
 
@@ -58,7 +58,7 @@ async fn range(blob: &Blob, r: &std::ops::Range<u64>) -> Option<Vec<u8>> {
     let mut stream = read::Stream::open(blob, r.start, r.end).ok()?;
     let mut out = Vec::with_capacity((r.end - r.start) as usize);
     let mut slice = Vec::new();
-    while stream.next(SLICE_BYTES, &mut slice).await.ok()? {
+    while stream.next(read::SLICE_BYTES, &mut slice).await.ok()? {
         out.extend_from_slice(&slice);
     }
     Some(out)

@@ -39,9 +39,6 @@ mod read;
 mod retrain;
 pub mod session;
 
-/// Bytes read from the file per slice.
-const SLICE_BYTES: usize = 4 << 20;
-
 /// How many kernels and operators the tables keep (the largest by total time).
 const TABLE_ROWS: usize = 500;
 
@@ -340,7 +337,7 @@ async fn read_alone(
     ingest.expect_input_bytes(size);
     let mut stream = read::Stream::open(blob, 0, size)?;
     let mut slice = Vec::new();
-    while stream.next(SLICE_BYTES, &mut slice).await? {
+    while stream.next(read::SLICE_BYTES, &mut slice).await? {
         ingest.feed(&slice)?;
         progress.bytes += slice.len() as u64;
         ranges::continue_progress(scope, &ingest, progress, memory_limit)?;

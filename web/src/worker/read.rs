@@ -20,6 +20,9 @@ use web_sys::{Blob, ReadableStreamByobReader, ReadableStreamReadResult};
 
 use crate::protocol::{FileError, ReadStep};
 
+/// Bytes read from a file per slice when it is read in order.
+pub const SLICE_BYTES: usize = 4 << 20;
+
 /// Buffers kept between reads (a helper reads two ranges at a time: `ranges::DEPTH`).
 const SPARE: usize = 2;
 

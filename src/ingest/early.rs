@@ -3,7 +3,7 @@
 //! each in time order, so the events of the first steps sit at the start of every run, not at
 //! the start of the file. The caller reads [`probes`] (small slices spread over the file);
 //! [`plan`] finds the runs from the first timestamp in each probe and the byte ranges that hold
-//! every run's events up to one time, within a budget; the caller reads those ranges, and
+//! every run's events up to one time (and a margin past it), within a budget; the caller reads those ranges, and
 //! [`early`] splices them into one JSON document, reads it and keeps the steps it holds whole.
 //! What it finds is what those steps say; the whole file's analysis replaces it. Plain JSON
 //! only: a gzip stream cannot be read from the middle.
@@ -26,9 +26,10 @@ const SHARE: u64 = 8;
 const MAX_READ: u64 = 128 << 20;
 /// A drop in time between two probes of more than this share of the trace's span starts a run.
 const NEW_RUN: f64 = 0.25;
-/// Each run is read this share of the span past the cut, for the records written late (a
-/// kernel's record after the next launch).
+/// Each run is read past the cut by this share of the span, at most [`MARGIN_US`], for the
+/// records written late (CUPTI's buffers, a GPU running behind its host).
 const MARGIN: f64 = 0.05;
+const MARGIN_US: f64 = 200_000.0;
 /// Steps held whole that an early look needs (a trace with no steps has one, its whole span).
 const MIN_STEPS: usize = 2;
 
@@ -150,7 +151,7 @@ pub fn plan(len: u64, probed: &[(u64, Option<f64>)]) -> Option<Plan> {
     cuts.dedup();
     cuts.into_iter()
         .map(|until| {
-            let ranges = ranges_until(&runs, until + MARGIN * span, len);
+            let ranges = ranges_until(&runs, until + (MARGIN * span).min(MARGIN_US), len);
             Plan {
                 ranges,
                 until_us: until,

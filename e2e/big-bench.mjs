@@ -10,9 +10,11 @@
 // of Chromium's renderer processes (page and workers, summed; polled every 100 ms from /proc,
 // Linux only) is printed beside it.
 //
-//   [WORKERS=N] node e2e/big-bench.mjs TRACE... [--json-bytes N]
-//     N: uncompressed size, for a .gz; WORKERS: the page's `?workers=N` (default: its own)
+//   [WORKERS=N] [SHOTS=DIR] node e2e/big-bench.mjs TRACE... [--json-bytes N]
+//     N: uncompressed size, for a .gz; WORKERS: the page's `?workers=N` (default: its own);
+//     SHOTS: where screenshots of the early look and of the whole analysis go
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename } from 'node:path';
 import { serve, launch, openPage, load } from './support.mjs';
 
 const args = process.argv.slice(2);
@@ -65,11 +67,14 @@ for (const trace of args) {
   const poll = setInterval(() => { tab = Math.max(tab, rendererBytes()); }, 100);
   // The early look (a large plain trace's first steps, `worker/early.rs`): when it shows.
   let early = null;
+  const shot = (when) => process.env.SHOTS
+    && page.screenshot({ path: `${process.env.SHOTS}/big-${basename(trace)}-${when}.png` });
   page.waitForSelector('#early-findings', { timeout: 3_600_000 })
-    .then(() => { early = (Date.now() - t0) / 1e3; })
+    .then(() => { early = (Date.now() - t0) / 1e3; return shot('early'); })
     .catch(() => {});
   await load(page, () => page.setInputFiles('#file-input', trace), 3_600_000);
   const seconds = (Date.now() - t0) / 1e3;
+  await shot('whole');
   clearInterval(poll);
   const memory = Number(await page.locator('main').getAttribute('data-memory'));
   const findings = await page.locator('article.finding').count();

@@ -15,6 +15,7 @@ use torchtraceap::internals::analysis::Analysis;
 use torchtraceap::internals::detect;
 use torchtraceap::internals::graphs::{self, GraphSummary};
 use torchtraceap::model::Trace;
+use torchtraceap::modules::ModuleNode;
 use torchtraceap::report::Report;
 use torchtraceap::timeline::{inspect, Layout};
 
@@ -322,44 +323,73 @@ fn operator_of(t: &Trace, name: &str) -> (u32, Option<String>) {
     (k, op)
 }
 
-#[test]
-fn each_replayed_kernel_gets_the_operator_and_module_that_launched_it_before_the_capture() {
-    let t = capture_and_replay(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
+/// Each of the three replayed kernels is charged to the operator that launched it, and stays
+/// the graph launch's record.
+fn each_kernel_has_its_operator(t: &Trace) {
     for (kernel, op) in [
         ("gemm_fp16_tensorop", "aten::mm"),
         ("add_kernel", "aten::add"),
         ("relu_kernel", "aten::relu"),
     ] {
-        let (k, got) = operator_of(&t, kernel);
+        let (k, got) = operator_of(t, kernel);
         assert_eq!(got.as_deref(), Some(op), "{kernel}");
         let launch = t.launch_of(k).expect("a launch");
         assert_eq!(t.name_of(launch as usize), "cudaGraphLaunch", "{kernel}");
     }
-    let g = summary(&t).expect("a graph summary");
-    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
-    assert!((g.tied_ms - 3.0).abs() < 1e-12, "{g:?}");
-    // The roofline charges the replayed GEMM its op's FLOPs; the module tree counts the replay
-    // for the module that ran its operators.
-    let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[(2, 5_000_000, 10_000_000)])
-        .expect("a GPU");
+}
+
+/// The roofline of `step` (`(number, start, end)`) charges the replayed GEMM its op's FLOPs
+/// (no graph-kernel time unattributed, `shapes_ms` with shapes), and the module tree holds every
+/// kernel in a module frame: `Block_0`'s node.
+fn charged_and_held(t: &Trace, step: (i64, i64, i64), shapes_ms: f64) -> ModuleNode {
+    let r = torchtraceap::roofline::analyze(t, Some(Some(0)), &[step]).expect("a GPU");
     assert_eq!(
         (r.coverage.graph_ms, r.coverage.graph_unattributed_ms),
         (3.0, 0.0)
     );
-    assert_eq!(r.coverage.shapes_ms, 2.0, "{:?}", r.coverage);
+    assert_eq!(r.coverage.shapes_ms, shapes_ms, "{:?}", r.coverage);
     let mfu = r.steps[0].mfu.expect("an MFU");
     assert!(
         (mfu - 2.0 * 4096f64.powi(3) / 312e12 / 5e-3).abs() < 1e-9,
         "{mfu}"
     );
-    let tree = torchtraceap::modules::ModuleTree::of(&t).expect("a module tree");
-    let block = tree
-        .nodes
-        .iter()
-        .find(|n| n.name == "Block_0")
-        .expect("Block_0");
-    assert_eq!(block.gpu_ns, 6_000_000, "{block:?}");
+    let tree = torchtraceap::modules::ModuleTree::of(t).expect("a module tree");
     assert_eq!(tree.outside_gpu_ns, 0);
+    tree.nodes
+        .into_iter()
+        .find(|n| n.name == "Block_0")
+        .expect("Block_0")
+}
+
+/// With the replay's second kernel renamed (`fused_add_kernel`), the other two keep their
+/// operators and it is left to its graph launch (whose parent is the step, not an operator),
+/// counted untied: the graph summary.
+fn the_renamed_kernel_stays_untied(t: &Trace) -> GraphSummary {
+    for (kernel, op) in [
+        ("gemm_fp16_tensorop", "aten::mm"),
+        ("relu_kernel", "aten::relu"),
+    ] {
+        assert_eq!(operator_of(t, kernel).1.as_deref(), Some(op), "{kernel}");
+    }
+    let (k, op) = operator_of(t, "fused_add_kernel");
+    assert_eq!(op.as_deref(), Some("ProfilerStep#2"));
+    assert_eq!(t.origin_of(k), t.launch_of(k));
+    let g = summary(t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 2));
+    g
+}
+
+#[test]
+fn each_replayed_kernel_gets_the_operator_and_module_that_launched_it_before_the_capture() {
+    let t = capture_and_replay(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
+    each_kernel_has_its_operator(&t);
+    let g = summary(&t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    assert!((g.tied_ms - 3.0).abs() < 1e-12, "{g:?}");
+    // The roofline charges the replayed GEMM its op's FLOPs; the module tree counts the replay
+    // for the module that ran its operators.
+    let block = charged_and_held(&t, (2, 5_000_000, 10_000_000), 2.0);
+    assert_eq!(block.gpu_ns, 6_000_000, "{block:?}");
 }
 
 #[test]
@@ -367,20 +397,7 @@ fn a_replayed_kernel_whose_name_differs_stays_unattributed_and_counted() {
     // The replay's second kernel is not the run's: it is left to its graph launch, the others
     // keep their operators.
     let t = capture_and_replay(["gemm_fp16_tensorop", "fused_add_kernel", "relu_kernel"]);
-    assert_eq!(
-        operator_of(&t, "gemm_fp16_tensorop").1.as_deref(),
-        Some("aten::mm")
-    );
-    assert_eq!(
-        operator_of(&t, "relu_kernel").1.as_deref(),
-        Some("aten::relu")
-    );
-    // Left to its graph launch, whose parent is the step, not an operator.
-    let (k, op) = operator_of(&t, "fused_add_kernel");
-    assert_eq!(op.as_deref(), Some("ProfilerStep#2"));
-    assert_eq!(t.origin_of(k), t.launch_of(k));
-    let g = summary(&t).expect("a graph summary");
-    assert_eq!((g.kernels, g.tied_kernels), (3, 2));
+    let g = the_renamed_kernel_stays_untied(&t);
     assert!(g.line().ends_with("2 of them (2.00 ms) tied by kernel order and name to the operators that launched the same kernels, 1.00 ms unattributed"), "{}", g.line());
     let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[(2, 5_000_000, 10_000_000)])
         .expect("a GPU");
@@ -394,16 +411,7 @@ fn a_replayed_kernel_whose_name_differs_stays_unattributed_and_counted() {
 #[test]
 fn a_capture_trace_given_beside_the_replay_ties_each_replayed_kernel_to_its_operator() {
     let t = replay_with_capture_beside(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
-    for (kernel, op) in [
-        ("gemm_fp16_tensorop", "aten::mm"),
-        ("add_kernel", "aten::add"),
-        ("relu_kernel", "aten::relu"),
-    ] {
-        let (k, got) = operator_of(&t, kernel);
-        assert_eq!(got.as_deref(), Some(op), "{kernel}");
-        let launch = t.launch_of(k).expect("a launch");
-        assert_eq!(t.name_of(launch as usize), "cudaGraphLaunch", "{kernel}");
-    }
+    each_kernel_has_its_operator(&t);
     let g = summary(&t).expect("a graph summary");
     assert_eq!((g.kernels, g.tied_kernels), (3, 3));
     assert!(
@@ -416,26 +424,8 @@ fn a_capture_trace_given_beside_the_replay_ties_each_replayed_kernel_to_its_oper
     assert_eq!((captured.replayed, captured.tied), (3, 3));
     // The replayed GEMM gets its op's FLOPs; the module tree counts the replay for the module
     // that ran its operators at capture (its calls and host time are the capture's: not counted).
-    let step = (2, 3_600_005_000_000, 3_600_010_000_000);
-    let r = torchtraceap::roofline::analyze(&t, Some(Some(0)), &[step]).expect("a GPU");
-    assert_eq!(
-        (r.coverage.graph_ms, r.coverage.graph_unattributed_ms),
-        (3.0, 0.0)
-    );
-    assert_eq!(r.coverage.shapes_ms, 1.0, "{:?}", r.coverage);
-    let mfu = r.steps[0].mfu.expect("an MFU");
-    assert!(
-        (mfu - 2.0 * 4096f64.powi(3) / 312e12 / 5e-3).abs() < 1e-9,
-        "{mfu}"
-    );
-    let tree = torchtraceap::modules::ModuleTree::of(&t).expect("a module tree");
-    let block = tree
-        .nodes
-        .iter()
-        .find(|n| n.name == "Block_0")
-        .expect("Block_0");
+    let block = charged_and_held(&t, (2, 3_600_005_000_000, 3_600_010_000_000), 1.0);
     assert_eq!((block.gpu_ns, block.calls, block.cpu_ns), (3_000_000, 0, 0));
-    assert_eq!(tree.outside_gpu_ns, 0);
     // What the trace records is the replay's alone: the grafted events are in no track and
     // count nowhere else.
     let alone = ingest(
@@ -456,15 +446,7 @@ fn a_capture_trace_given_beside_the_replay_ties_each_replayed_kernel_to_its_oper
 #[test]
 fn a_kernel_the_capture_trace_runs_under_another_name_stays_unattributed() {
     let t = replay_with_capture_beside(["gemm_fp16_tensorop", "fused_add_kernel", "relu_kernel"]);
-    assert_eq!(
-        operator_of(&t, "relu_kernel").1.as_deref(),
-        Some("aten::relu")
-    );
-    let (k, op) = operator_of(&t, "fused_add_kernel");
-    assert_eq!(op.as_deref(), Some("ProfilerStep#2"));
-    assert_eq!(t.origin_of(k), t.launch_of(k));
-    let g = summary(&t).expect("a graph summary");
-    assert_eq!((g.kernels, g.tied_kernels), (3, 2));
+    the_renamed_kernel_stays_untied(&t);
     // A capture of other work ties nothing, and says so.
     let t = replay_with_capture_beside(["gemm_fp16_tensorop", "a_kernel", "b_kernel"]);
     let g = summary(&t).expect("a graph summary");

@@ -69,10 +69,12 @@ pub fn first_timestamp(bytes: &[u8]) -> Option<f64> {
         let Some(Ok(stub)) = stream.next() else {
             continue;
         };
+        // Past the whole element: the objects nested in it are no events.
+        i = p + stream.byte_offset();
         let ts = stub
             .ts
             .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()));
-        if let (Some("X"), Some(ts)) = (stub.ph.as_deref(), ts) {
+        if let (Some("X"), Some(ts)) = (stub.ph.as_deref(), ts.filter(|t| t.is_finite())) {
             return Some(ts);
         }
     }
@@ -247,4 +249,79 @@ pub fn read_early(path: &std::path::Path) -> std::io::Result<Option<Early>> {
         .map(|r| Ok((r.clone(), read(r)?)))
         .collect::<std::io::Result<Vec<_>>>()?;
     Ok(early(&plan, &pieces))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_gives_its_first_complete_event_s_time_whatever_comes_before() {
+        // Cut mid-event, a metadata event, a time that is no number, nested objects: skipped.
+        let probe = br#"ame": "x", "ts": 1},
+  {"ph": "M", "ts": 0, "args": [{"ph": "X", "ts": 3}]},
+  {"ph": "X", "ts": "NaN"},
+  {"ph": "X", "ts": 12.5, "args": {"a": {"ph": "X", "ts": 4}}},
+  {"ph": "X", "ts": 13"#;
+        assert_eq!(first_timestamp(probe), Some(12.5));
+        assert_eq!(first_timestamp(&probe[..probe.len() - 90]), None);
+    }
+
+    #[test]
+    fn each_run_is_read_from_its_start_up_to_one_time_within_the_budget() {
+        // 1 GiB in two runs (host ops, then runtime calls and GPU records), each over the same
+        // 1,000 s in time order: 32 probes each.
+        let len = 1u64 << 30;
+        let probed: Vec<(u64, Option<f64>)> = probes(len)
+            .iter()
+            .enumerate()
+            .map(|(k, r)| (r.start, Some(1e6 * 1000.0 * (k % 32) as f64 / 32.0)))
+            .collect();
+        let plan = plan(len, &probed).expect("a plan");
+        assert!(plan.bytes() <= MAX_READ, "{plan:?}");
+        let probe = len / PROBES;
+        // The first run from the file's start; the second from the probe before its first.
+        assert_eq!(plan.ranges.len(), 2, "{plan:?}");
+        assert_eq!(plan.ranges[0].start, 0);
+        assert_eq!(plan.ranges[1].start, 31 * probe);
+        // Both up to the same time: the same share of each run.
+        assert_eq!(
+            plan.ranges[0].end - plan.ranges[0].start,
+            plan.ranges[1].end - 32 * probe
+        );
+        // A small file, or probes with no time, get none.
+        assert_eq!(super::plan(MIN_FILE_BYTES - 1, &probed), None);
+        assert_eq!(super::plan(len, &[(0, None), (probe, None)]), None);
+    }
+
+    #[test]
+    fn ranges_spliced_make_one_document_of_their_whole_events() {
+        let text = br#"{"traceEvents": [
+  {"ph": "X", "name": "a", "ts": 1, "dur": 1},
+  {"ph": "X", "name": "b", "ts": 2, "dur": 1},
+  {"ph": "X", "name": "c", "ts": 1, "dur": 1, "args": {"k": [{"x": 1}, {"y": 2}]}},
+  {"ph": "X", "name": "d", "ts": 2, "dur": 1}
+]}"#;
+        let at = |name: &str| {
+            let needle = format!("\"name\": \"{name}\"");
+            text.windows(needle.len())
+                .position(|w| w == needle.as_bytes())
+                .unwrap() as u64
+        };
+        // The first range ends inside "b", the second starts inside "b" and ends inside "d".
+        let ranges = [0..at("b") + 4, at("b")..at("d") + 4];
+        let pieces: Vec<(Range<u64>, Vec<u8>)> = ranges
+            .iter()
+            .map(|r| (r.clone(), text[r.start as usize..r.end as usize].to_vec()))
+            .collect();
+        let doc = document(&pieces, text.len() as u64).expect("a document");
+        let v: serde_json::Value = serde_json::from_slice(&doc).expect("JSON");
+        let names: Vec<&str> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "c"]);
+    }
 }

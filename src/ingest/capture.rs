@@ -11,12 +11,23 @@
 
 use rustc_hash::FxHashMap;
 
-use super::replays;
+use super::{replays, Ingested};
 use crate::model::{Captured, EventKind, Launch, OpDetail, StrId, Trace, NONE};
+
+impl Ingested {
+    /// This trace of graph replays with the capture trace `capture` (named `from`) given beside
+    /// it: the replays its own records do not tie are matched to the capture's runs, and each
+    /// tied kernel gets the operator and module that launched it at capture
+    /// (`Trace::captured` says how many).
+    pub fn with_capture(mut self, capture: &Ingested, from: &str) -> Ingested {
+        graft(&mut self.trace, &capture.trace, from);
+        self
+    }
+}
 
 /// Ties the graph replays of `replay` that its own records do not tie to the runs of
 /// `capture` (named `from`), and grafts the tied launches and their callers into `replay`.
-pub(super) fn graft(replay: &mut Trace, capture: &Trace, from: &str) {
+fn graft(replay: &mut Trace, capture: &Trace, from: &str) {
     let c = &capture.events;
     let recorded = replays::recorded(&capture.details, c, &capture.launches);
     // The capture's kernel names in the replay's ids (NONE: a name the replay never has).
@@ -40,7 +51,7 @@ pub(super) fn graft(replay: &mut Trace, capture: &Trace, from: &str) {
     // The tied launches and their callers, in the capture's event order (callers first).
     let mut taken: Vec<u32> = ties
         .iter()
-        .flat_map(|&(launch, _)| capture.and_parents(launch as usize))
+        .flat_map(|l| capture.and_parents(l.launch as usize))
         .filter(|&i| grafted_kind(c.kind[i]))
         .map(|i| i as u32)
         .collect();
@@ -75,12 +86,10 @@ pub(super) fn graft(replay: &mut Trace, capture: &Trace, from: &str) {
         e.depth.push(c.depth[i]);
     }
     let replayed: u64 = untied.iter().map(|g| g.len() as u64).sum();
-    replay
-        .replayed_from
-        .extend(ties.iter().map(|&(launch, gpu)| Launch {
-            launch: at[&launch],
-            gpu,
-        }));
+    replay.replayed_from.extend(ties.iter().map(|l| Launch {
+        launch: at[&l.launch],
+        gpu: l.gpu,
+    }));
     replay
         .replayed_from
         .sort_unstable_by_key(|l| (l.gpu, l.launch));

@@ -14,7 +14,7 @@ use memchr::memchr;
 use serde::Deserialize;
 
 use super::event::is_ws;
-use super::{ingest_bytes, IngestOptions, Ingested};
+use super::{ingest_bytes, IngestOptions, Ingested, GZIP_MAGIC};
 
 /// Probes per file, and the bytes of each.
 pub const PROBES: u64 = 64;
@@ -33,7 +33,13 @@ const MARGIN_US: f64 = 200_000.0;
 /// Steps held whole that an early look needs (a trace with no steps has one, its whole span).
 const MIN_STEPS: usize = 2;
 
-/// Where to read the probes of a file of `len` bytes.
+/// Whether a file of `len` bytes that starts with `head` can have an early look: large, and
+/// not gzip.
+pub fn worth(len: u64, head: &[u8]) -> bool {
+    len >= MIN_FILE_BYTES && !head.starts_with(&GZIP_MAGIC)
+}
+
+/// Where to read the probes of a file of `len` bytes (the first at its start: its head).
 pub fn probes(len: u64) -> Vec<Range<u64>> {
     (0..PROBES)
         .map(|k| {
@@ -232,13 +238,13 @@ pub fn read_early(path: &std::path::Path) -> std::io::Result<Option<Early>> {
         file.read_exact_at(&mut bytes, r.start)?;
         Ok(bytes)
     };
-    let mut head = [0u8; 2];
-    if len < MIN_FILE_BYTES || file.read_exact_at(&mut head, 0).is_err() || head == [0x1f, 0x8b] {
-        return Ok(None);
-    }
     let mut probed = Vec::new();
     for r in probes(len) {
-        probed.push((r.start, first_timestamp(&read(&r)?)));
+        let bytes = read(&r)?;
+        if r.start == 0 && !worth(len, &bytes) {
+            return Ok(None);
+        }
+        probed.push((r.start, first_timestamp(&bytes)));
     }
     let Some(plan) = plan(len, &probed) else {
         return Ok(None);

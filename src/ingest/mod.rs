@@ -83,17 +83,6 @@ pub struct Ingested {
     pub report: IngestReport,
 }
 
-impl Ingested {
-    /// This trace of graph replays with the capture trace `capture` (named `from`) given beside
-    /// it: the replays its own records do not tie are matched to the capture's runs, and each
-    /// tied kernel gets the operator and module that launched it at capture
-    /// (`Trace::captured` says how many).
-    pub fn with_capture(mut self, capture: &Ingested, from: &str) -> Ingested {
-        capture::graft(&mut self.trace, &capture.trace, from);
-        self
-    }
-}
-
 /// Progress counters, cheap to read between chunks.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Progress {

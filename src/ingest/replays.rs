@@ -71,13 +71,14 @@ pub(super) fn replays(details: &Details, e: &Events, launches: &[Launch]) -> Vec
 }
 
 /// Ties the replays' records to the recorded ones whose names (`recorded_name(k)` for
-/// `recorded[k]`, in the replays' string ids) agree: `(recorded launch, replayed record)`.
+/// `recorded[k]`, in the replays' string ids) agree: `Launch { launch: the recorded launch, gpu:
+/// the replayed record }`.
 pub(super) fn match_replays(
     e: &Events,
     replays: &[Vec<u32>],
     recorded: &[Recorded],
     recorded_name: impl Fn(usize) -> StrId,
-) -> Vec<(u32, u32)> {
+) -> Vec<Launch> {
     // The same graph replays the same names: match each sequence once.
     let mut matched: FxHashMap<Vec<StrId>, Option<usize>> = FxHashMap::default();
     let mut ties = Vec::new();
@@ -89,7 +90,10 @@ pub(super) fn match_replays(
         let Some(at) = at else { continue };
         for (k, &g) in gpu.iter().enumerate() {
             if recorded_name(at + k) == names[k] {
-                ties.push((recorded[at + k].launch, g));
+                ties.push(Launch {
+                    launch: recorded[at + k].launch,
+                    gpu: g,
+                });
             }
         }
     }
@@ -104,11 +108,7 @@ pub(super) fn tie(details: &Details, e: &Events, launches: &[Launch]) -> Vec<Lau
         return Vec::new();
     }
     let replays = replays(details, e, launches);
-    let mut ties: Vec<Launch> =
-        match_replays(e, &replays, &recorded, |k| e.name[recorded[k].gpu as usize])
-            .into_iter()
-            .map(|(launch, gpu)| Launch { launch, gpu })
-            .collect();
+    let mut ties = match_replays(e, &replays, &recorded, |k| e.name[recorded[k].gpu as usize]);
     ties.sort_unstable_by_key(|l| (l.gpu, l.launch));
     ties
 }

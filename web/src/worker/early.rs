@@ -21,12 +21,12 @@ pub async fn post(scope: &DedicatedWorkerGlobalScope, blob: &Blob, file: usize) 
 
 async fn look(blob: &Blob, file: usize) -> Option<EarlyLook> {
     let len = blob.size() as u64;
-    if len < early::MIN_FILE_BYTES || read::bytes(blob, 0, 2).await.ok()? == [0x1f, 0x8b] {
-        return None;
-    }
     let mut probed = Vec::new();
     for r in early::probes(len) {
         let bytes = read::bytes(blob, r.start, r.end).await.ok()?;
+        if r.start == 0 && !early::worth(len, &bytes) {
+            return None;
+        }
         probed.push((r.start, early::first_timestamp(&bytes)));
     }
     let plan = early::plan(len, &probed)?;

@@ -25,20 +25,25 @@ if (!args.length) throw new Error('usage: node e2e/big-bench.mjs TRACE... [--jso
 const gib = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
 const workers = process.env.WORKERS ? `?workers=${Number(process.env.WORKERS)}` : '';
 
-// The summed resident memory of Chromium's renderer processes now, bytes (0 without /proc).
-function rendererBytes() {
-  let sum = 0;
+// Chromium's renderer processes now (page, workers, service worker; 0 without /proc), bytes:
+// `rss`, their summed resident memory, counts the browser's binary once per process (file
+// pages every process shares); `own`, their anonymous and shared-memory pages, is what the
+// tab itself holds (Chromium's task manager calls it the memory footprint).
+function renderers() {
+  const sum = { rss: 0, own: 0 };
   let pids = [];
   try {
     pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
   } catch {
-    return 0;
+    return sum;
   }
+  const kib = (status, field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
   for (const pid of pids) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('--type=renderer')) continue;
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
-      if (rss) sum += Number(rss[1]) * 1024;
+      const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+      sum.rss += kib(status, 'VmRSS');
+      sum.own += kib(status, 'RssAnon') + kib(status, 'RssShmem');
     } catch {
       // The process ended between the listing and the read.
     }
@@ -62,9 +67,14 @@ for (const trace of args) {
       if (label.startsWith('Reading')) window.ttapReadMemory = detail;
     }).observe(document.body, { subtree: true, childList: true, characterData: true });
   });
+  const idle = renderers();
   const t0 = Date.now();
-  let tab = rendererBytes();
-  const poll = setInterval(() => { tab = Math.max(tab, rendererBytes()); }, 100);
+  const tab = { ...idle };
+  const poll = setInterval(() => {
+    const now = renderers();
+    tab.rss = Math.max(tab.rss, now.rss);
+    tab.own = Math.max(tab.own, now.own);
+  }, 100);
   // The early look (a large plain trace's first steps, `worker/early.rs`): when it shows.
   let early = null;
   const shot = (when) => process.env.SHOTS
@@ -87,7 +97,9 @@ for (const trace of args) {
     ? '  no early look'
     : `  early look shown after ${early.toFixed(1)} s: ${earlyLook}`);
   console.log(`  worker wasm memory, peak: ${gib(memory)}${json ? ` = ${(memory / json).toFixed(3)} × the trace's JSON` : ''}`);
-  console.log(`  tab (renderer processes' resident memory), peak: ${gib(tab)}${json ? ` = ${(tab / json).toFixed(3)} × the trace's JSON` : ''}`);
+  const share = (n) => (json ? ` = ${(n / json).toFixed(3)} × the trace's JSON` : '');
+  console.log(`  tab's own memory (renderers' anonymous and shared pages), peak: ${gib(tab.own)}${share(tab.own)}; idle before the trace: ${gib(idle.own)}`);
+  console.log(`  renderers' resident memory (the binary counted per process), peak: ${gib(tab.rss)}${share(tab.rss)}; idle: ${gib(idle.rss)}`);
   console.log(`  last progress line while reading: ${await page.evaluate(() => window.ttapReadMemory)}`);
   if (crashed) console.log('  THE TAB CRASHED');
   if (errors.length) console.log(`  page errors: ${errors.join('\n')}`);

@@ -14,7 +14,7 @@ use memchr::memchr;
 use serde::Deserialize;
 
 use super::event::is_ws;
-use super::{ingest_bytes, IngestOptions, Ingested, GZIP_MAGIC};
+use super::{Ingest, IngestOptions, Ingested, GZIP_MAGIC};
 
 /// Probes per file, and the bytes of each.
 pub const PROBES: u64 = 64;
@@ -170,37 +170,109 @@ pub fn plan(len: u64, probed: &[(u64, Option<f64>)]) -> Option<Plan> {
         .last()
 }
 
-/// `pieces` (the plan's ranges, read) spliced into one document: the first from the file's
-/// start, each other from its first element, each but one that reaches the file's end cut
-/// before its last element (which may be cut short); the array and the object closed.
-fn document(pieces: &[(Range<u64>, Vec<u8>)], len: u64) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
-    let mut ends_file = false;
-    for (k, (range, bytes)) in pieces.iter().enumerate() {
-        let start = if k == 0 {
-            (range.start == 0).then_some(0)?
-        } else {
-            (0..bytes.len()).find(|&p| starts_element(bytes, p))?
-        };
-        ends_file = range.end == len;
-        let end = if ends_file {
-            bytes.len()
-        } else {
-            // Up to the `,` before the last element that starts in the piece.
-            let last = (start + 1..bytes.len())
-                .rev()
-                .find(|&p| bytes[p] == b'{' && starts_element(bytes, p))?;
-            bytes[..last].iter().rposition(|&b| b == b',')?
-        };
-        if k > 0 {
-            out.extend_from_slice(b",\n");
+/// The bytes of a piece held back until it ends, for finding where its last element starts:
+/// an element longer than this at a piece's end gives no early look.
+const HOLD: usize = 4 << 20;
+
+/// The plan's ranges, read in order, spliced into one document as their bytes arrive and read
+/// as they are: the first from the file's start, each other from its first element, each but
+/// one that reaches the file's end cut before its last element (which may be cut short); the
+/// array and the object closed. It holds a piece's start until its first element shows and
+/// its last [`HOLD`] bytes until it ends: never the document.
+pub struct Splice<'p> {
+    plan: &'p Plan,
+    ingest: Ingest,
+    /// The piece being read, whether its first element was found, and its bytes not yet read.
+    piece: usize,
+    started: bool,
+    held: Vec<u8>,
+}
+
+impl<'p> Splice<'p> {
+    pub fn new(plan: &'p Plan) -> Splice<'p> {
+        Splice {
+            plan,
+            ingest: Ingest::new(IngestOptions::default()),
+            piece: 0,
+            started: false,
+            held: Vec::new(),
         }
-        out.extend_from_slice(bytes.get(start..end)?);
     }
-    if !ends_file {
-        out.extend_from_slice(b"\n]}");
+
+    /// Whether the piece being read reaches the file's end.
+    fn ends_file(&self) -> bool {
+        self.plan.ranges.get(self.piece).map(|r| r.end) == Some(self.plan.len)
     }
-    Some(out)
+
+    fn read(&mut self, bytes: &[u8]) -> Option<()> {
+        self.ingest.feed(bytes).ok()
+    }
+
+    /// The next bytes of the piece being read. `None` where the document cannot be made.
+    pub fn feed(&mut self, bytes: &[u8]) -> Option<()> {
+        self.held.extend_from_slice(bytes);
+        if !self.started {
+            let range = self.plan.ranges.get(self.piece)?;
+            let start = if self.piece == 0 {
+                (range.start == 0).then_some(0)?
+            } else {
+                let Some(p) = (0..self.held.len()).find(|&p| starts_element(&self.held, p)) else {
+                    return Some(());
+                };
+                self.read(b",\n")?;
+                p
+            };
+            self.held.drain(..start);
+            self.started = true;
+        }
+        if self.ends_file() || self.held.len() > 2 * HOLD {
+            let keep = if self.ends_file() { 0 } else { HOLD };
+            let ready: Vec<u8> = self.held.drain(..self.held.len() - keep).collect();
+            self.read(&ready)?;
+        }
+        Some(())
+    }
+
+    /// The piece being read is whole: read up to the `,` before its last element that starts
+    /// in it (all of it, where it reaches the file's end).
+    pub fn end_piece(&mut self) -> Option<()> {
+        if !self.started {
+            return None;
+        }
+        let held = std::mem::take(&mut self.held);
+        let end = if self.ends_file() {
+            held.len()
+        } else {
+            let last = (1..held.len())
+                .rev()
+                .find(|&p| held[p] == b'{' && starts_element(&held, p))?;
+            held[..last].iter().rposition(|&b| b == b',')?
+        };
+        self.read(&held[..end])?;
+        self.piece += 1;
+        self.started = false;
+        Some(())
+    }
+
+    /// The early look the pieces give: `None` where the document does not read, or holds
+    /// fewer than two whole steps.
+    pub fn finish(mut self) -> Option<Early> {
+        if self.piece != self.plan.ranges.len() {
+            return None;
+        }
+        if self.plan.ranges.last().map(|r| r.end) != Some(self.plan.len) {
+            self.read(b"\n]}")?;
+        }
+        let mut ingested = self.ingest.finish().ok()?;
+        let t = &mut ingested.trace;
+        let until = (self.plan.until_us * 1e3) as i64;
+        t.steps.retain(|s| s.end <= until);
+        (t.steps.len() >= MIN_STEPS).then_some(Early {
+            ingested,
+            read: self.plan.bytes(),
+            len: self.plan.len,
+        })
+    }
 }
 
 /// An early look: the trace its document holds, with only the steps it holds whole.
@@ -211,22 +283,11 @@ pub struct Early {
     pub len: u64,
 }
 
-/// The early look that `plan`'s ranges, read (`pieces`), give: `None` where the document does
-/// not read, or holds fewer than two whole steps.
-pub fn early(plan: &Plan, pieces: &[(Range<u64>, Vec<u8>)]) -> Option<Early> {
-    let doc = document(pieces, plan.len)?;
-    let mut ingested = ingest_bytes(&doc, IngestOptions::default()).ok()?;
-    let t = &mut ingested.trace;
-    let until = (plan.until_us * 1e3) as i64;
-    t.steps.retain(|s| s.end <= until);
-    (t.steps.len() >= MIN_STEPS).then_some(Early {
-        ingested,
-        read: plan.bytes(),
-        len: plan.len,
-    })
-}
+/// Bytes of a range read at a time.
+#[cfg(not(target_arch = "wasm32"))]
+const SLICE: u64 = 4 << 20;
 
-/// Native: the early look at the file at `path`, read with positioned reads; `None` where it
+/// Native: the early look at the file at `path`, read with positioned reads a slice at a time; `None` where it
 /// has none (small, compressed, no whole steps in the budget).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_early(path: &std::path::Path) -> std::io::Result<Option<Early>> {
@@ -249,12 +310,19 @@ pub fn read_early(path: &std::path::Path) -> std::io::Result<Option<Early>> {
     let Some(plan) = plan(len, &probed) else {
         return Ok(None);
     };
-    let pieces = plan
-        .ranges
-        .iter()
-        .map(|r| Ok((r.clone(), read(r)?)))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    Ok(early(&plan, &pieces))
+    let mut splice = Splice::new(&plan);
+    for r in &plan.ranges {
+        for at in (r.start..r.end).step_by(SLICE as usize) {
+            let bytes = read(&(at..r.end.min(at + SLICE)))?;
+            if splice.feed(&bytes).is_none() {
+                return Ok(None);
+            }
+        }
+        if splice.end_piece().is_none() {
+            return Ok(None);
+        }
+    }
+    Ok(splice.finish())
 }
 
 #[cfg(test)]
@@ -303,10 +371,10 @@ mod tests {
     #[test]
     fn ranges_spliced_make_one_document_of_their_whole_events() {
         let text = br#"{"traceEvents": [
-  {"ph": "X", "name": "a", "ts": 1, "dur": 1},
-  {"ph": "X", "name": "b", "ts": 2, "dur": 1},
-  {"ph": "X", "name": "c", "ts": 1, "dur": 1, "args": {"k": [{"x": 1}, {"y": 2}]}},
-  {"ph": "X", "name": "d", "ts": 2, "dur": 1}
+  {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "b", "ts": 2, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "c", "ts": 1, "dur": 1, "args": {"k": [{"x": 1}, {"y": 2}]}},
+  {"ph": "X", "cat": "cpu_op", "name": "d", "ts": 2, "dur": 1}
 ]}"#;
         let at = |name: &str| {
             let needle = format!("\"name\": \"{name}\"");
@@ -316,18 +384,23 @@ mod tests {
         };
         // The first range ends inside "b", the second starts inside "b" and ends inside "d".
         let ranges = [0..at("b") + 4, at("b")..at("d") + 4];
-        let pieces: Vec<(Range<u64>, Vec<u8>)> = ranges
-            .iter()
-            .map(|r| (r.clone(), text[r.start as usize..r.end as usize].to_vec()))
-            .collect();
-        let doc = document(&pieces, text.len() as u64).expect("a document");
-        let v: serde_json::Value = serde_json::from_slice(&doc).expect("JSON");
-        let names: Vec<&str> = v["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["name"].as_str().unwrap())
-            .collect();
+        let plan = Plan {
+            ranges: ranges.to_vec(),
+            until_us: 3.0,
+            len: text.len() as u64,
+        };
+        let mut splice = Splice::new(&plan);
+        for r in &ranges {
+            // A byte at a time: where a piece's bytes are cut does not matter.
+            for b in &text[r.start as usize..r.end as usize] {
+                splice.feed(std::slice::from_ref(b)).expect("fed");
+            }
+            splice.end_piece().expect("a piece's last element");
+        }
+        splice.read(b"\n]}").expect("closed");
+        let t = splice.ingest.finish().expect("the document reads").trace;
+        let mut names: Vec<&str> = (0..t.events.len()).map(|e| t.name_of(e)).collect();
+        names.sort();
         assert_eq!(names, ["a", "c"]);
     }
 }

@@ -1,8 +1,9 @@
 //! An early look at a large plain trace before it is read whole (`ingest::early`): the probes
-//! and the plan's ranges read with `Blob.slice`, the first whole steps analyzed and their report
-//! posted (`FromWorker::Early`). Nothing of it is kept: the whole file's analysis follows. A
-//! trace that has none (small, gzip, no whole steps within the budget, a read that fails) is
-//! simply read whole, as before.
+//! and the plan's ranges read with `Blob.slice`, a slice at a time into the splice (so the worker's
+//! memory never holds the ranges' bytes, only what they hold), the first whole steps analyzed
+//! and their report posted (`FromWorker::Early`). Nothing of it is kept: the whole file's
+//! analysis follows. A trace that has none (small, gzip, no whole steps within the budget, a
+//! read that fails) is simply read whole, as before.
 
 use torchtraceap::ingest::early;
 use torchtraceap::AnalyzedTrace;
@@ -30,12 +31,16 @@ async fn look(blob: &Blob, file: usize) -> Option<EarlyLook> {
         probed.push((r.start, early::first_timestamp(&bytes)));
     }
     let plan = early::plan(len, &probed)?;
-    let mut pieces = Vec::new();
+    let mut splice = early::Splice::new(&plan);
     for r in &plan.ranges {
-        pieces.push((r.clone(), range(blob, r).await?));
+        let mut stream = read::Stream::open(blob, r.start, r.end).ok()?;
+        let mut slice = Vec::new();
+        while stream.next(read::SLICE_BYTES, &mut slice).await.ok()? {
+            splice.feed(&slice)?;
+        }
+        splice.end_piece()?;
     }
-    let e = timed("early", || early::early(&plan, &pieces))?;
-    drop(pieces);
+    let e = timed("early", || splice.finish())?;
     let steps = &e.ingested.trace.steps;
     let (first, last) = (steps.first()?.number, steps.last()?.number);
     let whole_steps = steps.len();
@@ -50,16 +55,4 @@ async fn look(blob: &Blob, file: usize) -> Option<EarlyLook> {
         len: e.len,
         report,
     })
-}
-
-/// Bytes `r` of `blob`, read a slice at a time (a range's bytes in one buffer would keep the
-/// reader's spare buffer that large).
-async fn range(blob: &Blob, r: &std::ops::Range<u64>) -> Option<Vec<u8>> {
-    let mut stream = read::Stream::open(blob, r.start, r.end).ok()?;
-    let mut out = Vec::with_capacity((r.end - r.start) as usize);
-    let mut slice = Vec::new();
-    while stream.next(read::SLICE_BYTES, &mut slice).await.ok()? {
-        out.extend_from_slice(&slice);
-    }
-    Some(out)
 }

@@ -23,6 +23,11 @@ use crate::protocol::{FileError, ReadStep};
 /// Bytes read from a file per slice when it is read in order.
 pub const SLICE_BYTES: usize = 4 << 20;
 
+/// The most bytes a read stages in a JS buffer before they are copied into wasm memory: a
+/// range's bytes are read into wasm memory through it, so that a helper does not hold them
+/// twice (a JS buffer the range's size, then their copy).
+const STAGE: usize = 1 << 20;
+
 /// Buffers kept between reads (a helper reads two ranges at a time: `ranges::DEPTH`).
 const SPARE: usize = 2;
 
@@ -77,21 +82,26 @@ impl Stream {
         })
     }
 
-    /// The next `max` bytes (fewer only at the end) into `out`: overwritten in place when it
-    /// has their length, else replaced. `false` when no bytes are left.
+    /// The next `max` bytes (fewer only at the end) in `out`, which they replace. `false` when
+    /// no bytes are left.
     pub async fn next(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, FileError> {
+        out.clear();
+        self.append(max, out).await
+    }
+
+    /// The next `max` bytes (fewer only at the end) appended to `out`, staged through a
+    /// buffer of at most [`STAGE`] bytes. `false` when no bytes are left.
+    pub async fn append(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, FileError> {
         let want = max.min((self.end - self.at) as usize);
         if want == 0 {
             return Ok(false);
         }
-        let mut buffer = buffer(want);
+        out.reserve(want);
+        let mut buffer = buffer(want.min(STAGE));
         let mut filled = 0;
         while filled < want {
-            let view = Uint8Array::new_with_byte_offset_and_length(
-                &buffer,
-                filled as u32,
-                (want - filled) as u32,
-            );
+            let room = (want - filled).min(buffer.byte_length() as usize);
+            let view = Uint8Array::new_with_byte_offset_and_length(&buffer, 0, room as u32);
             let at = self.at + filled as u64;
             let read = JsFuture::from(self.reader.read_with_array_buffer_view(&view))
                 .await
@@ -105,13 +115,10 @@ impl Stream {
             if read.get_done() == Some(true) {
                 return Err(FileError::Ended { at, end: self.end });
             }
+            let len = out.len();
+            out.resize(len + chunk.length() as usize, 0);
+            chunk.copy_to(&mut out[len..]);
             filled += chunk.length() as usize;
-        }
-        let bytes = Uint8Array::new_with_byte_offset_and_length(&buffer, 0, want as u32);
-        if out.len() == want {
-            bytes.copy_to(out);
-        } else {
-            *out = bytes.to_vec();
         }
         keep(buffer);
         self.at += want as u64;
@@ -123,6 +130,6 @@ impl Stream {
 pub async fn bytes(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, FileError> {
     let mut stream = Stream::open(blob, start, end)?;
     let mut out = Vec::new();
-    stream.next(usize::MAX, &mut out).await?;
+    stream.append(usize::MAX, &mut out).await?;
     Ok(out)
 }

@@ -10,12 +10,14 @@
 // of Chromium's renderer processes (page and workers, summed; polled every 100 ms from /proc,
 // Linux only) is printed beside it.
 //
-//   [WORKERS=N] [SHOTS=DIR] node e2e/big-bench.mjs TRACE... [--json-bytes N]
+//   [WORKERS=N] [SHOTS=DIR] [DISTS=A,B] node e2e/big-bench.mjs TRACE... [--json-bytes N]
 //     N: uncompressed size, for a .gz; WORKERS: the page's `?workers=N` (default: its own);
-//     SHOTS: where screenshots of the early look and of the whole analysis go
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename } from 'node:path';
-import { serve, launch, openPage, load } from './support.mjs';
+//     SHOTS: where screenshots of the early look and of the whole analysis go; DISTS: builds
+//     of the site, each trace loaded in each in turn (the build before beside this one, in
+//     the same run; default: TTAP_DIST, else dist/)
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { DIST, serve, launch, openPage, load } from './support.mjs';
 
 const args = process.argv.slice(2);
 const at = args.indexOf('--json-bytes');
@@ -50,9 +52,11 @@ function renderers() {
   }
   return sum;
 }
-const site = await serve();
+const dists = (process.env.DISTS ?? DIST).split(',').map((d) => resolve(d));
+for (const dist of dists) if (!existsSync(join(dist, 'index.html'))) throw new Error(`${dist} holds no built site`);
+const sites = await Promise.all(dists.map((dist) => serve(dist)));
 const browser = await launch();
-for (const trace of args) {
+for (const trace of args) for (const site of sites) {
   const size = statSync(trace).size;
   const json = trace.endsWith('.gz') ? jsonBytes : size;
   const { page, context, errors } = await openPage(browser, site.url + workers);
@@ -78,7 +82,7 @@ for (const trace of args) {
   // The early look (a large plain trace's first steps, `worker/early.rs`): when it shows.
   let early = null;
   const shot = (when) => process.env.SHOTS
-    && page.screenshot({ path: `${process.env.SHOTS}/big-${basename(trace)}-${when}.png` });
+    && page.screenshot({ path: `${process.env.SHOTS}/big-${basename(trace)}${sites.length > 1 ? `-${sites.indexOf(site)}` : ''}-${when}.png` });
   page.waitForSelector('#early-findings', { timeout: 3_600_000 })
     .then(() => { early = (Date.now() - t0) / 1e3; return shot('early'); })
     .catch(() => {});
@@ -89,7 +93,7 @@ for (const trace of args) {
   const memory = Number(await page.locator('main').getAttribute('data-memory'));
   const findings = await page.locator('article.finding').count();
   const refused = await page.locator('.error-panel .error-message').allInnerTexts();
-  console.log(`${trace}: ${(size / 1e6).toFixed(0)} MB${json && json !== size ? ` (${(json / 1e6).toFixed(0)} MB of JSON)` : ''}`);
+  console.log(`${trace}: ${(size / 1e6).toFixed(0)} MB${json && json !== size ? ` (${(json / 1e6).toFixed(0)} MB of JSON)` : ''}, build ${site.root}`);
   if (refused.length) console.log(`  refused after ${seconds.toFixed(1)} s: ${refused.join(' | ')}`);
   else console.log(`  whole analysis shown after ${seconds.toFixed(1)} s (${findings} findings)`);
   const earlyLook = await page.locator('main').getAttribute('data-early');
@@ -106,4 +110,4 @@ for (const trace of args) {
   await context.close();
 }
 await browser.close();
-await site.close();
+await Promise.all(sites.map((site) => site.close()));

@@ -9,8 +9,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use torchtraceap::compare::{render, Comparison};
 use torchtraceap::files::{self, Analyzed, Quiet};
+use torchtraceap::ingest::early::read_early;
 use torchtraceap::share::{self, ShareOptions};
-use torchtraceap::Severity;
+use torchtraceap::{AnalyzedTrace, Severity};
 
 pyo3::create_exception!(
     torchtraceap,
@@ -125,11 +126,52 @@ fn compare(
     })
 }
 
+/// The early look at a large plain trace, as `ttap analyze --early` prints it: the report of
+/// its first whole steps, read from part of the file.
+#[pyclass(frozen, get_all)]
+struct Early {
+    /// The report, as `ttap analyze --early --format json` prints it.
+    json: String,
+    /// The report as `ttap analyze --early` prints it.
+    markdown: String,
+    /// The first and last step held whole, and how many.
+    steps: (i64, i64),
+    whole_steps: usize,
+    /// Bytes read, and the file's.
+    read_bytes: u64,
+    file_bytes: u64,
+}
+
+/// The early look at a trace file, or `None` where it has none (under 64 MiB, gzip, no whole
+/// steps within an eighth of the file).
+#[pyfunction]
+fn analyze_early(py: Python<'_>, path: PathBuf) -> PyResult<Option<Early>> {
+    let early = py
+        .detach(|| read_early(&path))
+        .map_err(|e| TraceError::new_err(format!("reading {}: {e}", path.display())))?;
+    let Some(e) = early else {
+        return Ok(None);
+    };
+    let analyzed = AnalyzedTrace::new(&e.ingested);
+    let report = analyzed.report();
+    let steps = &e.ingested.trace.steps;
+    Ok(Some(Early {
+        json: serde_json::to_string(report).map_err(|e| PyValueError::new_err(e.to_string()))?,
+        markdown: report.to_markdown(&path.display().to_string()),
+        steps: (steps[0].number, steps[steps.len() - 1].number),
+        whole_steps: steps.len(),
+        read_bytes: e.read,
+        file_bytes: e.len,
+    }))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_early, m)?)?;
     m.add_class::<Analysis>()?;
+    m.add_class::<Early>()?;
     m.add_class::<Compared>()?;
     m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add("DEFAULT_BASE_URL", share::DEFAULT_BASE_URL)?;

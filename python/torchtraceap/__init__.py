@@ -26,9 +26,11 @@ from ._core import DEFAULT_BASE_URL, TraceError
 
 __all__ = [
     "analyze",
+    "early",
     "compare",
     "on_trace_ready",
     "Report",
+    "EarlyReport",
     "RunReport",
     "Finding",
     "ServingKind",
@@ -255,6 +257,42 @@ def analyze(path_or_dir: PathLike) -> Union[Report, RunReport]:
     """Analyzes a trace (Kineto JSON, plain or gzip) as ``ttap analyze`` does: a ``Report``; or
     a folder of traces: a ``RunReport``. Raises ``TraceError`` with the CLI's message."""
     return _analyze(path_or_dir, None)[0]
+
+
+class EarlyReport(Report):
+    """The early look at a large plain trace (``ttap analyze --early``): the report of its first
+    whole steps, read from part of the file, in well under the time the whole file takes. The
+    whole file's report can differ. ``steps`` (the first and last step held whole),
+    ``whole_steps``, ``read_bytes`` of ``file_bytes``. It has no fingerprint and no link:
+    analyze the whole file for those."""
+
+    def __init__(self, path: str, early: Any):
+        super().__init__(
+            {"file": path, "fingerprint": None, "report": json.loads(early.json)},
+            early.markdown,
+            None,
+            "an early look has no link: analyze the whole file for one",
+        )
+        self.steps = tuple(early.steps)
+        self.whole_steps: int = early.whole_steps
+        self.read_bytes: int = early.read_bytes
+        self.file_bytes: int = early.file_bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"<EarlyReport {self.file}: steps {self.steps[0]}-{self.steps[1]} "
+            f"({self.whole_steps} whole) from {100 * self.read_bytes / self.file_bytes:.1f}% "
+            f"of the file: {len(self.findings)} finding(s)>"
+        )
+
+
+def early(path: PathLike) -> Optional[EarlyReport]:
+    """The early look at a large plain trace (64 MiB or more, not gzip): the findings of its
+    first whole steps, from at most an eighth of the file, as ``ttap analyze --early`` gives
+    them; ``None`` where it has none (small, gzip, no two whole steps within the budget).
+    Raises ``TraceError`` where the file cannot be read."""
+    found = _core.analyze_early(os.fspath(path))
+    return None if found is None else EarlyReport(os.fspath(path), found)
 
 
 class Comparison:

@@ -26,7 +26,8 @@
 //! 18,647 events, debug build): bincode written and read back in 53 ms, 942 KB;
 //! `serde-wasm-bindgen` to a JS value and back 92 ms, before the structured clone that a JS
 //! value costs and a transferred buffer does not. In the release worker, a 16 MiB range's
-//! 3.4 MB state is written in about 1 ms and read and merged in about 11 ms. Memory: each helper holds one range (its bytes,
+//! 3.4 MB state is written in about 1 ms and read and merged in about 11 ms (ranges are 8 MiB
+//! now: [`RANGE_BYTES`]). Memory: each helper holds one range (its bytes,
 //! then its state) and at most [`AHEAD`] ranges per helper are handed out beyond the one being
 //! merged. A helper that stops (out of memory, a bug) loses only its range, which the
 //! coordinator then reads itself; so does any range when no helper is left.
@@ -49,10 +50,13 @@ use crate::protocol::{
 };
 
 /// Nominal bytes per range: large enough that a block's state and its merge cost little next
-/// to framing it, small enough that a range per helper stays a small part of memory.
-pub const RANGE_BYTES: u64 = 16 << 20;
+/// to framing it, small enough that the [`DEPTH`] ranges a helper holds stay a small part of
+/// the tab's memory. Measured on a 1 GiB generated trace (`e2e/big-bench.mjs`, 2 workers):
+/// 16 MiB ranges, the tab's own memory peaked at 0.51–0.54× the JSON; 8 MiB, 0.45–0.46×, in
+/// the same time to the report.
+pub const RANGE_BYTES: u64 = 8 << 20;
 /// Traces smaller than this are read by their worker alone (starting helpers costs more).
-pub const MIN_BYTES: f64 = 2.0 * RANGE_BYTES as f64;
+pub const MIN_BYTES: f64 = 32.0 * (1 << 20) as f64;
 /// Ranges a helper holds at once: it reads one while it frames another.
 const DEPTH: usize = 2;
 /// Ranges handed out per helper beyond the one being merged: the [`DEPTH`] it holds, and one

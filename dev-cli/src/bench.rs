@@ -229,7 +229,18 @@ fn shift(v: &mut Value, key: &str, by: f64) {
     }
 }
 
-/// Writes `size` bytes or more of a trace made by repeating the source's events.
+/// The step number of a `ProfilerStep#N` range.
+fn step_number(e: &Value) -> Option<i64> {
+    e.get("name")?
+        .as_str()?
+        .strip_prefix("ProfilerStep#")?
+        .parse()
+        .ok()
+}
+
+/// Writes `size` bytes or more of a trace made by repeating the source's events: each copy
+/// shifted in time past the one before, with its own ids and its own step numbers (a copy's
+/// `ProfilerStep#N` follows the last of the copy before).
 fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
     let mut bytes = Vec::new();
     File::open(source)
@@ -268,6 +279,8 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
     }
     let period = (hi - lo) + 1000.0;
     let id_stride = max_id + 1.0;
+    let numbers = events.iter().filter_map(step_number);
+    let step_stride = numbers.clone().max().unwrap_or(0) - numbers.min().unwrap_or(0) + 1;
     let mut w = BufWriter::with_capacity(1 << 20, File::create(out)?);
     let header = serde_json::to_string(&doc)?;
     w.write_all(&header.as_bytes()[..header.len() - 1])?;
@@ -290,6 +303,9 @@ fn generate(source: &Path, out: &Path, size: u64) -> Result<()> {
             if let Some(args) = e.get_mut("args") {
                 shift(args, "correlation", rep * id_stride);
                 shift(args, "External id", rep * id_stride);
+            }
+            if let Some(n) = step_number(&e) {
+                e["name"] = Value::from(format!("ProfilerStep#{}", n + rep as i64 * step_stride));
             }
             let text = serde_json::to_string(&e)?;
             if !first {

@@ -277,7 +277,11 @@ fn where_line(f: &FindingEntry, report: &Report) -> Html {
     }
 }
 
-/// Steps as ranges: 3-6, 9.
+/// Ranges of steps a line of evidence lists before it says how many more there are.
+const MAX_RANGES: usize = 10;
+
+/// Steps as ranges: 3-6, 9; past [`MAX_RANGES`] ranges (a long trace with the pattern in every
+/// other step), the first of them and the count of the rest.
 fn steps_text(steps: &[i64]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
@@ -293,6 +297,15 @@ fn steps_text(steps: &[i64]) -> String {
         });
         i = j + 1;
     }
+    if parts.len() > MAX_RANGES {
+        let more = parts.len() - MAX_RANGES;
+        parts.truncate(MAX_RANGES);
+        return format!(
+            "{}, … {more} more ranges ({} steps in all)",
+            parts.join(", "),
+            steps.len()
+        );
+    }
     parts.join(", ")
 }
 
@@ -304,5 +317,10 @@ mod tests {
     fn consecutive_steps_read_as_ranges() {
         assert_eq!(super::steps_text(&[3, 4, 5, 6, 9, 11, 12]), "3–6, 9, 11–12");
         assert_eq!(super::steps_text(&[]), "");
+        let every_other: Vec<i64> = (0..30).map(|k| 2 * k).collect();
+        assert_eq!(
+            super::steps_text(&every_other),
+            "0, 2, 4, 6, 8, 10, 12, 14, 16, 18, … 20 more ranges (30 steps in all)"
+        );
     }
 }

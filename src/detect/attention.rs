@@ -248,6 +248,22 @@ fn fused_anywhere(t: &Trace) -> bool {
     })
 }
 
+/// Whether any op or kernel of the trace is a softmax (`Role::Softmax`, before its shape is
+/// judged): every block holds one, so a trace with none needs no lanes (their lists of every
+/// op and kernel are the detector's largest allocation, a third of the model's size).
+fn has_softmax(t: &Trace) -> bool {
+    let e = &t.events;
+    let op = of_names(t, |name| op_role(name) == Role::Softmax);
+    let kernel = of_names(t, |name| {
+        kernel_role(KernelTraits::of(name), name) == Role::Softmax
+    });
+    (0..e.len()).any(|i| match e.kind[i] {
+        EventKind::CpuOp => op[e.name[i] as usize],
+        EventKind::GpuKernel => kernel[e.name[i] as usize],
+        _ => false,
+    })
+}
+
 /// Whether the trace records host work only: no GPU track and no runtime call (a trace whose
 /// GPU activity was lost still has its launches).
 fn host_only(t: &Trace) -> bool {
@@ -416,7 +432,7 @@ impl Detector for UnfusedAttention {
     fn detect(&self, a: &Analysis<'_>, ledger: &mut Ledger) -> Verdict {
         let t = a.trace;
         let e = &t.events;
-        if fused_anywhere(t) {
+        if fused_anywhere(t) || !has_softmax(t) {
             return Err(Rejected::NOTHING);
         }
         let mut lanes: Vec<Lane> = Vec::new();

@@ -201,6 +201,9 @@ struct Charged {
     op_matrix_ns: i64,
     matrix: bool,
     simt: bool,
+    /// Its place in the order charged (by track, then time): the tie-break of the sort by
+    /// start, which then needs no scratch list.
+    seq: u32,
 }
 
 impl Charged {
@@ -289,10 +292,17 @@ pub fn analyze(
         memory_events: e.kind.iter().filter(|&&k| k == EventKind::Memory).count() as u64,
         ..Coverage::default()
     };
-    let mut charged: Vec<(Charged, (u32, u32))> = Vec::new();
+    // Sized for every event of the device's tracks (a kernel each, at most): one allocation,
+    // never grown (doubling would hold the old and the new at once; on a 1 GiB trace these
+    // lists are the largest thing the report makes).
+    let tracks = || t.tracks.iter().filter(|tr| tr.gpu && tr.device == device);
+    let most = tracks().map(|tr| tr.events.len()).sum();
+    let mut charged: Vec<Charged> = Vec::with_capacity(most);
+    // Each charged kernel's op and replay, the key of `op_ns`.
+    let mut keys: Vec<(u32, u32)> = Vec::with_capacity(most);
     let mut op_ns: FxHashMap<(u32, u32), (i64, i64)> = FxHashMap::default();
-    let mut kernel_starts: Vec<(i64, i64)> = Vec::new();
-    for track in t.tracks.iter().filter(|tr| tr.gpu && tr.device == device) {
+    let mut kernel_starts: Vec<(i64, i64)> = Vec::with_capacity(most);
+    for track in tracks() {
         for g in track.events.clone() {
             let gi = g as usize;
             if e.kind[gi] != EventKind::GpuKernel {
@@ -335,31 +345,25 @@ pub fn analyze(
             let ns = op_ns.entry((op, run)).or_default();
             ns.0 += dur;
             ns.1 += if matrix { dur } else { 0 };
-            charged.push((
-                Charged {
-                    start: e.start[gi],
-                    dur,
-                    name: e.name[gi],
-                    op: e.name[op as usize],
-                    cost,
-                    op_ns: 0,
-                    op_matrix_ns: 0,
-                    matrix,
-                    simt: kernel.simt_fp32,
-                },
-                (op, run),
-            ));
+            charged.push(Charged {
+                start: e.start[gi],
+                dur,
+                name: e.name[gi],
+                op: e.name[op as usize],
+                cost,
+                op_ns: 0,
+                op_matrix_ns: 0,
+                matrix,
+                simt: kernel.simt_fp32,
+                seq: charged.len() as u32,
+            });
+            keys.push((op, run));
         }
     }
-    let mut charged: Vec<Charged> = charged
-        .into_iter()
-        .map(|(c, op)| Charged {
-            op_ns: op_ns[&op].0,
-            op_matrix_ns: op_ns[&op].1,
-            ..c
-        })
-        .collect();
-    charged.sort_by_key(|c| c.start);
+    for (c, key) in charged.iter_mut().zip(keys) {
+        (c.op_ns, c.op_matrix_ns) = op_ns[&key];
+    }
+    charged.sort_unstable_by_key(|c| (c.start, c.seq));
     kernel_starts.sort_unstable();
     let steps: Vec<StepRoofline> = steps
         .iter()
@@ -452,15 +456,13 @@ fn step(
     start: i64,
     end: i64,
 ) -> StepRoofline {
-    let within = |starts: &[i64]| {
-        starts.partition_point(|&s| s < start)..starts.partition_point(|&s| s < end)
-    };
-    let kernel_ns: i64 = {
-        let starts: Vec<i64> = kernels.iter().map(|k| k.0).collect();
-        kernels[within(&starts)].iter().map(|k| k.1).sum()
-    };
-    let starts: Vec<i64> = charged.iter().map(|c| c.start).collect();
-    let mine = &charged[within(&starts)];
+    let kernel_ns: i64 = kernels
+        [kernels.partition_point(|k| k.0 < start)..kernels.partition_point(|k| k.0 < end)]
+        .iter()
+        .map(|k| k.1)
+        .sum();
+    let mine = &charged
+        [charged.partition_point(|c| c.start < start)..charged.partition_point(|c| c.start < end)];
     let tflop = mine
         .iter()
         .filter(|c| c.cost.family.tensor_cores())

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::AnalyzedTrace;
-use torchtraceap_dev::synth::{generate, Config, Gpu, Model};
+use torchtraceap_dev::synth::{generate, Config};
 
 struct Counting;
 
@@ -50,17 +50,7 @@ unsafe impl GlobalAlloc for Counting {
 static COUNTING: Counting = Counting;
 
 fn resnet(steps: u32) -> String {
-    generate(&Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps,
-        batch: 64,
-        seed: 3,
-        injections: Vec::new(),
-        noise: false,
-    })
-    .trace
+    generate(&Config::resnet50_a100(steps)).trace
 }
 
 #[test]

@@ -12,19 +12,13 @@ use serde_json::Value;
 use torchtraceap::ingest::early::{read_early, MIN_FILE_BYTES};
 use torchtraceap::ingest::{ingest_bytes, IngestOptions};
 use torchtraceap::AnalyzedTrace;
-use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Injection};
 
 const STEPS: u32 = 160;
 
 /// The generated trace, in time order as the generator writes it.
 fn generated() -> String {
     generate(&Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps: STEPS,
-        batch: 64,
-        seed: 3,
         injections: (0..STEPS)
             .flat_map(|step| {
                 [AntiPattern::DataLoader, AntiPattern::Fp32Simt].map(|pattern| Injection {
@@ -34,7 +28,7 @@ fn generated() -> String {
                 })
             })
             .collect(),
-        noise: false,
+        ..Config::resnet50_a100(STEPS)
     })
     .trace
 }

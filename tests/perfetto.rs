@@ -14,7 +14,7 @@ use torchtraceap::model::{Era, Trace};
 use torchtraceap::perfetto::{self, ExportError, Exported};
 use torchtraceap::report::Report;
 use torchtraceap::share::fingerprint;
-use torchtraceap_dev::synth::{generate, AntiPattern, Config, Gpu, Injection, Model, FIRST_STEP};
+use torchtraceap_dev::synth::{generate, AntiPattern, Config, Injection, FIRST_STEP};
 
 /// The skip reason `ingest` gives the export's async slices.
 const ASYNC_SKIPPED: &str = "phase not used by PyTorch traces (async b/e/n, objects, samples)";
@@ -121,12 +121,6 @@ fn real_traces_read_back_with_the_same_events_and_report() {
 
 fn generated(steps: u32) -> Trace {
     let c = Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps,
-        batch: 64,
-        seed: 3,
         injections: (1..steps)
             .map(|step| Injection {
                 pattern: AntiPattern::HostSync,
@@ -140,6 +134,7 @@ fn generated(steps: u32) -> Trace {
             }))
             .collect(),
         noise: true,
+        ..Config::resnet50_a100(steps)
     };
     ingest_bytes(generate(&c).trace.as_bytes(), IngestOptions::default())
         .unwrap()

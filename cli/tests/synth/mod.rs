@@ -5,21 +5,16 @@
 use std::path::Path;
 
 use torchtraceap_dev::synth::{
-    generate, generate_ranks, AntiPattern, Config, DataParallel, Gpu, Injection, Model,
+    generate, generate_ranks, AntiPattern, Config, DataParallel, Injection,
 };
 
 /// `ttap-dev synth`'s defaults (ResNet-50 training on an A100, batch 64, no noise) with these
 /// steps, seed and injections.
 pub fn config(steps: u32, seed: u64, injections: Vec<Injection>) -> Config {
     Config {
-        model: Model::ResNet50,
-        gpu: Gpu::A100,
-        training: true,
-        steps,
-        batch: 64,
         seed,
         injections,
-        noise: false,
+        ..Config::resnet50_a100(steps)
     }
 }
 

@@ -33,6 +33,23 @@ pub struct Config {
     pub noise: bool,
 }
 
+impl Config {
+    /// The tests' usual case: ResNet-50 training on an A100, batch 64, seed 3, `steps` steps,
+    /// nothing injected, no noise (the fields are public: change what a test needs).
+    pub fn resnet50_a100(steps: u32) -> Config {
+        Config {
+            model: Model::ResNet50,
+            gpu: Gpu::A100,
+            training: true,
+            steps,
+            batch: 64,
+            seed: 3,
+            injections: Vec::new(),
+            noise: false,
+        }
+    }
+}
+
 /// Where an anti-pattern was injected: a step and a phase of it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Label {

@@ -324,8 +324,8 @@ fn operator_of(t: &Trace, name: &str) -> (u32, Option<String>) {
 }
 
 /// Each of the three replayed kernels is charged to the operator that launched it, and stays
-/// the graph launch's record.
-fn each_kernel_has_its_operator(t: &Trace) {
+/// the graph launch's record; the graph summary counts all three tied.
+fn each_kernel_has_its_operator(t: &Trace) -> GraphSummary {
     for (kernel, op) in [
         ("gemm_fp16_tensorop", "aten::mm"),
         ("add_kernel", "aten::add"),
@@ -336,6 +336,9 @@ fn each_kernel_has_its_operator(t: &Trace) {
         let launch = t.launch_of(k).expect("a launch");
         assert_eq!(t.name_of(launch as usize), "cudaGraphLaunch", "{kernel}");
     }
+    let g = summary(t).expect("a graph summary");
+    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    g
 }
 
 /// The roofline of `step` (`(number, start, end)`) charges the replayed GEMM its op's FLOPs
@@ -382,9 +385,7 @@ fn the_renamed_kernel_stays_untied(t: &Trace) -> GraphSummary {
 #[test]
 fn each_replayed_kernel_gets_the_operator_and_module_that_launched_it_before_the_capture() {
     let t = capture_and_replay(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
-    each_kernel_has_its_operator(&t);
-    let g = summary(&t).expect("a graph summary");
-    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    let g = each_kernel_has_its_operator(&t);
     assert!((g.tied_ms - 3.0).abs() < 1e-12, "{g:?}");
     // The roofline charges the replayed GEMM its op's FLOPs; the module tree counts the replay
     // for the module that ran its operators.
@@ -411,9 +412,7 @@ fn a_replayed_kernel_whose_name_differs_stays_unattributed_and_counted() {
 #[test]
 fn a_capture_trace_given_beside_the_replay_ties_each_replayed_kernel_to_its_operator() {
     let t = replay_with_capture_beside(["gemm_fp16_tensorop", "add_kernel", "relu_kernel"]);
-    each_kernel_has_its_operator(&t);
-    let g = summary(&t).expect("a graph summary");
-    assert_eq!((g.kernels, g.tied_kernels), (3, 3));
+    let g = each_kernel_has_its_operator(&t);
     assert!(
         g.line()
             .ends_with("(in the capture trace warm-up.pt.trace.json), 0.00 ms unattributed"),

@@ -160,13 +160,11 @@ fn early(args: &Args) -> anyhow::Result<ExitCode> {
         );
     };
     let analyzed = AnalyzedTrace::new(&e.ingested);
-    let steps = &e.ingested.trace.steps;
+    let (first, last) = e.step_range();
     eprintln!(
-        "Early look at {}: {} whole steps ({}–{}), {:.1} of {:.1} MiB read ({:.1}%); the whole file's report can differ.",
+        "Early look at {}: {} whole steps ({first}–{last}), {:.1} of {:.1} MiB read ({:.1}%); the whole file's report can differ.",
         path.display(),
-        steps.len(),
-        steps[0].number,
-        steps[steps.len() - 1].number,
+        e.ingested.trace.steps.len(),
         e.read as f64 / 1048576.0,
         e.len as f64 / 1048576.0,
         100.0 * e.read as f64 / e.len as f64

@@ -154,12 +154,11 @@ fn analyze_early(py: Python<'_>, path: PathBuf) -> PyResult<Option<Early>> {
     };
     let analyzed = AnalyzedTrace::new(&e.ingested);
     let report = analyzed.report();
-    let steps = &e.ingested.trace.steps;
     Ok(Some(Early {
         json: serde_json::to_string(report).map_err(|e| PyValueError::new_err(e.to_string()))?,
         markdown: report.to_markdown(&path.display().to_string()),
-        steps: (steps[0].number, steps[steps.len() - 1].number),
-        whole_steps: steps.len(),
+        steps: e.step_range(),
+        whole_steps: e.ingested.trace.steps.len(),
         read_bytes: e.read,
         file_bytes: e.len,
     }))

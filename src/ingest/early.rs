@@ -226,9 +226,9 @@ impl<'p> Splice<'p> {
             self.started = true;
         }
         if self.ends_file() || self.held.len() > 2 * HOLD {
-            let keep = if self.ends_file() { 0 } else { HOLD };
-            let ready: Vec<u8> = self.held.drain(..self.held.len() - keep).collect();
-            self.read(&ready)?;
+            let ready = self.held.len() - if self.ends_file() { 0 } else { HOLD };
+            self.ingest.feed(&self.held[..ready]).ok()?;
+            self.held.drain(..ready);
         }
         Some(())
     }
@@ -281,6 +281,14 @@ pub struct Early {
     /// Bytes read (probes aside) of the file's.
     pub read: u64,
     pub len: u64,
+}
+
+impl Early {
+    /// The numbers of the first and last step it holds whole (it holds at least two).
+    pub fn step_range(&self) -> (i64, i64) {
+        let steps = &self.ingested.trace.steps;
+        (steps[0].number, steps[steps.len() - 1].number)
+    }
 }
 
 /// Bytes of a range read at a time.

@@ -41,15 +41,13 @@ async fn look(blob: &Blob, file: usize) -> Option<EarlyLook> {
         splice.end_piece()?;
     }
     let e = timed("early", || splice.finish())?;
-    let steps = &e.ingested.trace.steps;
-    let (first, last) = (steps.first()?.number, steps.last()?.number);
-    let whole_steps = steps.len();
+    let whole_steps = e.ingested.trace.steps.len();
     let report = timed("early-analysis", || {
         AnalyzedTrace::new(&e.ingested).into_report()
     });
     Some(EarlyLook {
         file,
-        steps: (first, last),
+        steps: e.step_range(),
         whole_steps,
         read: e.read,
         len: e.len,

@@ -91,7 +91,7 @@ impl Stream {
 
     /// The next `max` bytes (fewer only at the end) appended to `out`, staged through a
     /// buffer of at most [`STAGE`] bytes. `false` when no bytes are left.
-    pub async fn append(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, FileError> {
+    async fn append(&mut self, max: usize, out: &mut Vec<u8>) -> Result<bool, FileError> {
         let want = max.min((self.end - self.at) as usize);
         if want == 0 {
             return Ok(false);

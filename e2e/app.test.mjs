@@ -3,10 +3,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { serve, launch, openPage, load, shownFindings, traceFiles, lacksTrace, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, traceFiles, lacksTrace, SHOTS, SHARED_TRACES, ROOT, scratchDir } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
 const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
@@ -17,7 +16,7 @@ let scratch;
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });
-  scratch = await mkdtemp(join(tmpdir(), 'ttap-e2e-'));
+  scratch = await scratchDir('ttap-e2e-');
   site = await serve();
   browser = await launch();
 });

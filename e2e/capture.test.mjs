@@ -6,10 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { servedSite, openPage, load, cli, ROOT, SHOTS } from './support.mjs';
+import { servedSite, openPage, load, cli, ROOT, SHOTS, scratchDir } from './support.mjs';
 
 const WARM_UP = join(ROOT, 'tests/fixtures/graph-warm-up.pt.trace.json');
 const REPLAY = join(ROOT, 'tests/fixtures/graph-replay.pt.trace.json');
@@ -52,7 +51,7 @@ test('a capture trace given beside a replay ties its kernels to their operators 
 });
 
 test('a capture trace that does not read fails the load, naming it, and the page keeps what it showed', async () => {
-  const scratch = await mkdtemp(join(tmpdir(), 'ttap-capture-'));
+  const scratch = await scratchDir('ttap-capture-');
   const notes = join(scratch, 'notes.json');
   await writeFile(notes, 'not a trace\n');
   const { page, context, errors } = await openPage(served.browser, served.site.url);

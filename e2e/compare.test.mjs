@@ -5,11 +5,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, lacksTrace, cli, SHOTS, SHARED_TRACES, ROOT, scratchDir } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
 const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
@@ -23,7 +22,7 @@ let scratch;
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });
-  scratch = await mkdtemp(join(tmpdir(), 'ttap-e2e-compare-'));
+  scratch = await scratchDir('ttap-e2e-compare-');
   site = await serve();
   browser = await launch();
 });

@@ -8,15 +8,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { servedSite, openPage, shownFindings, cli, devCli, SHOTS } from './support.mjs';
+import { servedSite, openPage, shownFindings, cli, devCli, SHOTS, scratchDir } from './support.mjs';
 
 const served = servedSite();
 
 test('a large trace shows its first steps\' findings before it is read whole, as the CLI\'s early look', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ttap-early-'));
+  const dir = await scratchDir('ttap-early-');
   const trace = join(dir, 'resnet50-160-steps.pt.trace.json');
   const inject = Array.from({ length: 160 }, (_, s) => ['--inject', `dataloader-bottleneck@${s}:0.6`, '--inject', `fp32-without-tensor-cores@${s}:0.6`]).flat();
   const made = spawnSync(devCli(), ['synth', '--steps', '160', '--seed', '3', ...inject, '--out', trace]);
@@ -51,7 +49,7 @@ test('a large trace shows its first steps\' findings before it is read whole, as
 });
 
 test('a load cancelled after its early look keeps the early findings shown, and says so', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ttap-early-'));
+  const dir = await scratchDir('ttap-early-');
   const trace = join(dir, 'resnet50-400-steps.pt.trace.json');
   const inject = Array.from({ length: 400 }, (_, s) => ['--inject', `dataloader-bottleneck@${s}:0.6`]).flat();
   const made = spawnSync(devCli(), ['synth', '--steps', '400', '--seed', '4', ...inject, '--out', trace]);

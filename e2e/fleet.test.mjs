@@ -5,10 +5,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, SHOTS, ROOT } from './support.mjs';
+import { serve, launch, openPage, load, SHOTS, ROOT, scratchDir } from './support.mjs';
 
 const TTAP = join(ROOT, 'target/debug/ttap');
 const TTAP_DEV = join(ROOT, 'target/debug/ttap-dev');
@@ -27,7 +26,7 @@ function run(program, args) {
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });
-  dir = await mkdtemp(join(tmpdir(), 'ttap-fleet-e2e-'));
+  dir = await scratchDir('ttap-fleet-e2e-');
   const traces = join(dir, 'traces');
   const stalls = [1, 2, 3, 4].flatMap((s) => ['--inject', `dataloader-bottleneck@${s}:0.9`]);
   run(TTAP_DEV, ['synth', '--ranks', '2', '--steps', '5', '--out', join(traces, 'loader-job'), ...stalls]);

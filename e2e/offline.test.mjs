@@ -7,10 +7,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFile, copyFile, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { serve, hostHeaders, launch, load, shownFindings, DIST, ROOT, SHOTS } from './support.mjs';
+import { appendFile, copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { serve, hostHeaders, launch, load, shownFindings, DIST, ROOT, SHOTS, scratchDir } from './support.mjs';
 
 // A trace of the user's (the sample under another name, so it cannot be confused with it).
 const DROPPED = 'private-run-rank0.pt.trace.json.gz';
@@ -20,14 +19,13 @@ let dropped;
 
 before(async () => {
   await mkdir(SHOTS, { recursive: true });
-  dropped = join(await mkdtemp(join(tmpdir(), 'ttap-offline-')), DROPPED);
+  dropped = join(await scratchDir('ttap-offline-'), DROPPED);
   await copyFile(join(ROOT, 'www/samples/resnet50-a100-dataloader.pt.trace.json.gz'), dropped);
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
-  if (dropped) await rm(dirname(dropped), { recursive: true });
 });
 
 /** The files the build listed for offline use (written into dist/sw.js by scripts/offline.mjs). */
@@ -118,7 +116,7 @@ for (const [where, base, headers] of [['at the root', '/', false], ['under a sub
 }
 
 test('a new build is taken on the next load once its service worker has filled its cache', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ttap-offline-site-'));
+  const dir = await scratchDir('ttap-offline-site-');
   await cp(DIST, dir, { recursive: true });
   const site = await serve(dir, '/');
   const context = await browser.newContext();
@@ -158,6 +156,5 @@ test('a new build is taken on the next load once its service worker has filled i
   } finally {
     await context.close();
     await site.close();
-    await rm(dir, { recursive: true });
   }
 });

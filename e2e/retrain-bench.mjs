@@ -9,12 +9,12 @@
 //
 //   cargo build && trunk build --release && node e2e/retrain-bench.mjs
 import { execFileSync } from 'node:child_process';
-import { writeFile, mkdir, mkdtemp } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { writeFile, mkdir } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { serve, launch, openPage, load, analyze, labelsFor, SHOTS, TTAP_DEV } from './support.mjs';
+import { serve, launch, openPage, load, analyze, labelsFor, SHOTS, TTAP_DEV, scratchDir } from './support.mjs';
 
-const TRACE = join(await mkdtemp(join(tmpdir(), 'ttap-retrain-bench-')), 'resnet50-40-steps.pt.trace.json');
+const TRACE = join(await scratchDir('ttap-retrain-bench-'), 'resnet50-40-steps.pt.trace.json');
 execFileSync(TTAP_DEV, ['synth', '--model', 'resnet50', '--steps', '40', '--noise', '--out', TRACE]);
 const LABELS = 100;
 const BUDGET_S = 10;

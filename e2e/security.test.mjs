@@ -8,11 +8,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { serve, launch, openPage, load, shownFindings, SHOTS } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, SHOTS, scratchDir } from './support.mjs';
 
 const FINDING = '#finding-dataloader-bottleneck';
 const KEY = 'sk-e2e-0123456789-secret';
@@ -24,7 +23,7 @@ let llm;
 let scratch;
 
 before(async () => {
-  scratch = await mkdtemp(join(tmpdir(), 'ttap-security-'));
+  scratch = await scratchDir('ttap-security-');
   site = await serve();
   browser = await launch();
   llm = await hostileEndpoint();

@@ -2,9 +2,10 @@
 // Debian's Chromium driven by playwright-core.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, after } from 'node:test';
@@ -17,6 +18,18 @@ export const SHARED_TRACES = process.env.TTAP_SHARED_TRACES ?? join(ROOT, '../sh
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 export const LLM_URL = process.env.TTAP_LLM_URL;
 export const LLM_KEY = process.env.TTAP_LLM_KEY;
+
+const scratches = [];
+process.on('exit', () => scratches.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/** A new folder under the system's temporary folder (named `prefix` and a random tail), removed
+ * with all it holds when this test file's process exits, its tests passed or failed: traces the
+ * tests write weigh hundreds of MB and must not pile up run after run. */
+export async function scratchDir(prefix) {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  scratches.push(dir);
+  return dir;
+}
 
 /** Skips `t` saying why, or fails it where CI requires what is missing (`required` is set). */
 function without(t, required, why) {

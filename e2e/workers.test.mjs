@@ -3,17 +3,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { serve, launch, openPage, load, shownFindings, analyze, workerPhases, TTAP_DEV } from './support.mjs';
+import { serve, launch, openPage, load, shownFindings, analyze, workerPhases, TTAP_DEV, scratchDir } from './support.mjs';
 
 let site;
 let browser;
 let scratch;
 
 before(async () => {
-  scratch = await mkdtemp(join(tmpdir(), 'ttap-workers-'));
+  scratch = await scratchDir('ttap-workers-');
   site = await serve();
   browser = await launch();
 });
@@ -21,7 +20,6 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await site?.close();
-  await rm(scratch, { recursive: true, force: true });
 });
 
 /** Loads `trace` in a page forced to `workers` workers per file; returns what the page showed,

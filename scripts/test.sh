@@ -32,6 +32,13 @@ fi
 
 log="$(mktemp)"
 e2e_log="$(mktemp)"
+# Every layer's scratch files go under one temporary folder of this run's own, removed on exit
+# whatever happens: the tests write traces of hundreds of MB, and a machine whose disk fills
+# fails its next build in the linker. The tests remove what they write themselves (Rust:
+# tempfile; e2e: support.mjs's scratchDir; pytest: no kept tmp_path), and the run fails, naming
+# them, if one left something behind.
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/ttap-test.XXXXXX")"
+export TMPDIR="$scratch"
 llm_started=""
 llm_port="${TTAP_LLM_PORT:-18181}"
 model_started=""
@@ -39,6 +46,7 @@ model_started=""
 model_port=8081
 cleanup() {
   rm -f "$log" "$e2e_log"
+  rm -rf "$scratch"
   if [ -n "$llm_started" ]; then bash scripts/llm-server.sh stop "$llm_port"; fi
   if [ -n "$model_started" ]; then bash scripts/llm-server.sh stop "$model_port"; fi
 }
@@ -87,7 +95,7 @@ py_start=$SECONDS
 [ -x target/pyenv/bin/python ] || python3 -m venv target/pyenv
 target/pyenv/bin/pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8,<10"
 VIRTUAL_ENV="$PWD/target/pyenv" target/pyenv/bin/maturin develop --locked -m python/Cargo.toml
-TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q -rs python/tests 2>&1 | tee -a "$log"
+TTAP_BIN="$PWD/target/debug/ttap" target/pyenv/bin/python -m pytest -q -rs -o tmp_path_retention_policy=none python/tests 2>&1 | tee -a "$log"
 echo "the Python package: built and tested in $((SECONDS - py_start)) s"
 
 step "fleet job on a local Ray cluster (scripts/fleet; skipped, saying so, without Ray)"
@@ -105,6 +113,12 @@ node --test e2e/ 2>&1 | tee "$e2e_log"
 sed -n 's/^# pass \([0-9]*\)/\1 passed/p; s/^# fail \([0-9]*\)/\1 failed/p' "$e2e_log" >> "$log"
 if grep -q '^[1-9][0-9]* failed' "$log"; then
   echo "end-to-end tests failed" >&2
+  exit 1
+fi
+
+left="$(find "$scratch" -mindepth 1 ! -type d | head -n 20)"
+if [ -n "$left" ]; then
+  printf 'the tests left these in %s (each test removes what it writes):\n%s\n' "$scratch" "$left" >&2
   exit 1
 fi
 

@@ -362,10 +362,8 @@ fn pooled(path: &Path, reader: &impl Reader) -> Result<Profile, FilesError> {
 mod tests {
     use super::*;
 
-    /// A file of `len` bytes (sparse past its first) starting with `head`.
-    fn sized(name: &str, head: &[u8], len: u64) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ttap-threads-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    /// A file of `len` bytes (sparse past its first) starting with `head`, in `dir`.
+    fn sized(dir: &Path, name: &str, head: &[u8], len: u64) -> PathBuf {
         let path = dir.join(name);
         let mut file = File::create(&path).unwrap();
         std::io::Write::write_all(&mut file, head).unwrap();
@@ -375,7 +373,8 @@ mod tests {
 
     #[test]
     fn a_folder_fails_naming_itself_or_the_trace_that_does_not_read() {
-        let dir = std::env::temp_dir().join(format!("ttap-folders-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
         let (empty, traces) = (dir.join("empty"), dir.join("traces"));
         std::fs::create_dir_all(&empty).unwrap();
         std::fs::create_dir_all(&traces).unwrap();
@@ -408,9 +407,15 @@ mod tests {
     fn the_cores_are_shared_out_among_the_files_read_at_once() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let big = 2 * PARALLEL_BLOCK as u64;
-        let plain = sized("plain.json", b"{\"traceEvents\": [", big);
-        let small = sized("small.json", b"{\"traceEvents\": [", big - 1);
-        let gzip = sized("trace.json.gz", &[0x1f, 0x8b, 8], 100);
+        let scratch = tempfile::tempdir().unwrap();
+        let plain = sized(scratch.path(), "plain.json", b"{\"traceEvents\": [", big);
+        let small = sized(
+            scratch.path(),
+            "small.json",
+            b"{\"traceEvents\": [",
+            big - 1,
+        );
+        let gzip = sized(scratch.path(), "trace.json.gz", &[0x1f, 0x8b, 8], 100);
         assert_eq!(default_threads(&plain, 1), cores);
         assert_eq!(default_threads(&plain, 2), (cores / 2).max(1));
         assert_eq!(default_threads(&plain, cores), 1);

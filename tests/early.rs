@@ -6,7 +6,7 @@
 //! steps get none.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use torchtraceap::ingest::early::{read_early, MIN_FILE_BYTES};
@@ -71,9 +71,7 @@ fn kineto_order(trace: &str) -> String {
     out
 }
 
-fn written(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ttap-early-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+fn written(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(bytes))
@@ -83,6 +81,7 @@ fn written(name: &str, bytes: &[u8]) -> PathBuf {
 
 #[test]
 fn the_first_steps_of_a_large_trace_name_its_problems_from_an_eighth_of_the_file() {
+    let scratch = tempfile::tempdir().unwrap();
     let time_ordered = generated();
     assert!(
         time_ordered.len() as u64 >= MIN_FILE_BYTES,
@@ -93,7 +92,7 @@ fn the_first_steps_of_a_large_trace_name_its_problems_from_an_eighth_of_the_file
         ("time-order.json", time_ordered.clone()),
         ("kineto-order.json", kineto_order(&time_ordered)),
     ] {
-        let path = written(name, text.as_bytes());
+        let path = written(scratch.path(), name, text.as_bytes());
         let e = read_early(&path)
             .expect("readable")
             .unwrap_or_else(|| panic!("{name}: no early look"));
@@ -121,17 +120,22 @@ fn the_first_steps_of_a_large_trace_name_its_problems_from_an_eighth_of_the_file
 
 #[test]
 fn a_compressed_a_small_or_a_stepless_trace_gets_no_early_look() {
+    let scratch = tempfile::tempdir().unwrap();
     let text = generated();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(text.as_bytes()).expect("compressed");
-    let path = written("compressed.json.gz", &gz.finish().expect("compressed"));
+    let path = written(
+        scratch.path(),
+        "compressed.json.gz",
+        &gz.finish().expect("compressed"),
+    );
     assert!(read_early(&path).expect("readable").is_none());
-    let small = written("small.json", &text.as_bytes()[..1 << 20]);
+    let small = written(scratch.path(), "small.json", &text.as_bytes()[..1 << 20]);
     assert!(read_early(&small).expect("readable").is_none());
     // Without ProfilerStep ranges nor a loop, nothing tells a whole step: no early look.
     let stepless = text
         .replace("ProfilerStep#", "Region ")
         .replace("enumerate(DataLoader)", "load batch");
-    let path = written("stepless.json", stepless.as_bytes());
+    let path = written(scratch.path(), "stepless.json", stepless.as_bytes());
     assert!(read_early(&path).expect("readable").is_none());
 }

@@ -17,7 +17,6 @@ mod twice;
 use std::fmt::Write as _;
 use std::hash::Hasher;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use torchtraceap::ingest::blocks::{self, Framed, Start};
 use torchtraceap::ingest::{ingest_bytes, Ingest, IngestOptions};
@@ -59,33 +58,18 @@ fn parallel(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String 
 }
 
 /// A file in the temporary folder holding `bytes`, removed when dropped.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(bytes: &[u8]) -> TempFile {
-        static FILES: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "ttap-parallel-{}-{}.json",
-            std::process::id(),
-            FILES.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, bytes).unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+fn temp_file(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(bytes).unwrap();
+    file
 }
 
 /// Reads `bytes` from a file with an ingester on `threads` threads (`Ingest::read_file`: on
 /// one, the file mapped in windows of `chunk` bytes; on more, each thread maps its own blocks
 /// of a plain file).
 fn from_file(bytes: &[u8], threads: usize, block: usize, chunk: usize) -> String {
-    let path = TempFile::new(bytes);
-    let file = std::fs::File::open(&path.0).unwrap();
+    let path = temp_file(bytes);
+    let file = std::fs::File::open(path.path()).unwrap();
     digest(
         Ingest::parallel(IngestOptions::default(), threads, block).read_file(&file, chunk, |_| {}),
     )
@@ -390,18 +374,18 @@ fn a_file_is_read_through_maps_of_a_few_windows_at_a_time() {
     assert!(trace.len() > 20 * BLOCK, "{} bytes", trace.len());
     let serial = digest(ingest_bytes(&trace, IngestOptions::default()));
     assert!(serial.starts_with("ok"), "{serial}");
-    let path = TempFile::new(&trace);
+    let path = temp_file(&trace);
     for threads in [1, 2] {
-        let file = std::fs::File::open(&path.0).unwrap();
+        let file = std::fs::File::open(path.path()).unwrap();
         let mut mapped = Vec::new();
         let got = Ingest::parallel(IngestOptions::default(), threads, BLOCK).read_file(
             &file,
             WINDOW,
-            |_| mapped.push(mapped_bytes(&path.0)),
+            |_| mapped.push(mapped_bytes(path.path())),
         );
         assert_eq!(digest(got), serial, "{threads} threads");
         assert_eq!(
-            mapped_bytes(&path.0),
+            mapped_bytes(path.path()),
             0,
             "{threads} threads: unmapped at the end"
         );
@@ -456,11 +440,11 @@ fn a_pipe_is_read_as_it_comes_with_the_same_result() {
 #[test]
 fn a_file_cut_while_it_is_read_gives_an_error_not_a_crash() {
     let trace = realistic_trace();
-    let path = TempFile::new(&trace);
-    let file = std::fs::File::open(&path.0).unwrap();
+    let path = temp_file(&trace);
+    let file = std::fs::File::open(path.path()).unwrap();
     let writer = std::fs::OpenOptions::new()
         .write(true)
-        .open(&path.0)
+        .open(path.path())
         .unwrap();
     let mut windows = 0;
     let got = Ingest::new(IngestOptions::default()).read_file(&file, 1 << 16, |_| {

@@ -435,8 +435,8 @@ fn a_pooled_set_is_its_mean_trace() {
 /// every rank stalls on its DataLoader.
 #[test]
 fn ttap_compare_takes_two_folders_of_ranks() {
-    let dir = std::env::temp_dir().join(format!("ttap-compare-sets-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let synth_run = |name: &str, seed: u64, inject: bool| {
         let out = dir.join(name);
         let injections = if inject {
@@ -487,5 +487,4 @@ fn ttap_compare_takes_two_folders_of_ranks() {
         v["step_ms"]["before"]["n"].as_u64().unwrap(),
         2 * one["step_ms"]["before"]["n"].as_u64().unwrap()
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -3,7 +3,7 @@
 
 mod synth;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -57,17 +57,10 @@ fn fleet_json(root: &Path) -> String {
         .arg(root))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ttap-fleet-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn the_fleet_jobs_report_reads_back_whole() {
-    let root = temp_dir("whole");
-    let text = fleet_json(&root);
+    let root = tempfile::tempdir().unwrap();
+    let text = fleet_json(root.path());
     assert!(
         Fleet::looks_like(&text[..64]),
         "the app recognizes a fleet report by its first bytes, whatever its length: {}",
@@ -96,7 +89,6 @@ fn the_fleet_jobs_report_reads_back_whole() {
         parts,
         "every split part is one this version knows"
     );
-    let _ = std::fs::remove_dir_all(root);
 }
 
 /// A small report with every list filled, as `fleet.py` writes it.

@@ -401,8 +401,8 @@ fn a_silent_server_times_out() {
 
 #[test]
 fn explain_dry_run_prints_the_exact_bodies() {
-    let dir = std::env::temp_dir().join(format!("ttap-dry-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let trace = dir.join("t.json");
     std::fs::write(&trace, generated()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ttap"))
@@ -439,5 +439,4 @@ fn explain_dry_run_prints_the_exact_bodies() {
             "{stderr}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -198,8 +198,8 @@ fn ttap_explain_end_to_end() {
     let Some((url, key)) = server("ttap_explain_end_to_end") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("ttap-explain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let trace = dir.join("t.json");
     let sync = synth::at(AntiPattern::HostSync, 2, 0.5);
     synth::synth(&trace, &synth::config(6, 1, vec![sync]), None);
@@ -245,5 +245,4 @@ fn ttap_explain_end_to_end() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refused the API key"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,7 +9,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
@@ -129,12 +129,13 @@ impl Client {
     }
 }
 
-/// A fresh folder under the system's temporary folder.
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ttap-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
+/// A fresh folder under the system's temporary folder (its path canonical, as the server
+/// compares them), removed when dropped.
+fn temp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ttap-mcp-{name}-"))
+        .tempdir_in(std::env::temp_dir().canonicalize().unwrap())
+        .unwrap()
 }
 
 /// What the LLM request about `key` carries (`ttap explain --dry-run`'s user message).
@@ -301,7 +302,8 @@ fn each_tool_answers_on_a_shared_trace() {
 
 #[test]
 fn a_path_outside_the_roots_is_refused_symlinks_included() {
-    let dir = temp("roots");
+    let scratch = temp("roots");
+    let dir = scratch.path();
     let (root, outside) = (dir.join("root"), dir.join("outside"));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
@@ -340,10 +342,11 @@ fn a_path_outside_the_roots_is_refused_symlinks_included() {
 
 #[test]
 fn a_missing_file_or_a_non_trace_is_a_tool_error_and_the_server_goes_on() {
-    let root = temp("errors");
+    let scratch = temp("errors");
+    let root = scratch.path();
     std::fs::write(root.join("notes.json"), b"{\"a\": 1}").unwrap();
     std::fs::create_dir_all(root.join("folder")).unwrap();
-    let mut c = Client::start(&[&root]);
+    let mut c = Client::start(&[root]);
     for (path, says) in [
         ("missing.json", "cannot be opened"),
         ("notes.json", "is it a PyTorch profiler trace"),
@@ -373,7 +376,8 @@ fn a_missing_file_or_a_non_trace_is_a_tool_error_and_the_server_goes_on() {
 
 #[test]
 fn an_answer_stays_within_its_bound_and_says_what_it_left_out() {
-    let root = temp("bound");
+    let scratch = temp("bound");
+    let root = scratch.path();
     let events: Vec<Value> = (0..300)
         .map(|i| {
             json!({ "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1000 + i * 10, "dur": 5,
@@ -385,7 +389,7 @@ fn an_answer_stays_within_its_bound_and_says_what_it_left_out() {
         json!({ "schemaVersion": 1, "traceEvents": events }).to_string(),
     )
     .unwrap();
-    let mut c = Client::start(&[&root]);
+    let mut c = Client::start(&[root]);
     let text = c.answer(
         "find_events",
         json!({ "path": "long.json", "name": "aten::op", "limit": 100 }),

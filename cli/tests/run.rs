@@ -154,14 +154,14 @@ fn the_real_dlrm_ranks_make_one_run() {
 
 #[test]
 fn ttap_analyze_on_a_folder_prints_the_run_view() {
-    let dir: PathBuf = std::env::temp_dir().join(format!("ttap-run-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let d = dir.to_str().unwrap();
     let dp = DataParallel {
         world_size: 8,
         rank_injections: vec![(5, synth::at(AntiPattern::DataLoader, 5, 0.8))],
     };
-    synth::synth(&dir, &synth::config(8, 1, Vec::new()), Some(dp));
+    synth::synth(dir, &synth::config(8, 1, Vec::new()), Some(dp));
     let (code, md) = ttap(&["analyze", d]);
     assert_eq!(code, 0);
     assert!(md.starts_with("# Run: 8 ranks"), "{md}");
@@ -185,5 +185,4 @@ fn ttap_analyze_on_a_folder_prints_the_run_view() {
     // One rank alone is no run.
     let (_, one) = ttap(&["analyze", &format!("{d}/rank-0.pt.trace.json")]);
     assert!(!one.contains("# Run:"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

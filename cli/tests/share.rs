@@ -687,8 +687,8 @@ fn the_cli_prints_a_link_and_reads_it_back() {
             .output()
             .expect("ttap runs")
     };
-    let dir = std::env::temp_dir().join(format!("ttap-share-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let path = dir.join("tiny.pt.trace.json");
     std::fs::write(&path, tiny("50.0", false)).unwrap();
     let path = path.to_str().unwrap();
@@ -744,7 +744,6 @@ fn the_cli_prints_a_link_and_reads_it_back() {
         assert!(out.stdout.is_empty());
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Prose a forger would write into a link: every text field of a finding.

@@ -586,8 +586,8 @@ fn pointer<'v>(v: &'v mut Value, path: &[String]) -> &'v mut Value {
 
 #[test]
 fn the_cli_makes_and_reads_comparison_and_run_links() {
-    let dir = std::env::temp_dir().join(format!("ttap-view-link-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let path = |name: &str| dir.join(name).display().to_string();
     let (before, after) = (path("before.pt.trace.json"), path("after.pt.trace.json"));
     let run = path("run");
@@ -633,5 +633,4 @@ fn the_cli_makes_and_reads_comparison_and_run_links() {
     // One trace is not a run; a forged link is an error, exit code 2.
     assert_eq!(ttap::ttap(&["analyze", "--share", &before]).0, 2);
     assert_eq!(ttap::ttap(&["share", "--decode", "ttapc1.AAAA"]).0, 2);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,7 +2,7 @@
 //! reports, the labels they read, and how a failing command exits.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn ttap_dev(args: &[&str]) -> Output {
@@ -12,9 +12,7 @@ fn ttap_dev(args: &[&str]) -> Output {
         .expect("ttap-dev runs")
 }
 
-fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ttap-dev-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn temp_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::File::create(&path)
         .unwrap()
@@ -35,7 +33,8 @@ fn stderr(o: &Output) -> String {
 /// labels file that holds no labels), and exits 2 without writing its output.
 #[test]
 fn a_failing_command_names_the_file_it_could_not_use() {
-    let bad = temp_file("not-labels.json", b"{\"a\": 1}");
+    let scratch = tempfile::tempdir().unwrap();
+    let bad = temp_file(scratch.path(), "not-labels.json", b"{\"a\": 1}");
     let table = bad.with_file_name("never-written.md");
     let out = ttap_dev(&[
         "eval-rules",
@@ -57,8 +56,8 @@ fn a_failing_command_names_the_file_it_could_not_use() {
 
 #[test]
 fn synth_writes_a_trace_and_labels_that_features_joins() {
-    let dir = std::env::temp_dir().join(format!("ttap-dev-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let (trace, labels) = (dir.join("synth.json"), dir.join("synth.labels.json"));
     let out = ttap_dev(&[
         "synth",
@@ -115,7 +114,8 @@ fn synth_writes_a_trace_and_labels_that_features_joins() {
 
 #[test]
 fn synth_with_ranks_writes_one_trace_and_labels_file_per_rank() {
-    let dir = std::env::temp_dir().join(format!("ttap-dev-cli-ranks-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("ranks");
     let out = ttap_dev(&[
         "synth",
         "--ranks",
@@ -169,8 +169,8 @@ fn synth_with_ranks_writes_one_trace_and_labels_file_per_rank() {
 
 #[test]
 fn train_writes_a_model_that_eval_reads_and_reports_on() {
-    let dir = std::env::temp_dir().join(format!("ttap-dev-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let (model, training, evaluation, base_set) = (
         dir.join("model.json"),
         dir.join("TRAINING.md"),
@@ -231,7 +231,8 @@ fn train_writes_a_model_that_eval_reads_and_reports_on() {
 
 #[test]
 fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
-    let dir = temp_file("labels-x", b"").parent().unwrap().to_path_buf();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let trace = dir.join("labelled.pt.trace.json");
     let out = ttap_dev(&[
         "synth",
@@ -264,6 +265,7 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
         label(14, "forward", 1, "none"),
     ];
     let file = temp_file(
+        scratch.path(),
         "web.labels.json",
         torchtraceap::ml::labels::to_json(&labels).as_bytes(),
     );
@@ -338,6 +340,7 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
     }
     // A label naming a window the trace does not have.
     let stray = temp_file(
+        scratch.path(),
         "stray.labels.json",
         torchtraceap::ml::labels::to_json(&[label(99, "forward", 0, "none")]).as_bytes(),
     );

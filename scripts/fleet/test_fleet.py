@@ -16,6 +16,8 @@ Skips, saying so loudly, where Ray is not installed (scripts/setup.sh installs i
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +81,19 @@ def main():
     check(Path(ttap).is_file(), f"{ttap} is missing: build it (cargo build) first")
     ttap_dev = str(Path(args.ttap_dev).resolve())
     check(Path(ttap_dev).is_file(), f"{ttap_dev} is missing: build it (cargo build) first")
+    # Ray keeps its session's logs and sockets under RAY_TMPDIR: a folder of this test's own
+    # (short: a socket's path has at most 107 bytes), removed after the cluster stops.
+    ray_tmp = tempfile.mkdtemp(prefix="ray-")
+    os.environ["RAY_TMPDIR"] = ray_tmp
+    try:
+        test_on_ray(ttap, ttap_dev)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_on_ray(ttap, ttap_dev):
+    import ray
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "traces"
         generate(ttap_dev, root)

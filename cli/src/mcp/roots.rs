@@ -179,11 +179,11 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_the_last_traces_read_and_reads_a_changed_file_again() {
-        let dir = std::env::temp_dir().join(format!("ttap-mcp-cache-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
         let cache = Cache::default();
         let paths: Vec<PathBuf> = (0..=CACHED_TRACES)
-            .map(|k| trace(&dir, &format!("t{k}.json"), 3))
+            .map(|k| trace(dir, &format!("t{k}.json"), 3))
             .collect();
         let first = cache.get(&paths[0]).unwrap();
         assert!(Arc::ptr_eq(&first, &cache.get(&paths[0]).unwrap()));
@@ -194,7 +194,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &cache.get(&paths[0]).unwrap()));
         let before = cache.get(&paths[1]).unwrap();
         assert_eq!(before.ingested.report.events, 3);
-        trace(&dir, "t1.json", 40);
+        trace(dir, "t1.json", 40);
         assert_eq!(cache.get(&paths[1]).unwrap().ingested.report.events, 40);
         assert_eq!(cache.0.lock().unwrap().len(), CACHED_TRACES);
     }

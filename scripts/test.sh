@@ -10,9 +10,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-# A run from a fresh clone writes about 5 GB (target/: 4.7 GB; scratch files, under 1 GB at
-# once), and 2 GB more the first time (llama.cpp and the model, cached): a disk that fills fails
-# a build in the linker ("No space left on device", "Bus error"), so say so first.
+# A run from a fresh clone writes about 5 GB (target/: 4.7 GB, 3.1 GB without incremental
+# caches as .ci/run builds; scratch files: 0.3 GB at once), and 2 GB more the first time
+# (llama.cpp and the model, cached): a disk that fills fails a build in the linker ("No space
+# left on device", "Bus error"), so say so first.
 free_gib=$(( $(df -Pk . | awk 'NR == 2 {print $4}') / 1024 / 1024 ))
 if [ "$free_gib" -lt 6 ]; then
   echo "WARNING: $free_gib GiB free on the disk of $PWD, and a run needs about 6 GiB: free some (an old clone's target/, /tmp) or the build may fail in the linker" >&2

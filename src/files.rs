@@ -363,8 +363,8 @@ mod tests {
     use super::*;
 
     /// A file of `len` bytes (sparse past its first) starting with `head`, in `dir`.
-    fn sized(dir: &Path, name: &str, head: &[u8], len: u64) -> PathBuf {
-        let path = dir.join(name);
+    fn sized(dir: impl AsRef<Path>, name: &str, head: &[u8], len: u64) -> PathBuf {
+        let path = dir.as_ref().join(name);
         let mut file = File::create(&path).unwrap();
         std::io::Write::write_all(&mut file, head).unwrap();
         file.set_len(len).unwrap();
@@ -408,14 +408,9 @@ mod tests {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let big = 2 * PARALLEL_BLOCK as u64;
         let scratch = tempfile::tempdir().unwrap();
-        let plain = sized(scratch.path(), "plain.json", b"{\"traceEvents\": [", big);
-        let small = sized(
-            scratch.path(),
-            "small.json",
-            b"{\"traceEvents\": [",
-            big - 1,
-        );
-        let gzip = sized(scratch.path(), "trace.json.gz", &[0x1f, 0x8b, 8], 100);
+        let plain = sized(&scratch, "plain.json", b"{\"traceEvents\": [", big);
+        let small = sized(&scratch, "small.json", b"{\"traceEvents\": [", big - 1);
+        let gzip = sized(&scratch, "trace.json.gz", &[0x1f, 0x8b, 8], 100);
         assert_eq!(default_threads(&plain, 1), cores);
         assert_eq!(default_threads(&plain, 2), (cores / 2).max(1));
         assert_eq!(default_threads(&plain, cores), 1);

@@ -71,8 +71,8 @@ fn kineto_order(trace: &str) -> String {
     out
 }
 
-fn written(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
+fn written(dir: impl AsRef<Path>, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.as_ref().join(name);
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(bytes))
         .expect("written");
@@ -92,7 +92,7 @@ fn the_first_steps_of_a_large_trace_name_its_problems_from_an_eighth_of_the_file
         ("time-order.json", time_ordered.clone()),
         ("kineto-order.json", kineto_order(&time_ordered)),
     ] {
-        let path = written(scratch.path(), name, text.as_bytes());
+        let path = written(&scratch, name, text.as_bytes());
         let e = read_early(&path)
             .expect("readable")
             .unwrap_or_else(|| panic!("{name}: no early look"));
@@ -125,17 +125,17 @@ fn a_compressed_a_small_or_a_stepless_trace_gets_no_early_look() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(text.as_bytes()).expect("compressed");
     let path = written(
-        scratch.path(),
+        &scratch,
         "compressed.json.gz",
         &gz.finish().expect("compressed"),
     );
     assert!(read_early(&path).expect("readable").is_none());
-    let small = written(scratch.path(), "small.json", &text.as_bytes()[..1 << 20]);
+    let small = written(&scratch, "small.json", &text.as_bytes()[..1 << 20]);
     assert!(read_early(&small).expect("readable").is_none());
     // Without ProfilerStep ranges nor a loop, nothing tells a whole step: no early look.
     let stepless = text
         .replace("ProfilerStep#", "Region ")
         .replace("enumerate(DataLoader)", "load batch");
-    let path = written(scratch.path(), "stepless.json", stepless.as_bytes());
+    let path = written(&scratch, "stepless.json", stepless.as_bytes());
     assert!(read_early(&path).expect("readable").is_none());
 }

@@ -15,8 +15,8 @@ fn ttap(args: &[&str]) -> Output {
         .expect("ttap runs")
 }
 
-fn temp_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
+fn temp_file(dir: impl AsRef<Path>, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.as_ref().join(name);
     std::fs::File::create(&path)
         .unwrap()
         .write_all(bytes)
@@ -70,11 +70,7 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn inspect_prints_what_the_trace_holds() {
     let scratch = tempfile::tempdir().unwrap();
-    let path = temp_file(
-        scratch.path(),
-        "two_steps.pt.trace.json",
-        two_steps().as_bytes(),
-    );
+    let path = temp_file(&scratch, "two_steps.pt.trace.json", two_steps().as_bytes());
     let out = ttap(&["inspect", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -94,10 +90,10 @@ fn inspect_prints_what_the_trace_holds() {
 #[test]
 fn inspect_json_is_machine_readable_and_covers_every_file() {
     let scratch = tempfile::tempdir().unwrap();
-    let plain = temp_file(scratch.path(), "a.json", two_steps().as_bytes());
+    let plain = temp_file(&scratch, "a.json", two_steps().as_bytes());
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(two_steps().as_bytes()).unwrap();
-    let packed = temp_file(scratch.path(), "b.json.gz", &gz.finish().unwrap());
+    let packed = temp_file(&scratch, "b.json.gz", &gz.finish().unwrap());
     let out = ttap(&[
         "inspect",
         "--json",
@@ -132,7 +128,7 @@ fn the_reading_threads_change_nothing_but_the_time() {
         &mut plain,
     )
     .unwrap();
-    let plain = temp_file(scratch.path(), "sample.json", &plain);
+    let plain = temp_file(&scratch, "sample.json", &plain);
     for file in [sample, plain.to_str().unwrap()] {
         let inspect = |threads: Option<&str>| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_ttap"));
@@ -161,11 +157,11 @@ fn the_reading_threads_change_nothing_but_the_time() {
 fn unusable_input_exits_2_with_a_message_naming_the_file() {
     let scratch = tempfile::tempdir().unwrap();
     let bad = temp_file(
-        scratch.path(),
+        &scratch,
         "resource_fork.json",
         b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        ",
     );
-    let good = temp_file(scratch.path(), "good.json", two_steps().as_bytes());
+    let good = temp_file(&scratch, "good.json", two_steps().as_bytes());
     let out = ttap(&["inspect", good.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -193,7 +189,7 @@ fn a_truncated_trace_is_shown_with_a_warning() {
     let scratch = tempfile::tempdir().unwrap();
     let text = two_steps();
     let cut = &text.as_bytes()[..text.len() * 2 / 3];
-    let path = temp_file(scratch.path(), "cut.json", cut);
+    let path = temp_file(&scratch, "cut.json", cut);
     let out = ttap(&["inspect", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -209,11 +205,7 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
     // Two 9 ms steps of 12 kernels of 125 µs, 250 µs apart (host-only-time needs at least 10
     // per step): the last ends 100 + 11 × 250 + 20 + 125 = 2 995 µs into the step, and the host
     // runs alone for the rest.
-    let path = temp_file(
-        scratch.path(),
-        "analyze.json",
-        steps_of(12, 125, 250).as_bytes(),
-    );
+    let path = temp_file(&scratch, "analyze.json", steps_of(12, 125, 250).as_bytes());
     let md = ttap(&["analyze", path.to_str().unwrap()]);
     assert!(md.status.success(), "{}", stderr(&md));
     let text = stdout(&md);
@@ -285,7 +277,7 @@ fn analyze_reports_findings_in_markdown_and_json_and_gates_ci() {
         Some(1),
         "a finding at or above the gate fails the run"
     );
-    let bad = temp_file(scratch.path(), "not_a_trace.json", b"{\"hello\": 1}");
+    let bad = temp_file(&scratch, "not_a_trace.json", b"{\"hello\": 1}");
     assert_eq!(
         ttap(&["analyze", bad.to_str().unwrap()]).status.code(),
         Some(2)
@@ -329,7 +321,7 @@ fn analyze_lists_every_detector_with_its_threshold() {
 #[test]
 fn export_writes_a_perfetto_trace_that_reads_back_and_says_what_a_range_cuts() {
     let scratch = tempfile::tempdir().unwrap();
-    let trace = temp_file(scratch.path(), "export.json", two_steps().as_bytes());
+    let trace = temp_file(&scratch, "export.json", two_steps().as_bytes());
     let out = trace.with_extension("perfetto.json");
     let (t, o) = (trace.to_str().unwrap(), out.to_str().unwrap());
     let export = |steps: &[&str]| ttap(&[&["export", "--perfetto", t, "-o", o], steps].concat());
@@ -479,7 +471,7 @@ fn an_early_look_reports_the_first_steps_of_a_large_trace_or_says_why_it_cannot(
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(md.contains("(`dataloader-bottleneck`)"), "{md}");
     // A small trace: no early look, and what to run instead.
-    let small = temp_file(scratch.path(), "small-early.json", two_steps().as_bytes());
+    let small = temp_file(&scratch, "small-early.json", two_steps().as_bytes());
     let o = ttap(&["analyze", "--early", small.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -488,5 +480,4 @@ fn an_early_look_reports_the_first_steps_of_a_large_trace_or_says_why_it_cannot(
             && err.contains("run `ttap analyze "),
         "{err}"
     );
-    std::fs::remove_dir_all(dir).ok();
 }

@@ -12,8 +12,8 @@ fn ttap_dev(args: &[&str]) -> Output {
         .expect("ttap-dev runs")
 }
 
-fn temp_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
+fn temp_file(dir: impl AsRef<Path>, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.as_ref().join(name);
     std::fs::File::create(&path)
         .unwrap()
         .write_all(bytes)
@@ -34,7 +34,7 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn a_failing_command_names_the_file_it_could_not_use() {
     let scratch = tempfile::tempdir().unwrap();
-    let bad = temp_file(scratch.path(), "not-labels.json", b"{\"a\": 1}");
+    let bad = temp_file(&scratch, "not-labels.json", b"{\"a\": 1}");
     let table = bad.with_file_name("never-written.md");
     let out = ttap_dev(&[
         "eval-rules",
@@ -265,7 +265,7 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
         label(14, "forward", 1, "none"),
     ];
     let file = temp_file(
-        scratch.path(),
+        &scratch,
         "web.labels.json",
         torchtraceap::ml::labels::to_json(&labels).as_bytes(),
     );
@@ -340,7 +340,7 @@ fn labels_exported_by_the_web_app_are_read_by_features_and_scored_by_eval() {
     }
     // A label naming a window the trace does not have.
     let stray = temp_file(
-        scratch.path(),
+        &scratch,
         "stray.labels.json",
         torchtraceap::ml::labels::to_json(&[label(99, "forward", 0, "none")]).as_bytes(),
     );
